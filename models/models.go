@@ -1,0 +1,22 @@
+package models
+
+import "context"
+
+// Reranker scores documents against a query with a cross-encoder.
+//
+// Score returns one score per document, in input order. Implementations are
+// safe for concurrent use.
+type Reranker interface {
+	Score(ctx context.Context, query string, docs []string) ([]float32, error)
+}
+
+// Embedder turns texts into fixed-size vectors with a bi-encoder.
+//
+// Embed returns one vector per text, in input order; vectors are L2
+// normalised unless the embedder's config says otherwise. Implementations are
+// safe for concurrent use.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Dim is the length of every vector Embed returns.
+	Dim() int
+}
