@@ -19,3 +19,25 @@ func MaskedMeanPool(dst, h []float32, mask []int64) { poolWith(dst, h, mask, axp
 
 // Dispatch names the implementation in use ("generic", "avx2", "avx512").
 func Dispatch() string { return dispatchName }
+
+// DotBatch writes into out[r] the dot product of q with row r of the
+// row-major matrix m (rows of dim floats), for r < len(out). It is the inner
+// loop of exact (flat) vector search. len(q) must be dim and m must hold at
+// least len(out) rows; a shorter m or q panics like an out-of-range index.
+func DotBatch(q []float32, m []float32, dim int, out []float32) {
+	q = q[:dim]
+	m = m[:len(out)*dim]
+	dot := dotImpl
+	for r := range out {
+		out[r] = dot(q, m[r*dim:(r+1)*dim])
+	}
+}
+
+// DotBatchGeneric is DotBatch with the pure-Go dot product.
+func DotBatchGeneric(q []float32, m []float32, dim int, out []float32) {
+	q = q[:dim]
+	m = m[:len(out)*dim]
+	for r := range out {
+		out[r] = DotGeneric(q, m[r*dim:(r+1)*dim])
+	}
+}
