@@ -1,0 +1,39 @@
+// Package analysis turns text into index terms: a Unicode-aware word
+// scanner, lowercasing, stopword removal, Snowball English stemming, an
+// optional code-aware splitter (camelCase, snake_case, letter/digit
+// boundaries) and an optional query-expansion dictionary.
+//
+// # Parity with bm25s
+//
+// DefaultConfig reproduces the tokenization of xhluca/bm25s
+// (bm25s.tokenize with stopwords="en" and a PyStemmer English stemmer):
+//
+//  1. lowercase the text (Python str.lower);
+//  2. split with the regex (?u)\b\w\w+\b, i.e. keep every maximal run of
+//     two or more "word" code points, where a word code point is a Unicode
+//     letter (L*), a Unicode number (N*) or '_' — the set Python's re
+//     module uses for \w; combining marks (M*) are not word characters;
+//  3. drop tokens found in bm25s's STOPWORDS_EN (33 words, checked before
+//     stemming);
+//  4. stem each remaining token with the Snowball English (Porter2)
+//     stemmer; tokens of one or two code points are left unchanged.
+//
+// Known divergences from Python: Go lowercases a final capital sigma to σ
+// where Python writes ς. U+0130 (İ) lowercases to "i" followed by a word
+// break, as in Python, where it becomes "i" + U+0307.
+//
+// # Versions
+//
+// Version returns a string derived from every setting that changes the
+// produced terms. An index stores it and refuses to be queried with an
+// analyzer whose version differs, since terms would silently not match.
+//
+// # Concurrency and ownership
+//
+// An Analyzer is immutable after New apart from its internal stem cache,
+// which is guarded by sharded locks; it is safe for concurrent use by any
+// number of goroutines. The strings it returns are shared with the cache
+// and with other results and must be treated as read-only (Go strings are
+// immutable, so this holds automatically); the returned slices belong to
+// the caller.
+package analysis
