@@ -1,0 +1,593 @@
+package onnxpb
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Errors returned by this package.
+var (
+	// ErrInvalidGraph reports a graph that is not well formed: a dangling
+	// input, a value produced twice, a graph output nobody produces, or an
+	// initializer whose data does not match its dims.
+	ErrInvalidGraph = errors.New("onnxpb: invalid graph")
+)
+
+// DataType is an ONNX TensorProto.DataType value.
+type DataType int32
+
+// Tensor element types (TensorProto.DataType in onnx.proto3).
+const (
+	Float32 DataType = 1
+	Int32   DataType = 6
+	Int64   DataType = 7
+	Bool    DataType = 9
+	Float64 DataType = 11
+)
+
+// Default versions written by NewModel: IR version 8 (ONNX 1.10+) and opset 17,
+// the first opset with a LayerNormalization operator.
+const (
+	DefaultIRVersion = 8
+	DefaultOpset     = 17
+)
+
+// Field numbers from onnx/onnx.proto3.
+const (
+	// ModelProto
+	fModelIRVersion       = 1
+	fModelProducerName    = 2
+	fModelProducerVersion = 3
+	fModelDocString       = 6
+	fModelGraph           = 7
+	fModelOpsetImport     = 8
+	// OperatorSetIdProto
+	fOpsetDomain  = 1
+	fOpsetVersion = 2
+	// GraphProto
+	fGraphNode        = 1
+	fGraphName        = 2
+	fGraphInitializer = 5
+	fGraphInput       = 11
+	fGraphOutput      = 12
+	// NodeProto
+	fNodeInput     = 1
+	fNodeOutput    = 2
+	fNodeName      = 3
+	fNodeOpType    = 4
+	fNodeAttribute = 5
+	fNodeDomain    = 7
+	// AttributeProto
+	fAttrName   = 1
+	fAttrF      = 2
+	fAttrI      = 3
+	fAttrS      = 4
+	fAttrT      = 5
+	fAttrFloats = 7
+	fAttrInts   = 8
+	fAttrType   = 20
+	// TensorProto
+	fTensorDims     = 1
+	fTensorDataType = 2
+	fTensorName     = 8
+	fTensorRawData  = 9
+	// ValueInfoProto
+	fValueInfoName = 1
+	fValueInfoType = 2
+	// TypeProto / TypeProto.Tensor / TensorShapeProto(.Dimension)
+	fTypeTensorType = 1
+	fTensorElemType = 1
+	fTensorShape    = 2
+	fShapeDim       = 1
+	fDimValue       = 1
+	fDimParam       = 2
+)
+
+// AttributeProto.AttributeType values.
+const (
+	attrFloat  = 1
+	attrInt    = 2
+	attrString = 3
+	attrTensor = 4
+	attrFloats = 6
+	attrInts   = 7
+)
+
+// Dim is one tensor dimension: a fixed size (Param == "") or a symbolic name
+// such as "batch_size".
+type Dim struct {
+	Value int64
+	Param string
+}
+
+// Fixed returns a fixed-size dimension.
+func Fixed(n int64) Dim { return Dim{Value: n} }
+
+// Symbolic returns a named, dynamic dimension.
+func Symbolic(name string) Dim { return Dim{Param: name} }
+
+// Tensor is a constant tensor: an initializer or a tensor attribute. Exactly
+// one of Float32 and Int64 holds the row-major data.
+type Tensor struct {
+	Name    string
+	Dims    []int64
+	Float32 []float32
+	Int64   []int64
+}
+
+func (t *Tensor) dataType() DataType {
+	if t.Int64 != nil {
+		return Int64
+	}
+	return Float32
+}
+
+func (t *Tensor) check() error {
+	if (t.Float32 == nil) == (t.Int64 == nil) {
+		return fmt.Errorf("%w: tensor %q: exactly one of Float32 and Int64 must be set", ErrInvalidGraph, t.Name)
+	}
+	n := int64(1)
+	for _, d := range t.Dims {
+		if d < 0 {
+			return fmt.Errorf("%w: tensor %q: negative dim %d", ErrInvalidGraph, t.Name, d)
+		}
+		n *= d
+	}
+	l := int64(len(t.Float32) + len(t.Int64))
+	if l != n {
+		return fmt.Errorf("%w: tensor %q: dims %v need %d elements, have %d", ErrInvalidGraph, t.Name, t.Dims, n, l)
+	}
+	return nil
+}
+
+// Attr is one node attribute. Build it with AttrInt, AttrFloat, AttrString,
+// AttrInts, AttrFloats or AttrTensor.
+type Attr struct {
+	name   string
+	kind   int
+	i      int64
+	f      float32
+	s      string
+	ints   []int64
+	floats []float32
+	t      *Tensor
+}
+
+// AttrInt is an INT attribute.
+func AttrInt(name string, v int64) Attr { return Attr{name: name, kind: attrInt, i: v} }
+
+// AttrFloat is a FLOAT attribute.
+func AttrFloat(name string, v float32) Attr { return Attr{name: name, kind: attrFloat, f: v} }
+
+// AttrString is a STRING attribute.
+func AttrString(name, v string) Attr { return Attr{name: name, kind: attrString, s: v} }
+
+// AttrInts is an INTS attribute.
+func AttrInts(name string, v ...int64) Attr { return Attr{name: name, kind: attrInts, ints: v} }
+
+// AttrFloats is a FLOATS attribute.
+func AttrFloats(name string, v ...float32) Attr {
+	return Attr{name: name, kind: attrFloats, floats: v}
+}
+
+// AttrTensor is a TENSOR attribute (e.g. Constant's "value").
+func AttrTensor(name string, t Tensor) Attr { return Attr{name: name, kind: attrTensor, t: &t} }
+
+// Node is one operator application.
+type Node struct {
+	Name    string
+	OpType  string
+	Domain  string
+	Inputs  []string // "" marks an omitted optional input
+	Outputs []string
+	Attrs   []Attr
+}
+
+// ValueInfo is a typed graph input or output.
+type ValueInfo struct {
+	Name string
+	Type DataType
+	Dims []Dim
+}
+
+// Graph is an ONNX graph under construction. Not safe for concurrent use.
+type Graph struct {
+	Name         string
+	Nodes        []Node
+	Initializers []Tensor
+	Inputs       []ValueInfo
+	Outputs      []ValueInfo
+}
+
+// NewGraph returns an empty graph.
+func NewGraph(name string) *Graph { return &Graph{Name: name} }
+
+// AddInput declares a graph input.
+func (g *Graph) AddInput(name string, t DataType, dims ...Dim) {
+	g.Inputs = append(g.Inputs, ValueInfo{Name: name, Type: t, Dims: dims})
+}
+
+// AddOutput declares a graph output.
+func (g *Graph) AddOutput(name string, t DataType, dims ...Dim) {
+	g.Outputs = append(g.Outputs, ValueInfo{Name: name, Type: t, Dims: dims})
+}
+
+// AddFloat32 adds a float32 initializer and returns its name. data is
+// retained, not copied.
+func (g *Graph) AddFloat32(name string, dims []int64, data []float32) string {
+	if data == nil {
+		data = []float32{}
+	}
+	g.Initializers = append(g.Initializers, Tensor{Name: name, Dims: dims, Float32: data})
+	return name
+}
+
+// AddInt64 adds an int64 initializer and returns its name. data is retained,
+// not copied.
+func (g *Graph) AddInt64(name string, dims []int64, data []int64) string {
+	if data == nil {
+		data = []int64{}
+	}
+	g.Initializers = append(g.Initializers, Tensor{Name: name, Dims: dims, Int64: data})
+	return name
+}
+
+// AddNode appends a node with one output named after the node and returns
+// that output's name, which keeps graph-building code short:
+//
+//	h := g.AddNode("layer0_q", "MatMul", []string{x, wq})
+func (g *Graph) AddNode(name, op string, inputs []string, attrs ...Attr) string {
+	g.Nodes = append(g.Nodes, Node{Name: name, OpType: op, Inputs: inputs, Outputs: []string{name}, Attrs: attrs})
+	return name
+}
+
+// AddNodeOutputs appends a node with explicit output names.
+func (g *Graph) AddNodeOutputs(name, op string, inputs, outputs []string, attrs ...Attr) {
+	g.Nodes = append(g.Nodes, Node{Name: name, OpType: op, Inputs: inputs, Outputs: outputs, Attrs: attrs})
+}
+
+// Validate checks the invariants listed in the package documentation.
+func (g *Graph) Validate() error {
+	defined := make(map[string]bool, len(g.Inputs)+len(g.Initializers)+len(g.Nodes))
+	define := func(name, what string) error {
+		if name == "" {
+			return fmt.Errorf("%w: %s with an empty name", ErrInvalidGraph, what)
+		}
+		if defined[name] {
+			return fmt.Errorf("%w: value %q defined twice (%s)", ErrInvalidGraph, name, what)
+		}
+		defined[name] = true
+		return nil
+	}
+	for _, in := range g.Inputs {
+		if err := define(in.Name, "graph input"); err != nil {
+			return err
+		}
+	}
+	for i := range g.Initializers {
+		t := &g.Initializers[i]
+		if err := t.check(); err != nil {
+			return err
+		}
+		if err := define(t.Name, "initializer"); err != nil {
+			return err
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.OpType == "" {
+			return fmt.Errorf("%w: node %q has no op type", ErrInvalidGraph, n.Name)
+		}
+		for _, in := range n.Inputs {
+			if in != "" && !defined[in] {
+				return fmt.Errorf("%w: node %q (%s) reads %q, which is not defined before it", ErrInvalidGraph, n.Name, n.OpType, in)
+			}
+		}
+		for _, a := range n.Attrs {
+			if a.kind == attrTensor {
+				if err := a.t.check(); err != nil {
+					return err
+				}
+			}
+		}
+		for _, out := range n.Outputs {
+			if err := define(out, "output of node "+n.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, out := range g.Outputs {
+		if !defined[out.Name] {
+			return fmt.Errorf("%w: graph output %q is never produced", ErrInvalidGraph, out.Name)
+		}
+	}
+	return nil
+}
+
+// Model is an ONNX model: a graph plus version metadata.
+type Model struct {
+	IRVersion       int64
+	Opset           int64
+	ProducerName    string
+	ProducerVersion string
+	DocString       string
+	Graph           *Graph
+}
+
+// NewModel wraps g with the default IR version and opset.
+func NewModel(g *Graph) *Model {
+	return &Model{IRVersion: DefaultIRVersion, Opset: DefaultOpset, ProducerName: "hybrank", ProducerVersion: "1", Graph: g}
+}
+
+// Marshal returns the encoded ModelProto.
+func (m *Model) Marshal() ([]byte, error) {
+	var b sliceWriter
+	if _, err := m.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+type sliceWriter []byte
+
+func (s *sliceWriter) Write(p []byte) (int, error) { *s = append(*s, p...); return len(p), nil }
+
+// WriteFile writes the encoded model to path, creating parent directories.
+// The file is written to a temporary name and renamed, so a reader never sees
+// a partial model.
+func (m *Model) WriteFile(path string) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("onnxpb: write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".model-*.onnx.tmp")
+	if err != nil {
+		return fmt.Errorf("onnxpb: write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	if _, err = m.WriteTo(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return fmt.Errorf("onnxpb: write %s: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("onnxpb: write %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("onnxpb: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteTo validates the graph and streams the encoded ModelProto to w.
+// Initializers are encoded one at a time, so peak extra memory is about one
+// tensor, not one model.
+func (m *Model) WriteTo(w io.Writer) (int64, error) {
+	if m.Graph == nil {
+		return 0, fmt.Errorf("%w: model has no graph", ErrInvalidGraph)
+	}
+	g := m.Graph
+	if err := g.Validate(); err != nil {
+		return 0, err
+	}
+	// Everything but the initializers is small: encode it up front.
+	var head []byte
+	head = protowire.AppendTag(head, fModelIRVersion, protowire.VarintType)
+	head = protowire.AppendVarint(head, uint64(m.IRVersion))
+	head = appendString(head, fModelProducerName, m.ProducerName)
+	head = appendString(head, fModelProducerVersion, m.ProducerVersion)
+	head = appendString(head, fModelDocString, m.DocString)
+	var opset []byte
+	opset = appendString(opset, fOpsetDomain, "")
+	opset = protowire.AppendTag(opset, fOpsetVersion, protowire.VarintType)
+	opset = protowire.AppendVarint(opset, uint64(m.Opset))
+	head = appendMessage(head, fModelOpsetImport, opset)
+
+	var nodes []byte
+	for i := range g.Nodes {
+		nodes = appendMessage(nodes, fGraphNode, encodeNode(&g.Nodes[i]))
+	}
+	var tail []byte
+	for _, vi := range g.Inputs {
+		tail = appendMessage(tail, fGraphInput, encodeValueInfo(vi))
+	}
+	for _, vi := range g.Outputs {
+		tail = appendMessage(tail, fGraphOutput, encodeValueInfo(vi))
+	}
+	nameField := appendString(nil, fGraphName, g.Name)
+
+	graphLen := len(nodes) + len(nameField) + len(tail)
+	for i := range g.Initializers {
+		n := tensorSize(&g.Initializers[i])
+		graphLen += protowire.SizeTag(fGraphInitializer) + protowire.SizeBytes(n)
+	}
+	head = protowire.AppendTag(head, fModelGraph, protowire.BytesType)
+	head = protowire.AppendVarint(head, uint64(graphLen))
+
+	cw := &countWriter{w: w}
+	cw.write(head)
+	cw.write(nodes)
+	cw.write(nameField)
+	var buf []byte
+	for i := range g.Initializers {
+		buf = protowire.AppendTag(buf[:0], fGraphInitializer, protowire.BytesType)
+		buf = protowire.AppendVarint(buf, uint64(tensorSize(&g.Initializers[i])))
+		buf = appendTensor(buf, &g.Initializers[i])
+		cw.write(buf)
+	}
+	cw.write(tail)
+	if cw.err != nil {
+		return cw.n, fmt.Errorf("onnxpb: write model: %w", cw.err)
+	}
+	return cw.n, nil
+}
+
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) write(p []byte) {
+	if c.err != nil {
+		return
+	}
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	c.err = err
+}
+
+func appendString(b []byte, num protowire.Number, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func appendMessage(b []byte, num protowire.Number, msg []byte) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, msg)
+}
+
+func packedInt64Size(v []int64) int {
+	n := 0
+	for _, x := range v {
+		n += protowire.SizeVarint(uint64(x))
+	}
+	return n
+}
+
+func appendPackedInt64(b []byte, num protowire.Number, v []int64) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(packedInt64Size(v)))
+	for _, x := range v {
+		b = protowire.AppendVarint(b, uint64(x))
+	}
+	return b
+}
+
+// tensorSize is the encoded length of appendTensor(nil, t).
+func tensorSize(t *Tensor) int {
+	n := 0
+	if len(t.Dims) > 0 {
+		n += protowire.SizeTag(fTensorDims) + protowire.SizeBytes(packedInt64Size(t.Dims))
+	}
+	n += protowire.SizeTag(fTensorDataType) + protowire.SizeVarint(uint64(t.dataType()))
+	if t.Name != "" {
+		n += protowire.SizeTag(fTensorName) + protowire.SizeBytes(len(t.Name))
+	}
+	raw := 4*len(t.Float32) + 8*len(t.Int64)
+	n += protowire.SizeTag(fTensorRawData) + protowire.SizeBytes(raw)
+	return n
+}
+
+// appendTensor encodes a TensorProto with its data in raw_data
+// (little-endian, as the spec requires).
+func appendTensor(b []byte, t *Tensor) []byte {
+	b = appendPackedInt64(b, fTensorDims, t.Dims)
+	b = protowire.AppendTag(b, fTensorDataType, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(t.dataType()))
+	b = appendString(b, fTensorName, t.Name)
+	b = protowire.AppendTag(b, fTensorRawData, protowire.BytesType)
+	if t.Int64 != nil {
+		b = protowire.AppendVarint(b, uint64(8*len(t.Int64)))
+		for _, x := range t.Int64 {
+			b = binary.LittleEndian.AppendUint64(b, uint64(x))
+		}
+		return b
+	}
+	b = protowire.AppendVarint(b, uint64(4*len(t.Float32)))
+	for _, x := range t.Float32 {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+func encodeAttr(a *Attr) []byte {
+	var b []byte
+	b = appendString(b, fAttrName, a.name)
+	switch a.kind {
+	case attrFloat:
+		b = protowire.AppendTag(b, fAttrF, protowire.Fixed32Type)
+		b = protowire.AppendFixed32(b, math.Float32bits(a.f))
+	case attrInt:
+		b = protowire.AppendTag(b, fAttrI, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(a.i))
+	case attrString:
+		b = protowire.AppendTag(b, fAttrS, protowire.BytesType)
+		b = protowire.AppendString(b, a.s)
+	case attrTensor:
+		b = appendMessage(b, fAttrT, appendTensor(nil, a.t))
+	case attrFloats:
+		b = protowire.AppendTag(b, fAttrFloats, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(4*len(a.floats)))
+		for _, f := range a.floats {
+			b = protowire.AppendFixed32(b, math.Float32bits(f))
+		}
+	case attrInts:
+		b = appendPackedInt64(b, fAttrInts, a.ints)
+	}
+	b = protowire.AppendTag(b, fAttrType, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(a.kind))
+	return b
+}
+
+func encodeNode(n *Node) []byte {
+	var b []byte
+	for _, in := range n.Inputs {
+		// Empty names mark omitted optional inputs and must be kept.
+		b = protowire.AppendTag(b, fNodeInput, protowire.BytesType)
+		b = protowire.AppendString(b, in)
+	}
+	for _, out := range n.Outputs {
+		b = protowire.AppendTag(b, fNodeOutput, protowire.BytesType)
+		b = protowire.AppendString(b, out)
+	}
+	b = appendString(b, fNodeName, n.Name)
+	b = appendString(b, fNodeOpType, n.OpType)
+	for i := range n.Attrs {
+		b = appendMessage(b, fNodeAttribute, encodeAttr(&n.Attrs[i]))
+	}
+	b = appendString(b, fNodeDomain, n.Domain)
+	return b
+}
+
+func encodeValueInfo(vi ValueInfo) []byte {
+	var shape []byte
+	for _, d := range vi.Dims {
+		var dim []byte
+		if d.Param != "" {
+			dim = appendString(dim, fDimParam, d.Param)
+		} else {
+			dim = protowire.AppendTag(dim, fDimValue, protowire.VarintType)
+			dim = protowire.AppendVarint(dim, uint64(d.Value))
+		}
+		shape = appendMessage(shape, fShapeDim, dim)
+	}
+	var tt []byte
+	tt = protowire.AppendTag(tt, fTensorElemType, protowire.VarintType)
+	tt = protowire.AppendVarint(tt, uint64(vi.Type))
+	tt = appendMessage(tt, fTensorShape, shape)
+	typ := appendMessage(nil, fTypeTensorType, tt)
+	var b []byte
+	b = appendString(b, fValueInfoName, vi.Name)
+	b = appendMessage(b, fValueInfoType, typ)
+	return b
+}

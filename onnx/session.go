@@ -1,0 +1,501 @@
+package onnx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+)
+
+// Provider selects the execution provider.
+type Provider string
+
+// Providers.
+const (
+	// ProviderAuto tries CUDA and falls back to the CPU with one log line.
+	ProviderAuto Provider = "auto"
+	// ProviderCUDA requires CUDA; NewSession fails with
+	// ErrProviderUnavailable when it cannot start.
+	ProviderCUDA Provider = "cuda"
+	// ProviderCPU uses ONNX Runtime's CPU kernels.
+	ProviderCPU Provider = "cpu"
+)
+
+// SessionConfig configures NewSession. The zero value is not valid; start
+// from DefaultSessionConfig.
+type SessionConfig struct {
+	// Provider is "auto" (default), "cuda" or "cpu".
+	Provider Provider `json:"provider"`
+	// IntraOpThreads is the number of threads one run may use inside an
+	// operator; 0 lets ONNX Runtime choose (one per physical core). With
+	// PoolSize > 1 set it so that PoolSize × IntraOpThreads ≈ cores.
+	IntraOpThreads int `json:"intra_op_threads"`
+	// InterOpThreads is the number of threads running independent operators
+	// in parallel; 0 lets ONNX Runtime choose (sequential execution uses 1).
+	InterOpThreads int `json:"inter_op_threads"`
+	// PoolSize is the number of ONNX Runtime sessions on the model, i.e. the
+	// maximum number of concurrent runs. Each one holds its own copy of the
+	// weights. Default 1.
+	PoolSize int `json:"pool_size"`
+	// GraphOptimization is "disable", "basic", "extended" or "all"
+	// (default; enables ORT's BERT fusions such as attention and layer norm).
+	GraphOptimization string `json:"graph_optimization"`
+	// DisableArena turns off ONNX Runtime's CPU memory arena, trading some
+	// speed for returning memory to the OS between runs.
+	DisableArena bool `json:"disable_arena"`
+	// DisableSpinning stops intra-op threads from busy-waiting for work
+	// between operators; useful when several sessions share few cores.
+	DisableSpinning bool `json:"disable_spinning"`
+	// CUDADeviceID is the GPU used by the CUDA provider.
+	CUDADeviceID int `json:"cuda_device_id"`
+}
+
+// DefaultSessionConfig returns Provider "auto", one pooled session, ONNX
+// Runtime's default thread counts and all graph optimisations.
+func DefaultSessionConfig() SessionConfig {
+	return SessionConfig{Provider: ProviderAuto, PoolSize: 1, GraphOptimization: "all"}
+}
+
+// Validate reports the first invalid field, wrapped in ErrBadConfig.
+func (c SessionConfig) Validate() error {
+	switch c.Provider {
+	case ProviderAuto, ProviderCUDA, ProviderCPU:
+	default:
+		return fmt.Errorf("%w: provider %q (want auto, cuda or cpu)", ErrBadConfig, c.Provider)
+	}
+	if c.IntraOpThreads < 0 || c.InterOpThreads < 0 {
+		return fmt.Errorf("%w: thread counts must be >= 0 (intra %d, inter %d)", ErrBadConfig, c.IntraOpThreads, c.InterOpThreads)
+	}
+	if c.PoolSize < 1 || c.PoolSize > 1024 {
+		return fmt.Errorf("%w: pool size %d (want 1..1024)", ErrBadConfig, c.PoolSize)
+	}
+	if _, err := optLevel(c.GraphOptimization); err != nil {
+		return err
+	}
+	if c.CUDADeviceID < 0 {
+		return fmt.Errorf("%w: cuda device id %d", ErrBadConfig, c.CUDADeviceID)
+	}
+	return nil
+}
+
+func optLevel(s string) (ort.GraphOptimizationLevel, error) {
+	switch s {
+	case "disable":
+		return ort.GraphOptimizationLevelDisableAll, nil
+	case "basic":
+		return ort.GraphOptimizationLevelEnableBasic, nil
+	case "extended":
+		return ort.GraphOptimizationLevelEnableExtended, nil
+	case "all", "":
+		return ort.GraphOptimizationLevelEnableAll, nil
+	}
+	return 0, fmt.Errorf("%w: graph optimization %q (want disable, basic, extended or all)", ErrBadConfig, s)
+}
+
+// Input is one named input tensor. Exactly one of Int64 and Float32 is set,
+// and its length equals the product of Shape.
+type Input struct {
+	Name    string
+	Shape   []int64
+	Int64   []int64
+	Float32 []float32
+}
+
+// Output is one output tensor; Float32 is owned by the caller.
+type Output struct {
+	Name    string
+	Shape   []int64
+	Float32 []float32
+}
+
+// Session is a pool of ONNX Runtime sessions on one model file. It is safe
+// for concurrent use.
+type Session struct {
+	modelPath   string
+	inputNames  []string
+	outputNames []string
+	inputs      map[string]int // input name → position in inputNames
+	inputInfo   []IOInfo       // declared type/shape per inputNames entry
+	provider    Provider
+
+	pool chan *ort.DynamicAdvancedSession // idle sessions
+	all  []*ort.DynamicAdvancedSession    // every session, for Close
+
+	mu       sync.Mutex     // guards closed and the Add side of inflight
+	closed   bool           // set once by Close
+	inflight sync.WaitGroup // runs between admission and return
+	done     chan struct{}  // closed by Close; wakes runs waiting for a session
+}
+
+var cudaFallbackOnce sync.Once
+
+// NewSession opens modelPath as cfg.PoolSize ONNX Runtime sessions with the
+// given input and output names (outputs are returned by Run in this order).
+// It checks the names against the model and requires float32 outputs.
+func NewSession(modelPath string, inputNames, outputNames []string, cfg SessionConfig) (*Session, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !Initialized() {
+		return nil, ErrNotInitialized
+	}
+	if len(inputNames) == 0 || len(outputNames) == 0 {
+		return nil, fmt.Errorf("%w: need at least one input and one output name", ErrModel)
+	}
+	ins, outs, err := ModelIO(modelPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		modelPath:   modelPath,
+		inputNames:  append([]string(nil), inputNames...),
+		outputNames: append([]string(nil), outputNames...),
+		inputs:      make(map[string]int, len(inputNames)),
+		inputInfo:   make([]IOInfo, len(inputNames)),
+		done:        make(chan struct{}),
+	}
+	for i, name := range inputNames {
+		if _, dup := s.inputs[name]; dup {
+			return nil, fmt.Errorf("%w: input %q named twice", ErrModel, name)
+		}
+		s.inputs[name] = i
+		info, ok := findIO(ins, name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s has no input %q (inputs: %s)", ErrModel, modelPath, name, ioNames(ins))
+		}
+		if info.Type != Float32 && info.Type != Int64 {
+			return nil, fmt.Errorf("%w: input %q has type %q; only float32 and int64 inputs are supported", ErrModel, name, info.Type)
+		}
+		s.inputInfo[i] = info
+	}
+	for _, name := range outputNames {
+		info, ok := findIO(outs, name)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s has no output %q (outputs: %s)", ErrModel, modelPath, name, ioNames(outs))
+		}
+		if info.Type != Float32 {
+			return nil, fmt.Errorf("%w: output %q has type %q; only float32 outputs are supported", ErrModel, name, info.Type)
+		}
+	}
+
+	provider := cfg.Provider
+	first, err := s.newORTSession(cfg, provider == ProviderAuto || provider == ProviderCUDA)
+	switch {
+	case err == nil && provider != ProviderCPU:
+		provider = ProviderCUDA
+	case err == nil:
+	case errors.Is(err, ErrProviderUnavailable) && provider == ProviderAuto:
+		cudaFallbackOnce.Do(func() {
+			slog.Warn("onnx: CUDA execution provider unavailable, using CPU", "model", modelPath, "reason", err.Error())
+		})
+		provider = ProviderCPU
+		first, err = s.newORTSession(cfg, false)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	s.provider = provider
+	s.all = append(s.all, first)
+	for len(s.all) < cfg.PoolSize {
+		sess, err := s.newORTSession(cfg, provider == ProviderCUDA)
+		if err != nil {
+			s.destroyAll()
+			return nil, err
+		}
+		s.all = append(s.all, sess)
+	}
+	s.pool = make(chan *ort.DynamicAdvancedSession, len(s.all))
+	for _, sess := range s.all {
+		s.pool <- sess
+	}
+	return s, nil
+}
+
+func findIO(list []IOInfo, name string) (IOInfo, bool) {
+	for _, x := range list {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return IOInfo{}, false
+}
+
+func ioNames(list []IOInfo) string {
+	s := ""
+	for i, x := range list {
+		if i > 0 {
+			s += ", "
+		}
+		s += strconv.Quote(x.Name)
+	}
+	return s
+}
+
+// newORTSession creates one ORT session. With cuda set, a failure to start
+// the CUDA provider (appending it or creating the session with it) is
+// reported as ErrProviderUnavailable.
+func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvancedSession, error) {
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: session options: %v", ErrLibrary, err)
+	}
+	defer opts.Destroy()
+	level, _ := optLevel(cfg.GraphOptimization)
+	if err := opts.SetGraphOptimizationLevel(level); err != nil {
+		return nil, fmt.Errorf("onnx: set graph optimization: %w", err)
+	}
+	if cfg.IntraOpThreads > 0 {
+		if err := opts.SetIntraOpNumThreads(cfg.IntraOpThreads); err != nil {
+			return nil, fmt.Errorf("onnx: set intra-op threads: %w", err)
+		}
+	}
+	if cfg.InterOpThreads > 0 {
+		if err := opts.SetInterOpNumThreads(cfg.InterOpThreads); err != nil {
+			return nil, fmt.Errorf("onnx: set inter-op threads: %w", err)
+		}
+	}
+	if cfg.DisableArena {
+		if err := opts.SetCpuMemArena(false); err != nil {
+			return nil, fmt.Errorf("onnx: disable arena: %w", err)
+		}
+	}
+	if cfg.DisableSpinning {
+		if err := opts.AddSessionConfigEntry("session.intra_op.allow_spinning", "0"); err != nil {
+			return nil, fmt.Errorf("onnx: disable spinning: %w", err)
+		}
+		if err := opts.AddSessionConfigEntry("session.inter_op.allow_spinning", "0"); err != nil {
+			return nil, fmt.Errorf("onnx: disable spinning: %w", err)
+		}
+	}
+	if cuda {
+		if err := appendCUDA(opts, cfg.CUDADeviceID); err != nil {
+			return nil, fmt.Errorf("%w: cuda: %v", ErrProviderUnavailable, err)
+		}
+	}
+	sess, err := ort.NewDynamicAdvancedSession(s.modelPath, s.inputNames, s.outputNames, opts)
+	if err != nil {
+		if cuda {
+			return nil, fmt.Errorf("%w: cuda session: %v", ErrProviderUnavailable, err)
+		}
+		return nil, fmt.Errorf("%w: load %s: %v", ErrModel, s.modelPath, err)
+	}
+	return sess, nil
+}
+
+func appendCUDA(opts *ort.SessionOptions, device int) error {
+	co, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return err
+	}
+	defer co.Destroy()
+	if err := co.Update(map[string]string{"device_id": strconv.Itoa(device)}); err != nil {
+		return err
+	}
+	return opts.AppendExecutionProviderCUDA(co)
+}
+
+// Provider returns the execution provider in use: "cuda" or "cpu".
+func (s *Session) Provider() Provider { return s.provider }
+
+// InputNames returns the input names given to NewSession.
+func (s *Session) InputNames() []string { return append([]string(nil), s.inputNames...) }
+
+// OutputNames returns the output names given to NewSession, in Run's order.
+func (s *Session) OutputNames() []string { return append([]string(nil), s.outputNames...) }
+
+// Run executes the model once. inputs may come in any order but must name
+// every input given to NewSession exactly once. Outputs come back in
+// NewSession's outputNames order with the shapes the model produced.
+//
+// If ctx is done before a pooled session is free, or before the run starts,
+// Run returns ctx.Err(). If ctx is done during the run, ONNX Runtime is told
+// to terminate and Run returns an error wrapping ctx.Err() once the native
+// call has returned.
+func (s *Session) Run(ctx context.Context, inputs []Input) ([]Output, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ordered, err := s.checkInputs(inputs)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
+
+	var sess *ort.DynamicAdvancedSession
+	select {
+	case sess = <-s.pool:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.done:
+		return nil, ErrClosed
+	}
+	defer func() { s.pool <- sess }()
+	return s.runOne(ctx, sess, ordered)
+}
+
+// checkInputs validates inputs against the model and returns them in
+// inputNames order.
+func (s *Session) checkInputs(inputs []Input) ([]*Input, error) {
+	if len(inputs) != len(s.inputNames) {
+		return nil, fmt.Errorf("%w: got %d inputs, model session takes %d (%v)", ErrBadInput, len(inputs), len(s.inputNames), s.inputNames)
+	}
+	ordered := make([]*Input, len(inputs))
+	for i := range inputs {
+		in := &inputs[i]
+		pos, ok := s.inputs[in.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown input %q (want %v)", ErrBadInput, in.Name, s.inputNames)
+		}
+		if ordered[pos] != nil {
+			return nil, fmt.Errorf("%w: input %q given twice", ErrBadInput, in.Name)
+		}
+		info := s.inputInfo[pos]
+		var n int
+		switch {
+		case in.Int64 != nil && in.Float32 != nil:
+			return nil, fmt.Errorf("%w: input %q sets both Int64 and Float32", ErrBadInput, in.Name)
+		case in.Int64 != nil:
+			if info.Type != Int64 {
+				return nil, fmt.Errorf("%w: input %q is %s in the model, got int64 data", ErrBadInput, in.Name, info.Type)
+			}
+			n = len(in.Int64)
+		case in.Float32 != nil:
+			if info.Type != Float32 {
+				return nil, fmt.Errorf("%w: input %q is %s in the model, got float32 data", ErrBadInput, in.Name, info.Type)
+			}
+			n = len(in.Float32)
+		default:
+			return nil, fmt.Errorf("%w: input %q has no data (set Int64 or Float32)", ErrBadInput, in.Name)
+		}
+		if len(in.Shape) == 0 {
+			return nil, fmt.Errorf("%w: input %q has an empty shape", ErrBadInput, in.Name)
+		}
+		if len(info.Shape) > 0 && len(info.Shape) != len(in.Shape) {
+			return nil, fmt.Errorf("%w: input %q has rank %d, model wants %d (%v)", ErrBadInput, in.Name, len(in.Shape), len(info.Shape), info.Shape)
+		}
+		prod := int64(1)
+		for d, v := range in.Shape {
+			if v <= 0 {
+				return nil, fmt.Errorf("%w: input %q dimension %d is %d (must be > 0)", ErrBadInput, in.Name, d, v)
+			}
+			if len(info.Shape) > 0 && info.Shape[d] > 0 && info.Shape[d] != v {
+				return nil, fmt.Errorf("%w: input %q dimension %d is %d, model fixes it at %d", ErrBadInput, in.Name, d, v, info.Shape[d])
+			}
+			if prod > math.MaxInt64/v {
+				return nil, fmt.Errorf("%w: input %q shape %v overflows", ErrBadInput, in.Name, in.Shape)
+			}
+			prod *= v
+		}
+		if prod != int64(n) {
+			return nil, fmt.Errorf("%w: input %q shape %v needs %d elements, got %d", ErrBadInput, in.Name, in.Shape, prod, n)
+		}
+		ordered[pos] = in
+	}
+	return ordered, nil
+}
+
+// runOne runs sess once. Every native object it creates is destroyed before
+// it returns, and only after the native Run call has returned.
+func (s *Session) runOne(ctx context.Context, sess *ort.DynamicAdvancedSession, inputs []*Input) (_ []Output, err error) {
+	values := make([]ort.Value, len(inputs))
+	outputs := make([]ort.Value, len(s.outputNames)) // nil: ORT allocates
+	defer func() {
+		for _, v := range values {
+			if v != nil {
+				err = errors.Join(err, v.Destroy())
+			}
+		}
+		for _, v := range outputs {
+			if v != nil {
+				err = errors.Join(err, v.Destroy())
+			}
+		}
+	}()
+	for i, in := range inputs {
+		var v ort.Value
+		var terr error
+		if in.Int64 != nil {
+			v, terr = ort.NewTensor(ort.NewShape(in.Shape...), in.Int64)
+		} else {
+			v, terr = ort.NewTensor(ort.NewShape(in.Shape...), in.Float32)
+		}
+		if terr != nil {
+			return nil, fmt.Errorf("%w: input %q: %v", ErrBadInput, in.Name, terr)
+		}
+		values[i] = v
+	}
+	ro, err := ort.NewRunOptions()
+	if err != nil {
+		return nil, fmt.Errorf("onnx: run options: %w", err)
+	}
+	defer func() { err = errors.Join(err, ro.Destroy()) }()
+
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	terminated := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(terminated)
+		_ = ro.Terminate() // fails only if ro is nil, which it is not yet
+	})
+	runErr := sess.RunWithOptions(values, outputs, ro)
+	if !stop() {
+		// The callback started: wait for it before ro can be destroyed.
+		<-terminated
+	}
+	if runErr != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("onnx: run terminated: %w", cerr)
+		}
+		return nil, fmt.Errorf("onnx: run %s: %w", s.modelPath, runErr)
+	}
+	res := make([]Output, len(outputs))
+	for i, v := range outputs {
+		t, ok := v.(*ort.Tensor[float32])
+		if !ok {
+			return nil, fmt.Errorf("%w: output %q is not a float32 tensor", ErrModel, s.outputNames[i])
+		}
+		// GetData is Go memory (onnxruntime_go copies ORT-allocated outputs),
+		// so it stays valid after the tensor is destroyed.
+		res[i] = Output{Name: s.outputNames[i], Shape: append([]int64(nil), t.GetShape()...), Float32: t.GetData()}
+	}
+	return res, nil
+}
+
+// Close refuses new runs, waits for runs in flight and releases every ONNX
+// Runtime session. It is idempotent; later calls return nil.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.mu.Unlock()
+	s.inflight.Wait()
+	return s.destroyAll()
+}
+
+func (s *Session) destroyAll() error {
+	var err error
+	for _, sess := range s.all {
+		err = errors.Join(err, sess.Destroy())
+	}
+	s.all = nil
+	return err
+}
