@@ -1,0 +1,144 @@
+package models
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hybrank/hybrank/simd"
+)
+
+// BiEncoder embeds texts with a BERT bi-encoder (sentence-transformers
+// style) run by ONNX Runtime. It implements Embedder.
+//
+// When the model has a `sentence_embedding` output it is used as is;
+// otherwise the token output (`last_hidden_state` or `token_embeddings`)
+// is mean-pooled over the attention mask. Vectors are L2-normalised when
+// Config.Normalize is set.
+//
+// A BiEncoder is safe for concurrent use; see CrossEncoder for loading and
+// pool behaviour, which are the same.
+type BiEncoder struct {
+	c *core
+}
+
+var _ Embedder = (*BiEncoder)(nil)
+
+// NewBiEncoder validates cfg and returns an embedder that loads its model
+// directory on first use (or Load).
+func NewBiEncoder(cfg Config) (*BiEncoder, error) {
+	c, err := newCore(cfg, KindEmbedder, loadORT)
+	if err != nil {
+		return nil, err
+	}
+	return &BiEncoder{c: c}, nil
+}
+
+// Load loads the model now instead of on first use. A failed Load may be
+// retried.
+func (be *BiEncoder) Load() error { return be.c.load() }
+
+// Config returns the configuration the embedder was built with.
+func (be *BiEncoder) Config() Config { return be.c.cfg }
+
+// Provider returns the execution provider in use, or "" before load.
+func (be *BiEncoder) Provider() string { return be.c.provider() }
+
+// Close waits for in-flight calls and frees the runtime sessions. It is
+// idempotent; later calls return ErrClosed.
+func (be *BiEncoder) Close() error { return be.c.close() }
+
+// Dim returns the vector length (hidden_size from config.json). It loads
+// the model if needed and returns 0 when loading fails (Load reports why).
+func (be *BiEncoder) Dim() int {
+	m, err := be.c.acquire()
+	if err != nil {
+		return 0
+	}
+	defer be.c.release()
+	return m.dir.Config.HiddenSize
+}
+
+// Embed returns one vector per text, in input order. No texts give an
+// empty slice; more than Config.MaxDocs texts is an error wrapping
+// ErrTooManyDocs. Texts are cleaned and cut as in CrossEncoder.Score;
+// an empty text embeds [CLS] [SEP].
+func (be *BiEncoder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	v, _, err := be.EmbedWithUsage(ctx, texts)
+	return v, err
+}
+
+// EmbedWithUsage is Embed that also reports the work done.
+func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, Usage, error) {
+	cfg := be.c.cfg
+	if len(texts) > cfg.MaxDocs {
+		return nil, Usage{}, errTooMany(len(texts), cfg.MaxDocs)
+	}
+	if len(texts) == 0 {
+		return [][]float32{}, Usage{}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, Usage{}, err
+	}
+	m, err := be.c.acquire()
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	defer be.c.release()
+	seqs, lens, err := tokenize(ctx, len(texts), func(i int) (seq, error) {
+		return m.enc.single(cleanText(texts[i], cfg.MaxChars), m.maxLen)
+	})
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	dim := m.dir.Config.HiddenSize
+	batches := planBatches(lens, cfg.MaxBatchTokens)
+	vecs := make([][]float32, len(texts))
+	// One backing array for all vectors: one allocation, contiguous.
+	backing := make([]float32, len(texts)*dim)
+	for i := range vecs {
+		vecs[i] = backing[i*dim : (i+1)*dim : (i+1)*dim]
+	}
+	padded := make([]int, len(batches))
+	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
+		idx := batches[bi]
+		b := pad(seqs, idx, m.enc.padID())
+		out, shape, err := m.run.run(ctx, &b)
+		if err != nil {
+			return err
+		}
+		if m.pooled {
+			if len(shape) != 2 || shape[0] != int64(b.n) || shape[1] != int64(dim) {
+				return fmt.Errorf("%w: output %s has shape %v (want [%d, %d])", ErrUnsupportedModel, m.output, shape, b.n, dim)
+			}
+			for r, i := range idx {
+				copy(vecs[i], out[r*dim:(r+1)*dim])
+			}
+		} else {
+			if len(shape) != 3 || shape[0] != int64(b.n) || shape[1] != int64(b.seqLen) || shape[2] != int64(dim) {
+				return fmt.Errorf("%w: output %s has shape %v (want [%d, %d, %d])", ErrUnsupportedModel, m.output, shape, b.n, b.seqLen, dim)
+			}
+			rowSize := b.seqLen * dim
+			for r, i := range idx {
+				simd.MaskedMeanPool(vecs[i], out[r*rowSize:(r+1)*rowSize], b.mask[r*b.seqLen:(r+1)*b.seqLen])
+			}
+		}
+		if cfg.Normalize {
+			for _, i := range idx {
+				simd.L2Normalize(vecs[i])
+			}
+		}
+		padded[bi] = b.n * b.seqLen
+		return nil
+	})
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	usage := Usage{Pairs: len(texts), Batches: len(batches)}
+	for _, l := range lens {
+		usage.Tokens += l
+	}
+	for _, p := range padded {
+		usage.PaddedTokens += p
+	}
+	return vecs, usage, nil
+}

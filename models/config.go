@@ -1,0 +1,244 @@
+package models
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Kind says what a model computes.
+type Kind string
+
+// Model kinds.
+const (
+	// KindCrossEncoder scores (query, document) pairs: one logit per pair.
+	KindCrossEncoder Kind = "cross-encoder"
+	// KindEmbedder turns one text into one vector.
+	KindEmbedder Kind = "embedder"
+)
+
+// Profile names.
+const (
+	ProfileFast     = "fast"
+	ProfileBalanced = "balanced"
+	ProfileAccurate = "accurate"
+	ProfileEmbed    = "embed"
+)
+
+// Profile describes a named model: which public checkpoint it stands for
+// and its shape. The shape is what the checkpoint has; a model directory
+// loaded under a profile name is not required to match it (the directory's
+// config.json is what counts when running).
+type Profile struct {
+	Name         string // profile name, e.g. "balanced"
+	ModelID      string // Hugging Face model id the profile stands for
+	Kind         Kind
+	Layers       int // num_hidden_layers
+	Hidden       int // hidden_size
+	Heads        int // num_attention_heads
+	Intermediate int // intermediate_size (FFN)
+	MaxLength    int // max_position_embeddings
+}
+
+var profiles = []Profile{
+	{ProfileFast, "cross-encoder/ms-marco-TinyBERT-L-2-v2", KindCrossEncoder, 2, 128, 2, 512, 512},
+	{ProfileBalanced, "cross-encoder/ms-marco-MiniLM-L-6-v2", KindCrossEncoder, 6, 384, 12, 1536, 512},
+	{ProfileAccurate, "cross-encoder/ms-marco-MiniLM-L-12-v2", KindCrossEncoder, 12, 384, 12, 1536, 512},
+	{ProfileEmbed, "sentence-transformers/all-MiniLM-L6-v2", KindEmbedder, 6, 384, 12, 1536, 512},
+}
+
+// Profiles returns every profile: the three cross-encoders from fastest to
+// most accurate, then the embedder. The slice is a copy.
+func Profiles() []Profile { return append([]Profile(nil), profiles...) }
+
+// LookupProfile returns the profile with the given name.
+func LookupProfile(name string) (Profile, error) {
+	for _, p := range profiles {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return Profile{}, fmt.Errorf("%w %q (want fast, balanced, accurate or embed)", ErrUnknownProfile, name)
+}
+
+// ModelsEnv names the environment variable holding a folder with one model
+// directory per profile (the layout `bench models --out DIR` writes). It is
+// used only when Config.Dir is empty.
+const ModelsEnv = "HYBRANK_MODELS"
+
+// Defaults used by DefaultConfig.
+const (
+	DefaultMaxBatchTokens = 16384 // as Text Embeddings Inference's max-batch-tokens
+	DefaultMaxDocs        = 100
+	DefaultMaxChars       = 20000
+	// MaxSupportedLength caps MaxLength: BERT position tables have 512 rows.
+	MaxSupportedLength = 512
+)
+
+// Config configures one CrossEncoder or BiEncoder. The zero value is not
+// valid; start from DefaultConfig, DefaultEmbedderConfig or ProfileConfig.
+// A Config is a plain value, safe to copy and compare.
+type Config struct {
+	// Dir is the model directory in the Hugging Face ONNX-export layout
+	// (config.json; tokenizer.json or vocab.txt; onnx/model.onnx or
+	// model.onnx). Empty means $HYBRANK_MODELS/<Profile>.
+	Dir string `json:"dir"`
+	// Profile names the model (fast, balanced, accurate, embed). It selects
+	// the default Dir and is reported in results; the directory's
+	// config.json decides the shape actually run.
+	Profile string `json:"profile"`
+
+	// Provider is the execution provider: "auto" (CUDA when available,
+	// else CPU), "cuda" (fail without CUDA) or "cpu".
+	Provider string `json:"provider"`
+	// LibraryPath is the ONNX Runtime shared library; "" means
+	// $HYBRANK_ORT_LIB, else .deps/ort. Only the first model loaded in a
+	// process decides it (the runtime is initialised once).
+	LibraryPath string `json:"library_path,omitempty"`
+	// IntraOpThreads is the thread count inside one operator; 0 lets the
+	// runtime choose (one per core).
+	IntraOpThreads int `json:"intra_op_threads"`
+	// InterOpThreads is the thread count across operators; 0 lets the
+	// runtime choose.
+	InterOpThreads int `json:"inter_op_threads"`
+	// PoolSize is the number of runtime sessions; batches of one call run
+	// concurrently on them, and concurrent callers share them. At least 1.
+	PoolSize int `json:"pool_size"`
+	// GraphOptimization is the runtime's graph optimisation level:
+	// "disable", "basic", "extended" or "all"; "" means "all".
+	GraphOptimization string `json:"graph_optimization,omitempty"`
+	// DisableArena turns off the runtime's CPU memory arena.
+	DisableArena bool `json:"disable_arena,omitempty"`
+	// CUDADeviceID selects the GPU when the CUDA provider is used.
+	CUDADeviceID int `json:"cuda_device_id,omitempty"`
+
+	// MaxBatchTokens caps the padded tokens (batch size × longest sequence
+	// in the batch) of one runtime call. Must be at least the effective
+	// MaxLength so any single sequence fits.
+	MaxBatchTokens int `json:"max_batch_tokens"`
+	// MaxDocs caps the documents of one Score call, the pairs of one
+	// ScorePairs call and the texts of one Embed call; more is an error
+	// wrapping ErrTooManyDocs.
+	MaxDocs int `json:"max_docs"`
+	// MaxChars caps each text, in characters (runes), before tokenizing:
+	// longer texts are cut, which bounds tokenizer time on huge inputs.
+	// Truncation to MaxLength tokens happens after this anyway.
+	MaxChars int `json:"max_chars"`
+	// MaxLength is the longest sequence fed to the model, in tokens with
+	// the special tokens. 0 means max_position_embeddings from config.json;
+	// either way it is capped at MaxSupportedLength.
+	MaxLength int `json:"max_length"`
+	// Sigmoid maps cross-encoder logits to 0..1 (cross-encoder only).
+	Sigmoid bool `json:"sigmoid,omitempty"`
+	// Normalize L2-normalises embeddings (embedder only).
+	Normalize bool `json:"normalize,omitempty"`
+}
+
+// DefaultConfig returns the configuration of the balanced cross-encoder.
+func DefaultConfig() Config {
+	c, _ := ProfileConfig(ProfileBalanced)
+	return c
+}
+
+// DefaultEmbedderConfig returns the configuration of the default embedder
+// (all-MiniLM-L6-v2, L2-normalised).
+func DefaultEmbedderConfig() Config {
+	c, _ := ProfileConfig(ProfileEmbed)
+	return c
+}
+
+// ProfileConfig returns the default configuration for a profile.
+func ProfileConfig(name string) (Config, error) {
+	p, err := LookupProfile(name)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{
+		Profile:        p.Name,
+		Provider:       "auto",
+		PoolSize:       1,
+		MaxBatchTokens: DefaultMaxBatchTokens,
+		MaxDocs:        DefaultMaxDocs,
+		MaxChars:       DefaultMaxChars,
+		Normalize:      p.Kind == KindEmbedder,
+	}, nil
+}
+
+// Validate reports the first problem with c, wrapping ErrInvalidConfig (or
+// ErrUnknownProfile). It does not touch the file system.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if c.Profile != "" {
+		if _, err := LookupProfile(c.Profile); err != nil {
+			return err
+		}
+	}
+	if c.Dir == "" && c.Profile == "" {
+		return bad("need Dir or Profile")
+	}
+	switch c.Provider {
+	case "auto", "cuda", "cpu":
+	default:
+		return bad("provider %q (want auto, cuda or cpu)", c.Provider)
+	}
+	switch c.GraphOptimization {
+	case "", "disable", "basic", "extended", "all":
+	default:
+		return bad("graph optimization %q (want disable, basic, extended or all)", c.GraphOptimization)
+	}
+	switch {
+	case c.IntraOpThreads < 0:
+		return bad("IntraOpThreads %d < 0", c.IntraOpThreads)
+	case c.InterOpThreads < 0:
+		return bad("InterOpThreads %d < 0", c.InterOpThreads)
+	case c.PoolSize < 1:
+		return bad("PoolSize %d < 1", c.PoolSize)
+	case c.CUDADeviceID < 0:
+		return bad("CUDADeviceID %d < 0", c.CUDADeviceID)
+	case c.MaxDocs < 1:
+		return bad("MaxDocs %d < 1", c.MaxDocs)
+	case c.MaxChars < 1:
+		return bad("MaxChars %d < 1", c.MaxChars)
+	case c.MaxLength < 0 || c.MaxLength == 1 || c.MaxLength == 2 || c.MaxLength == 3:
+		return bad("MaxLength %d (want 0 or at least 4)", c.MaxLength)
+	case c.MaxLength > MaxSupportedLength:
+		return bad("MaxLength %d > %d", c.MaxLength, MaxSupportedLength)
+	case c.MaxBatchTokens < 1:
+		return bad("MaxBatchTokens %d < 1", c.MaxBatchTokens)
+	case c.MaxLength > 0 && c.MaxBatchTokens < c.MaxLength:
+		return bad("MaxBatchTokens %d < MaxLength %d", c.MaxBatchTokens, c.MaxLength)
+	case c.MaxLength == 0 && c.MaxBatchTokens < MaxSupportedLength:
+		return bad("MaxBatchTokens %d < %d (set MaxLength to run smaller batches)", c.MaxBatchTokens, MaxSupportedLength)
+	}
+	return nil
+}
+
+// resolveDir returns the model directory c names.
+func (c Config) resolveDir() (string, error) {
+	if c.Dir != "" {
+		return c.Dir, nil
+	}
+	root := os.Getenv(ModelsEnv)
+	if root == "" {
+		return "", fmt.Errorf("%w: Config.Dir is empty and $%s is not set (run `bench models --out DIR` and set %s=DIR)",
+			ErrModelDir, ModelsEnv, ModelsEnv)
+	}
+	return filepath.Join(root, c.Profile), nil
+}
+
+// String prints the settings that matter for speed, for benchmark reports.
+func (c Config) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "profile=%s provider=%s intra=%d inter=%d pool=%d batch_tokens=%d max_len=%d",
+		c.Profile, c.Provider, c.IntraOpThreads, c.InterOpThreads, c.PoolSize, c.MaxBatchTokens, c.MaxLength)
+	if c.GraphOptimization != "" {
+		fmt.Fprintf(&b, " graph_opt=%s", c.GraphOptimization)
+	}
+	if c.DisableArena {
+		b.WriteString(" arena=off")
+	}
+	return b.String()
+}

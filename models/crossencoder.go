@@ -1,0 +1,179 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// CrossEncoder scores (query, document) pairs with a BERT cross-encoder
+// run by ONNX Runtime. It implements Reranker.
+//
+// A CrossEncoder is safe for concurrent use: concurrent calls share the
+// session pool, and the batches of one call run concurrently when the pool
+// has more than one session. The model loads on first use (or Load).
+type CrossEncoder struct {
+	c *core
+}
+
+var _ Reranker = (*CrossEncoder)(nil)
+
+// NewCrossEncoder validates cfg and returns a cross-encoder that loads its
+// model directory on first use. Errors wrap ErrInvalidConfig or
+// ErrUnknownProfile; a bad directory is reported by the first call.
+func NewCrossEncoder(cfg Config) (*CrossEncoder, error) {
+	c, err := newCore(cfg, KindCrossEncoder, loadORT)
+	if err != nil {
+		return nil, err
+	}
+	return &CrossEncoder{c: c}, nil
+}
+
+// Load loads the model now instead of on first use, so a bad directory or
+// runtime is reported at start-up. A failed Load may be retried.
+func (ce *CrossEncoder) Load() error { return ce.c.load() }
+
+// Config returns the configuration the cross-encoder was built with.
+func (ce *CrossEncoder) Config() Config { return ce.c.cfg }
+
+// Provider returns the execution provider in use ("cpu", "cuda"), or ""
+// before the model has loaded.
+func (ce *CrossEncoder) Provider() string { return ce.c.provider() }
+
+// Info returns the loaded model directory and the effective maximum
+// sequence length, loading the model if needed.
+func (ce *CrossEncoder) Info() (ModelDir, int, error) {
+	m, err := ce.c.acquire()
+	if err != nil {
+		return ModelDir{}, 0, err
+	}
+	defer ce.c.release()
+	return m.dir, m.maxLen, nil
+}
+
+// Close waits for in-flight calls and frees the runtime sessions. It is
+// idempotent; later calls return ErrClosed.
+func (ce *CrossEncoder) Close() error { return ce.c.close() }
+
+// Score returns one relevance score per document, in input order: the
+// model's logit, or its sigmoid when Config.Sigmoid is set.
+//
+// An empty (all-space) query is an error wrapping ErrEmptyQuery; no
+// documents give an empty slice and no error; more than Config.MaxDocs
+// documents is an error wrapping ErrTooManyDocs. Empty documents are
+// scored as [CLS] query [SEP] [SEP]. Invalid UTF-8 is replaced by U+FFFD
+// (dropped by the tokenizer), each document is cut to Config.MaxChars
+// characters and then truncated to fit MaxLength tokens.
+func (ce *CrossEncoder) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
+	if len(docs) > ce.c.cfg.MaxDocs {
+		return nil, errTooMany(len(docs), ce.c.cfg.MaxDocs)
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, ErrEmptyQuery
+	}
+	pairs := make([]Pair, len(docs))
+	for i, d := range docs {
+		pairs[i] = Pair{Query: query, Doc: d}
+	}
+	scores, _, err := ce.scorePairs(ctx, pairs)
+	return scores, err
+}
+
+// ScoreWithUsage is Score that also reports the work done.
+func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs []string) ([]float32, Usage, error) {
+	if len(docs) > ce.c.cfg.MaxDocs {
+		return nil, Usage{}, errTooMany(len(docs), ce.c.cfg.MaxDocs)
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, Usage{}, ErrEmptyQuery
+	}
+	pairs := make([]Pair, len(docs))
+	for i, d := range docs {
+		pairs[i] = Pair{Query: query, Doc: d}
+	}
+	return ce.scorePairs(ctx, pairs)
+}
+
+// ScorePairs scores pairs that may come from different queries (the
+// server's cross-request batcher merges the candidates of concurrent
+// requests), one score per pair in input order. MaxDocs does not apply:
+// the caller bounds the merged size, and any number of pairs is split
+// into token-capped batches. A pair with an empty query is an error
+// wrapping ErrEmptyQuery that names its index. Text handling is as for
+// Score.
+func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error) {
+	for i, p := range pairs {
+		if strings.TrimSpace(p.Query) == "" {
+			return nil, Usage{}, fmt.Errorf("pair %d: %w", i, ErrEmptyQuery)
+		}
+	}
+	return ce.scorePairs(ctx, pairs)
+}
+
+func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error) {
+	if len(pairs) == 0 {
+		return []float32{}, Usage{}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, Usage{}, err
+	}
+	m, err := ce.c.acquire()
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	defer ce.c.release()
+	cfg := ce.c.cfg
+
+	// Queries repeat (Score passes one query n times): clean each once.
+	var lastQ, lastClean string
+	seqs, lens, err := tokenize(ctx, len(pairs), func(i int) (seq, error) {
+		q := pairs[i].Query
+		if q != lastQ || i == 0 {
+			lastQ, lastClean = q, cleanText(q, cfg.MaxChars)
+		}
+		return m.enc.pair(lastClean, cleanText(pairs[i].Doc, cfg.MaxChars), m.maxLen)
+	})
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	batches := planBatches(lens, cfg.MaxBatchTokens)
+	scores := make([]float32, len(pairs))
+	usage := Usage{Pairs: len(pairs), Batches: len(batches)}
+	padded := make([]int, len(batches))
+	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
+		idx := batches[bi]
+		b := pad(seqs, idx, m.enc.padID())
+		out, shape, err := m.run.run(ctx, &b)
+		if err != nil {
+			return err
+		}
+		if len(shape) == 0 || shape[0] != int64(b.n) || len(out) != b.n {
+			return fmt.Errorf("%w: output %s has shape %v for a batch of %d (want [%d, 1])",
+				ErrUnsupportedModel, m.output, shape, b.n, b.n)
+		}
+		for r, i := range idx {
+			s := out[r]
+			if cfg.Sigmoid {
+				s = sigmoid(s)
+			}
+			scores[i] = s
+		}
+		padded[bi] = b.n * b.seqLen
+		return nil
+	})
+	if err != nil {
+		return nil, Usage{}, err
+	}
+	for i := range lens {
+		usage.Tokens += lens[i]
+	}
+	for _, p := range padded {
+		usage.PaddedTokens += p
+	}
+	return scores, usage, nil
+}
+
+func sigmoid(x float32) float32 {
+	return float32(1 / (1 + math.Exp(-float64(x))))
+}

@@ -1,0 +1,205 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// encoder is the tokenizer surface the models need. The ORT-backed loader
+// adapts *wordpiece.Tokenizer; tests substitute fakes.
+type encoder interface {
+	// pair encodes [CLS] q [SEP] d [SEP] with type ids 0…0 1…1, at most
+	// maxLen tokens: the document is cut first, the query keeps at most
+	// half of maxLen.
+	pair(q, d string, maxLen int) (seq, error)
+	// single encodes [CLS] text [SEP], at most maxLen tokens.
+	single(text string, maxLen int) (seq, error)
+	// countTokens returns the number of word pieces of text (no specials).
+	countTokens(text string) int
+	padID() int64
+}
+
+// runner runs one padded batch and returns the selected output (row-major)
+// and its shape. Implementations are safe for concurrent use.
+type runner interface {
+	run(ctx context.Context, b *batchTensors) (out []float32, shape []int64, err error)
+	provider() string
+	close() error
+}
+
+// loaded is a model ready to run.
+type loaded struct {
+	dir    ModelDir
+	enc    encoder
+	run    runner
+	maxLen int
+	output string // output used: "logits", "sentence_embedding", "last_hidden_state", …
+	pooled bool   // output is already [batch, hidden] (no mean pooling)
+}
+
+// loaderFunc builds a loaded model for cfg; the real one is loadORT.
+type loaderFunc func(cfg Config, kind Kind) (*loaded, error)
+
+// core holds what CrossEncoder and BiEncoder share: lazy loading, the
+// closed flag and the in-flight count Close waits for.
+type core struct {
+	cfg    Config
+	kind   Kind
+	loader loaderFunc
+
+	mu       sync.Mutex // guards m, closed and inflight.Add
+	m        *loaded
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+func newCore(cfg Config, kind Kind, loader loaderFunc) (*core, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Profile != "" {
+		p, _ := LookupProfile(cfg.Profile)
+		if p.Kind != kind {
+			return nil, fmt.Errorf("%w: profile %q is a %s, not a %s", ErrInvalidConfig, cfg.Profile, p.Kind, kind)
+		}
+	}
+	return &core{cfg: cfg, kind: kind, loader: loader}, nil
+}
+
+// acquire returns the loaded model, loading it on first use, and counts
+// the caller as in flight; the caller must call release. A failed load is
+// not remembered: the next call tries again (so a model directory written
+// later, or a runtime library installed later, is picked up). Concurrent
+// first calls wait for one load.
+func (c *core) acquire() (*loaded, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.m == nil {
+		m, err := c.loader(c.cfg, c.kind)
+		if err != nil {
+			return nil, err
+		}
+		c.m = m
+	}
+	c.inflight.Add(1)
+	return c.m, nil
+}
+
+func (c *core) release() { c.inflight.Done() }
+
+// load loads the model now (first use otherwise loads it).
+func (c *core) load() error {
+	if _, err := c.acquire(); err != nil {
+		return err
+	}
+	c.release()
+	return nil
+}
+
+// close marks the model closed, waits for in-flight calls and frees the
+// runtime sessions. Later calls return nil.
+func (c *core) close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	m := c.m
+	c.m = nil
+	c.mu.Unlock()
+	c.inflight.Wait()
+	if m == nil {
+		return nil
+	}
+	return m.run.close()
+}
+
+// provider reports the loaded model's execution provider, "" before load.
+func (c *core) provider() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		return ""
+	}
+	return c.m.run.provider()
+}
+
+// runBatches runs fn on every batch, on up to workers goroutines, and
+// returns the first error (the other batches stop at their next start).
+func runBatches(ctx context.Context, workers int, batches [][]int, fn func(ctx context.Context, bi int) error) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	workers = min(workers, len(batches))
+	if workers <= 1 {
+		for bi := range batches {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(ctx, bi); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for bi := range next {
+				if ctx.Err() != nil {
+					continue // drain
+				}
+				if err := fn(ctx, bi); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+feed:
+	for bi := range batches {
+		select {
+		case next <- bi:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// tokenize encodes n inputs with enc, polling ctx every 64 inputs (a
+// document can take up to MaxChars of tokenizer work).
+func tokenize(ctx context.Context, n int, enc func(i int) (seq, error)) ([]seq, []int, error) {
+	seqs := make([]seq, n)
+	lens := make([]int, n)
+	for i := range n {
+		if i%64 == 63 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		s, err := enc(i)
+		if err != nil {
+			return nil, nil, fmt.Errorf("text %d: %w", i, err)
+		}
+		seqs[i] = s
+		lens[i] = len(s.ids)
+	}
+	return seqs, lens, nil
+}
+
+func errTooMany(n, limit int) error {
+	return fmt.Errorf("%w: %d > MaxDocs %d (raise Config.MaxDocs or split the call)", ErrTooManyDocs, n, limit)
+}

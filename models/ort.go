@@ -1,0 +1,154 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// Input and output names of Hugging Face BERT ONNX exports.
+const (
+	inInputIDs      = "input_ids"
+	inAttentionMask = "attention_mask"
+	inTokenTypeIDs  = "token_type_ids"
+
+	outLogits            = "logits"
+	outSentenceEmbedding = "sentence_embedding"
+	outLastHidden        = "last_hidden_state"
+	outTokenEmbeddings   = "token_embeddings"
+)
+
+// SessionConfig returns the runtime session settings cfg describes.
+func (c Config) SessionConfig() onnx.SessionConfig {
+	sc := onnx.DefaultSessionConfig()
+	sc.Provider = onnx.Provider(c.Provider)
+	sc.IntraOpThreads = c.IntraOpThreads
+	sc.InterOpThreads = c.InterOpThreads
+	sc.PoolSize = c.PoolSize
+	if c.GraphOptimization != "" {
+		sc.GraphOptimization = c.GraphOptimization
+	}
+	sc.DisableArena = c.DisableArena
+	sc.CUDADeviceID = c.CUDADeviceID
+	return sc
+}
+
+// loadORT is the real loader: model directory, tokenizer, runtime session.
+func loadORT(cfg Config, kind Kind) (*loaded, error) {
+	dir, err := cfg.resolveDir()
+	if err != nil {
+		return nil, err
+	}
+	md, err := OpenModelDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := loadTokenizer(md)
+	if err != nil {
+		return nil, err
+	}
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	ins, outs, err := onnx.ModelIO(md.ONNXPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModelDir, dir, err)
+	}
+	inputs, output, pooled, err := pickIO(md.ONNXPath, kind, ins, outs)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := onnx.NewSession(md.ONNXPath, inputs, []string{output}, cfg.SessionConfig())
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	return &loaded{
+		dir:    md,
+		enc:    enc,
+		run:    &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
+		maxLen: md.maxLength(cfg),
+		output: output,
+		pooled: pooled,
+	}, nil
+}
+
+// pickIO checks the model's inputs and chooses the output to read.
+// token_type_ids is fed only when the model declares it (some exports drop
+// it); any other input is unsupported.
+func pickIO(path string, kind Kind, ins, outs []onnx.IOInfo) (inputs []string, output string, pooled bool, err error) {
+	have := map[string]bool{}
+	for _, in := range ins {
+		switch in.Name {
+		case inInputIDs, inAttentionMask, inTokenTypeIDs:
+			if in.Type != onnx.Int64 {
+				return nil, "", false, fmt.Errorf("%w: %s: input %s is %s, want int64", ErrUnsupportedModel, path, in.Name, in.Type)
+			}
+			have[in.Name] = true
+		default:
+			return nil, "", false, fmt.Errorf("%w: %s: unexpected input %q (want input_ids, attention_mask and optionally token_type_ids)",
+				ErrUnsupportedModel, path, in.Name)
+		}
+	}
+	if !have[inInputIDs] || !have[inAttentionMask] {
+		return nil, "", false, fmt.Errorf("%w: %s: needs inputs input_ids and attention_mask", ErrUnsupportedModel, path)
+	}
+	inputs = []string{inInputIDs, inAttentionMask}
+	if have[inTokenTypeIDs] {
+		inputs = append(inputs, inTokenTypeIDs)
+	}
+	outNames := map[string]onnx.IOInfo{}
+	for _, o := range outs {
+		outNames[o.Name] = o
+	}
+	var want []string
+	if kind == KindCrossEncoder {
+		want = []string{outLogits}
+	} else {
+		want = []string{outSentenceEmbedding, outLastHidden, outTokenEmbeddings}
+	}
+	for _, w := range want {
+		if o, ok := outNames[w]; ok {
+			output = w
+			if o.Type != onnx.Float32 {
+				return nil, "", false, fmt.Errorf("%w: %s: output %s is %s, want float32", ErrUnsupportedModel, path, w, o.Type)
+			}
+			if kind == KindCrossEncoder && len(o.Shape) == 2 && o.Shape[1] != 1 && o.Shape[1] != -1 {
+				return nil, "", false, fmt.Errorf("%w: %s: logits have %d labels; only single-logit rerankers are supported",
+					ErrUnsupportedModel, path, o.Shape[1])
+			}
+			return inputs, output, w == outSentenceEmbedding, nil
+		}
+	}
+	names := make([]string, len(outs))
+	for i, o := range outs {
+		names[i] = o.Name
+	}
+	return nil, "", false, fmt.Errorf("%w: %s: no output among %v (outputs: %v)", ErrUnsupportedModel, path, want, names)
+}
+
+// ortRunner feeds padded batches to an onnx.Session.
+type ortRunner struct {
+	sess    *onnx.Session
+	typeIDs bool // feed token_type_ids
+}
+
+func (r *ortRunner) run(ctx context.Context, b *batchTensors) ([]float32, []int64, error) {
+	shape := []int64{int64(b.n), int64(b.seqLen)}
+	in := []onnx.Input{
+		{Name: inInputIDs, Shape: shape, Int64: b.ids},
+		{Name: inAttentionMask, Shape: shape, Int64: b.mask},
+	}
+	if r.typeIDs {
+		in = append(in, onnx.Input{Name: inTokenTypeIDs, Shape: shape, Int64: b.types})
+	}
+	out, err := r.sess.Run(ctx, in)
+	if err != nil {
+		return nil, nil, fmt.Errorf("run batch %dx%d: %w", b.n, b.seqLen, err)
+	}
+	return out[0].Float32, out[0].Shape, nil
+}
+
+func (r *ortRunner) provider() string { return string(r.sess.Provider()) }
+func (r *ortRunner) close() error     { return r.sess.Close() }
