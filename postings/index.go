@@ -1,0 +1,572 @@
+package postings
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"lukechampine.com/blake3"
+)
+
+// Doc is one document to index: already-analysed terms (duplicates count as
+// term frequency; len(Terms) is the document length), an optional tenant
+// and optional metadata for equality filters.
+type Doc struct {
+	ID     string
+	Terms  []string
+	Tenant string
+	Meta   map[string]string
+}
+
+// bigTF records an exact term frequency ≥ 255 at a rank position; the u8
+// side array holds 255 there.
+type bigTF struct{ pos, tf uint32 }
+
+// termPostings is the posting list of one term: the set of doc nums as a
+// roaring bitmap and, aligned to the bitmap's rank order, the term
+// frequencies (u8, with exact overflow for tf ≥ 255). Immutable once
+// published in a snapshot, except that tf and big may be appended to beyond
+// the published lengths (readers never look past their lengths).
+type termPostings struct {
+	docs   *roaring.Bitmap
+	tf     []uint8
+	big    []bigTF
+	maxTfc float64 // max tfc over the postings at the snapshot's build avgdl; upper bound for pruning
+}
+
+func (tp *termPostings) tfAt(pos int) uint32 {
+	t := uint32(tp.tf[pos])
+	if t < 255 {
+		return t
+	}
+	i := sort.Search(len(tp.big), func(i int) bool { return tp.big[i].pos >= uint32(pos) })
+	if i < len(tp.big) && tp.big[i].pos == uint32(pos) {
+		return tp.big[i].tf
+	}
+	return t
+}
+
+// termDict maps term strings to dense term ids. It is append-only and shared
+// by the snapshots of one build generation: an id beyond a snapshot's
+// len(terms) is absent from that snapshot.
+type termDict struct {
+	mu    sync.RWMutex // guards ids and names
+	ids   map[string]uint32
+	names []string
+}
+
+func newTermDict() *termDict { return &termDict{ids: make(map[string]uint32)} }
+
+func (d *termDict) lookup(t string) (uint32, bool) {
+	d.mu.RLock()
+	id, ok := d.ids[t]
+	d.mu.RUnlock()
+	return id, ok
+}
+
+// getOrAdd is called by the single writer only.
+func (d *termDict) getOrAdd(t string) uint32 {
+	d.mu.RLock()
+	id, ok := d.ids[t]
+	d.mu.RUnlock()
+	if ok {
+		return id
+	}
+	d.mu.Lock()
+	id = uint32(len(d.names))
+	d.ids[t] = id
+	d.names = append(d.names, t)
+	d.mu.Unlock()
+	return id
+}
+
+func (d *termDict) name(id uint32) string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.names[id]
+}
+
+// snapshot is an immutable, consistent state of the index. Readers load it
+// with one atomic pointer read and never lock (except termDict lookups).
+type snapshot struct {
+	sc   scorer
+	dict *termDict
+	// terms is indexed by term id; nil or empty entries have no postings.
+	terms []*termPostings
+	// Doc tables, indexed by doc num, valid up to numDocs. Appended by later
+	// commits beyond numDocs in place (never rewritten below it).
+	numDocs uint32
+	docIDs  []string
+	docLen  []uint32
+	normB   []float64 // (1-b)+b·dl/avgdlBuild
+	hashes  [][16]byte
+	// dead is a bitset of deleted doc nums (copy-on-write; nil when none).
+	dead    []uint64
+	deadBM  *roaring.Bitmap // the same set as a bitmap, for live df counts
+	numDead int
+	// Live statistics.
+	liveDocs int
+	liveLen  uint64
+	// avgdlBuild is the avgdl at the last full build; norms use it.
+	avgdlBuild float64
+	// filters maps "t\x00tenant" and "m\x00key\x00value" to doc nums
+	// (including dead ones until Rebuild). Copy-on-write per commit.
+	filters  map[string]*roaring.Bitmap
+	postings int64
+	numTerms int
+}
+
+func (s *snapshot) isDead(d uint32) bool {
+	w := int(d >> 6)
+	return w < len(s.dead) && s.dead[w]&(1<<(d&63)) != 0
+}
+
+func (s *snapshot) avgdl() float64 {
+	if s.liveDocs == 0 {
+		return 0
+	}
+	return float64(s.liveLen) / float64(s.liveDocs)
+}
+
+// Index is a BM25 index over roaring postings. Search and Stats are safe for
+// concurrent use with each other and with one writer; Commit, Rebuild, Save
+// and Has serialise on an internal mutex.
+type Index struct {
+	cfg Config
+	cur atomic.Pointer[snapshot]
+
+	mu   sync.Mutex        // serialises writers; guards byID and batch ownership
+	byID map[string]uint32 // live external ID → doc num
+
+	scratch sync.Pool // *searchScratch
+}
+
+// New returns an empty index.
+func New(cfg Config) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.normalized()
+	ix := &Index{cfg: cfg, byID: make(map[string]uint32)}
+	ix.cur.Store(&snapshot{sc: newScorer(cfg), dict: newTermDict(), filters: map[string]*roaring.Bitmap{}})
+	return ix, nil
+}
+
+// Config returns the configuration (with defaults filled in).
+func (ix *Index) Config() Config { return ix.cfg }
+
+// Has reports whether a live document with this ID is indexed.
+func (ix *Index) Has(id string) bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	_, ok := ix.byID[id]
+	return ok
+}
+
+type batchOp struct {
+	del bool
+	doc Doc
+}
+
+// Batch collects additions, updates and deletions to commit atomically. A
+// Batch is not safe for concurrent use; it may be committed once.
+type Batch struct {
+	ix   *Index
+	ops  []batchOp
+	used bool
+}
+
+// NewBatch starts an empty batch for this index.
+func (ix *Index) NewBatch() *Batch { return &Batch{ix: ix} }
+
+// Add queues a document. Re-adding an existing ID replaces it (an update);
+// re-adding identical content (same content hash) is a no-op. The Doc's
+// slices and map are copied at Commit, not here: do not modify them until
+// Commit returns.
+func (b *Batch) Add(d Doc) { b.ops = append(b.ops, batchOp{doc: d}) }
+
+// Delete queues the deletion of a document by ID; unknown IDs are ignored.
+func (b *Batch) Delete(id string) { b.ops = append(b.ops, batchOp{del: true, doc: Doc{ID: id}}) }
+
+// Len is the number of queued operations.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// contentHash is blake3 over tenant, sorted meta and the terms, with length
+// prefixes so that different field splits cannot collide.
+func contentHash(d *Doc) [16]byte {
+	h := blake3.New(32, nil)
+	var lb [8]byte
+	put := func(s string) {
+		n := uint64(len(s))
+		for i := range lb {
+			lb[i] = byte(n >> (8 * i))
+		}
+		h.Write(lb[:])
+		h.Write([]byte(s))
+	}
+	put(d.Tenant)
+	keys := slices.Sorted(maps.Keys(d.Meta))
+	put(fmt.Sprint(len(keys)))
+	for _, k := range keys {
+		put(k)
+		put(d.Meta[k])
+	}
+	put(fmt.Sprint(len(d.Terms)))
+	for _, t := range d.Terms {
+		put(t)
+	}
+	var out [16]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func tenantKey(t string) string  { return "t\x00" + t }
+func metaKey(k, v string) string { return "m\x00" + k + "\x00" + v }
+
+// Commit applies the batch atomically: concurrent searches see either none
+// or all of it. Operations apply in order (a later Add of the same ID wins).
+// An invalid document fails the whole batch before anything changes.
+func (ix *Index) Commit(b *Batch) error {
+	if b == nil || b.ix != ix {
+		return ErrBatchUsed
+	}
+	for i := range b.ops {
+		if b.ops[i].doc.ID == "" {
+			return fmt.Errorf("commit op %d: %w: empty ID", i, ErrBadDoc)
+		}
+		if len(b.ops[i].doc.Terms) > math.MaxUint32/2 {
+			return fmt.Errorf("commit op %d: %w: too many terms", i, ErrBadDoc)
+		}
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if b.used {
+		return ErrBatchUsed
+	}
+	if uint64(ix.cur.Load().numDocs)+uint64(len(b.ops)) >= math.MaxUint32 {
+		return fmt.Errorf("commit: %w: doc num space exhausted, Rebuild first", ErrBadDoc)
+	}
+	b.used = true
+	ns := ix.apply(ix.cur.Load(), b.ops)
+	ix.cur.Store(ns)
+	return nil
+}
+
+// writer is the state of one commit under construction.
+type writer struct {
+	old, ns   *snapshot
+	touched   map[uint32]*pendingTerm
+	ftouched  map[string]bool
+	deadOwned bool
+	tfs       map[string]uint32
+}
+
+type pendingTerm struct {
+	tp   *termPostings
+	docs []uint32
+}
+
+// apply builds the snapshot that results from ops on old. The caller holds ix.mu.
+func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
+	ns := *old
+	ns.terms = slices.Clone(old.terms)
+	w := &writer{old: old, ns: &ns, touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}, tfs: map[string]uint32{}}
+	firstBuild := old.liveDocs == 0
+	for i := range ops {
+		op := &ops[i]
+		if op.del {
+			if num, ok := ix.byID[op.doc.ID]; ok {
+				w.kill(num)
+				delete(ix.byID, op.doc.ID)
+			}
+			continue
+		}
+		h := contentHash(&op.doc)
+		if num, ok := ix.byID[op.doc.ID]; ok {
+			if ns.hashes[num] == h {
+				continue // identical content: no-op
+			}
+			w.kill(num)
+		}
+		ix.byID[op.doc.ID] = w.add(&op.doc, h)
+	}
+	for tid, pt := range w.touched {
+		pt.tp.docs.AddMany(pt.docs)
+		if len(pt.docs) > 64 {
+			pt.tp.docs.RunOptimize()
+		}
+		if len(w.old.terms) <= int(tid) || w.old.terms[tid] == nil || w.old.terms[tid].docs.IsEmpty() {
+			ns.numTerms++
+		}
+		ns.terms[tid] = pt.tp
+	}
+	if firstBuild && ns.liveDocs > 0 {
+		// The first documents of an empty index: build at their statistics.
+		rebuilt := ix.rebuild(&ns)
+		clear(ix.byID)
+		for i := uint32(0); i < rebuilt.numDocs; i++ {
+			ix.byID[rebuilt.docIDs[i]] = i
+		}
+		return rebuilt
+	}
+	return &ns
+}
+
+func (w *writer) kill(num uint32) {
+	ns := w.ns
+	if !w.deadOwned {
+		words := (int(ns.numDocs) + 63) / 64
+		nd := make([]uint64, max(words, len(ns.dead)))
+		copy(nd, ns.dead)
+		ns.dead = nd
+		if ns.deadBM != nil {
+			ns.deadBM = ns.deadBM.Clone()
+		} else {
+			ns.deadBM = roaring.New()
+		}
+		w.deadOwned = true
+	}
+	ns.deadBM.Add(num)
+	wi := int(num >> 6)
+	if wi >= len(ns.dead) {
+		ns.dead = append(ns.dead, make([]uint64, wi+1-len(ns.dead))...)
+	}
+	ns.dead[wi] |= 1 << (num & 63)
+	ns.numDead++
+	ns.liveDocs--
+	ns.liveLen -= uint64(ns.docLen[num])
+}
+
+func (w *writer) add(d *Doc, h [16]byte) uint32 {
+	ns := w.ns
+	num := ns.numDocs
+	ns.numDocs++
+	dl := len(d.Terms)
+	nb := ns.sc.normB(dl, ns.avgdlBuild)
+	ns.docIDs = append(ns.docIDs[:num], d.ID)
+	ns.docLen = append(ns.docLen[:num], uint32(dl))
+	ns.normB = append(ns.normB[:num], nb)
+	ns.hashes = append(ns.hashes[:num], h)
+	ns.liveDocs++
+	ns.liveLen += uint64(dl)
+	clear(w.tfs)
+	for _, t := range d.Terms {
+		w.tfs[t]++
+	}
+	for t, tf := range w.tfs {
+		tid := ns.dict.getOrAdd(t)
+		pt := w.term(tid)
+		pos := uint32(len(pt.tp.tf))
+		if tf >= 255 {
+			pt.tp.tf = append(pt.tp.tf, 255)
+			pt.tp.big = append(pt.tp.big, bigTF{pos: pos, tf: tf})
+		} else {
+			pt.tp.tf = append(pt.tp.tf, uint8(tf))
+		}
+		pt.docs = append(pt.docs, num)
+		if c := ns.sc.tfc(float64(tf), nb); c > pt.tp.maxTfc {
+			pt.tp.maxTfc = c
+		}
+		ns.postings++
+	}
+	if d.Tenant != "" {
+		w.filter(tenantKey(d.Tenant)).Add(num)
+	}
+	for k, v := range d.Meta {
+		w.filter(metaKey(k, v)).Add(num)
+	}
+	return num
+}
+
+// term returns the writable copy of a term's postings for this commit.
+func (w *writer) term(tid uint32) *pendingTerm {
+	if pt, ok := w.touched[tid]; ok {
+		return pt
+	}
+	ns := w.ns
+	for int(tid) >= len(ns.terms) {
+		ns.terms = append(ns.terms, nil)
+	}
+	var tp *termPostings
+	if old := ns.terms[tid]; old != nil {
+		// Clone the bitmap (readers iterate the old one); tf and big are
+		// appended past the published lengths only.
+		tp = &termPostings{docs: old.docs.Clone(), tf: old.tf, big: old.big, maxTfc: old.maxTfc}
+	} else {
+		tp = &termPostings{docs: roaring.New()}
+	}
+	pt := &pendingTerm{tp: tp}
+	w.touched[tid] = pt
+	return pt
+}
+
+func (w *writer) filter(key string) *roaring.Bitmap {
+	ns := w.ns
+	if len(w.ftouched) == 0 {
+		ns.filters = maps.Clone(w.old.filters)
+		if ns.filters == nil {
+			ns.filters = map[string]*roaring.Bitmap{}
+		}
+	}
+	if w.ftouched[key] {
+		return ns.filters[key]
+	}
+	w.ftouched[key] = true
+	var bm *roaring.Bitmap
+	if old := ns.filters[key]; old != nil {
+		bm = old.Clone()
+	} else {
+		bm = roaring.New()
+	}
+	ns.filters[key] = bm
+	return bm
+}
+
+// Rebuild recomputes everything at the current statistics: deleted
+// documents are dropped and live ones renumbered densely (compaction), the
+// build avgdl becomes the current avgdl (drift 0), norms and pruning bounds
+// are recomputed, and terms without postings disappear.
+func (ix *Index) Rebuild() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ns := ix.rebuild(ix.cur.Load())
+	ix.byID = make(map[string]uint32, ns.numDocs)
+	for i := uint32(0); i < ns.numDocs; i++ {
+		ix.byID[ns.docIDs[i]] = i
+	}
+	ix.cur.Store(ns)
+	return nil
+}
+
+// rebuild builds a compacted snapshot from s. It does not touch ix.byID;
+// callers that renumber must refresh it (apply's first build renumbers only
+// when dead docs exist, so it refreshes too).
+func (ix *Index) rebuild(s *snapshot) *snapshot {
+	ns := &snapshot{sc: s.sc, dict: newTermDict(), filters: map[string]*roaring.Bitmap{}}
+	ns.avgdlBuild = s.avgdl()
+	remap := make([]uint32, s.numDocs)
+	for d := uint32(0); d < s.numDocs; d++ {
+		if s.isDead(d) {
+			remap[d] = math.MaxUint32
+			continue
+		}
+		remap[d] = ns.numDocs
+		ns.numDocs++
+		ns.docIDs = append(ns.docIDs, s.docIDs[d])
+		ns.docLen = append(ns.docLen, s.docLen[d])
+		ns.normB = append(ns.normB, ns.sc.normB(int(s.docLen[d]), ns.avgdlBuild))
+		ns.hashes = append(ns.hashes, s.hashes[d])
+		ns.liveDocs++
+		ns.liveLen += uint64(s.docLen[d])
+	}
+	var it roaring.ManyIntIterator
+	buf := make([]uint32, 4096)
+	nbuf := make([]uint32, 0, 4096)
+	for tid, tp := range s.terms {
+		if tp == nil || tp.docs.IsEmpty() {
+			continue
+		}
+		out := &termPostings{docs: roaring.New(), tf: make([]uint8, 0, len(tp.tf))}
+		it.Initialize(tp.docs)
+		pos := 0
+		for {
+			n := it.NextMany(buf)
+			if n == 0 {
+				break
+			}
+			nbuf = nbuf[:0]
+			for _, d := range buf[:n] {
+				if nd := remap[d]; nd != math.MaxUint32 {
+					tf := tp.tfAt(pos)
+					if tf >= 255 {
+						out.big = append(out.big, bigTF{pos: uint32(len(out.tf)), tf: tf})
+						out.tf = append(out.tf, 255)
+					} else {
+						out.tf = append(out.tf, uint8(tf))
+					}
+					if c := ns.sc.tfc(float64(tf), ns.normB[nd]); c > out.maxTfc {
+						out.maxTfc = c
+					}
+					nbuf = append(nbuf, nd)
+				}
+				pos++
+			}
+			out.docs.AddMany(nbuf)
+		}
+		if out.docs.IsEmpty() {
+			continue
+		}
+		out.docs.RunOptimize()
+		out.tf = slices.Clip(out.tf)
+		ns.dict.getOrAdd(s.dict.name(uint32(tid)))
+		ns.terms = append(ns.terms, out)
+		ns.postings += int64(len(out.tf))
+		ns.numTerms++
+	}
+	for key, bm := range s.filters {
+		out := roaring.New()
+		bm.Iterate(func(d uint32) bool {
+			if d < uint32(len(remap)) && remap[d] != math.MaxUint32 {
+				out.Add(remap[d])
+			}
+			return true
+		})
+		if !out.IsEmpty() {
+			out.RunOptimize()
+			ns.filters[key] = out
+		}
+	}
+	return ns
+}
+
+// Stats describes the current snapshot.
+type Stats struct {
+	Docs     int // live documents
+	Terms    int // terms with at least one posting
+	Postings int // stored postings (including those of deleted docs until Rebuild)
+	// IndexBytes counts the search structures honestly: serialized size of
+	// every term bitmap + tf side arrays (+ overflow) + per-term bound +
+	// doc length and norm tables + the deleted bitset + filter bitmaps.
+	IndexBytes int64
+	// DocTableBytes counts external IDs and content hashes (not in IndexBytes).
+	DocTableBytes int64
+	DeletedDocs   int     // deleted doc nums awaiting compaction by Rebuild
+	AvgDL         float64 // current average document length (live docs)
+	BuildAvgDL    float64 // avgdl used by the norms (last full build)
+	Drift         float64 // |AvgDL - BuildAvgDL| / BuildAvgDL
+	NeedsRebuild  bool    // Drift > Config.RebuildDrift
+}
+
+// Stats reports sizes and statistics of the current snapshot. It walks the
+// term table (O(terms)); safe for concurrent use.
+func (ix *Index) Stats() Stats {
+	s := ix.cur.Load()
+	st := Stats{Docs: s.liveDocs, Terms: s.numTerms, Postings: int(s.postings), DeletedDocs: s.numDead,
+		AvgDL: s.avgdl(), BuildAvgDL: s.avgdlBuild}
+	for _, tp := range s.terms {
+		if tp == nil || tp.docs.IsEmpty() {
+			continue
+		}
+		st.IndexBytes += int64(tp.docs.GetSerializedSizeInBytes()) + int64(len(tp.tf)) + int64(8*len(tp.big)) + 8
+	}
+	st.IndexBytes += int64(s.numDocs)*(4+8) + int64(8*len(s.dead))
+	if s.deadBM != nil {
+		st.IndexBytes += int64(s.deadBM.GetSerializedSizeInBytes())
+	}
+	for k, bm := range s.filters {
+		st.IndexBytes += int64(bm.GetSerializedSizeInBytes()) + int64(len(k))
+	}
+	for i := uint32(0); i < s.numDocs; i++ {
+		st.DocTableBytes += int64(len(s.docIDs[i])) + 16
+	}
+	if s.avgdlBuild > 0 {
+		st.Drift = math.Abs(st.AvgDL-s.avgdlBuild) / s.avgdlBuild
+	}
+	st.NeedsRebuild = st.Drift > ix.cfg.RebuildDrift || (s.numDead > 0 && s.numDead*4 > int(s.numDocs))
+	return st
+}
