@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Doc is one corpus document.
+type Doc struct {
+	ID    string
+	Title string
+	Text  string
+}
+
+// IndexText is the text a lexical index sees: title + " " + text, as in
+// BEIR's and bm25s's BM25 runs.
+func (d Doc) IndexText() string {
+	if d.Title == "" {
+		return d.Text
+	}
+	return d.Title + " " + d.Text
+}
+
+// Query is one judged query.
+type Query struct {
+	ID   string
+	Text string
+}
+
+// Qrels maps query id → document id → graded relevance.
+type Qrels map[string]map[string]int
+
+// Dataset is a BEIR-layout collection restricted to judged queries. It is
+// read-only after loading and safe for concurrent use.
+type Dataset struct {
+	Name    string
+	Docs    []Doc
+	Queries []Query // only queries with at least one qrels line, file order
+	Qrels   Qrels
+}
+
+// LoadBEIR reads dir/corpus.jsonl, dir/queries.jsonl and dir/qrels/test.tsv.
+// Queries without judgments are dropped; judgments for unknown queries are
+// kept in Qrels but have no Query. Dataset.Name is the folder's base name.
+func LoadBEIR(dir string) (*Dataset, error) {
+	ds := &Dataset{Name: filepath.Base(filepath.Clean(dir))}
+	var err error
+	if ds.Qrels, err = loadQrels(filepath.Join(dir, "qrels", "test.tsv")); err != nil {
+		return nil, err
+	}
+	if err = readJSONL(filepath.Join(dir, "corpus.jsonl"), func(line int, raw []byte) error {
+		var r struct {
+			ID    *string `json:"_id"`
+			Title string  `json:"title"`
+			Text  string  `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		if r.ID == nil || *r.ID == "" {
+			return fmt.Errorf("missing _id")
+		}
+		ds.Docs = append(ds.Docs, Doc{ID: *r.ID, Title: r.Title, Text: r.Text})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err = readJSONL(filepath.Join(dir, "queries.jsonl"), func(line int, raw []byte) error {
+		var r struct {
+			ID   *string `json:"_id"`
+			Text string  `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		if r.ID == nil || *r.ID == "" {
+			return fmt.Errorf("missing _id")
+		}
+		if _, judged := ds.Qrels[*r.ID]; judged {
+			ds.Queries = append(ds.Queries, Query{ID: *r.ID, Text: r.Text})
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(ds.Queries) == 0 {
+		return nil, fmt.Errorf("load %s: %w", dir, ErrNoQueries)
+	}
+	return ds, nil
+}
+
+// readJSONL calls fn for each non-blank line; errors carry file and line.
+func readJSONL(path string, fn func(line int, raw []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	for line := 1; ; line++ {
+		raw, err := r.ReadBytes('\n')
+		if len(strings.TrimSpace(string(raw))) > 0 {
+			if ferr := fn(line, raw); ferr != nil {
+				return fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, ferr)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+}
+
+func loadQrels(path string) (Qrels, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	q := make(Qrels)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		fields := strings.Split(text, "\t")
+		if line == 1 && len(fields) >= 3 && fields[2] == "score" {
+			continue // header
+		}
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("%s:%d: %w: want 3 tab-separated fields, got %d", path, line, ErrMalformed, len(fields))
+		}
+		score, err := strconv.Atoi(strings.TrimSpace(fields[2]))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w: score %q: %v", path, line, ErrMalformed, fields[2], err)
+		}
+		qid, did := strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1])
+		if qid == "" || did == "" {
+			return nil, fmt.Errorf("%s:%d: %w: empty id", path, line, ErrMalformed)
+		}
+		m := q[qid]
+		if m == nil {
+			m = make(map[string]int)
+			q[qid] = m
+		}
+		m[did] = score
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return q, nil
+}
+
+// QueryIDs returns the ids of the judged queries in sorted order.
+func (ds *Dataset) QueryIDs() []string {
+	ids := make([]string, len(ds.Queries))
+	for i, q := range ds.Queries {
+		ids[i] = q.ID
+	}
+	sort.Strings(ids)
+	return ids
+}
