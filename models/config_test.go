@@ -1,0 +1,161 @@
+package models_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybrank/hybrank/models"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := models.DefaultConfig()
+	tests := []struct {
+		name string
+		mod  func(*models.Config)
+		want error
+	}{
+		{"default", func(*models.Config) {}, nil},
+		{"embedder default", func(c *models.Config) { *c = models.DefaultEmbedderConfig() }, nil},
+		{"dir without profile", func(c *models.Config) { c.Profile, c.Dir = "", "/x" }, nil},
+		{"neither dir nor profile", func(c *models.Config) { c.Profile = "" }, models.ErrInvalidConfig},
+		{"unknown profile", func(c *models.Config) { c.Profile = "huge" }, models.ErrUnknownProfile},
+		{"bad provider", func(c *models.Config) { c.Provider = "tpu" }, models.ErrInvalidConfig},
+		{"bad graph opt", func(c *models.Config) { c.GraphOptimization = "max" }, models.ErrInvalidConfig},
+		{"negative threads", func(c *models.Config) { c.IntraOpThreads = -1 }, models.ErrInvalidConfig},
+		{"zero pool", func(c *models.Config) { c.PoolSize = 0 }, models.ErrInvalidConfig},
+		{"zero max docs", func(c *models.Config) { c.MaxDocs = 0 }, models.ErrInvalidConfig},
+		{"zero max chars", func(c *models.Config) { c.MaxChars = 0 }, models.ErrInvalidConfig},
+		{"max length 2", func(c *models.Config) { c.MaxLength = 2 }, models.ErrInvalidConfig},
+		{"max length 513", func(c *models.Config) { c.MaxLength = 513 }, models.ErrInvalidConfig},
+		{"batch below length", func(c *models.Config) { c.MaxLength = 256; c.MaxBatchTokens = 255 }, models.ErrInvalidConfig},
+		{"batch below 512 with auto length", func(c *models.Config) { c.MaxBatchTokens = 500 }, models.ErrInvalidConfig},
+		{"small batch with small length", func(c *models.Config) { c.MaxLength = 64; c.MaxBatchTokens = 64 }, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.mod(&c)
+			err := c.Validate()
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("Validate() = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	want := map[string][4]int{
+		"fast":     {2, 128, 2, 512},
+		"balanced": {6, 384, 12, 1536},
+		"accurate": {12, 384, 12, 1536},
+		"embed":    {6, 384, 12, 1536},
+	}
+	ps := models.Profiles()
+	if len(ps) != len(want) {
+		t.Fatalf("%d profiles", len(ps))
+	}
+	for _, p := range ps {
+		w, ok := want[p.Name]
+		if !ok || [4]int{p.Layers, p.Hidden, p.Heads, p.Intermediate} != w {
+			t.Errorf("profile %+v, want shape %v", p, w)
+		}
+		c, err := models.ProfileConfig(p.Name)
+		if err != nil || c.Validate() != nil {
+			t.Errorf("ProfileConfig(%s) = %+v, %v", p.Name, c, err)
+		}
+		if c.Normalize != (p.Kind == models.KindEmbedder) {
+			t.Errorf("%s: Normalize %v", p.Name, c.Normalize)
+		}
+	}
+	if _, err := models.LookupProfile("nope"); !errors.Is(err, models.ErrUnknownProfile) {
+		t.Fatalf("LookupProfile(nope) = %v", err)
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenModelDir(t *testing.T) {
+	const cfgJSON = `{"architectures":["BertForSequenceClassification"],"hidden_size":128,"max_position_embeddings":512,"num_hidden_layers":2}`
+	tests := []struct {
+		name    string
+		files   map[string]string
+		wantErr bool
+		check   func(t *testing.T, md models.ModelDir)
+	}{
+		{"missing dir", nil, true, nil},
+		{"no config", map[string]string{"vocab.txt": "x", "model.onnx": "x"}, true, nil},
+		{"bad config json", map[string]string{"config.json": "{", "vocab.txt": "x", "model.onnx": "x"}, true, nil},
+		{"config without sizes", map[string]string{"config.json": "{}", "vocab.txt": "x", "model.onnx": "x"}, true, nil},
+		{"no onnx", map[string]string{"config.json": cfgJSON, "vocab.txt": "x"}, true, nil},
+		{"no tokenizer", map[string]string{"config.json": cfgJSON, "onnx/model.onnx": "x"}, true, nil},
+		{"root model and vocab", map[string]string{"config.json": cfgJSON, "vocab.txt": "x", "model.onnx": "x"}, false,
+			func(t *testing.T, md models.ModelDir) {
+				if filepath.Base(md.ONNXPath) != "model.onnx" || md.VocabTxt == "" || md.TokenizerJSON != "" || !md.LowerCase {
+					t.Fatalf("%+v", md)
+				}
+				if md.Config.HiddenSize != 128 || md.Config.Architectures[0] != "BertForSequenceClassification" {
+					t.Fatalf("config %+v", md.Config)
+				}
+			}},
+		{"onnx dir preferred, tokenizer.json, cased", map[string]string{
+			"config.json": cfgJSON, "vocab.txt": "x", "tokenizer.json": "{}", "model.onnx": "x", "onnx/model.onnx": "x",
+			"tokenizer_config.json": `{"do_lower_case": false}`}, false,
+			func(t *testing.T, md models.ModelDir) {
+				if filepath.Base(filepath.Dir(md.ONNXPath)) != "onnx" || md.TokenizerJSON == "" || md.LowerCase {
+					t.Fatalf("%+v", md)
+				}
+			}},
+		{"bad tokenizer_config", map[string]string{"config.json": cfgJSON, "vocab.txt": "x", "model.onnx": "x", "tokenizer_config.json": "["}, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			for name, body := range tt.files {
+				writeFile(t, filepath.Join(dir, name), body)
+			}
+			md, err := models.OpenModelDir(dir)
+			if tt.wantErr {
+				if !errors.Is(err, models.ErrModelDir) {
+					t.Fatalf("err %v, want ErrModelDir", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, md)
+		})
+	}
+}
+
+func TestMissingDirReportedOnFirstUse(t *testing.T) {
+	cfg := models.DefaultConfig()
+	cfg.Dir = filepath.Join(t.TempDir(), "absent")
+	ce, err := models.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	if err := ce.Load(); !errors.Is(err, models.ErrModelDir) {
+		t.Fatalf("Load() = %v, want ErrModelDir", err)
+	}
+	t.Setenv(models.ModelsEnv, "")
+	cfg.Dir = ""
+	ce2, err := models.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ce2.Load(); !errors.Is(err, models.ErrModelDir) {
+		t.Fatalf("Load() without dir = %v, want ErrModelDir", err)
+	}
+}

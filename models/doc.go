@@ -1,0 +1,90 @@
+// Package models runs BERT cross-encoders (rerankers) and bi-encoders
+// (embedders) exported to ONNX, through ONNX Runtime (package onnx) with the
+// WordPiece tokenizer of package models/wordpiece.
+//
+// CrossEncoder implements Reranker: Score(ctx, query, docs) returns one
+// logit (or sigmoid, Config.Sigmoid) per document in input order, and
+// ScorePairs scores (query, document) pairs from several requests at once
+// for the server's cross-request batcher. BiEncoder implements Embedder:
+// Embed returns one vector per text, mean-pooled over the attention mask
+// (or the model's own `sentence_embedding` output) and L2-normalised when
+// Config.Normalize is set.
+//
+// # Profiles
+//
+//	fast      cross-encoder/ms-marco-TinyBERT-L-2-v2   2 layers, hidden 128, 2 heads, FFN 512
+//	balanced  cross-encoder/ms-marco-MiniLM-L-6-v2     6 layers, hidden 384, 12 heads, FFN 1536
+//	accurate  cross-encoder/ms-marco-MiniLM-L-12-v2   12 layers, hidden 384, 12 heads, FFN 1536
+//	embed     sentence-transformers/all-MiniLM-L6-v2   6 layers, hidden 384, 12 heads, FFN 1536
+//
+// A profile names a model and its default directory ($HYBRANK_MODELS/NAME
+// when Config.Dir is empty); the directory's config.json decides what runs.
+// `bench models --out DIR` writes a generated (random-weight) directory for
+// every profile in that layout.
+//
+// # Model directory layout
+//
+// The Hugging Face ONNX-export layout, so real exports load unchanged:
+//
+//	config.json            hidden_size, max_position_embeddings (required), architectures, …
+//	tokenizer.json         preferred when present (its normaliser and special tokens are used)
+//	vocab.txt              otherwise, with do_lower_case from tokenizer_config.json (default true)
+//	onnx/model.onnx        or model.onnx at the root
+//
+// The ONNX model must take int64 input_ids and attention_mask; token_type_ids
+// is fed only when the model declares it (some exports drop it). A
+// cross-encoder must output `logits` [batch, 1]; an embedder
+// `sentence_embedding` [batch, hidden] (preferred), `last_hidden_state` or
+// `token_embeddings` [batch, seq, hidden]. Anything else is an error
+// wrapping ErrModelDir or ErrUnsupportedModel that names the file.
+//
+// # Text handling and truncation
+//
+// Before tokenizing, invalid UTF-8 is replaced (each run of bad bytes
+// becomes one U+FFFD, which the BERT normaliser drops) and every text is cut
+// to Config.MaxChars characters (default 20,000: about 4,000 tokens, far
+// beyond any model's 512, so nothing that could reach the model is lost; the
+// cap only bounds tokenizer time on megabyte inputs). Sequences are then
+// truncated to MaxLength tokens (0 = max_position_embeddings, at most 512),
+// special tokens included, with HF's longest_first rule as
+// sentence-transformers' CrossEncoder does: a query up to half the budget is
+// kept whole and only the document is cut; a longer query is cut to about
+// half and the document gets the rest.
+//
+// Bad input is an error, never a panic: an empty query wraps ErrEmptyQuery,
+// more than Config.MaxDocs documents (default 100) in one Score or Embed
+// wraps ErrTooManyDocs (raise MaxDocs for more); no documents give an empty
+// result and no error; an empty document is scored as [CLS] q [SEP] [SEP].
+// ScorePairs ignores MaxDocs: its caller, the batcher, bounds the size.
+//
+// # Batching
+//
+// The texts of one call are tokenized, sorted by token length and cut into
+// batches whose padded size (batch size × longest sequence in the batch) is
+// at most Config.MaxBatchTokens (default 16,384, as Text Embeddings
+// Inference); each batch is padded only to its own longest sequence.
+// Results are written back in input order. Scores do not depend on batch
+// mates: padding is masked.
+//
+// # Concurrency
+//
+// CrossEncoder and BiEncoder are safe for concurrent use. They hold one
+// onnx.Session with Config.PoolSize runtime sessions; concurrent calls share
+// them, and the batches of one call run concurrently on up to PoolSize
+// goroutines. With PoolSize > 1, set IntraOpThreads so that PoolSize ×
+// IntraOpThreads is about the number of cores.
+//
+// # Lazy loading and lifetime
+//
+// New* only validates the Config. The model directory, tokenizer and runtime
+// sessions load on first use (or Load), once; concurrent first callers wait
+// for that load. A failed load is not remembered: the next call tries again,
+// so a directory written or a runtime installed later is picked up (each
+// failing call pays for one load attempt). Close waits for in-flight calls,
+// frees the sessions and is idempotent; calls after Close return ErrClosed.
+//
+// # Ownership
+//
+// Inputs are not retained. Returned slices belong to the caller; the
+// vectors of one Embed call share one backing array.
+package models
