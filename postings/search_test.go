@@ -1,0 +1,159 @@
+package postings
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// TestPruningEqualsExhaustive is the property test: over random corpora
+// (vocabulary sizes, doc lengths, tenants/meta), random incremental updates
+// and deletes, random queries (repeated and unknown terms), filters and k
+// from 1 to more than the corpus, for every variant, MaxScore returns
+// exactly the exhaustive hits (IDs, order and bit-identical scores), and
+// both agree with a direct reference scorer.
+func TestPruningEqualsExhaustive(t *testing.T) {
+	seeds := 12
+	if testing.Short() {
+		seeds = 4
+	}
+	for _, v := range allVariants {
+		for seed := range seeds {
+			t.Run(fmt.Sprintf("%s/seed%d", v, seed), func(t *testing.T) {
+				r := rand.New(rand.NewPCG(uint64(seed), 99))
+				vocab := 5 + r.IntN(300)
+				nDocs := 1 + r.IntN(400)
+				cfg := cfgFor(v)
+				cfg.K1 = []float64{1.2, 0.9, 2.0}[r.IntN(3)]
+				cfg.B = []float64{0.75, 0.4, 1.0, 0}[r.IntN(4)]
+				ix := mustNew(t, cfg)
+				live := map[string]Doc{}
+				docs := randCorpus(r, nDocs, vocab, 1+r.IntN(60), "d")
+				commitDocs(t, ix, docs...)
+				for _, d := range docs {
+					live[d.ID] = d
+				}
+				// Incremental changes: updates, deletes, new docs.
+				if r.IntN(2) == 0 {
+					b := ix.NewBatch()
+					for _, d := range randCorpus(r, r.IntN(50), vocab, 40, "d") { // same IDs → updates
+						b.Add(d)
+						live[d.ID] = d
+					}
+					for range r.IntN(30) {
+						id := fmt.Sprintf("d%d", r.IntN(nDocs))
+						b.Delete(id)
+						delete(live, id)
+					}
+					for _, d := range randCorpus(r, r.IntN(50), vocab, 40, "n") {
+						b.Add(d)
+						live[d.ID] = d
+					}
+					if err := ix.Commit(b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				st := ix.Stats()
+				if st.Docs != len(live) {
+					t.Fatalf("Docs = %d, want %d", st.Docs, len(live))
+				}
+				for qi := range 40 {
+					q := Query{Terms: randQuery(r, vocab), K: 1 + r.IntN(nDocs+20), Filter: randFilter(r)}
+					pruned := search(t, ix, q)
+					q.Exhaustive = true
+					exh := search(t, ix, q)
+					if !reflect.DeepEqual(pruned, exh) {
+						t.Fatalf("query %d %+v:\npruned     %v\nexhaustive %v", qi, q, pruned, exh)
+					}
+					ref := refSearch(cfg, live, st.BuildAvgDL, q)
+					if err := sameScores(exh, ref); err != nil {
+						t.Fatalf("query %d %+v: exhaustive vs reference: %v\n%v\n%v", qi, q, err, exh, ref)
+					}
+					for _, h := range exh {
+						if _, ok := live[h.ID]; !ok {
+							t.Fatalf("deleted doc %s returned", h.ID)
+						}
+						if q.Filter != nil && !matches(live[h.ID], q.Filter) {
+							t.Fatalf("doc %s outside filter %+v returned", h.ID, q.Filter)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestFilterNoLeak: with k far above the filtered set, only filtered docs
+// that match a query term come back — never others with score 0.
+func TestFilterNoLeak(t *testing.T) {
+	for _, v := range allVariants {
+		for _, ex := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/exhaustive=%v", v, ex), func(t *testing.T) {
+				ix := mustNew(t, cfgFor(v))
+				commitDocs(t, ix,
+					Doc{ID: "a1", Terms: []string{"apple", "pie"}, Tenant: "a", Meta: map[string]string{"lang": "en"}},
+					Doc{ID: "a2", Terms: []string{"banana"}, Tenant: "a", Meta: map[string]string{"lang": "en"}},
+					Doc{ID: "a3", Terms: []string{"apple"}, Tenant: "a", Meta: map[string]string{"lang": "fr"}},
+					Doc{ID: "b1", Terms: []string{"apple", "apple"}, Tenant: "b", Meta: map[string]string{"lang": "en"}},
+					Doc{ID: "b2", Terms: []string{"cherry"}, Tenant: "b"},
+					// Padding so that robertson's idf of "apple" stays positive.
+					Doc{ID: "c1", Terms: []string{"kiwi"}, Tenant: "c"},
+					Doc{ID: "c2", Terms: []string{"kiwi"}, Tenant: "c"},
+					Doc{ID: "c3", Terms: []string{"kiwi"}, Tenant: "c"},
+				)
+				cases := []struct {
+					name string
+					f    *Filter
+					want []string
+				}{
+					{"tenant a", &Filter{Tenant: "a"}, []string{"a1", "a3"}},
+					{"tenant a lang en", &Filter{Tenant: "a", Meta: map[string]string{"lang": "en"}}, []string{"a1"}},
+					{"lang en", &Filter{Meta: map[string]string{"lang": "en"}}, []string{"a1", "b1"}},
+					{"unknown tenant", &Filter{Tenant: "zzz"}, nil},
+					{"unknown meta", &Filter{Meta: map[string]string{"lang": "de"}}, nil},
+					{"empty filter", &Filter{}, []string{"a1", "a3", "b1"}},
+					{"nil filter", nil, []string{"a1", "a3", "b1"}},
+				}
+				for _, tc := range cases {
+					hits := search(t, ix, Query{Terms: []string{"apple"}, K: 100, Filter: tc.f, Exhaustive: ex})
+					got := map[string]bool{}
+					for _, h := range hits {
+						got[h.ID] = true
+						if h.Score <= 0 && v != BM25L && v != BM25Plus {
+							t.Errorf("%s: score %v hit", tc.name, h.Score)
+						}
+					}
+					want := map[string]bool{}
+					for _, id := range tc.want {
+						want[id] = true
+					}
+					if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+						t.Errorf("%s: got %v, want %v", tc.name, hits, tc.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestSearchInputs(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	if h := search(t, ix, Query{Terms: []string{"x"}, K: 5}); len(h) != 0 {
+		t.Fatalf("empty index returned %v", h)
+	}
+	commitDocs(t, ix, Doc{ID: "a", Terms: []string{"x"}})
+	if _, err := ix.Search(context.Background(), Query{Terms: []string{"x"}, K: -1}); !errors.Is(err, ErrBadQuery) {
+		t.Fatalf("k=-1: %v", err)
+	}
+	if h := search(t, ix, Query{Terms: []string{"x"}, K: 0}); len(h) != 0 {
+		t.Fatalf("k=0 returned %v", h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ix.Search(ctx, Query{Terms: []string{"x"}, K: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled ctx: %v", err)
+	}
+}
