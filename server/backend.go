@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Pair is one (query, document) input of a cross-encoder.
+type Pair struct {
+	Query string
+	Doc   string
+}
+
+// Usage counts the work one model call did.
+type Usage struct {
+	// Tokens is the number of input tokens the model processed.
+	Tokens int
+	// Pairs is the number of items (pairs or texts) scored or embedded.
+	Pairs int
+	// Batches is the number of model runs.
+	Batches int
+}
+
+// PairScorer scores (query, document) pairs with a cross-encoder: one raw
+// logit per pair, in input order. Implementations must be safe for
+// concurrent use; models.CrossEncoder satisfies it through an adapter in
+// cmd/serve.
+type PairScorer interface {
+	ScorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error)
+}
+
+// Embedder embeds texts with a bi-encoder: one vector of length Dim per
+// text, in input order. Implementations must be safe for concurrent use.
+type Embedder interface {
+	EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, Usage, error)
+	Dim() int
+}
+
+// Token is one token of a tokenized text. Start and Stop are byte offsets of
+// the token's text in the input (Stop exclusive); special tokens have
+// Start == Stop.
+type Token struct {
+	ID      int    `json:"id"`
+	Text    string `json:"text"`
+	Special bool   `json:"special"`
+	Start   int    `json:"start"`
+	Stop    int    `json:"stop"`
+}
+
+// Tokenizer splits text into the model's tokens, without special tokens
+// unless addSpecial. The server uses it for /tokenize, token counts
+// (batch caps, usage) and truncation. Implementations must be safe for
+// concurrent use. When a Server has none, it estimates counts from words.
+type Tokenizer interface {
+	Tokenize(text string, addSpecial bool) ([]Token, error)
+}
+
+// Document is one document of a search index as the HTTP API carries it.
+type Document struct {
+	ID       string            `json:"id"`
+	Title    string            `json:"title,omitempty"`
+	Text     string            `json:"text"`
+	Tenant   string            `json:"tenant,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Source   string            `json:"source,omitempty"`
+	Span     *Span             `json:"span,omitempty"`
+	Links    []string          `json:"links,omitempty"`
+}
+
+// Span locates a document (a chunk) inside its source, in bytes.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+}
+
+// DocumentBatch is one atomic change to an index: every upsert and delete
+// becomes visible together or not at all. Tenant scopes the deletes: an
+// implementation must only delete documents of that tenant when it is set.
+type DocumentBatch struct {
+	Tenant  string
+	Upserts []Document
+	Deletes []string
+}
+
+// CommitResult reports an applied DocumentBatch.
+type CommitResult struct {
+	Upserted int `json:"upserted"`
+	Deleted  int `json:"deleted"`
+	// Generation is the index version that includes the batch, if the
+	// store has one.
+	Generation uint64 `json:"generation,omitempty"`
+}
+
+// DocumentStore applies atomic batches to the index behind /documents.
+// Implementations must be safe for concurrent use.
+type DocumentStore interface {
+	Apply(ctx context.Context, b DocumentBatch) (CommitResult, error)
+}
+
+// SearchRequest is a hybrid search as the HTTP API carries it; it mirrors
+// engine.Request. Zero values mean the engine's defaults.
+type SearchRequest struct {
+	Query string `json:"query"`
+	// Tenant restricts results to one tenant; with API keys it is forced to
+	// the key's tenant.
+	Tenant string `json:"tenant,omitempty"`
+	TopK   int    `json:"top_k,omitempty"`
+	// Mode is "hybrid", "bm25" or "dense".
+	Mode string `json:"mode,omitempty"`
+	// Fusion is "rrf" or "convex".
+	Fusion string `json:"fusion,omitempty"`
+	// Alpha weighs dense against BM25 in convex fusion, in [0, 1].
+	Alpha *float64 `json:"alpha,omitempty"`
+	// Rerank turns cross-encoder reranking of the fused candidates on/off.
+	Rerank *bool `json:"rerank,omitempty"`
+	// Candidates is how many fused candidates go to the reranker.
+	Candidates int `json:"candidates,omitempty"`
+	// Filter keeps documents whose metadata has every key = value.
+	Filter map[string]string `json:"filter,omitempty"`
+	// BudgetMS is a latency budget; running out degrades the result.
+	BudgetMS int `json:"budget_ms,omitempty"`
+}
+
+// SearchHit is one result with where its score came from.
+type SearchHit struct {
+	ID       string            `json:"id"`
+	Score    float64           `json:"score"`
+	Title    string            `json:"title,omitempty"`
+	Text     string            `json:"text,omitempty"`
+	Tenant   string            `json:"tenant,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Source   string            `json:"source,omitempty"`
+	Span     *Span             `json:"span,omitempty"`
+	// Provenance is the engine's account of the score (per-retriever ranks
+	// and scores, fusion, rerank), passed through as is.
+	Provenance json.RawMessage `json:"provenance,omitempty"`
+}
+
+// SearchResponse is the result of a search.
+type SearchResponse struct {
+	Hits []SearchHit `json:"hits"`
+	// Timings are per-stage durations in milliseconds.
+	Timings map[string]float64 `json:"timings,omitempty"`
+	// Degraded is set when the budget ran out and some stage was cut.
+	Degraded bool `json:"degraded,omitempty"`
+}
+
+// Searcher runs hybrid searches. Implementations must be safe for
+// concurrent use and must never return documents of another tenant than
+// req.Tenant when it is set.
+type Searcher interface {
+	Search(ctx context.Context, req SearchRequest) (*SearchResponse, error)
+}
+
+// Backends are what a Server serves. Any may be nil: its routes then answer
+// 503 (not configured) and /readyz reports it missing.
+type Backends struct {
+	Scorer    PairScorer
+	Embedder  Embedder
+	Tokenizer Tokenizer
+	Searcher  Searcher
+	Documents DocumentStore
+}

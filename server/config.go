@@ -1,0 +1,224 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+)
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("2ms", "30s"); a bare JSON number is taken as nanoseconds.
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want a string like \"2ms\" or nanoseconds, got %s", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// APIKey binds one bearer token to one tenant. A request authenticated with
+// the key can only read and write that tenant's documents.
+type APIKey struct {
+	// Key is the secret the client sends as "Authorization: Bearer <Key>".
+	Key string `json:"key"`
+	// Tenant is the tenant every search and document request made with this
+	// key is forced to.
+	Tenant string `json:"tenant"`
+}
+
+// BatchConfig tunes one dynamic batcher (reranking or embedding).
+type BatchConfig struct {
+	// Enabled merges work from concurrent requests into shared model calls.
+	// When false each request goes straight to the model on its own.
+	Enabled bool `json:"enabled"`
+	// MaxTokens caps the estimated tokens in one model call (sum over items).
+	// One item larger than the cap still runs, alone.
+	MaxTokens int `json:"max_tokens"`
+	// MaxItems caps the items (pairs or texts) in one model call.
+	MaxItems int `json:"max_items"`
+	// MaxWait is how long the batcher waits for more work once a batch has
+	// been started and is not yet full.
+	MaxWait Duration `json:"max_wait"`
+	// ChunkItems is how many items one request contributes to a batch per
+	// round-robin turn, so one huge request cannot starve small ones.
+	ChunkItems int `json:"chunk_items"`
+	// MaxQueueItems caps the items waiting in the queue; more is refused with
+	// 429 (a request that arrives on an empty queue is always admitted).
+	MaxQueueItems int `json:"max_queue_items"`
+	// Workers is how many model calls may run at once.
+	Workers int `json:"workers"`
+}
+
+// Config is the whole server configuration. It is loadable from a JSON file
+// (LoadConfig) and is plain data: safe to copy, not to mutate while a Server
+// built from it runs.
+type Config struct {
+	// Addr is the listen address; the default binds loopback only.
+	Addr string `json:"addr"`
+	// RerankModel is the name clients pass as "model" for reranking; an
+	// empty model in a request means this one.
+	RerankModel string `json:"rerank_model"`
+	// EmbedModel is the name clients pass as "model" for embeddings.
+	EmbedModel string `json:"embed_model"`
+	// Provider names the execution provider in use (cpu, cuda), exported as
+	// the hybrank_provider gauge.
+	Provider string `json:"provider"`
+	// MaxBodyBytes caps a request body; larger is refused with 413.
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// MaxDocuments caps documents per rerank request (Cohere allows 10,000).
+	MaxDocuments int `json:"max_documents"`
+	// MaxInputs caps texts per embedding request.
+	MaxInputs int `json:"max_inputs"`
+	// MaxIndexDocuments caps documents (upserts plus deletes) per
+	// /documents request.
+	MaxIndexDocuments int `json:"max_index_documents"`
+	// MaxInputTokens is the longest input an embedding request may send
+	// without truncate=true (413 otherwise), and where truncation cuts.
+	MaxInputTokens int `json:"max_input_tokens"`
+	// MaxConcurrentRequests caps inference and search requests in flight;
+	// more is refused with 429.
+	MaxConcurrentRequests int `json:"max_concurrent_requests"`
+	// RequestTimeout is the deadline of one request; running past it is
+	// answered with 504.
+	RequestTimeout Duration `json:"request_timeout"`
+	// ShutdownTimeout bounds how long graceful shutdown waits for in-flight
+	// requests to drain.
+	ShutdownTimeout Duration `json:"shutdown_timeout"`
+	// Rerank tunes the pair batcher.
+	Rerank BatchConfig `json:"rerank"`
+	// Embed tunes the embedding batcher.
+	Embed BatchConfig `json:"embed"`
+	// APIKeys, when non-empty, turns authentication on for every route but
+	// /healthz, /readyz and /metrics.
+	APIKeys []APIKey `json:"api_keys"`
+}
+
+// DefaultConfig returns the configuration cmd/serve starts from.
+func DefaultConfig() Config {
+	b := BatchConfig{
+		Enabled:       true,
+		MaxTokens:     16384,
+		MaxItems:      64,
+		MaxWait:       Duration(2 * time.Millisecond),
+		ChunkItems:    16,
+		MaxQueueItems: 65536,
+		Workers:       2,
+	}
+	return Config{
+		Addr:                  "127.0.0.1:8080",
+		RerankModel:           "hybrank-rerank",
+		EmbedModel:            "hybrank-embed",
+		Provider:              "cpu",
+		MaxBodyBytes:          8 << 20,
+		MaxDocuments:          10000,
+		MaxInputs:             2048,
+		MaxIndexDocuments:     10000,
+		MaxInputTokens:        512,
+		MaxConcurrentRequests: 512,
+		RequestTimeout:        Duration(30 * time.Second),
+		ShutdownTimeout:       Duration(30 * time.Second),
+		Rerank:                b,
+		Embed:                 b,
+	}
+}
+
+// LoadConfig reads a JSON config file over DefaultConfig (fields missing
+// from the file keep their defaults). Unknown fields are an error, so a typo
+// does not silently fall back to a default. It does not call Validate.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("load config: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("load config %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func (b BatchConfig) validate(name string) error {
+	var errs []error
+	if b.MaxTokens <= 0 {
+		errs = append(errs, fmt.Errorf("%s.max_tokens must be > 0", name))
+	}
+	if b.MaxItems <= 0 {
+		errs = append(errs, fmt.Errorf("%s.max_items must be > 0", name))
+	}
+	if b.MaxWait < 0 || time.Duration(b.MaxWait) > time.Second {
+		errs = append(errs, fmt.Errorf("%s.max_wait must be in [0, 1s]", name))
+	}
+	if b.ChunkItems <= 0 {
+		errs = append(errs, fmt.Errorf("%s.chunk_items must be > 0", name))
+	}
+	if b.MaxQueueItems <= 0 {
+		errs = append(errs, fmt.Errorf("%s.max_queue_items must be > 0", name))
+	}
+	if b.Workers <= 0 {
+		errs = append(errs, fmt.Errorf("%s.workers must be > 0", name))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every invalid field at once, wrapped in ErrConfig.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("addr %q: %w", c.Addr, err))
+	}
+	if c.RerankModel == "" || c.EmbedModel == "" {
+		errs = append(errs, errors.New("rerank_model and embed_model must be named"))
+	}
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, errors.New("max_body_bytes must be > 0"))
+	}
+	if c.MaxDocuments <= 0 || c.MaxInputs <= 0 || c.MaxIndexDocuments <= 0 {
+		errs = append(errs, errors.New("max_documents, max_inputs and max_index_documents must be > 0"))
+	}
+	if c.MaxInputTokens <= 0 {
+		errs = append(errs, errors.New("max_input_tokens must be > 0"))
+	}
+	if c.MaxConcurrentRequests <= 0 {
+		errs = append(errs, errors.New("max_concurrent_requests must be > 0"))
+	}
+	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("request_timeout and shutdown_timeout must be > 0"))
+	}
+	errs = append(errs, c.Rerank.validate("rerank"), c.Embed.validate("embed"))
+	seen := map[string]bool{}
+	for i, k := range c.APIKeys {
+		if k.Key == "" || k.Tenant == "" {
+			errs = append(errs, fmt.Errorf("api_keys[%d]: key and tenant must both be set", i))
+		}
+		if seen[k.Key] {
+			errs = append(errs, fmt.Errorf("api_keys[%d]: duplicate key", i))
+		}
+		seen[k.Key] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}

@@ -1,0 +1,389 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+)
+
+// limits are the per-request caps the decoders enforce.
+type limits struct {
+	maxDocuments      int
+	maxInputs         int
+	maxIndexDocuments int
+}
+
+func (c Config) limits() limits {
+	return limits{maxDocuments: c.MaxDocuments, maxInputs: c.MaxInputs, maxIndexDocuments: c.MaxIndexDocuments}
+}
+
+// decodeJSON decodes one JSON object from body into v; anything after it is
+// an error. Type errors name the offending field.
+func decodeJSON(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return badRequest("request body is empty; want a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return badRequest("request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return badRequest("field %q: got JSON %s, want %s", te.Field, te.Value, jsonKind(te.Type.String()))
+		}
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return ae
+		}
+		return badRequest("malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("malformed JSON: unexpected data after the request object")
+	}
+	return nil
+}
+
+func jsonKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "array"
+	case goType == "string":
+		return "string"
+	case goType == "bool":
+		return "boolean"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"), strings.HasPrefix(goType, "uint"):
+		return "number"
+	default:
+		return "object"
+	}
+}
+
+// stringOrList is a JSON string or array of strings.
+type stringOrList struct {
+	vals   []string
+	single bool
+	set    bool
+}
+
+func (s *stringOrList) UnmarshalJSON(b []byte) error {
+	s.set = true
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var v string
+		if err := json.Unmarshal(b, &v); err != nil {
+			return badRequest("malformed string: %v", err)
+		}
+		s.vals, s.single = []string{v}, true
+		return nil
+	}
+	if len(b) > 0 && b[0] == '[' {
+		var raw []json.RawMessage
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return badRequest("malformed array: %v", err)
+		}
+		s.vals = make([]string, len(raw))
+		for i, r := range raw {
+			if err := json.Unmarshal(r, &s.vals[i]); err != nil {
+				return badRequest("item %d: want a string (token-id inputs are not supported)", i)
+			}
+		}
+		return nil
+	}
+	if string(b) == "null" {
+		s.set = false
+		return nil
+	}
+	return badRequest("want a string or an array of strings, got %.20s", b)
+}
+
+// rerankDoc is a rerank document: a string or an object with "text".
+type rerankDoc string
+
+func (d *rerankDoc) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return badRequest("malformed document string: %v", err)
+		}
+		*d = rerankDoc(s)
+		return nil
+	}
+	if len(b) > 0 && b[0] == '{' {
+		var o struct {
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &o); err != nil {
+			return badRequest("document object: %v", err)
+		}
+		if o.Text == nil {
+			return badRequest("document object must have a string field \"text\"")
+		}
+		*d = rerankDoc(*o.Text)
+		return nil
+	}
+	return badRequest("each document must be a string or an object {\"text\": ...}")
+}
+
+// rerankRequest is a decoded rerank call in either shape.
+type rerankRequest struct {
+	Model string
+	Query string
+	Docs  []string
+	// TopN is how many results to return; 0 means all.
+	TopN int
+	// ReturnDocuments is nil when the request did not say.
+	ReturnDocuments *bool
+	// MaxTokensPerDoc truncates each document first when > 0.
+	MaxTokensPerDoc int
+	// TEI marks the text-embeddings-inference shape ({query, texts}).
+	TEI        bool
+	RawScores  bool
+	ReturnText bool
+	Truncate   bool
+}
+
+type rerankWire struct {
+	Model           string      `json:"model"`
+	Query           *string     `json:"query"`
+	Documents       []rerankDoc `json:"documents"`
+	TopN            *int        `json:"top_n"`
+	ReturnDocuments *bool       `json:"return_documents"`
+	MaxTokensPerDoc *int        `json:"max_tokens_per_doc"`
+	// TEI fields.
+	Texts      []rerankDoc `json:"texts"`
+	RawScores  bool        `json:"raw_scores"`
+	ReturnText bool        `json:"return_text"`
+	Truncate   *bool       `json:"truncate"`
+}
+
+// decodeRerank decodes a Cohere/Jina rerank body, or TEI's when it has
+// "texts". Errors are *apiError (400, or 413 over the document limit).
+func decodeRerank(body []byte, lim limits) (rerankRequest, error) {
+	var w rerankWire
+	if err := decodeJSON(body, &w); err != nil {
+		return rerankRequest{}, err
+	}
+	r := rerankRequest{Model: w.Model, ReturnDocuments: w.ReturnDocuments}
+	if w.Query == nil {
+		return r, badRequest("field \"query\" is required")
+	}
+	if strings.TrimSpace(*w.Query) == "" {
+		return r, badRequest("field \"query\" must not be empty")
+	}
+	r.Query = *w.Query
+	docs := w.Documents
+	if w.Texts != nil {
+		if w.Documents != nil {
+			return r, badRequest("send either \"documents\" or \"texts\", not both")
+		}
+		r.TEI, r.RawScores, r.ReturnText = true, w.RawScores, w.ReturnText
+		r.Truncate = w.Truncate != nil && *w.Truncate
+		docs = w.Texts
+	}
+	if len(docs) == 0 {
+		return r, badRequest("field \"documents\" must be a non-empty array")
+	}
+	if len(docs) > lim.maxDocuments {
+		return r, tooLarge("%d documents in one request; the limit is %d", len(docs), lim.maxDocuments)
+	}
+	r.Docs = make([]string, len(docs))
+	for i, d := range docs {
+		r.Docs[i] = string(d)
+	}
+	if w.TopN != nil {
+		if *w.TopN < 1 {
+			return r, badRequest("field \"top_n\" must be >= 1")
+		}
+		r.TopN = min(*w.TopN, len(docs))
+	}
+	if w.MaxTokensPerDoc != nil {
+		if *w.MaxTokensPerDoc < 1 {
+			return r, badRequest("field \"max_tokens_per_doc\" must be >= 1")
+		}
+		r.MaxTokensPerDoc = *w.MaxTokensPerDoc
+	}
+	return r, nil
+}
+
+// embedRequest is a decoded embedding call (TEI or OpenAI shape).
+type embedRequest struct {
+	Model     string
+	Inputs    []string
+	Single    bool
+	Normalize bool
+	Truncate  bool
+	// Base64 asks for little-endian float32 bytes, base64 encoded (OpenAI).
+	Base64 bool
+	// Dimensions truncates vectors to this length when > 0 (OpenAI).
+	Dimensions int
+}
+
+func checkInputs(in stringOrList, field string, lim limits) error {
+	if !in.set {
+		return badRequest("field %q is required", field)
+	}
+	if len(in.vals) == 0 {
+		return badRequest("field %q must not be empty", field)
+	}
+	if len(in.vals) > lim.maxInputs {
+		return tooLarge("%d inputs in one request; the limit is %d", len(in.vals), lim.maxInputs)
+	}
+	for i, s := range in.vals {
+		if s == "" {
+			return badRequest("%s[%d] is an empty string", field, i)
+		}
+	}
+	return nil
+}
+
+// decodeEmbed decodes TEI's POST /embed body {inputs, normalize, truncate}.
+func decodeEmbed(body []byte, lim limits) (embedRequest, error) {
+	var w struct {
+		Inputs    stringOrList `json:"inputs"`
+		Normalize *bool        `json:"normalize"`
+		Truncate  *bool        `json:"truncate"`
+	}
+	if err := decodeJSON(body, &w); err != nil {
+		return embedRequest{}, err
+	}
+	if err := checkInputs(w.Inputs, "inputs", lim); err != nil {
+		return embedRequest{}, err
+	}
+	return embedRequest{
+		Inputs:    w.Inputs.vals,
+		Single:    w.Inputs.single,
+		Normalize: w.Normalize == nil || *w.Normalize,
+		Truncate:  w.Truncate != nil && *w.Truncate,
+	}, nil
+}
+
+// decodeOpenAIEmbed decodes OpenAI's POST /v1/embeddings body.
+func decodeOpenAIEmbed(body []byte, lim limits) (embedRequest, error) {
+	var w struct {
+		Input          stringOrList `json:"input"`
+		Model          string       `json:"model"`
+		EncodingFormat string       `json:"encoding_format"`
+		Dimensions     *int         `json:"dimensions"`
+		User           string       `json:"user"`
+	}
+	if err := decodeJSON(body, &w); err != nil {
+		return embedRequest{}, err
+	}
+	if err := checkInputs(w.Input, "input", lim); err != nil {
+		return embedRequest{}, err
+	}
+	r := embedRequest{Model: w.Model, Inputs: w.Input.vals, Single: w.Input.single, Normalize: true, Truncate: true}
+	switch w.EncodingFormat {
+	case "", "float":
+	case "base64":
+		r.Base64 = true
+	default:
+		return r, badRequest("field \"encoding_format\" must be \"float\" or \"base64\", got %q", w.EncodingFormat)
+	}
+	if w.Dimensions != nil {
+		if *w.Dimensions < 1 {
+			return r, badRequest("field \"dimensions\" must be >= 1")
+		}
+		r.Dimensions = *w.Dimensions
+	}
+	return r, nil
+}
+
+// Search request bounds.
+const (
+	maxTopK       = 1000
+	maxCandidates = 10000
+)
+
+// decodeSearch decodes POST /search.
+func decodeSearch(body []byte, _ limits) (SearchRequest, error) {
+	var r SearchRequest
+	if err := decodeJSON(body, &r); err != nil {
+		return r, err
+	}
+	if strings.TrimSpace(r.Query) == "" {
+		return r, badRequest("field \"query\" must not be empty")
+	}
+	if r.TopK < 0 || r.TopK > maxTopK {
+		return r, badRequest("field \"top_k\" must be in [0, %d]", maxTopK)
+	}
+	switch r.Mode {
+	case "", "hybrid", "bm25", "dense":
+	default:
+		return r, badRequest("field \"mode\" must be \"hybrid\", \"bm25\" or \"dense\", got %q", r.Mode)
+	}
+	switch r.Fusion {
+	case "", "rrf", "convex":
+	default:
+		return r, badRequest("field \"fusion\" must be \"rrf\" or \"convex\", got %q", r.Fusion)
+	}
+	if r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1 || *r.Alpha != *r.Alpha) {
+		return r, badRequest("field \"alpha\" must be in [0, 1]")
+	}
+	if r.Candidates < 0 || r.Candidates > maxCandidates {
+		return r, badRequest("field \"candidates\" must be in [0, %d]", maxCandidates)
+	}
+	if r.BudgetMS < 0 {
+		return r, badRequest("field \"budget_ms\" must be >= 0")
+	}
+	return r, nil
+}
+
+// documentsRequest is a decoded /documents call.
+type documentsRequest struct {
+	Upserts []Document
+	Deletes []string
+}
+
+// decodeDocuments decodes POST /documents {documents, delete} or, when
+// del is set, DELETE /documents {ids}.
+func decodeDocuments(body []byte, lim limits, del bool) (documentsRequest, error) {
+	var w struct {
+		Documents []Document `json:"documents"`
+		Delete    []string   `json:"delete"`
+		IDs       []string   `json:"ids"`
+	}
+	if err := decodeJSON(body, &w); err != nil {
+		return documentsRequest{}, err
+	}
+	r := documentsRequest{Upserts: w.Documents, Deletes: w.Delete}
+	if del {
+		if w.Documents != nil || w.Delete != nil {
+			return r, badRequest("DELETE /documents takes {\"ids\": [...]} only")
+		}
+		r = documentsRequest{Deletes: w.IDs}
+	} else if w.IDs != nil {
+		return r, badRequest("POST /documents takes {\"documents\": [...], \"delete\": [...]}; use DELETE /documents for {\"ids\"}")
+	}
+	n := len(r.Upserts) + len(r.Deletes)
+	if n == 0 {
+		return r, badRequest("nothing to do: no documents and no ids")
+	}
+	if n > lim.maxIndexDocuments {
+		return r, tooLarge("%d documents and ids in one request; the limit is %d", n, lim.maxIndexDocuments)
+	}
+	seen := make(map[string]struct{}, n)
+	for i, d := range r.Upserts {
+		if d.ID == "" {
+			return r, badRequest("documents[%d]: field \"id\" must not be empty", i)
+		}
+		if _, dup := seen[d.ID]; dup {
+			return r, badRequest("documents[%d]: id %q appears twice in the batch", i, d.ID)
+		}
+		seen[d.ID] = struct{}{}
+		if d.Span != nil && (d.Span.Start < 0 || d.Span.End < d.Span.Start) {
+			return r, badRequest("documents[%d]: span must have 0 <= start <= end", i)
+		}
+	}
+	for i, id := range r.Deletes {
+		if id == "" {
+			return r, badRequest("ids[%d] must not be empty", i)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,59 @@
+// Package server is hybrank's HTTP inference endpoint: cross-encoder
+// reranking, embeddings, hybrid search and document ingestion, speaking the
+// wire shapes that existing clients already use.
+//
+// # Routes
+//
+//	POST /rerank, /v1/rerank, /v2/rerank  Cohere/Jina {model, query, documents, top_n,
+//	                                      return_documents, max_tokens_per_doc}
+//	                                      -> {id, results: [{index, relevance_score, document?}], meta};
+//	                                      TEI {query, texts, raw_scores, return_text, truncate}
+//	                                      -> [{index, score, text?}] on the same routes.
+//	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]
+//	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
+//	GET  /v1/models                       OpenAI model list
+//	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]
+//	POST /search                          hybrid search (SearchRequest -> SearchResponse)
+//	POST /documents, DELETE /documents    atomic batches of upserts and deletes
+//	GET  /healthz (/health), /readyz, /metrics (Prometheus)
+//
+// Relevance scores are the sigmoid of the cross-encoder logit (TEI's
+// raw_scores returns the logit). Inference responses carry TEI's
+// x-compute-time, x-compute-tokens and x-total-time headers (milliseconds,
+// tokens).
+//
+// # Errors and limits
+//
+// Every error is JSON {"error": {"message", "type"}}: 400 malformed JSON or
+// wrong field types, 401 missing/unknown API key, 403 another tenant, 404
+// unknown model or route, 413 body over max_body_bytes or too many
+// documents/inputs (the message names the limit), 429 queue full or too many
+// requests in flight (with Retry-After), 500 backend failure, 503 backend not
+// configured or shutting down, 504 the request ran past request_timeout.
+//
+// # Batching
+//
+// Pairs from concurrent rerank requests (and texts from concurrent embedding
+// requests) merge into shared model calls capped by items and estimated
+// tokens, after waiting at most max_wait for a batch to fill. Requests are
+// cut into chunks taken round-robin, so a huge request cannot starve small
+// ones; results are written back by (request, index). Token counts for batch
+// caps are estimated from words (cheap); the Tokenizer, when given, is used
+// for /tokenize, truncation and input-length checks. With batching disabled
+// each request calls the model directly.
+//
+// # Tenancy
+//
+// With api_keys configured every route but /healthz, /readyz and /metrics
+// needs "Authorization: Bearer <key>". Each key is bound to one tenant:
+// /search and /documents are forced to it (naming another tenant is 403),
+// deletes are scoped to it, and search hits of other tenants are dropped
+// even if a Searcher returned them.
+//
+// # Concurrency and lifetime
+//
+// A Server is safe for concurrent use. Serve shuts down gracefully when its
+// context ends: it stops accepting, drains requests in flight for up to
+// shutdown_timeout, then closes the batchers. The Backends belong to the
+// caller, which closes them after Serve returns.
+package server

@@ -1,0 +1,281 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// Server serves the HTTP API over a set of Backends. It is safe for
+// concurrent use. Build it with New, serve with Serve or ListenAndServe, and
+// Close it (Serve closes it on return).
+type Server struct {
+	cfg     Config
+	b       Backends
+	log     *slog.Logger
+	metrics *metrics
+	lim     limits
+	keys    map[[32]byte]string // sha256(key) -> tenant
+	slots   chan struct{}       // MaxConcurrentRequests
+	handler http.Handler
+
+	rerank *batcher[Pair, float32]
+	embed  *batcher[string, []float32]
+
+	draining  atomic.Bool
+	closeOnce sync.Once
+	cancel    context.CancelFunc // cancels batch contexts after Close
+}
+
+// Option changes how New builds a Server.
+type Option func(*Server)
+
+// WithLogger sets the logger (default: slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// New validates cfg and builds a Server over b; nil backends leave their
+// routes answering 503.
+func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, b: b, log: slog.Default(), metrics: newMetrics(cfg.Provider), lim: cfg.limits(),
+		keys:  make(map[[32]byte]string, len(cfg.APIKeys)),
+		slots: make(chan struct{}, cfg.MaxConcurrentRequests),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	for _, k := range cfg.APIKeys {
+		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
+	}
+	base, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	if b.Scorer != nil {
+		s.rerank = newBatcher(base, cfg.Rerank, b.Scorer.ScorePairs, s.pairCost, s.metrics.observer("rerank"))
+	}
+	if b.Embedder != nil {
+		s.embed = newBatcher(base, cfg.Embed, b.Embedder.EmbedWithUsage, s.textCost, s.metrics.observer("embed"))
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler (all routes).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Config returns the configuration the server was built with.
+func (s *Server) Config() Config { return s.cfg }
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern, route string, h http.HandlerFunc, auth bool) {
+		var hh http.Handler = h
+		if auth {
+			hh = s.authenticate(hh)
+		}
+		mux.Handle(pattern, s.metrics.instrument(route, hh))
+	}
+	handle("POST /rerank", "/rerank", s.handleRerank, true)
+	handle("POST /v1/rerank", "/v1/rerank", s.handleRerank, true)
+	handle("POST /v2/rerank", "/v2/rerank", s.handleRerank, true)
+	handle("POST /embed", "/embed", s.handleEmbed, true)
+	handle("POST /v1/embeddings", "/v1/embeddings", s.handleOpenAIEmbed, true)
+	handle("POST /embeddings", "/v1/embeddings", s.handleOpenAIEmbed, true)
+	handle("GET /v1/models", "/v1/models", s.handleModels, true)
+	handle("POST /tokenize", "/tokenize", s.handleTokenize, true)
+	handle("POST /search", "/search", s.handleSearch, true)
+	handle("POST /documents", "/documents", s.handleDocuments, true)
+	handle("DELETE /documents", "/documents", s.handleDocuments, true)
+	handle("GET /healthz", "/healthz", s.handleHealth, false)
+	handle("GET /health", "/healthz", s.handleHealth, false)
+	handle("GET /readyz", "/readyz", s.handleReady, false)
+	mux.Handle("GET /metrics", s.metrics.handler())
+	handle("/", "other", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+			msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	}, false)
+	return mux
+}
+
+// Serve answers requests on ln until ctx is done, then shuts down
+// gracefully: it stops accepting, waits up to ShutdownTimeout for requests
+// in flight to finish, and closes the server. It returns nil after a clean
+// shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return errors.Join(err, s.Close())
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("shutting down: draining requests in flight", "timeout", time.Duration(s.cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.ShutdownTimeout))
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		err = fmt.Errorf("shutdown: %w", err)
+	}
+	return errors.Join(err, s.Close())
+}
+
+// ListenAndServe listens on cfg.Addr and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.cfg.Addr, err)
+	}
+	s.log.Info("listening", "addr", ln.Addr().String())
+	return s.Serve(ctx, ln)
+}
+
+// Close stops the batchers (waiting for batches in flight). It does not
+// close the backends, which the caller owns. It is idempotent.
+func (s *Server) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.draining.Store(true)
+		if s.rerank != nil {
+			err = errors.Join(err, s.rerank.Close())
+		}
+		if s.embed != nil {
+			err = errors.Join(err, s.embed.Close())
+		}
+		s.cancel()
+	})
+	return err
+}
+
+// tenantKey is the context key of the authenticated tenant.
+type tenantKey struct{}
+
+// authenticate checks the bearer key when keys are configured and records
+// its tenant in the request context.
+func (s *Server) authenticate(h http.Handler) http.Handler {
+	if len(s.keys) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		key, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			key, ok = strings.CutPrefix(auth, "bearer ")
+		}
+		tenant, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
+		if !ok || !known {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hybrank"`)
+			writeError(w, &apiError{status: http.StatusUnauthorized, typ: TypeUnauthorized,
+				msg: "missing or unknown API key; send Authorization: Bearer <key>"})
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	})
+}
+
+// keyTenant returns the tenant of the request's API key, if auth is on.
+func keyTenant(r *http.Request) (string, bool) {
+	t, ok := r.Context().Value(tenantKey{}).(string)
+	return t, ok
+}
+
+// estimateTokens approximates a WordPiece token count without a tokenizer:
+// one token per word plus one per 6 bytes beyond the first 6 of a word,
+// plus punctuation. It is used for batch caps, where speed matters more than
+// exactness, and as the count when no Tokenizer is configured.
+func estimateTokens(text string) int {
+	n, wordLen := 0, 0
+	for _, r := range text {
+		switch {
+		case r == ' ' || r == '\n' || r == '\t' || r == '\r':
+			wordLen = 0
+		case r < utf8.RuneSelf && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			n++ // punctuation is its own token
+			wordLen = 0
+		default:
+			if wordLen%6 == 0 {
+				n++
+			}
+			wordLen++
+		}
+	}
+	return n
+}
+
+// pairCost is a pair's estimated tokens: [CLS] q [SEP] d [SEP], capped at
+// the model's input length.
+func (s *Server) pairCost(p Pair) int {
+	return min(estimateTokens(p.Query)+estimateTokens(p.Doc)+3, s.cfg.MaxInputTokens)
+}
+
+func (s *Server) textCost(t string) int { return min(estimateTokens(t)+2, s.cfg.MaxInputTokens) }
+
+// countTokens counts text's tokens with the Tokenizer, else estimates.
+func (s *Server) countTokens(text string) (int, error) {
+	if s.b.Tokenizer == nil {
+		return estimateTokens(text), nil
+	}
+	toks, err := s.b.Tokenizer.Tokenize(text, false)
+	if err != nil {
+		return 0, fmt.Errorf("%w: tokenize: %w", ErrBackend, err)
+	}
+	return len(toks), nil
+}
+
+// truncateTokens cuts text after its first maxTokens tokens (by the
+// Tokenizer's offsets, else after maxTokens estimated words).
+func (s *Server) truncateTokens(text string, maxTokens int) (string, error) {
+	if s.b.Tokenizer == nil {
+		n, wordLen := 0, 0
+		for i, r := range text {
+			counts := false
+			switch {
+			case r == ' ' || r == '\n' || r == '\t' || r == '\r':
+				wordLen = 0
+			case r < utf8.RuneSelf && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+				counts, wordLen = true, 0
+			default:
+				counts = wordLen%6 == 0
+				wordLen++
+			}
+			if counts {
+				if n == maxTokens {
+					return text[:i], nil
+				}
+				n++
+			}
+		}
+		return text, nil
+	}
+	toks, err := s.b.Tokenizer.Tokenize(text, false)
+	if err != nil {
+		return "", fmt.Errorf("%w: tokenize: %w", ErrBackend, err)
+	}
+	if len(toks) <= maxTokens {
+		return text, nil
+	}
+	end := toks[maxTokens-1].Stop
+	if end < 0 || end > len(text) {
+		return text, nil
+	}
+	return text[:end], nil
+}
