@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"sort"
+	"strings"
+)
+
+// LexicalTable renders rows as a markdown table with LexicalColumns.
+func LexicalTable(rows []map[string]any) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(LexicalColumns, " | ") + " |\n|")
+	for range LexicalColumns {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		cells := make([]string, len(LexicalColumns))
+		for i, c := range LexicalColumns {
+			cells[i] = FormatValue(r[c])
+		}
+		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// LexicalReport is the report written to bench/results/lexical.md.
+func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) Report {
+	idconv := "documents whose id equals the query id are dropped before scoring (BEIR's ignore_identical_ids=True)"
+	if opt.Eval.KeepIdenticalIDs {
+		idconv = "documents whose id equals the query id are kept (BEIR's ignore_identical_ids=False)"
+	}
+	return Report{
+		Title:   "Lexical BM25",
+		Command: command,
+		Notes: []string{
+			"Index text is title + \" \" + text, analyzed with the bm25s-compatible analyzer (lowercase, `\\w\\w+` tokens, bm25s STOPWORDS_EN, Snowball English). " +
+				"QPS: judged queries / wall time for all of them on one goroutine, query analysis included, top-K, best of the rounds; p50/p99 from that round. " +
+				"index_s: analysis + commit (+ one Rebuild for chunked synthetic builds), single goroutine.",
+			"Metrics: pytrec_eval conventions (linear gains, ideal DCG from all judged relevant docs, ties ordered by doc id descending as trec_eval does); " +
+				idconv + "; ndcg@10_other_id_convention in the JSON is the other choice.",
+			"bytes_per_posting: postings.Stats IndexBytes (term bitmaps, tf arrays, norms, bounds) / postings; bm25s's scipy CSC is 8.",
+		},
+		Config:  opt,
+		Columns: LexicalColumns,
+		Rows:    rows,
+	}
+}
+
+// WriteLexicalScaling plots QPS and p99 against corpus size for the
+// synthetic results (one line per variant) as an SVG file.
+func WriteLexicalScaling(path string, results []LexicalResult) error {
+	byVar := map[string][]LexicalResult{}
+	for _, r := range results {
+		if strings.HasPrefix(r.Dataset, "synthetic-") {
+			byVar[r.Variant] = append(byVar[r.Variant], r)
+		}
+	}
+	names := make([]string, 0, len(byVar))
+	for v := range byVar {
+		names = append(names, v)
+	}
+	sort.Strings(names)
+	qps := Plot{Title: "BM25 QPS vs corpus size (1 goroutine, top-100)", XLabel: "documents", YLabel: "queries / s", LogX: true, LogY: true}
+	p99 := Plot{Title: "BM25 p99 latency vs corpus size", XLabel: "documents", YLabel: "p99 ms", LogX: true, LogY: true}
+	for _, v := range names {
+		rs := byVar[v]
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Docs < rs[j].Docs })
+		var x, q, p []float64
+		for _, r := range rs {
+			x = append(x, float64(r.Docs))
+			q = append(q, r.QPS)
+			p = append(p, r.P99Ms)
+		}
+		qps.Series = append(qps.Series, Series{Name: v, X: x, Y: q})
+		p99.Series = append(p99.Series, Series{Name: v, X: x, Y: p})
+	}
+	return WriteSVGFile(path, qps, p99)
+}
+
