@@ -106,7 +106,7 @@ func (r LexicalResult) Row() map[string]any {
 		"k1": r.K1, "b": r.B, "exhaustive": r.Exhaustive,
 		"ndcg@10": r.NDCG10, "recall@100": r.Recall100, "mrr@10": r.MRR10,
 		"ndcg@10_other_id_convention": r.NDCG10OtherID,
-		"index_s": r.IndexS, "docs_per_s": r.DocsPerS, "qps": r.QPS,
+		"index_s":                     r.IndexS, "docs_per_s": r.DocsPerS, "qps": r.QPS,
 		"p50_ms": r.P50Ms, "p90_ms": r.P90Ms, "p99_ms": r.P99Ms,
 		"postings": r.Postings, "terms": r.Terms, "index_mb": r.IndexMB, "bytes_per_posting": r.BytesPerP,
 	}

@@ -76,4 +76,3 @@ func WriteLexicalScaling(path string, results []LexicalResult) error {
 	}
 	return WriteSVGFile(path, qps, p99)
 }
-
