@@ -554,7 +554,10 @@ func (ix *Index) Stats() Stats {
 		}
 		st.IndexBytes += int64(tp.docs.GetSerializedSizeInBytes()) + int64(len(tp.tf)) + int64(8*len(tp.big)) + 8
 	}
-	st.IndexBytes += int64(s.numDocs)*(4+8) + int64(8*len(s.dead))
+	st.IndexBytes += int64(s.numDocs) * (4 + 8)
+	if s.dead != nil {
+		st.IndexBytes += int64(s.numDocs+63) / 64 * 8
+	}
 	if s.deadBM != nil {
 		st.IndexBytes += int64(s.deadBM.GetSerializedSizeInBytes())
 	}

@@ -1,0 +1,484 @@
+package postings
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// FormatVersion is the snapshot format written by Save. Open reads this
+// version and older ones, and refuses newer ones with ErrVersion.
+const FormatVersion = 1
+
+const (
+	manifestName  = "MANIFEST"
+	manifestMagic = "hybrank-postings"
+	docsMagic     = "HBPD"
+	postsMagic    = "HBPP"
+	crcLinePrefix = "\ncrc32c:"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// genFile matches the data files of a generation (and their temporaries).
+var genFile = regexp.MustCompile(`^(docs|postings)-([0-9]{10})\.bin(\.tmp)?$`)
+
+type manifestFile struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+type manifest struct {
+	Format          string         `json:"format"`
+	Version         int            `json:"version"`
+	Generation      uint64         `json:"generation"`
+	AnalyzerVersion string         `json:"analyzer_version"`
+	Variant         Variant        `json:"variant"`
+	K1              float64        `json:"k1"`
+	B               float64        `json:"b"`
+	Delta           float64        `json:"delta"`
+	AvgDLBuild      float64        `json:"avgdl_build"`
+	Docs            uint32         `json:"doc_nums"`
+	Files           []manifestFile `json:"files"`
+}
+
+// Save writes the current snapshot to dir (created if needed) as a new
+// generation: data files are written to temporaries, fsynced and renamed,
+// the directory is fsynced, then MANIFEST (naming the files with sizes and
+// crc32c) replaces the old one the same way; files of older generations are
+// removed last. A crash at any point leaves either the previous or the new
+// snapshot readable by Open. Save holds the writer lock (Commit waits;
+// Search does not).
+func (ix *Index) Save(dir string) (err error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s := ix.cur.Load()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save: %w", err)
+	}
+	gen := nextGeneration(dir)
+	m := manifest{
+		Format: manifestMagic, Version: FormatVersion, Generation: gen,
+		AnalyzerVersion: ix.cfg.AnalyzerVersion, Variant: ix.cfg.Variant,
+		K1: ix.cfg.K1, B: ix.cfg.B, Delta: ix.cfg.Delta, AvgDLBuild: s.avgdlBuild, Docs: s.numDocs,
+	}
+	for _, f := range []struct {
+		kind string
+		data []byte
+	}{{"docs", encodeDocs(s)}, {"postings", encodePostings(s)}} {
+		name := fmt.Sprintf("%s-%010d.bin", f.kind, gen)
+		if err := writeFileSync(dir, name, f.data); err != nil {
+			return fmt.Errorf("save %s: %w", name, err)
+		}
+		m.Files = append(m.Files, manifestFile{Name: name, Size: int64(len(f.data)), CRC32C: crc32.Checksum(f.data, castagnoli)})
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("save: sync dir: %w", err)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("save manifest: %w", err)
+	}
+	body = fmt.Appendf(body, "%s%08x\n", crcLinePrefix, crc32.Checksum(body, castagnoli))
+	if err := writeFileSync(dir, manifestName, body); err != nil {
+		return fmt.Errorf("save manifest: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("save: sync dir: %w", err)
+	}
+	// The new generation is durable; drop the others (best effort).
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		mm := genFile.FindStringSubmatch(e.Name())
+		if mm == nil {
+			continue
+		}
+		if g, _ := strconv.ParseUint(mm[2], 10, 64); g != gen || mm[3] != "" {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return nil
+}
+
+// nextGeneration is one above every generation named in dir, so a new
+// generation never overwrites a file the current manifest points to.
+func nextGeneration(dir string) uint64 {
+	var top uint64
+	if m, err := readManifest(dir); err == nil {
+		top = m.Generation
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if mm := genFile.FindStringSubmatch(e.Name()); mm != nil {
+			if g, _ := strconv.ParseUint(mm[2], 10, 64); g > top {
+				top = g
+			}
+		}
+	}
+	return top + 1
+}
+
+func writeFileSync(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, name))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+func readManifest(dir string) (*manifest, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrNoSnapshot, dir, err)
+		}
+		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	i := bytes.LastIndex(raw, []byte(crcLinePrefix))
+	if i < 0 {
+		return nil, fmt.Errorf("%w: manifest has no checksum line", ErrCorrupt)
+	}
+	body, tail := raw[:i], bytes.TrimSpace(raw[i+len(crcLinePrefix):])
+	want, perr := strconv.ParseUint(string(tail), 16, 32)
+	if perr != nil || uint32(want) != crc32.Checksum(body, castagnoli) {
+		return nil, fmt.Errorf("%w: manifest checksum mismatch", ErrCorrupt)
+	}
+	var m manifest
+	if err := json.Unmarshal(body, &m); err != nil || m.Format != manifestMagic {
+		return nil, fmt.Errorf("%w: manifest does not decode", ErrCorrupt)
+	}
+	if m.Version > FormatVersion {
+		return nil, fmt.Errorf("%w: snapshot version %d, this build reads up to %d", ErrVersion, m.Version, FormatVersion)
+	}
+	if m.Version < 1 {
+		return nil, fmt.Errorf("%w: bad format version %d", ErrCorrupt, m.Version)
+	}
+	return &m, nil
+}
+
+// Open loads the snapshot in dir. cfg supplies the scoring parameters (they
+// may differ from the saved ones: norms and bounds are then recomputed) and
+// must carry the analyzer version the snapshot was built with. Errors:
+// ErrNoSnapshot, ErrCorrupt (missing, truncated or altered file),
+// ErrVersion (newer format), ErrAnalyzerMismatch, ErrConfig.
+func Open(dir string, cfg Config) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.normalized()
+	m, err := readManifest(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	if m.AnalyzerVersion != cfg.AnalyzerVersion {
+		return nil, fmt.Errorf("open %s: %w: snapshot %q, config %q", dir, ErrAnalyzerMismatch, m.AnalyzerVersion, cfg.AnalyzerVersion)
+	}
+	if len(m.Files) != 2 {
+		return nil, fmt.Errorf("open %s: %w: manifest lists %d files", dir, ErrCorrupt, len(m.Files))
+	}
+	var data [2][]byte
+	for i, f := range m.Files {
+		if filepath.Base(f.Name) != f.Name || !genFile.MatchString(f.Name) {
+			return nil, fmt.Errorf("open %s: %w: bad file name %q", dir, ErrCorrupt, f.Name)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, f.Name))
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w: %w", dir, ErrCorrupt, err)
+		}
+		if int64(len(b)) != f.Size || crc32.Checksum(b, castagnoli) != f.CRC32C {
+			return nil, fmt.Errorf("open %s: %w: %s fails size/checksum", dir, ErrCorrupt, f.Name)
+		}
+		data[i] = b
+	}
+	ix := &Index{cfg: cfg, byID: make(map[string]uint32)}
+	s := &snapshot{sc: newScorer(cfg), dict: newTermDict(), avgdlBuild: m.AvgDLBuild}
+	if err := decodeDocs(s, data[0], m.Docs); err != nil {
+		return nil, fmt.Errorf("open %s: %w: docs: %w", dir, ErrCorrupt, err)
+	}
+	sameScoring := m.Variant == cfg.Variant && m.K1 == cfg.K1 && m.B == cfg.B && m.Delta == cfg.Delta
+	if err := decodePostings(s, data[1], sameScoring); err != nil {
+		return nil, fmt.Errorf("open %s: %w: postings: %w", dir, ErrCorrupt, err)
+	}
+	for d := uint32(0); d < s.numDocs; d++ {
+		if !s.isDead(d) {
+			if _, dup := ix.byID[s.docIDs[d]]; dup {
+				return nil, fmt.Errorf("open %s: %w: duplicate live id %q", dir, ErrCorrupt, s.docIDs[d])
+			}
+			ix.byID[s.docIDs[d]] = d
+		}
+	}
+	ix.cur.Store(s)
+	return ix, nil
+}
+
+// --- encoding ---
+
+type enc struct{ b []byte }
+
+func (e *enc) uv(x uint64)    { e.b = binary.AppendUvarint(e.b, x) }
+func (e *enc) str(s string)   { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *enc) bytes(p []byte) { e.uv(uint64(len(p))); e.b = append(e.b, p...) }
+func (e *enc) u64(x uint64)   { e.b = binary.LittleEndian.AppendUint64(e.b, x) }
+func (e *enc) bitmap(bm *roaring.Bitmap) {
+	p, _ := bm.ToBytes() // writes to a bytes.Buffer: cannot fail
+	e.bytes(p)
+}
+
+func header(magic string) enc {
+	e := enc{b: append([]byte(magic), 0, 0, 0, 0)}
+	binary.LittleEndian.PutUint32(e.b[len(magic):], FormatVersion)
+	return e
+}
+
+func encodeDocs(s *snapshot) []byte {
+	e := header(docsMagic)
+	e.uv(uint64(s.numDocs))
+	for d := uint32(0); d < s.numDocs; d++ {
+		e.str(s.docIDs[d])
+		e.uv(uint64(s.docLen[d]))
+		e.b = append(e.b, s.hashes[d][:]...)
+	}
+	dead := s.deadBM
+	if dead == nil {
+		dead = roaring.New()
+	}
+	e.bitmap(dead)
+	e.uv(uint64(len(s.filters)))
+	for k, bm := range s.filters {
+		e.str(k)
+		e.bitmap(bm)
+	}
+	return e.b
+}
+
+func encodePostings(s *snapshot) []byte {
+	e := header(postsMagic)
+	e.uv(uint64(s.numTerms))
+	for tid, tp := range s.terms {
+		if tp == nil || tp.docs.IsEmpty() {
+			continue
+		}
+		e.str(s.dict.name(uint32(tid)))
+		e.u64(math.Float64bits(tp.maxTfc))
+		e.bytes(tp.tf)
+		e.uv(uint64(len(tp.big)))
+		for _, bt := range tp.big {
+			e.uv(uint64(bt.pos))
+			e.uv(uint64(bt.tf))
+		}
+		e.bitmap(tp.docs)
+	}
+	return e.b
+}
+
+var errShort = errors.New("truncated")
+
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) uv() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	x, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errShort
+		return 0
+	}
+	d.b = d.b[n:]
+	return x
+}
+
+func (d *dec) take(n uint64) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errShort
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *dec) bytes() []byte { return d.take(d.uv()) }
+func (d *dec) str() string   { return string(d.bytes()) }
+func (d *dec) u64() uint64 {
+	p := d.take(8)
+	if p == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(p)
+}
+
+func (d *dec) bitmap() *roaring.Bitmap {
+	p := d.bytes()
+	if d.err != nil {
+		return nil
+	}
+	bm := roaring.New()
+	if err := bm.UnmarshalBinary(p); err != nil {
+		d.err = fmt.Errorf("bitmap: %w", err)
+		return nil
+	}
+	return bm
+}
+
+func (d *dec) header(magic string) {
+	p := d.take(uint64(len(magic) + 4))
+	if d.err != nil {
+		return
+	}
+	if string(p[:len(magic)]) != magic {
+		d.err = fmt.Errorf("bad magic %q", p[:len(magic)])
+		return
+	}
+	if v := binary.LittleEndian.Uint32(p[len(magic):]); v == 0 || v > FormatVersion {
+		d.err = fmt.Errorf("file version %d", v)
+	}
+}
+
+func decodeDocs(s *snapshot, b []byte, want uint32) error {
+	d := dec{b: b}
+	d.header(docsMagic)
+	n := d.uv()
+	if d.err == nil && (n != uint64(want) || n > uint64(len(b))) {
+		return fmt.Errorf("doc count %d, manifest %d", n, want)
+	}
+	s.numDocs = uint32(n)
+	s.docIDs = make([]string, 0, n)
+	s.docLen = make([]uint32, 0, n)
+	s.normB = make([]float64, 0, n)
+	s.hashes = make([][16]byte, 0, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		s.docIDs = append(s.docIDs, d.str())
+		dl := d.uv()
+		if dl > math.MaxUint32 {
+			return fmt.Errorf("doc length %d", dl)
+		}
+		s.docLen = append(s.docLen, uint32(dl))
+		s.normB = append(s.normB, s.sc.normB(int(dl), s.avgdlBuild))
+		var h [16]byte
+		copy(h[:], d.take(16))
+		s.hashes = append(s.hashes, h)
+	}
+	dead := d.bitmap()
+	nf := d.uv()
+	if d.err != nil {
+		return d.err
+	}
+	if !dead.IsEmpty() {
+		if dead.Maximum() >= s.numDocs {
+			return fmt.Errorf("dead doc %d beyond %d docs", dead.Maximum(), s.numDocs)
+		}
+		s.deadBM = dead
+		s.dead = make([]uint64, (s.numDocs+63)/64)
+		dead.Iterate(func(x uint32) bool { s.dead[x>>6] |= 1 << (x & 63); return true })
+		s.numDead = int(dead.GetCardinality())
+	}
+	for i := uint32(0); i < s.numDocs; i++ {
+		if !s.isDead(i) {
+			s.liveDocs++
+			s.liveLen += uint64(s.docLen[i])
+		}
+	}
+	s.filters = make(map[string]*roaring.Bitmap, min(nf, 1<<16))
+	for i := uint64(0); i < nf && d.err == nil; i++ {
+		k := d.str()
+		if bm := d.bitmap(); bm != nil {
+			s.filters[k] = bm
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		return fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return d.err
+}
+
+func decodePostings(s *snapshot, b []byte, sameScoring bool) error {
+	d := dec{b: b}
+	d.header(postsMagic)
+	n := d.uv()
+	if d.err == nil && n > uint64(len(b)) {
+		return fmt.Errorf("term count %d", n)
+	}
+	s.terms = make([]*termPostings, 0, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := d.str()
+		tp := &termPostings{maxTfc: math.Float64frombits(d.u64())}
+		tp.tf = bytes.Clone(d.bytes())
+		nb := d.uv()
+		if d.err == nil && nb > uint64(len(tp.tf)) {
+			return fmt.Errorf("term %q: %d overflow tfs", name, nb)
+		}
+		for j := uint64(0); j < nb && d.err == nil; j++ {
+			tp.big = append(tp.big, bigTF{pos: uint32(d.uv()), tf: uint32(d.uv())})
+		}
+		tp.docs = d.bitmap()
+		if d.err != nil {
+			break
+		}
+		if tp.docs.GetCardinality() != uint64(len(tp.tf)) || tp.docs.IsEmpty() {
+			return fmt.Errorf("term %q: %d docs, %d tfs", name, tp.docs.GetCardinality(), len(tp.tf))
+		}
+		if tp.docs.Maximum() >= s.numDocs {
+			return fmt.Errorf("term %q: doc %d beyond %d docs", name, tp.docs.Maximum(), s.numDocs)
+		}
+		if id := s.dict.getOrAdd(name); int(id) != len(s.terms) {
+			return fmt.Errorf("duplicate term %q", name)
+		}
+		if !sameScoring {
+			tp.maxTfc = 0
+			var it roaring.ManyIntIterator
+			it.Initialize(tp.docs)
+			buf := make([]uint32, 1024)
+			pos := 0
+			for m := it.NextMany(buf); m > 0; m = it.NextMany(buf) {
+				for _, doc := range buf[:m] {
+					if c := s.sc.tfc(float64(tp.tfAt(pos)), s.normB[doc]); c > tp.maxTfc {
+						tp.maxTfc = c
+					}
+					pos++
+				}
+			}
+		}
+		s.terms = append(s.terms, tp)
+		s.postings += int64(len(tp.tf))
+		s.numTerms++
+	}
+	if d.err == nil && len(d.b) != 0 {
+		return fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return d.err
+}

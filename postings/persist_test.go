@@ -1,0 +1,187 @@
+package postings
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func buildRandom(t *testing.T, cfg Config, seed uint64) (*Index, *rand.Rand) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	ix := mustNew(t, cfg)
+	commitDocs(t, ix, randCorpus(r, 300, 200, 50, "d")...)
+	b := ix.NewBatch()
+	for _, d := range randCorpus(r, 40, 200, 30, "d") {
+		b.Add(d) // updates
+	}
+	b.Delete("d7")
+	b.Delete("d8")
+	b.Add(Doc{ID: "big", Terms: append(make([]string, 0, 300), strings.Fields(strings.Repeat("t1 ", 300))...)})
+	if err := ix.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	return ix, r
+}
+
+func assertSameResults(t *testing.T, a, b *Index, r *rand.Rand) {
+	t.Helper()
+	for range 50 {
+		q := Query{Terms: randQuery(r, 200), K: 1 + r.IntN(60), Filter: randFilter(r)}
+		ha, hb := search(t, a, q), search(t, b, q)
+		if !reflect.DeepEqual(ha, hb) {
+			t.Fatalf("query %+v:\n%v\n%v", q, ha, hb)
+		}
+	}
+}
+
+func TestSaveOpenRoundTrip(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AnalyzerVersion = "an-v1"
+	ix, r := buildRandom(t, cfg, 1)
+	dir := t.TempDir()
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	// A second save replaces the first generation and cleans it up.
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 3 {
+		t.Fatalf("dir has %d entries, want MANIFEST + 2 files", len(ents))
+	}
+	got, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := ix.Stats(), got.Stats(); !reflect.DeepEqual(a, b) {
+		t.Fatalf("stats differ:\n%+v\n%+v", a, b)
+	}
+	if !got.Has("big") || got.Has("d7") || !got.Has("d9") {
+		t.Fatal("ids not restored")
+	}
+	assertSameResults(t, ix, got, r)
+	// The reopened index accepts more commits and a rebuild.
+	commitDocs(t, got, Doc{ID: "new", Terms: []string{"t1", "t2"}})
+	if err := got.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Stats().DeletedDocs != 0 || !got.Has("new") {
+		t.Fatalf("after rebuild: %+v", got.Stats())
+	}
+}
+
+// TestOpenOtherVariant: opening with other scoring parameters recomputes the
+// bounds; results equal an index built directly with them.
+func TestOpenOtherVariant(t *testing.T) {
+	ix, _ := buildRandom(t, DefaultConfig(), 2)
+	dir := t.TempDir()
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := cfgFor(BM25Plus)
+	cfg.K1, cfg.B = 1.5, 0.6
+	got, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, r := buildRandom(t, cfg, 2)
+	assertSameResults(t, want, got, r)
+}
+
+func TestOpenErrors(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AnalyzerVersion = "an-v1"
+	ix, _ := buildRandom(t, cfg, 3)
+	src := t.TempDir()
+	if err := ix.Save(src); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(src)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	copyDir := func(t *testing.T) string {
+		dst := t.TempDir()
+		for _, n := range names {
+			b, err := os.ReadFile(filepath.Join(src, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, n), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dst
+	}
+	mutate := func(name string, f func([]byte) []byte) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			p := filepath.Join(dir, name)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, f(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	flip := func(at func(n int) int) func([]byte) []byte {
+		return func(b []byte) []byte { b[at(len(b))] ^= 0x40; return b }
+	}
+	var cases []struct {
+		name string
+		prep func(t *testing.T, dir string)
+		cfg  Config
+		want error
+	}
+	add := func(name string, prep func(*testing.T, string), c Config, want error) {
+		cases = append(cases, struct {
+			name string
+			prep func(t *testing.T, dir string)
+			cfg  Config
+			want error
+		}{name, prep, c, want})
+	}
+	for _, n := range names {
+		add("flip middle "+n, mutate(n, flip(func(n int) int { return n / 2 })), cfg, ErrCorrupt)
+		add("flip last "+n, mutate(n, flip(func(n int) int { return n - 2 })), cfg, ErrCorrupt)
+		add("truncate "+n, mutate(n, func(b []byte) []byte { return b[:len(b)*2/3] }), cfg, ErrCorrupt)
+		if n != manifestName {
+			add("remove "+n, func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, n)) }, cfg, ErrCorrupt)
+		}
+	}
+	add("newer version", mutate(manifestName, func(b []byte) []byte {
+		body := b[:strings.LastIndex(string(b), crcLinePrefix)]
+		body = []byte(strings.Replace(string(body), fmt.Sprintf(`"version":%d`, FormatVersion), fmt.Sprintf(`"version":%d`, FormatVersion+1), 1))
+		return fmt.Appendf(body, "%s%08x\n", crcLinePrefix, crc32.Checksum(body, castagnoli))
+	}), cfg, ErrVersion)
+	other := cfg
+	other.AnalyzerVersion = "an-v2"
+	add("analyzer mismatch", func(*testing.T, string) {}, other, ErrAnalyzerMismatch)
+	add("no snapshot", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, manifestName)) }, cfg, ErrNoSnapshot)
+	bad := cfg
+	bad.B = 3
+	add("bad config", func(*testing.T, string) {}, bad, ErrConfig)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := copyDir(t)
+			tc.prep(t, dir)
+			_, err := Open(dir, tc.cfg)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Open = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if _, err := Open(copyDir(t), cfg); err != nil {
+		t.Fatalf("pristine copy: %v", err)
+	}
+}
