@@ -1,0 +1,165 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/hybrank/hybrank/analysis"
+	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/postings"
+)
+
+// Config configures an Engine. Index-shaping fields (Analysis, Postings,
+// Dense) are stored with a snapshot; on reopening a directory the stored
+// ones win (see Open). The query-time defaults always come from the Config
+// passed to Open. A Config is a plain value; copy it freely.
+type Config struct {
+	// Analysis configures the analyzer for documents and queries.
+	Analysis analysis.Config `json:"analysis"`
+	// Postings configures the BM25 index. Its AnalyzerVersion is filled by
+	// the engine from Analysis.
+	Postings postings.Config `json:"postings"`
+	// Dense configures the vector index. Dim 0 means "the embedder's Dim";
+	// a non-zero Dim must equal it.
+	Dense dense.Config `json:"dense"`
+
+	// TopK is the default Request.TopK.
+	TopK int `json:"top_k"`
+	// Candidates is the default number of candidates per retriever.
+	Candidates int `json:"candidates"`
+	// Fusion is the default fusion method.
+	Fusion Fusion `json:"fusion"`
+	// RRFK is the default k of reciprocal rank fusion.
+	RRFK float64 `json:"rrf_k"`
+	// Alpha is the default dense weight of weighted fusion, in [0, 1].
+	Alpha float64 `json:"alpha"`
+	// EmbedBatch is how many documents one Embedder.Embed call receives
+	// during Commit.
+	EmbedBatch int `json:"embed_batch"`
+	// Rerank configures the budgeted rerank loop.
+	Rerank RerankConfig `json:"rerank"`
+}
+
+// RerankConfig sizes the batches of the budgeted rerank loop.
+type RerankConfig struct {
+	// FirstBatch is the size of the first batch of a profile whose cost
+	// per document is not known yet. Keep it small: it is a measurement.
+	FirstBatch int `json:"first_batch"`
+	// MinBatch is the smallest batch worth a reranker call; when not even
+	// that is predicted to fit in the time left, reranking stops.
+	MinBatch int `json:"min_batch"`
+	// MaxBatch caps a batch (and is the batch size when there is no
+	// deadline).
+	MaxBatch int `json:"max_batch"`
+	// EWMAAlpha is the weight of the newest observation in the per-profile
+	// moving average of the cost per document, in (0, 1].
+	EWMAAlpha float64 `json:"ewma_alpha"`
+	// Margin is held back from the deadline for the stages after
+	// reranking (MMR, packing).
+	Margin time.Duration `json:"margin"`
+	// MarginFraction adds this fraction of the request's Budget to Margin.
+	MarginFraction float64 `json:"margin_fraction"`
+}
+
+// DefaultConfig returns the analysis and postings defaults (bm25s
+// compatible), default dense settings, TopK 10, 100 candidates per
+// retriever, RRF with k = 60, alpha 0.5, embedding batches of 32, and rerank
+// batches of 4 first, then 2..32, EWMA 0.3, margin 2 ms + 5 % of the budget.
+func DefaultConfig() Config {
+	return Config{
+		Analysis:   analysis.DefaultConfig(),
+		Postings:   postings.DefaultConfig(),
+		Dense:      dense.DefaultConfig(0),
+		TopK:       10,
+		Candidates: 100,
+		Fusion:     FusionRRF,
+		RRFK:       60,
+		Alpha:      0.5,
+		EmbedBatch: 32,
+		Rerank: RerankConfig{
+			FirstBatch:     4,
+			MinBatch:       2,
+			MaxBatch:       32,
+			EWMAAlpha:      0.3,
+			Margin:         2 * time.Millisecond,
+			MarginFraction: 0.05,
+		},
+	}
+}
+
+// Validate reports why c is unusable, wrapping ErrInvalidConfig.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	if err := c.Analysis.Validate(); err != nil {
+		return fmt.Errorf("%w: analysis: %w", ErrInvalidConfig, err)
+	}
+	if err := c.Postings.Validate(); err != nil {
+		return fmt.Errorf("%w: postings: %w", ErrInvalidConfig, err)
+	}
+	dc := c.Dense
+	if dc.Dim == 0 {
+		dc.Dim = 1 // filled from the embedder at Open
+	}
+	if err := dc.Validate(); err != nil {
+		return fmt.Errorf("%w: dense: %w", ErrInvalidConfig, err)
+	}
+	r := c.Rerank
+	switch {
+	case c.TopK <= 0 || c.TopK > MaxTopK:
+		return bad("top_k %d outside [1, %d]", c.TopK, MaxTopK)
+	case c.Candidates <= 0 || c.Candidates > MaxCandidates:
+		return bad("candidates %d outside [1, %d]", c.Candidates, MaxCandidates)
+	case c.Fusion != FusionRRF && c.Fusion != FusionWeighted && c.Fusion != FusionRelative:
+		return bad("unknown fusion %q", c.Fusion)
+	case math.IsNaN(c.RRFK) || math.IsInf(c.RRFK, 0) || c.RRFK < 0:
+		return bad("rrf_k %v must be finite and ≥ 0", c.RRFK)
+	case !(c.Alpha >= 0 && c.Alpha <= 1):
+		return bad("alpha %v outside [0, 1]", c.Alpha)
+	case c.EmbedBatch <= 0:
+		return bad("embed_batch must be positive")
+	case r.FirstBatch <= 0 || r.MinBatch <= 0 || r.MaxBatch < r.MinBatch || r.MaxBatch < r.FirstBatch:
+		return bad("rerank batches need 0 < first_batch, min_batch ≤ max_batch")
+	case !(r.EWMAAlpha > 0 && r.EWMAAlpha <= 1):
+		return bad("rerank ewma_alpha %v outside (0, 1]", r.EWMAAlpha)
+	case r.Margin < 0 || !(r.MarginFraction >= 0 && r.MarginFraction < 1):
+		return bad("rerank margin must be ≥ 0 and margin_fraction in [0, 1)")
+	}
+	return nil
+}
+
+// Option attaches a model or helper to an Engine at Open.
+type Option func(*options)
+
+type options struct {
+	embedder  models.Embedder
+	rerankers map[string]models.Reranker
+	counter   TokenCounter
+}
+
+// WithEmbedder attaches the bi-encoder used to embed documents on Commit and
+// queries on Search. Without one, search is BM25 only (a fallback that each
+// Result records).
+func WithEmbedder(e models.Embedder) Option {
+	return func(o *options) { o.embedder = e }
+}
+
+// WithReranker registers r under a profile name (e.g. "fast", "balanced",
+// "accurate") for Request.Rerank. Registering a name twice keeps the last.
+func WithReranker(profile string, r models.Reranker) Option {
+	return func(o *options) {
+		if o.rerankers == nil {
+			o.rerankers = map[string]models.Reranker{}
+		}
+		o.rerankers[profile] = r
+	}
+}
+
+// WithTokenCounter sets the counter used by packing. Without one the engine
+// counts ⌈1.3 × whitespace-separated words⌉.
+func WithTokenCounter(tc TokenCounter) Option {
+	return func(o *options) { o.counter = tc }
+}

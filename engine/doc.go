@@ -1,0 +1,107 @@
+// Package engine is hybrank's hybrid retrieval engine, the one type services
+// embed: BM25 over roaring postings (package postings) and, with an
+// embedder attached, dense HNSW search (package dense), fused, expanded over
+// document links, reranked by a cross-encoder under a latency budget,
+// diversified and packed into a token budget, with provenance for every hit.
+//
+// The engine does not construct models. It takes a models.Embedder
+// (WithEmbedder), named models.Rerankers (WithReranker("fast", r), ...) and a
+// TokenCounter (WithTokenCounter) at Open; package enginetest has small
+// deterministic fakes for tests.
+//
+// # Pipeline
+//
+// Search(ctx, req) runs, recording each stage's wall time in
+// Result.Timings:
+//
+//  1. analysis: the query is analyzed with the index's analyzer;
+//  2. dense (query embedding) and bm25: each retriever returns up to
+//     req.Candidates documents of req.Tenant passing req.Filter. The tenant
+//     and the filter are applied inside both retrievers, before their top-k,
+//     never to a truncated list;
+//  3. fusion: rrf (Σ 1/(k+rank), k = 60), weighted ((1−α)·bm25' + α·dense'
+//     over min-max normalised scores; α = 0 is BM25 order, α = 1 dense
+//     order) or relative (Weaviate's relativeScoreFusion: bm25' + dense').
+//     A list whose scores are all equal normalises to 1. Ties go to the
+//     better rank in the dominant list, then the other list, then the ID.
+//     Candidates below req.ScoreThreshold (on the fused scale) are dropped;
+//  4. expansion: from the best req.Expand.Seeds candidates, Links are
+//     followed for req.Expand.Hops steps; a document reached at hop h from
+//     parent p scores fused(p)·Decay. Only stored documents of the same
+//     tenant that pass the filter are admitted; each appears once;
+//  5. rerank (when req.Rerank names a registered profile): candidates are
+//     scored in fused order under the latency budget (below);
+//  6. mmr (when req.MMRLambda > 0): TopK hits are selected by maximal
+//     marginal relevance, cosine on embeddings, Jaccard on analyzed terms
+//     when a document has no embedding; otherwise the first TopK are kept;
+//  7. packing: hits are taken greedily in final order while their text fits
+//     TokenBudget − Reserve (a hit that does not fit is skipped, later ones
+//     may still fit); the taken hits of one Source whose Spans touch or
+//     overlap coalesce into one Passage (union span, merged text, every part
+//     listed). Tokens are counted with the TokenCounter or, without one,
+//     as ⌈1.3 × whitespace words⌉.
+//
+// # Final order and scores
+//
+// Reranked candidates come first, ordered by rerank score (ties by fused
+// rank); the candidates the budget left unreranked follow in fused order.
+// Hit.Score is the rerank score for the former and the fused score for the
+// latter, so scores are comparable only within a tier; Provenance.Reranked
+// says which. MMR keeps the tiers: relevance maps reranked scores to
+// [0.5, 1] and fused scores to [0, 0.5].
+//
+// # Latency budget
+//
+// The deadline is min(ctx's deadline, start + req.Budget). Retrieval (BM25,
+// dense) must finish: if the deadline passes there, Search returns an error
+// wrapping context.DeadlineExceeded. From reranking on, running out is a
+// result: the rerank loop keeps, per profile, an EWMA of the wall time per
+// document; the first batch of an unmeasured profile is small
+// (RerankConfig.FirstBatch); each next batch is sized to the time left
+// minus a margin for MMR and packing (RerankConfig.Margin + MarginFraction ×
+// Budget), clamped to [MinBatch, MaxBatch]; when not even MinBatch documents
+// are predicted to fit, reranking stops. A batch that overruns anyway is
+// cut by the deadline and discarded. Result.Degraded is then set and
+// Result.Reranked says how many candidates (a prefix in fused order) were
+// scored.
+//
+// # Fallbacks
+//
+// Degradations the engine chooses instead of failing are listed in
+// Result.Fallbacks: no embedder, no vectors in the index, a failing query
+// embedding or dense search (BM25 only); an unknown rerank profile, a
+// failing reranker (fused order, partial scores discarded) or no time left
+// to rerank at all.
+//
+// # Atomicity and concurrency
+//
+// An Engine is safe for concurrent use. Commit validates, analyzes and
+// embeds a whole Batch first (no lock held that Search needs), then applies
+// it to the postings index, the dense index and the document store under
+// the engine's write lock. Search holds the read lock from BM25 retrieval to
+// the end of expansion, so it sees every document of a batch or none of
+// them; later stages use immutable records and need no lock. Commits are
+// serialised with each other, with Snapshot and with Close. Readers may wait
+// for a commit's apply step (not for its embedding).
+//
+// If the dense index refuses a write after the postings index accepted the
+// batch (which validation makes unexpected), the engine cannot roll back:
+// it marks itself broken, Commit and Snapshot return ErrBroken, and Search
+// keeps serving the state as it is. Reopen from the last snapshot.
+//
+// # Persistence
+//
+// Open(dir, ...) loads the snapshot in dir when there is one. Snapshot
+// writes a new generation directory (snap-NNNNNN with lexical/, dense/ and
+// docs.gob, each file written to a temp name, fsynced, renamed, directory
+// fsynced), then MANIFEST.json the same way, last; older generations are
+// deleted only after that. A crash leaves the old or the new snapshot. The
+// manifest carries the format version, the index-shaping configuration and
+// the size and BLAKE3 of the document file. Commits are not durable until
+// the next Snapshot.
+//
+// # Ownership
+//
+// Documents are copied into a Batch and copied out into a Result; callers
+// never share memory with the store.
+package engine

@@ -1,0 +1,623 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hybrank/hybrank/analysis"
+	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/postings"
+)
+
+// record is one stored document with what the engine derived from it. A
+// record is immutable once published: Commit replaces records, never edits
+// them, so a Search may keep using a record after releasing the read lock.
+type record struct {
+	doc     Document
+	termSet []string  // analyzed terms of title+text, sorted, unique (MMR Jaccard)
+	vec     []float32 // embedding, nil when none (MMR cosine)
+}
+
+// Engine is a hybrid retrieval engine: BM25 postings, an optional dense
+// index, a document store, fusion, expansion, budgeted reranking and
+// packing. It is safe for concurrent use: any number of Searches may run
+// during a Commit (see the package doc for the consistency model).
+type Engine struct {
+	cfg       Config
+	dir       string
+	analyzer  *analysis.Analyzer
+	embedder  models.Embedder
+	rerankers map[string]models.Reranker
+	counter   TokenCounter
+	costs     *costModel
+
+	// commitMu serialises Commit, Snapshot and Close; it guards broken and
+	// gen. It is taken before mu.
+	commitMu sync.Mutex
+	broken   error
+	gen      uint64
+
+	// mu guards docs, nvec, closed and the contents of lex and vec: a
+	// Search holds it shared from retrieval to the end of expansion; the
+	// apply step of Commit and Close hold it exclusively, so a Search sees
+	// all of a batch or none of it.
+	mu     sync.RWMutex
+	docs   map[string]*record
+	nvec   int // records with a vector
+	lex    *postings.Index
+	vec    *dense.Index // nil without an embedder
+	closed bool
+}
+
+// Open opens the engine stored in dir, or creates an empty one when dir holds
+// no snapshot (dir is created if missing). dir "" gives an in-memory engine
+// that cannot Snapshot.
+//
+// When dir holds a snapshot, its index-shaping settings (cfg.Analysis,
+// cfg.Postings, cfg.Dense) replace those of cfg, since the stored terms and
+// vectors were made with them; Config reports the effective values. A
+// snapshot with vectors reopened with an embedder of another dimension is an
+// error.
+func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:       cfg,
+		dir:       dir,
+		embedder:  o.embedder,
+		rerankers: o.rerankers,
+		counter:   o.counter,
+		costs:     newCostModel(cfg.Rerank.EWMAAlpha),
+		docs:      map[string]*record{},
+	}
+	if e.counter == nil {
+		e.counter = wordCounter{}
+	}
+	if e.rerankers == nil {
+		e.rerankers = map[string]models.Reranker{}
+	}
+	loaded := false
+	if dir != "" {
+		var err error
+		loaded, err = e.load(dir)
+		if err != nil {
+			return nil, fmt.Errorf("open engine %s: %w", dir, err)
+		}
+	}
+	if !loaded {
+		if err := e.initIndexes(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// initIndexes builds the analyzer and empty indexes from e.cfg.
+func (e *Engine) initIndexes() error {
+	a, err := analysis.New(e.cfg.Analysis)
+	if err != nil {
+		return fmt.Errorf("%w: analysis: %w", ErrInvalidConfig, err)
+	}
+	e.analyzer = a
+	e.cfg.Postings.AnalyzerVersion = a.Version()
+	lex, err := postings.New(e.cfg.Postings)
+	if err != nil {
+		return fmt.Errorf("%w: postings: %w", ErrInvalidConfig, err)
+	}
+	e.lex = lex
+	if e.embedder != nil {
+		dim := e.embedder.Dim()
+		if e.cfg.Dense.Dim != 0 && e.cfg.Dense.Dim != dim {
+			return fmt.Errorf("%w: dense dim %d but embedder dim %d", ErrInvalidConfig, e.cfg.Dense.Dim, dim)
+		}
+		e.cfg.Dense.Dim = dim
+		v, err := dense.New(e.cfg.Dense)
+		if err != nil {
+			return fmt.Errorf("%w: dense: %w", ErrInvalidConfig, err)
+		}
+		e.vec = v
+	}
+	return nil
+}
+
+// Config returns the effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Len returns the number of stored documents.
+func (e *Engine) Len() int {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return len(e.docs)
+}
+
+// Get returns a copy of the stored document with the given ID.
+func (e *Engine) Get(id string) (Document, bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	r := e.docs[id]
+	if r == nil {
+		return Document{}, false
+	}
+	return r.doc.clone(), true
+}
+
+// Close releases the indexes. It waits for in-flight Commits and for
+// Searches in their retrieval stage, and is safe to call more than once.
+// Close does not snapshot: call Snapshot first to persist.
+func (e *Engine) Close() error {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	var err error
+	if e.vec != nil {
+		err = e.vec.Close()
+	}
+	return err
+}
+
+// Batch collects additions and deletions that Commit applies atomically.
+// Operations on one ID apply in order (the last one wins). A Batch is not
+// safe for concurrent use; it may be reused after Commit returns, and is
+// emptied by a successful Commit.
+type Batch struct {
+	ops []op
+}
+
+type op struct {
+	doc    Document
+	delete string // non-empty for deletions
+}
+
+// NewBatch returns an empty batch for e.
+func (e *Engine) NewBatch() *Batch { return &Batch{} }
+
+// Add queues copies of docs. Documents are validated by Commit.
+func (b *Batch) Add(docs ...Document) {
+	for i := range docs {
+		b.ops = append(b.ops, op{doc: docs[i].clone()})
+	}
+}
+
+// Delete queues deletions; deleting an unknown ID is not an error.
+func (b *Batch) Delete(ids ...string) {
+	for _, id := range ids {
+		b.ops = append(b.ops, op{delete: id})
+	}
+}
+
+// Len is the number of queued operations.
+func (b *Batch) Len() int { return len(b.ops) }
+
+// Commit applies b atomically: documents are validated, analyzed and (with
+// an embedder) embedded in batches of Config.EmbedBatch before anything
+// changes; then the lexical index, the dense index and the document store
+// switch together under the write lock. On any error before that point
+// nothing is applied. ctx bounds the embedding.
+func (e *Engine) Commit(ctx context.Context, b *Batch) error {
+	if b == nil || len(b.ops) == 0 {
+		return nil
+	}
+	// Reduce to the final operation per ID, in first-seen order.
+	final := map[string]int{}
+	var order []string
+	for i, o := range b.ops {
+		id := o.delete
+		if id == "" {
+			if err := o.doc.Validate(); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			id = o.doc.ID
+		}
+		if _, ok := final[id]; !ok {
+			order = append(order, id)
+		}
+		final[id] = i
+	}
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.isClosed() {
+		return ErrClosed
+	}
+	if e.broken != nil {
+		return fmt.Errorf("commit: %w", e.broken)
+	}
+	var adds []*record
+	var dels []string
+	for _, id := range order {
+		o := b.ops[final[id]]
+		if o.delete != "" {
+			dels = append(dels, id)
+			continue
+		}
+		terms := e.analyzer.Analyze(docText(&o.doc))
+		adds = append(adds, &record{doc: o.doc, termSet: termSet(terms)})
+	}
+	if e.embedder != nil && len(adds) > 0 {
+		if err := e.embed(ctx, adds); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+	}
+	lb := e.lex.NewBatch()
+	for _, id := range dels {
+		lb.Delete(id)
+	}
+	for _, r := range adds {
+		lb.Add(postings.Doc{
+			ID:     r.doc.ID,
+			Terms:  e.analyzer.Analyze(docText(&r.doc)),
+			Tenant: lexTenant(r.doc.Tenant),
+			Meta:   r.doc.Metadata,
+		})
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Postings first: its Commit is atomic and validates everything, so a
+	// refusal here leaves all three stores untouched.
+	if err := e.lex.Commit(lb); err != nil {
+		return fmt.Errorf("commit: lexical index: %w", err)
+	}
+	if err := e.applyDense(adds, dels); err != nil {
+		e.broken = fmt.Errorf("%w: dense index: %w", ErrBroken, err)
+		return fmt.Errorf("commit: %w", e.broken)
+	}
+	for _, id := range dels {
+		if r := e.docs[id]; r != nil {
+			if r.vec != nil {
+				e.nvec--
+			}
+			delete(e.docs, id)
+		}
+	}
+	for _, r := range adds {
+		if old := e.docs[r.doc.ID]; old != nil && old.vec != nil {
+			e.nvec--
+		}
+		if r.vec != nil {
+			e.nvec++
+		}
+		e.docs[r.doc.ID] = r
+	}
+	e.gen++
+	b.ops = b.ops[:0]
+	return nil
+}
+
+// applyDense mirrors a batch into the vector index. Called with mu held.
+func (e *Engine) applyDense(adds []*record, dels []string) error {
+	if e.vec == nil {
+		return nil
+	}
+	var gone []string
+	for _, id := range dels {
+		if r := e.docs[id]; r != nil && r.vec != nil {
+			gone = append(gone, id)
+		}
+	}
+	for _, r := range adds {
+		if old := e.docs[r.doc.ID]; old != nil && old.vec != nil && r.vec == nil {
+			gone = append(gone, r.doc.ID)
+		}
+	}
+	if len(gone) > 0 {
+		if err := e.vec.Delete(gone...); err != nil {
+			return err
+		}
+	}
+	items := make([]dense.Item, 0, len(adds))
+	for _, r := range adds {
+		if r.vec != nil {
+			items = append(items, dense.Item{ID: r.doc.ID, Vector: r.vec, Tenant: r.doc.Tenant, Meta: r.doc.Metadata})
+		}
+	}
+	if len(items) > 0 {
+		return e.vec.Add(items...)
+	}
+	return nil
+}
+
+// embed fills r.vec for every record, in embedder batches.
+func (e *Engine) embed(ctx context.Context, recs []*record) error {
+	dim := e.embedder.Dim()
+	texts := make([]string, 0, e.cfg.EmbedBatch)
+	for lo := 0; lo < len(recs); lo += e.cfg.EmbedBatch {
+		hi := min(lo+e.cfg.EmbedBatch, len(recs))
+		texts = texts[:0]
+		for _, r := range recs[lo:hi] {
+			texts = append(texts, docText(&r.doc))
+		}
+		vecs, err := e.embedder.Embed(ctx, texts)
+		if err != nil {
+			return fmt.Errorf("%w: documents %d..%d: %w", ErrEmbed, lo, hi, err)
+		}
+		if len(vecs) != len(texts) {
+			return fmt.Errorf("%w: %d vectors for %d texts", ErrEmbed, len(vecs), len(texts))
+		}
+		for i, v := range vecs {
+			if len(v) != dim {
+				return fmt.Errorf("%w: vector of dim %d, want %d", ErrEmbed, len(v), dim)
+			}
+			for _, x := range v {
+				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+					return fmt.Errorf("%w: non-finite vector for %q", ErrEmbed, recs[lo+i].doc.ID)
+				}
+			}
+			recs[lo+i].vec = slices.Clone(v)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.closed
+}
+
+// lexTenant is the tenant key given to the postings index. postings treats
+// an empty tenant as "no tenant" (and an empty filter tenant as "any"),
+// while the engine's empty tenant is a tenant like any other; the prefix
+// makes every key non-empty, so the filter always applies.
+func lexTenant(t string) string { return "@" + t }
+
+// termSet returns the sorted unique terms.
+func termSet(terms []string) []string {
+	s := slices.Clone(terms)
+	sort.Strings(s)
+	return slices.Compact(s)
+}
+
+// Search runs req; see the package doc for the pipeline, the budget and the
+// fallbacks. Running out of budget during reranking is reported in the
+// Result (Degraded), not as an error; an error means the request was
+// invalid, the engine is closed, ctx was cancelled, or retrieval itself
+// failed (including the deadline passing before BM25 finished).
+func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
+	start := time.Now()
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	e.fillDefaults(&req)
+	alpha := e.cfg.Alpha
+	if req.Alpha != nil {
+		alpha = *req.Alpha
+	}
+	var deadline time.Time
+	if req.Budget > 0 {
+		deadline = start.Add(req.Budget)
+	}
+	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
+		deadline = d
+	}
+	sctx := ctx
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	res := &Result{}
+	mark := func(d *time.Duration) func() {
+		t := time.Now()
+		return func() { *d = time.Since(t) }
+	}
+
+	done := mark(&res.Timings.Analysis)
+	terms := e.analyzer.AnalyzeQuery(req.Query)
+	done()
+
+	// The query embedding is computed outside the lock: it may be slow.
+	var qvec []float32
+	done = mark(&res.Timings.Dense)
+	e.mu.RLock()
+	closed, nvec := e.closed, e.nvec
+	e.mu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	switch {
+	case e.embedder == nil:
+		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoEmbedder, Detail: "BM25 only"})
+	case nvec == 0:
+		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoVectors, Detail: "BM25 only"})
+	default:
+		vs, err := e.embedder.Embed(sctx, []string{req.Query})
+		if err == nil && (len(vs) != 1 || len(vs[0]) != e.embedder.Dim()) {
+			err = errors.New("embedder returned a malformed vector")
+		}
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, fmt.Errorf("search: embed query: %w", cerr)
+			}
+			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackEmbedError, Detail: err.Error()})
+		} else {
+			qvec = vs[0]
+		}
+	}
+	done()
+
+	cands, err := e.retrieve(sctx, &req, terms, qvec, alpha, res)
+	if err != nil {
+		return nil, err
+	}
+	res.Candidates = len(cands)
+
+	// Rerank.
+	ordered := cands
+	if req.Rerank != "" && len(cands) > 0 {
+		done = mark(&res.Timings.Rerank)
+		r, ok := e.rerankers[req.Rerank]
+		if !ok {
+			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRerankUnknown, Detail: fmt.Sprintf("no reranker %q; fused order", req.Rerank)})
+		} else {
+			margin := e.cfg.Rerank.Margin + time.Duration(e.cfg.Rerank.MarginFraction*float64(req.Budget))
+			out, err := rerankBudgeted(sctx, ctx, r, req.Rerank, req.Query, cands, e.cfg.Rerank, e.costs, deadline, margin)
+			if err != nil {
+				return nil, fmt.Errorf("search: %w", err)
+			}
+			res.Reranked, res.Degraded = out.scored, out.degraded
+			if out.fallback != nil {
+				res.Fallbacks = append(res.Fallbacks, *out.fallback)
+			}
+			ordered = finalOrder(cands, out.scored)
+		}
+		done()
+	}
+
+	// MMR or plain top-k.
+	done = mark(&res.Timings.MMR)
+	var top []*candidate
+	if req.MMRLambda > 0 && len(ordered) > 1 {
+		top = mmr(ordered, relevance(ordered), req.TopK, req.MMRLambda)
+	} else {
+		top = ordered[:min(req.TopK, len(ordered))]
+	}
+	done()
+
+	res.Hits = make([]Hit, len(top))
+	for i, c := range top {
+		score := c.fused
+		if c.reranked {
+			score = c.rerank
+		}
+		res.Hits[i] = Hit{
+			Document: c.rec.doc.clone(),
+			Score:    score,
+			Provenance: Provenance{
+				BM25Score: c.bm25Score, BM25Rank: c.bm25Rank,
+				DenseScore: c.denseScore, DenseRank: c.denseRank,
+				FusedScore: c.fused, FusedRank: c.fusedRank,
+				Reranked: c.reranked, RerankScore: c.rerank,
+				FinalRank: i + 1,
+				Origin:    c.origin,
+			},
+		}
+	}
+
+	done = mark(&res.Timings.Packing)
+	budget := 0
+	if req.TokenBudget > 0 {
+		budget = req.TokenBudget - req.Reserve
+	}
+	res.Passages, res.Tokens = pack(res.Hits, e.counter, budget)
+	done()
+	res.Timings.Total = time.Since(start)
+	return res, nil
+}
+
+// retrieve runs BM25 and dense retrieval, fusion, the score threshold and
+// expansion under the read lock and returns the candidates, best first,
+// with their records attached.
+func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	var bm25, dn []scored
+	t := time.Now()
+	if len(terms) > 0 {
+		hits, err := e.lex.Search(ctx, postings.Query{
+			Terms:  terms,
+			K:      req.Candidates,
+			Filter: &postings.Filter{Tenant: lexTenant(req.Tenant), Meta: req.Filter},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("search: bm25: %w", err)
+		}
+		bm25 = make([]scored, len(hits))
+		for i, h := range hits {
+			bm25[i] = scored{h.ID, float64(h.Score)}
+		}
+	}
+	res.Timings.BM25 = time.Since(t)
+	if qvec != nil && e.vec != nil {
+		t = time.Now()
+		hits, err := e.vec.Search(ctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, fmt.Errorf("search: dense: %w", cerr)
+			}
+			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackDenseError, Detail: err.Error()})
+		} else {
+			dn = make([]scored, len(hits))
+			for i, h := range hits {
+				dn[i] = scored{h.ID, float64(h.Score)}
+			}
+		}
+		res.Timings.Dense += time.Since(t)
+	}
+
+	t = time.Now()
+	fused := fuse(req.Fusion, bm25, dn, req.RRFK, alpha)
+	cands := fused[:0]
+	for _, c := range fused {
+		c.rec = e.docs[c.id]
+		// Defence in depth: the retrievers filter, and the store agrees.
+		if c.rec == nil || !c.rec.doc.matches(req.Tenant, req.Filter) {
+			continue
+		}
+		if req.ScoreThreshold != 0 && c.fused < req.ScoreThreshold {
+			continue
+		}
+		cands = append(cands, c)
+	}
+	for i, c := range cands {
+		c.fusedRank = i + 1
+	}
+	res.Timings.Fusion = time.Since(t)
+
+	if req.Expand.Hops > 0 {
+		t = time.Now()
+		decay := req.Expand.Decay
+		if decay == 0 {
+			decay = DefaultDecay
+		}
+		seeds := req.Expand.Seeds
+		if seeds == 0 {
+			seeds = req.TopK
+		}
+		cands = expand(cands, func(id string) *record { return e.docs[id] }, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
+		res.Timings.Expansion = time.Since(t)
+	}
+	return cands, nil
+}
+
+// finalOrder puts the first n candidates (the reranked ones) in rerank score
+// order, ties by fused rank, followed by the rest in fused order.
+func finalOrder(cands []*candidate, n int) []*candidate {
+	out := slices.Clone(cands)
+	sort.SliceStable(out[:n], func(i, j int) bool { return out[i].rerank > out[j].rerank })
+	return out
+}
+
+func (e *Engine) fillDefaults(r *Request) {
+	if r.TopK == 0 {
+		r.TopK = e.cfg.TopK
+	}
+	if r.Candidates == 0 {
+		r.Candidates = e.cfg.Candidates
+	}
+	if r.Fusion == "" {
+		r.Fusion = e.cfg.Fusion
+	}
+	if r.RRFK == 0 {
+		r.RRFK = e.cfg.RRFK
+	}
+}

@@ -1,0 +1,160 @@
+// Package enginetest provides small deterministic stand-ins for the model
+// interfaces the engine consumes (models.Embedder, models.Reranker and
+// engine.TokenCounter), for tests and examples that must not load ONNX
+// models. They are not meant for production use.
+//
+// All types are safe for concurrent use.
+package enginetest
+
+import (
+	"context"
+	"hash/fnv"
+	"math"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode"
+)
+
+// Tokens lowercases text and splits it into runs of letters and digits.
+func Tokens(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// HashEmbedder is a hashing bag-of-words embedder: every token adds ±1 to
+// the bucket its FNV-1a hash selects; the vector is L2 normalised. Texts
+// sharing words get a positive cosine, so dense retrieval behaves plausibly.
+type HashEmbedder struct {
+	// D is the dimension.
+	D int
+	// Err, when set, is returned by every Embed call.
+	Err error
+	// Calls and Texts count Embed calls and embedded texts.
+	Calls, Texts atomic.Int64
+}
+
+// NewHashEmbedder returns an embedder of dimension d.
+func NewHashEmbedder(d int) *HashEmbedder { return &HashEmbedder{D: d} }
+
+// Dim returns D.
+func (h *HashEmbedder) Dim() int { return h.D }
+
+// Embed implements models.Embedder.
+func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if h.Err != nil {
+		return nil, h.Err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.Calls.Add(1)
+	h.Texts.Add(int64(len(texts)))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, h.D)
+		for _, tok := range Tokens(t) {
+			f := fnv.New64a()
+			f.Write([]byte(tok))
+			x := f.Sum64()
+			sign := float32(1)
+			if x>>63 == 1 {
+				sign = -1
+			}
+			v[x%uint64(h.D)] += sign
+		}
+		var n float64
+		for _, x := range v {
+			n += float64(x) * float64(x)
+		}
+		if n == 0 {
+			v[0], n = 1, 1
+		}
+		inv := float32(1 / math.Sqrt(n))
+		for j := range v {
+			v[j] *= inv
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// OverlapReranker scores a document by the fraction of distinct query
+// tokens it contains, plus 0.001 per extra occurrence (capped at 0.1), and
+// sleeps PerDoc for every document, returning ctx.Err() if the context ends
+// first (as a real reranker cancelled mid-run would).
+type OverlapReranker struct {
+	// PerDoc is the simulated cost of one document.
+	PerDoc time.Duration
+	// Err, when set, is returned by every Score call.
+	Err error
+	// Calls counts Score calls, Docs the documents scored, BatchSizes the
+	// size of every call in order (guarded by an atomic append-only log).
+	Calls, Docs atomic.Int64
+	sizes       atomic.Pointer[[]int]
+}
+
+// Score implements models.Reranker.
+func (r *OverlapReranker) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	r.Calls.Add(1)
+	for {
+		old := r.sizes.Load()
+		var next []int
+		if old != nil {
+			next = append(next, *old...)
+		}
+		next = append(next, len(docs))
+		if r.sizes.CompareAndSwap(old, &next) {
+			break
+		}
+	}
+	if d := r.PerDoc * time.Duration(len(docs)); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	q := map[string]bool{}
+	for _, t := range Tokens(query) {
+		q[t] = true
+	}
+	out := make([]float32, len(docs))
+	for i, d := range docs {
+		seen := map[string]bool{}
+		extra := 0.0
+		for _, t := range Tokens(d) {
+			if q[t] {
+				if seen[t] {
+					extra += 0.001
+				}
+				seen[t] = true
+			}
+		}
+		if len(q) > 0 {
+			out[i] = float32(float64(len(seen))/float64(len(q)) + math.Min(extra, 0.1))
+		}
+	}
+	r.Docs.Add(int64(len(docs)))
+	return out, nil
+}
+
+// BatchSizes returns the size of every Score call so far, in order.
+func (r *OverlapReranker) BatchSizes() []int {
+	if p := r.sizes.Load(); p != nil {
+		return append([]int(nil), *p...)
+	}
+	return nil
+}
+
+// WordCounter counts whitespace-separated words, one token each.
+type WordCounter struct{}
+
+// CountTokens implements engine.TokenCounter.
+func (WordCounter) CountTokens(text string) int { return len(strings.Fields(text)) }

@@ -1,0 +1,31 @@
+package engine
+
+import "errors"
+
+// Errors returned by the engine. Callers test them with errors.Is; the
+// engine wraps them with what it was doing.
+var (
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("engine: closed")
+	// ErrInvalidDocument is returned by Commit when a document in the batch
+	// is malformed (empty ID, ID too long, invalid UTF-8, ...).
+	ErrInvalidDocument = errors.New("engine: invalid document")
+	// ErrInvalidRequest is returned by Search (and Request.Validate) for a
+	// malformed request.
+	ErrInvalidRequest = errors.New("engine: invalid request")
+	// ErrInvalidConfig is returned by Open and Config.Validate.
+	ErrInvalidConfig = errors.New("engine: invalid config")
+	// ErrNoDir is returned by Snapshot on an in-memory engine (Open with "").
+	ErrNoDir = errors.New("engine: in-memory engine has no directory")
+	// ErrCorrupt is returned by Open when the snapshot on disk cannot be
+	// read back (bad manifest, checksum mismatch, unknown format version).
+	ErrCorrupt = errors.New("engine: corrupt snapshot")
+	// ErrBroken is returned by Commit and Snapshot after an earlier commit
+	// failed half-way through applying a validated batch (an index refused
+	// a write it had accepted in validation). Searches keep working on the
+	// state as it is; reopen from the last snapshot to recover.
+	ErrBroken = errors.New("engine: a previous commit failed while applying; reopen from snapshot")
+	// ErrEmbed is returned by Commit when the attached embedder fails or
+	// returns vectors of the wrong shape; nothing of the batch is applied.
+	ErrEmbed = errors.New("engine: embedding failed")
+)

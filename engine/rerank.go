@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/hybrank/hybrank/models"
+)
+
+// costModel keeps, per rerank profile, an exponentially weighted moving
+// average of the wall time one document costs the reranker. It is safe for
+// concurrent use.
+type costModel struct {
+	alpha  float64
+	mu     sync.Mutex         // guards perDoc
+	perDoc map[string]float64 // profile → EWMA of ns per document
+}
+
+func newCostModel(alpha float64) *costModel {
+	return &costModel{alpha: alpha, perDoc: map[string]float64{}}
+}
+
+// estimate returns the EWMA ns/doc of profile and whether one exists.
+func (m *costModel) estimate(profile string) (float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.perDoc[profile]
+	return v, ok
+}
+
+// observe folds one batch (n docs in d) into the profile's average.
+func (m *costModel) observe(profile string, n int, d time.Duration) {
+	if n <= 0 {
+		return
+	}
+	x := float64(d.Nanoseconds()) / float64(n)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.perDoc[profile]; ok {
+		m.perDoc[profile] = m.alpha*x + (1-m.alpha)*old
+	} else {
+		m.perDoc[profile] = x
+	}
+}
+
+// rerankOutcome is what the budgeted rerank loop did.
+type rerankOutcome struct {
+	scored   int  // candidates scored, a prefix of the input
+	degraded bool // the budget stopped it before the end
+	fallback *Fallback
+}
+
+// rerankBudgeted scores cands (in fused order) with r in batches and stores
+// the scores in cands[i].rerank for the scored prefix.
+//
+// The first batch of a profile with no cost estimate has cfg.FirstBatch
+// documents. Afterwards each batch is sized so that its predicted time
+// (size × EWMA ns/doc) fits in the time left before deadline minus margin,
+// clamped to [MinBatch, MaxBatch]; when even MinBatch documents (or the
+// remaining ones, if fewer) are predicted not to fit, the loop stops and the
+// outcome is degraded. A batch that still overruns and is cut by the
+// deadline is discarded and also ends the loop as degraded. A zero deadline
+// means no budget: every candidate is scored in MaxBatch batches.
+//
+// A reranker error (other than the deadline) discards every score and
+// returns a rerank_error fallback: the caller keeps fused order. A
+// cancellation of the parent context is returned as an error.
+func rerankBudgeted(ctx context.Context, parent context.Context, r models.Reranker, profile string, query string, cands []*candidate, cfg RerankConfig, costs *costModel, deadline time.Time, margin time.Duration) (rerankOutcome, error) {
+	var out rerankOutcome
+	texts := make([]string, 0, cfg.MaxBatch)
+	for out.scored < len(cands) {
+		left := len(cands) - out.scored
+		n := cfg.MaxBatch
+		if !deadline.IsZero() {
+			avail := time.Until(deadline) - margin
+			est, ok := costs.estimate(profile)
+			switch {
+			case avail <= 0:
+				n = 0
+			case !ok:
+				n = cfg.FirstBatch
+			default:
+				n = int(float64(avail.Nanoseconds()) / math.Max(est, 1))
+				n = min(n, cfg.MaxBatch)
+				if n < min(cfg.MinBatch, left) {
+					n = 0
+				}
+			}
+			if n == 0 {
+				out.degraded = true
+				break
+			}
+		}
+		n = min(n, left)
+		batch := cands[out.scored : out.scored+n]
+		texts = texts[:0]
+		for _, c := range batch {
+			texts = append(texts, docText(&c.rec.doc))
+		}
+		start := time.Now()
+		scores, err := r.Score(ctx, query, texts)
+		elapsed := time.Since(start)
+		if err == nil && len(scores) != len(batch) {
+			err = fmt.Errorf("reranker returned %d scores for %d documents", len(scores), len(batch))
+		}
+		if err == nil {
+			for _, s := range scores {
+				if math.IsNaN(float64(s)) {
+					err = errors.New("reranker returned NaN")
+					break
+				}
+			}
+		}
+		if err != nil {
+			if perr := parent.Err(); perr != nil && !errors.Is(perr, context.DeadlineExceeded) {
+				return out, fmt.Errorf("rerank: %w", perr)
+			}
+			if ctx.Err() != nil { // our deadline cut the batch
+				out.degraded = true
+				break
+			}
+			for _, c := range cands[:out.scored] {
+				c.reranked, c.rerank = false, 0
+			}
+			out.scored = 0
+			out.fallback = &Fallback{Code: FallbackRerankError, Detail: fmt.Sprintf("profile %q: %v", profile, err)}
+			return out, nil
+		}
+		costs.observe(profile, n, elapsed)
+		for i, c := range batch {
+			c.reranked, c.rerank = true, float64(scores[i])
+		}
+		out.scored += n
+	}
+	if out.degraded && out.scored == 0 {
+		out.fallback = &Fallback{Code: FallbackRerankBudget, Detail: fmt.Sprintf("profile %q: no time left to rerank", profile)}
+	}
+	return out, nil
+}
+
+// docText is what the reranker and the embedder see of a document: the
+// title and the text separated by a newline (or just the text).
+func docText(d *Document) string {
+	if d.Title == "" {
+		return d.Text
+	}
+	return d.Title + "\n" + d.Text
+}

@@ -1,0 +1,350 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybrank/hybrank/engine/enginetest"
+)
+
+func rec(id, tenant string, meta map[string]string, links ...string) *record {
+	return &record{doc: Document{ID: id, Tenant: tenant, Metadata: meta, Links: links, Text: id}}
+}
+
+func TestMMR(t *testing.T) {
+	dup := []string{"alpha", "beta", "gamma"}
+	mk := func(id string, terms []string, vec []float32) *candidate {
+		return &candidate{id: id, rec: &record{doc: Document{ID: id}, termSet: terms, vec: vec}}
+	}
+	tests := []struct {
+		name   string
+		cands  []*candidate
+		rel    []float64
+		lambda float64
+		k      int
+		want   []string
+	}{
+		{"jaccard diversity", []*candidate{mk("a", dup, nil), mk("b", dup, nil), mk("c", []string{"delta"}, nil)},
+			[]float64{1, 0.9, 0.5}, 0.5, 3, []string{"a", "c", "b"}},
+		{"lambda 1 keeps order", []*candidate{mk("a", dup, nil), mk("b", dup, nil), mk("c", []string{"delta"}, nil)},
+			[]float64{1, 0.9, 0.5}, 1, 3, []string{"a", "b", "c"}},
+		{"k truncates", []*candidate{mk("a", dup, nil), mk("b", dup, nil), mk("c", []string{"delta"}, nil)},
+			[]float64{1, 0.9, 0.5}, 0.5, 2, []string{"a", "c"}},
+		// b is a near-copy of a by cosine (0.995); c is orthogonal.
+		{"cosine diversity", []*candidate{mk("a", nil, []float32{1, 0}), mk("b", nil, []float32{0.995, 0.0999}), mk("c", nil, []float32{0, 1})},
+			[]float64{1, 0.95, 0.6}, 0.6, 2, []string{"a", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ids(mmr(tt.cands, tt.rel, tt.k, tt.lambda))
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got %v want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSimilarity(t *testing.T) {
+	if got := jaccard([]string{"a", "b", "c"}, []string{"b", "c", "d"}); got != 0.5 {
+		t.Errorf("jaccard = %v, want 0.5", got)
+	}
+	if got := jaccard(nil, nil); got != 0 {
+		t.Errorf("jaccard of empties = %v", got)
+	}
+	if got := cosine([]float32{1, 1}, []float32{1, 0}); math.Abs(got-math.Sqrt2/2) > 1e-9 {
+		t.Errorf("cosine = %v", got)
+	}
+}
+
+func TestRelevanceTiers(t *testing.T) {
+	cs := []*candidate{
+		{id: "a", reranked: true, rerank: 3, fused: 0.1},
+		{id: "b", reranked: true, rerank: 1, fused: 0.9},
+		{id: "c", fused: 0.5},
+		{id: "d", fused: 0.3},
+	}
+	want := []float64{1, 0.5, 0.5, 0}
+	if got := relevance(cs); !slices.Equal(got, want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	store := map[string]*record{
+		"s1": rec("s1", "t", nil, "x1", "f1", "m1", "missing", "s2"),
+		"s2": rec("s2", "t", nil, "x1"),
+		"x1": rec("x1", "t", nil, "x2", "s1"),
+		"x2": rec("x2", "t", nil, "f2"),
+		"f1": rec("f1", "u", nil, "x3"),
+		"f2": rec("f2", "u", nil),
+		"m1": rec("m1", "t", map[string]string{"lang": "fr"}),
+		"x3": rec("x3", "t", nil),
+		"s3": rec("s3", "t", nil, "x4"),
+		"x4": rec("x4", "t", nil),
+	}
+	lookup := func(id string) *record { return store[id] }
+	seeds := func() []*candidate {
+		return []*candidate{
+			{id: "s1", rec: store["s1"], fused: 1, fusedRank: 1, origin: Origin{Kind: OriginRetrieved}},
+			{id: "s2", rec: store["s2"], fused: 0.8, fusedRank: 2, origin: Origin{Kind: OriginRetrieved}},
+			{id: "s3", rec: store["s3"], fused: 0.1, fusedRank: 3, origin: Origin{Kind: OriginRetrieved}},
+		}
+	}
+	type exp struct {
+		id    string
+		score float64
+		from  string
+		hop   int
+	}
+	tests := []struct {
+		name   string
+		filter map[string]string
+		hops   int
+		decay  float64
+		seeds  int
+		want   []exp
+	}{
+		{"no hops", nil, 0, 0.5, 3, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"s3", 0.1, "", 0}}},
+		// f1 and f2 belong to tenant u and are never admitted, nor is x3,
+		// reachable only through f1; "missing" is not stored.
+		{"one hop", nil, 1, 0.5, 3, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}, {"x4", 0.05, "s3", 1}}},
+		{"two hops decay", nil, 2, 0.5, 3, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"x2", 0.25, "x1", 2}, {"s3", 0.1, "", 0}, {"x4", 0.05, "s3", 1}}},
+		{"decay 0.2", nil, 2, 0.2, 3, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.2, "s1", 1}, {"m1", 0.2, "s1", 1}, {"s3", 0.1, "", 0}, {"x2", 0.04, "x1", 2}, {"x4", 0.02, "s3", 1}}},
+		{"seeds limit", nil, 2, 0.5, 1, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"x2", 0.25, "x1", 2}, {"s3", 0.1, "", 0}}},
+		{"filter admits matching only", map[string]string{"lang": "fr"}, 2, 0.5, 3, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"m1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := expand(seeds(), lookup, "t", tt.filter, tt.hops, tt.decay, tt.seeds)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %v want %v", ids(got), tt.want)
+			}
+			for i, c := range got {
+				w := tt.want[i]
+				if c.id != w.id || math.Abs(c.fused-w.score) > 1e-12 || c.origin.From != w.from || c.origin.Hop != w.hop || c.fusedRank != i+1 {
+					t.Errorf("#%d = %s %.3f from %q hop %d rank %d, want %+v", i, c.id, c.fused, c.origin.From, c.origin.Hop, c.fusedRank, w)
+				}
+				if c.rec.doc.Tenant != "t" {
+					t.Errorf("foreign document %s (tenant %q) expanded", c.id, c.rec.doc.Tenant)
+				}
+			}
+		})
+	}
+}
+
+func hit(id, source string, span Span, text string, rank int) Hit {
+	return Hit{Document: Document{ID: id, Source: source, Span: span, Text: text}, Score: float64(100 - rank), Provenance: Provenance{FinalRank: rank}}
+}
+
+func TestPack(t *testing.T) {
+	wc := enginetest.WordCounter{}
+	lines := func(from, to int) string { // lines "lN" for N in [from, to)
+		var s []string
+		for i := from; i < to; i++ {
+			s = append(s, "l"+string(rune('0'+i)))
+		}
+		return strings.Join(s, "\n")
+	}
+	tests := []struct {
+		name      string
+		hits      []Hit
+		budget    int
+		wantTexts []string
+		wantSpans []Span
+		wantParts [][]string
+		wantTok   int
+	}{
+		{"greedy skips what does not fit", []Hit{
+			hit("a", "", Span{}, "one two three", 1),
+			hit("b", "", Span{}, "one two three four five", 2),
+			hit("c", "", Span{}, "six", 3),
+		}, 4, []string{"one two three", "six"}, []Span{{}, {}}, [][]string{{"a"}, {"c"}}, 4},
+		{"no budget keeps all", []Hit{
+			hit("a", "", Span{}, "x y", 1), hit("b", "", Span{}, "z", 2),
+		}, 0, []string{"x y", "z"}, []Span{{}, {}}, [][]string{{"a"}, {"b"}}, 3},
+		{"overlapping line spans coalesce", []Hit{
+			hit("b", "f.go", Span{3, 6}, lines(3, 6), 1),
+			hit("a", "f.go", Span{1, 4}, lines(1, 4), 2),
+		}, 0, []string{lines(1, 6)}, []Span{{1, 6}}, [][]string{{"b", "a"}}, 5},
+		{"adjacent spans coalesce, others stay", []Hit{
+			hit("a", "f.go", Span{1, 3}, lines(1, 3), 1),
+			hit("x", "g.go", Span{3, 5}, lines(3, 5), 2),
+			hit("b", "f.go", Span{3, 5}, lines(3, 5), 3),
+			hit("c", "f.go", Span{7, 9}, lines(7, 9), 4),
+		}, 0, []string{lines(1, 5), lines(3, 5), lines(7, 9)}, []Span{{1, 5}, {3, 5}, {7, 9}}, [][]string{{"a", "b"}, {"x"}, {"c"}}, 8},
+		{"non line-aligned text is joined", []Hit{
+			hit("a", "doc", Span{0, 10}, "alpha beta", 1),
+			hit("b", "doc", Span{5, 20}, "gamma", 2),
+		}, 0, []string{"alpha beta\ngamma"}, []Span{{0, 20}}, [][]string{{"a", "b"}}, 3},
+		{"contained span adds nothing", []Hit{
+			hit("a", "f", Span{1, 5}, lines(1, 5), 1),
+			hit("b", "f", Span{2, 4}, lines(2, 4), 2),
+		}, 0, []string{lines(1, 5)}, []Span{{1, 5}}, [][]string{{"a", "b"}}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ps, tok := pack(tt.hits, wc, tt.budget)
+			if tok != tt.wantTok {
+				t.Errorf("tokens %d want %d", tok, tt.wantTok)
+			}
+			if tt.budget > 0 && tok > tt.budget {
+				t.Errorf("tokens %d over budget %d", tok, tt.budget)
+			}
+			if len(ps) != len(tt.wantTexts) {
+				t.Fatalf("got %d passages %+v", len(ps), ps)
+			}
+			for i, p := range ps {
+				var parts []string
+				for _, pp := range p.Parts {
+					parts = append(parts, pp.ID)
+				}
+				if p.Text != tt.wantTexts[i] || p.Span != tt.wantSpans[i] || !slices.Equal(parts, tt.wantParts[i]) {
+					t.Errorf("passage %d = %q %v %v, want %q %v %v", i, p.Text, p.Span, parts, tt.wantTexts[i], tt.wantSpans[i], tt.wantParts[i])
+				}
+				if p.Tokens != wc.CountTokens(p.Text) {
+					t.Errorf("passage %d tokens %d, text counts %d", i, p.Tokens, wc.CountTokens(p.Text))
+				}
+			}
+		})
+	}
+}
+
+func TestWordCounterFallback(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+	}{{"", 0}, {"one", 2}, {"a b c d e f g h i j", 13}} {
+		if got := (wordCounter{}).CountTokens(tc.text); got != tc.want {
+			t.Errorf("%q: %d want %d", tc.text, got, tc.want)
+		}
+	}
+}
+
+func mkCands(n int) []*candidate {
+	out := make([]*candidate, n)
+	for i := range out {
+		id := "d" + string(rune('A'+i%26)) + string(rune('a'+i/26))
+		txt := "filler"
+		if i%3 == 0 {
+			txt = "apple banana"
+		}
+		out[i] = &candidate{id: id, rec: &record{doc: Document{ID: id, Text: txt}}, fused: float64(n - i), fusedRank: i + 1}
+	}
+	return out
+}
+
+func TestRerankBudgeted(t *testing.T) {
+	cfg := DefaultConfig().Rerank
+	ctx := context.Background()
+	t.Run("no deadline scores all in max batches", func(t *testing.T) {
+		r := &enginetest.OverlapReranker{}
+		cands := mkCands(70)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", cands, cfg, newCostModel(0.3), time.Time{}, 0)
+		if err != nil || out.scored != 70 || out.degraded || out.fallback != nil {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got := r.BatchSizes(); !slices.Equal(got, []int{32, 32, 6}) {
+			t.Errorf("batches %v", got)
+		}
+		ord := finalOrder(cands, out.scored)
+		for i, c := range ord[:24] { // 24 of 70 contain "apple" (i%3==0)
+			if c.rerank < 1 {
+				t.Fatalf("rank %d: %s rerank %v, want matching docs first", i, c.id, c.rerank)
+			}
+		}
+		if !slices.IsSortedFunc(ord[:24], func(a, b *candidate) int { return a.fusedRank - b.fusedRank }) {
+			t.Errorf("equal rerank scores must keep fused order")
+		}
+	})
+	t.Run("slow reranker degrades within budget", func(t *testing.T) {
+		r := &enginetest.OverlapReranker{PerDoc: 3 * time.Millisecond}
+		cands := mkCands(100) // 300 ms of work
+		costs := newCostModel(0.3)
+		start := time.Now()
+		deadline := start.Add(120 * time.Millisecond)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		out, err := rerankBudgeted(dctx, ctx, r, "slow", "apple", cands, cfg, costs, deadline, 5*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.degraded || out.scored <= 0 || out.scored >= 100 {
+			t.Fatalf("want degraded with partial scoring, got %+v", out)
+		}
+		sizes := r.BatchSizes()
+		if sizes[0] != cfg.FirstBatch {
+			t.Errorf("first batch %d, want %d", sizes[0], cfg.FirstBatch)
+		}
+		sum := 0
+		for _, s := range sizes {
+			sum += s
+		}
+		// Every batch but possibly a last one cut by the deadline counted.
+		if out.scored != sum && out.scored != sum-sizes[len(sizes)-1] {
+			t.Errorf("scored %d, batches %v", out.scored, sizes)
+		}
+		for i, c := range cands {
+			if c.reranked != (i < out.scored) {
+				t.Fatalf("candidate %d reranked=%v with %d scored: must be a prefix", i, c.reranked, out.scored)
+			}
+		}
+		if est, ok := costs.estimate("slow"); !ok || est < float64(time.Millisecond) {
+			t.Errorf("cost estimate %v %v, want ≈3ms/doc", est, ok)
+		}
+		// Generous slack: the loop stops on prediction, the batch in flight
+		// is cut by ctx.
+		if el := time.Since(start); el > 120*time.Millisecond+250*time.Millisecond {
+			t.Errorf("took %v for a 120ms budget", el)
+		}
+	})
+	t.Run("known cost sizes batch to the time left", func(t *testing.T) {
+		r := &enginetest.OverlapReranker{}
+		costs := newCostModel(0.3)
+		costs.observe("p", 1, time.Millisecond) // 1 ms/doc
+		deadline := time.Now().Add(time.Hour)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", mkCands(10), cfg, costs, deadline, 0)
+		if err != nil || out.scored != 10 || out.degraded {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got := r.BatchSizes(); !slices.Equal(got, []int{10}) {
+			t.Errorf("batches %v, want one batch of all 10", got)
+		}
+	})
+	t.Run("no time left", func(t *testing.T) {
+		r := &enginetest.OverlapReranker{}
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", mkCands(10), cfg, newCostModel(0.3), time.Now().Add(-time.Second), 0)
+		if err != nil || out.scored != 0 || !out.degraded || out.fallback == nil || out.fallback.Code != FallbackRerankBudget {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if r.Calls.Load() != 0 {
+			t.Errorf("reranker called with no time left")
+		}
+	})
+	t.Run("error falls back to fused order", func(t *testing.T) {
+		r := &enginetest.OverlapReranker{Err: errors.New("model gone")}
+		cands := mkCands(10)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", cands, cfg, newCostModel(0.3), time.Time{}, 0)
+		if err != nil || out.scored != 0 || out.fallback == nil || out.fallback.Code != FallbackRerankError {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		for _, c := range cands {
+			if c.reranked {
+				t.Fatal("scores kept after error")
+			}
+		}
+	})
+	t.Run("cancelled parent is an error", func(t *testing.T) {
+		r := &enginetest.OverlapReranker{PerDoc: 10 * time.Millisecond}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := rerankBudgeted(cctx, cctx, r, "p", "apple", mkCands(10), cfg, newCostModel(0.3), time.Time{}, 0)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+	})
+}
