@@ -1,0 +1,318 @@
+package wordpiece
+
+import (
+	"hash/maphash"
+	"sync"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// state is per-call scratch memory, pooled so that a warm tokenizer does not
+// allocate per token.
+type state struct {
+	norm  []byte  // normalised segment
+	tmp   []byte  // intermediate normalisation stage
+	tmp2  []byte  // second intermediate stage
+	piece []byte  // "##" + candidate piece
+	a, b  []int32 // ids of the sequences
+	offs  []int   // per-document boundaries in b (EncodePairs)
+}
+
+func (t *Tokenizer) getState() *state   { return t.scratch.Get().(*state) }
+func (t *Tokenizer) putState(st *state) { t.scratch.Put(st) }
+
+func appendRune(dst []byte, r rune) []byte {
+	if r < utf8.RuneSelf {
+		return append(dst, byte(r))
+	}
+	return utf8.AppendRune(dst, r)
+}
+
+// appendIDs tokenizes text (no special tokens from the template) and appends
+// the ids to dst. Added (special) tokens are matched verbatim in the raw
+// text first, leftmost-longest, as HF's AddedVocabulary does for tokens with
+// normalized=false; the rest goes through normaliser, pre-tokenizer and
+// WordPiece.
+func (t *Tokenizer) appendIDs(st *state, dst []int32, text string) []int32 {
+	if !t.hasSpecialTokens {
+		return t.appendSegment(st, dst, text)
+	}
+	start := 0
+	for i := 0; i < len(text); i++ {
+		if !t.addedFirst[text[i]] {
+			continue
+		}
+		for _, a := range t.added {
+			if len(text)-i >= len(a.content) && text[i:i+len(a.content)] == a.content {
+				dst = t.appendSegment(st, dst, text[start:i])
+				dst = append(dst, a.id)
+				i += len(a.content) - 1
+				start = i + 1
+				break
+			}
+		}
+	}
+	return t.appendSegment(st, dst, text[start:])
+}
+
+// appendSegment normalises, pre-tokenizes and WordPiece-encodes s.
+func (t *Tokenizer) appendSegment(st *state, dst []int32, s string) []int32 {
+	if len(s) == 0 {
+		return dst
+	}
+	return t.split(st, dst, t.normalize(st, s))
+}
+
+// normalize runs BertNormalizer on s into st.norm.
+func (t *Tokenizer) normalize(st *state, s string) []byte {
+	// Fast path: ASCII text is normalised with byte tables in one pass; the
+	// first non-ASCII byte sends the whole segment to the general path.
+	buf := st.norm[:0]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			buf = t.normalizeSlow(st, s)
+			break
+		}
+		if t.asciiDrop[c] {
+			continue
+		}
+		buf = append(buf, t.asciiNorm[c])
+	}
+	st.norm = buf
+	return buf
+}
+
+// normalizeSlow is BertNormalizer for arbitrary text: clean_text, CJK
+// padding, NFD + Mn removal, lowercase, in HF's order. Invalid UTF-8 decodes
+// to U+FFFD, which clean_text removes.
+func (t *Tokenizer) normalizeSlow(st *state, s string) []byte {
+	cfg := &t.cfg
+	b := st.tmp[:0]
+	for _, r := range s {
+		if cfg.CleanText {
+			if r == 0 || r == utf8.RuneError || isControl(r) {
+				continue
+			}
+			if isWhitespace(r) {
+				r = ' '
+			}
+		}
+		if cfg.HandleChineseChars && isChinese(r) {
+			b = append(b, ' ')
+			b = appendRune(b, r)
+			b = append(b, ' ')
+			continue
+		}
+		b = appendRune(b, r)
+	}
+	st.tmp = b
+	if t.stripAccents {
+		d := t.nfd(st.tmp2[:0], b)
+		st.tmp2 = d
+		b = b[:0]
+		for i := 0; i < len(d); {
+			c := d[i]
+			if c < utf8.RuneSelf {
+				b = append(b, c)
+				i++
+				continue
+			}
+			r, n := utf8.DecodeRune(d[i:])
+			if !isMn(r) {
+				b = append(b, d[i:i+n]...)
+			}
+			i += n
+		}
+		st.tmp = b
+	}
+	out := st.norm[:0]
+	if cfg.Lowercase {
+		for i := 0; i < len(b); {
+			c := b[i]
+			if c < utf8.RuneSelf {
+				if c >= 'A' && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				out = append(out, c)
+				i++
+				continue
+			}
+			r, n := utf8.DecodeRune(b[i:])
+			out = appendLower(out, r)
+			i += n
+		}
+	} else {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// nfd appends the NFD form of b to dst, leaving the code points of
+// hfNoDecompose whole as HF's older tables do. Those are all starters
+// (canonical combining class 0), so cutting the text at them does not change
+// canonical ordering.
+func (t *Tokenizer) nfd(dst, b []byte) []byte {
+	start := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if hfNoDecompose[r] {
+			dst = norm.NFD.Append(dst, b[start:i]...)
+			dst = append(dst, b[i:i+n]...)
+			start = i + n
+		}
+		i += n
+	}
+	return norm.NFD.Append(dst, b[start:]...)
+}
+
+// split is BertPreTokenizer (split on whitespace, isolate punctuation) fused
+// with the WordPiece model.
+func (t *Tokenizer) split(st *state, dst []int32, s []byte) []int32 {
+	start := -1
+	for i := 0; i < len(s); {
+		c := s[i]
+		var cls uint8
+		n := 1
+		if c < utf8.RuneSelf {
+			cls = t.asciiSplit[c]
+		} else {
+			var r rune
+			r, n = utf8.DecodeRune(s[i:])
+			if isWhitespace(r) {
+				cls = 1
+			} else if isPunct(r) {
+				cls = 2
+			}
+		}
+		if cls != 0 {
+			if start >= 0 {
+				dst = t.word(st, dst, s[start:i])
+				start = -1
+			}
+			if cls == 2 {
+				dst = t.word(st, dst, s[i:i+n])
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += n
+	}
+	if start >= 0 {
+		dst = t.word(st, dst, s[start:])
+	}
+	return dst
+}
+
+// word is the WordPiece model on one pre-token: greedy longest match first,
+// continuation pieces prefixed; an unmatched piece or a word longer than
+// MaxInputCharsPerWord characters makes the whole word [UNK].
+func (t *Tokenizer) word(st *state, dst []int32, w []byte) []int32 {
+	if lim := t.cfg.MaxInputCharsPerWord; len(w) > lim && utf8.RuneCount(w) > lim {
+		return append(dst, t.unkID)
+	}
+	if id, ok := t.vocab[string(w)]; ok {
+		return append(dst, id)
+	}
+	if t.cache != nil {
+		if ids, ok := t.cache.get(w); ok {
+			return append(dst, ids...)
+		}
+	}
+	mark := len(dst)
+	for start := 0; start < len(w); {
+		end := len(w)
+		if end-start > t.maxTokBytes {
+			// No vocabulary entry is longer than maxTokBytes, so longer
+			// candidates cannot match; start at the last rune boundary that
+			// fits.
+			end = start + t.maxTokBytes
+			for end > start && !utf8.RuneStart(w[end]) {
+				end--
+			}
+		}
+		found := false
+		for end > start {
+			var id int32
+			var ok bool
+			if start == 0 {
+				id, ok = t.vocab[string(w[:end])]
+			} else {
+				st.piece = append(append(st.piece[:0], t.prefix...), w[start:end]...)
+				id, ok = t.vocab[string(st.piece)]
+			}
+			if ok {
+				dst = append(dst, id)
+				found = true
+				break
+			}
+			end--
+			for end > start && !utf8.RuneStart(w[end]) {
+				end--
+			}
+		}
+		if !found {
+			dst = append(dst[:mark], t.unkID)
+			break
+		}
+		start = end
+	}
+	if t.cache != nil {
+		t.cache.put(w, dst[mark:])
+	}
+	return dst
+}
+
+// wordCache maps words that need several pieces to their ids. It is sharded
+// to limit lock contention, and a full shard is cleared (cheap, bounded,
+// good enough for Zipfian text). Safe for concurrent use.
+type wordCache struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [cacheShards]cacheShard
+}
+
+const cacheShards = 32
+
+type cacheShard struct {
+	mu sync.RWMutex // guards m
+	m  map[string][]int32
+	_  [40]byte // keep shards on separate cache lines
+}
+
+func newWordCache(size int) *wordCache {
+	c := &wordCache{seed: maphash.MakeSeed(), perShard: (size + cacheShards - 1) / cacheShards}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string][]int32)
+	}
+	return c
+}
+
+func (c *wordCache) shard(w []byte) *cacheShard {
+	return &c.shards[maphash.Bytes(c.seed, w)%cacheShards]
+}
+
+func (c *wordCache) get(w []byte) ([]int32, bool) {
+	s := c.shard(w)
+	s.mu.RLock()
+	ids, ok := s.m[string(w)]
+	s.mu.RUnlock()
+	return ids, ok
+}
+
+func (c *wordCache) put(w []byte, ids []int32) {
+	v := make([]int32, len(ids))
+	copy(v, ids)
+	s := c.shard(w)
+	s.mu.Lock()
+	if len(s.m) >= c.perShard {
+		clear(s.m)
+	}
+	s.m[string(w)] = v
+	s.mu.Unlock()
+}
