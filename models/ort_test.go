@@ -1,0 +1,376 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/wordpiece"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// Generated model directories are shared by the tests of this package and
+// removed by TestMain.
+var (
+	genRoot string
+	genMu   sync.Mutex
+	genDirs = map[string]*genModel{}
+)
+
+type genModel struct {
+	dir string
+	w   *bertgen.Weights
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if genRoot != "" {
+		os.RemoveAll(genRoot)
+	}
+	os.Exit(code)
+}
+
+// smallConfig is a BERT small enough for the float64 reference.
+func smallConfig(kind bertgen.Kind) bertgen.Config {
+	c := bertgen.TinyBERTL2CrossEncoder()
+	c.Name, c.Kind = "small-"+string(kind), kind
+	c.Hidden, c.Heads, c.Intermediate = 32, 4, 64
+	c.Seed = 7
+	return c
+}
+
+// generated writes (once per test binary) the model directory for cfg.
+func generated(t *testing.T, cfg bertgen.Config) *genModel {
+	t.Helper()
+	testenv.NeedORT(t)
+	vocab := testenv.NeedVocabTxt(t)
+	tj := testenv.NeedTokenizerJSON(t)
+	genMu.Lock()
+	defer genMu.Unlock()
+	key := fmt.Sprintf("%+v", cfg)
+	if g, ok := genDirs[key]; ok {
+		return g
+	}
+	if genRoot == "" {
+		var err error
+		if genRoot, err = os.MkdirTemp("", "hybrank-models-test-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := bertgen.GenerateWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(genRoot, fmt.Sprint(len(genDirs)))
+	if err := bertgen.WriteWeights(dir, w, vocab, tj); err != nil {
+		t.Fatal(err)
+	}
+	g := &genModel{dir: dir, w: w}
+	genDirs[key] = g
+	return g
+}
+
+func cpuConfig(dir string, profile string) models.Config {
+	c, err := models.ProfileConfig(profile)
+	if err != nil {
+		panic(err)
+	}
+	c.Dir = dir
+	c.Provider = "cpu"
+	c.IntraOpThreads = 1
+	return c
+}
+
+func tokenizer(t *testing.T, dir string) *wordpiece.Tokenizer {
+	t.Helper()
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := md.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func to64(x []int32) []int64 {
+	out := make([]int64, len(x))
+	for i, v := range x {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+func ones(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = 1
+	}
+	return out
+}
+
+var testDocs = []string{
+	"",
+	"a short document",
+	"The quick brown fox jumps over the lazy dog near the riverbank at dawn.",
+	strings.Repeat("cross encoders score query document pairs jointly ", 6),
+	"Ünïcödé wörds, CJK 漢字 and emoji 🙂 with punctuation!?",
+	"bad utf8 \xff\xfe here",
+}
+
+// TestCrossEncoderMatchesReference checks scores against bertgen's float64
+// forward pass, one unpadded sequence at a time: batching, padding, type
+// ids, truncation and output order must not change a score.
+func TestCrossEncoderMatchesReference(t *testing.T) {
+	g := generated(t, smallConfig(bertgen.CrossEncoder))
+	for _, tc := range []struct {
+		name                string
+		maxLen, batchTokens int
+		pool                int
+		sigmoid             bool
+	}{
+		{"full length one batch", 0, 16384, 1, false},
+		{"truncated small batches", 24, 48, 1, false},
+		{"pool of two sigmoid", 32, 64, 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cpuConfig(g.dir, models.ProfileFast)
+			cfg.MaxLength, cfg.MaxBatchTokens, cfg.PoolSize, cfg.Sigmoid = tc.maxLen, tc.batchTokens, tc.pool, tc.sigmoid
+			ce, err := models.NewCrossEncoder(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ce.Close()
+			query := "what do cross encoders score"
+			got, usage, err := ce.ScoreWithUsage(context.Background(), query, testDocs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ce.Provider() != "cpu" {
+				t.Fatalf("provider %q", ce.Provider())
+			}
+			_, maxLen, err := ce.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := tokenizer(t, g.dir)
+			tokens := 0
+			for i, d := range testDocs {
+				e, err := tok.EncodePair(query, strings.ToValidUTF8(d, "\uFFFD"), maxLen, wordpiece.LongestFirst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tokens += e.Len()
+				ref, err := bertgen.Reference(context.Background(), g.w, [][]int64{to64(e.IDs)}, [][]int64{ones(e.Len())}, [][]int64{to64(e.TypeIDs)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ref.Logits[0]
+				if tc.sigmoid {
+					want = 1 / (1 + math.Exp(-want))
+				}
+				if math.Abs(float64(got[i])-want) > 1e-4 {
+					t.Errorf("doc %d: score %.6f, reference %.6f", i, got[i], want)
+				}
+			}
+			if usage.Tokens != tokens || usage.Pairs != len(testDocs) || usage.Batches < 1 {
+				t.Fatalf("usage %+v, want %d tokens", usage, tokens)
+			}
+		})
+	}
+}
+
+func TestBiEncoderMatchesReference(t *testing.T) {
+	g := generated(t, smallConfig(bertgen.BiEncoder))
+	cfg := cpuConfig(g.dir, models.ProfileEmbed)
+	cfg.MaxLength, cfg.MaxBatchTokens = 32, 64
+	be, err := models.NewBiEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	vecs, err := be.Embed(context.Background(), testDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if be.Dim() != 32 {
+		t.Fatalf("Dim() = %d", be.Dim())
+	}
+	tok := tokenizer(t, g.dir)
+	for i, d := range testDocs {
+		e, err := tok.Encode(strings.ToValidUTF8(d, "\uFFFD"), 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := bertgen.Reference(context.Background(), g.w, [][]int64{to64(e.IDs)}, [][]int64{ones(e.Len())}, [][]int64{to64(e.TypeIDs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float64, 32)
+		for _, row := range ref.LastHiddenState[0] {
+			for k, v := range row {
+				want[k] += v / float64(e.Len())
+			}
+		}
+		var norm float64
+		for _, v := range want {
+			norm += v * v
+		}
+		norm = math.Sqrt(norm)
+		for k := range want {
+			if math.Abs(float64(vecs[i][k])-want[k]/norm) > 1e-4 {
+				t.Fatalf("text %d dim %d: %.6f, reference %.6f", i, k, vecs[i][k], want[k]/norm)
+			}
+		}
+	}
+}
+
+// fastDir generates the real fast-profile shape (TinyBERT-L-2).
+func fastDir(t *testing.T) string {
+	return generated(t, bertgen.TinyBERTL2CrossEncoder()).dir
+}
+
+func TestFastProfileBadInput(t *testing.T) {
+	dir := fastDir(t)
+	cfg := cpuConfig(dir, models.ProfileFast)
+	cfg.Provider = "auto" // no GPU here: must report cpu
+	cfg.IntraOpThreads = 0
+	ce, err := models.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		query   string
+		docs    []string
+		wantErr error
+	}{
+		{"empty query", "", []string{"x"}, models.ErrEmptyQuery},
+		{"no docs", "q", nil, nil},
+		{"empty docs", "q", []string{"", "", ""}, nil},
+		{"invalid utf8", "q\xc3", []string{"\xff\xff\xff", "\xe2\x82"}, nil},
+		{"1 MB document", "q", []string{strings.Repeat("megabyte document text ", 1<<20/23)}, nil},
+		{"1 MB query", strings.Repeat("long query ", 1<<20/11), []string{"doc"}, nil},
+		{"10,000 docs over cap", "q", make([]string, 10000), models.ErrTooManyDocs},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ce.Score(ctx, tt.query, tt.docs)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			if err == nil {
+				if len(got) != len(tt.docs) {
+					t.Fatalf("%d scores for %d docs", len(got), len(tt.docs))
+				}
+				for i, s := range got {
+					if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+						t.Fatalf("score %d = %v", i, s)
+					}
+				}
+			}
+		})
+	}
+	if ce.Provider() != "cpu" {
+		t.Fatalf("auto provider reports %q here, want cpu", ce.Provider())
+	}
+	// Raising MaxDocs makes 10,000 documents work.
+	cfg.MaxDocs = 10000
+	big, err := models.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	docs := make([]string, 10000)
+	for i := range docs {
+		docs[i] = fmt.Sprintf("document number %d", i)
+	}
+	got, usage, err := big.ScoreWithUsage(ctx, "which document", docs)
+	if err != nil || len(got) != len(docs) {
+		t.Fatalf("10,000 docs: %d scores, %v", len(got), err)
+	}
+	if usage.PaddedTokens > usage.Batches*cfg.MaxBatchTokens {
+		t.Fatalf("usage %+v exceeds batch cap", usage)
+	}
+}
+
+func TestCUDAProvider(t *testing.T) {
+	dir := fastDir(t)
+	cfg := cpuConfig(dir, models.ProfileFast)
+	cfg.Provider = "cuda"
+	ce, err := models.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	err = ce.Load()
+	if errors.Is(err, onnx.ErrProviderUnavailable) {
+		t.Skipf("no CUDA execution provider here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ce.Provider() != "cuda" {
+		t.Fatalf("provider %q", ce.Provider())
+	}
+	cpu, err := models.NewCrossEncoder(cpuConfig(dir, models.ProfileFast))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	docs := []string{"gpu scored document", "another one", ""}
+	a, err := ce.Score(context.Background(), "query", docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cpu.Score(context.Background(), "query", docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if math.Abs(float64(a[i]-b[i])) > 1e-3 {
+			t.Fatalf("doc %d: cuda %v, cpu %v", i, a[i], b[i])
+		}
+	}
+}
+
+func TestCloseWhileScoring(t *testing.T) {
+	ce, err := models.NewCrossEncoder(cpuConfig(fastDir(t), models.ProfileFast))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ce.Load(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				_, err := ce.Score(context.Background(), "q", []string{"some text", "more text here"})
+				if err != nil && !errors.Is(err, models.ErrClosed) {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	if err := ce.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := ce.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
