@@ -64,6 +64,7 @@ type searchScratch struct {
 type topK struct {
 	k     int
 	items []scored
+	ids   []string // doc num → external ID, for ties
 }
 
 type scored struct {
@@ -71,12 +72,13 @@ type scored struct {
 	doc   uint32
 }
 
-// worse reports whether a ranks after b.
-func worse(a, b scored) bool {
-	return a.score < b.score || (a.score == b.score && a.doc > b.doc)
+// worse reports whether a ranks after b: lower score, or equal score and
+// greater external ID.
+func (h *topK) worse(a, b scored) bool {
+	return a.score < b.score || (a.score == b.score && h.ids[a.doc] > h.ids[b.doc])
 }
 
-func (h *topK) reset(k int) { h.k = k; h.items = h.items[:0] }
+func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.ids = ids }
 func (h *topK) full() bool  { return len(h.items) >= h.k }
 
 // push offers a hit; it reports whether the kept set changed.
@@ -87,7 +89,7 @@ func (h *topK) push(x scored) bool {
 		i := len(it) - 1
 		for i > 0 {
 			p := (i - 1) / 2
-			if !worse(it[i], it[p]) {
+			if !h.worse(it[i], it[p]) {
 				break
 			}
 			it[i], it[p] = it[p], it[i]
@@ -96,7 +98,7 @@ func (h *topK) push(x scored) bool {
 		h.items = it
 		return true
 	}
-	if !worse(it[0], x) {
+	if !h.worse(it[0], x) {
 		return false
 	}
 	it[0] = x
@@ -107,10 +109,10 @@ func (h *topK) push(x scored) bool {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && worse(it[r], it[l]) {
+		if r := l + 1; r < n && h.worse(it[r], it[l]) {
 			m = r
 		}
-		if !worse(it[m], it[i]) {
+		if !h.worse(it[m], it[i]) {
 			break
 		}
 		it[i], it[m] = it[m], it[i]
@@ -120,7 +122,7 @@ func (h *topK) push(x scored) bool {
 }
 
 // Search returns the top Query.K documents by BM25 score, best first, ties
-// by ascending internal doc num (insertion order until Rebuild). Documents
+// by ascending external ID. Documents
 // that match no query term, deleted documents and (with a Filter) documents
 // outside the filter are never returned. Safe for concurrent use; it reads
 // one atomic snapshot. ctx is polled every 1024 candidates.
@@ -146,13 +148,16 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if sc == nil {
 		sc = &searchScratch{}
 	}
-	defer ix.scratch.Put(sc)
+	defer func() {
+		sc.heap.ids = nil // do not pin the snapshot's tables from the pool
+		ix.scratch.Put(sc)
+	}()
 	constant := s.prepare(sc, q.Terms)
 	if len(sc.terms) == 0 {
 		return nil, nil
 	}
 	k := min(q.K, s.liveDocs)
-	sc.heap.reset(k)
+	sc.heap.reset(k, s.docIDs)
 	var err error
 	if q.Exhaustive {
 		err = s.exhaustive(ctx, sc, filter)
@@ -167,7 +172,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.doc, b.doc)
+		return cmp.Compare(s.docIDs[a.doc], s.docIDs[b.doc])
 	})
 	hits := make([]Hit, len(items))
 	for i, it := range items {

@@ -1,0 +1,238 @@
+package postings
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func ids(hits []Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func TestIncremental(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	commitDocs(t, ix,
+		Doc{ID: "a", Terms: []string{"red", "apple"}},
+		Doc{ID: "b", Terms: []string{"green", "apple"}},
+		Doc{ID: "c", Terms: []string{"red", "car"}},
+	)
+	q := Query{Terms: []string{"red"}, K: 10}
+	if got := ids(search(t, ix, q)); !reflect.DeepEqual(got, []string{"a", "c"}) {
+		t.Fatalf("initial red: %v", got)
+	}
+	before := ix.Stats()
+
+	t.Run("identical re-add is a no-op", func(t *testing.T) {
+		commitDocs(t, ix, Doc{ID: "a", Terms: []string{"red", "apple"}})
+		if st := ix.Stats(); !reflect.DeepEqual(st, before) {
+			t.Fatalf("stats changed: %+v → %+v", before, st)
+		}
+	})
+	t.Run("update replaces content", func(t *testing.T) {
+		commitDocs(t, ix, Doc{ID: "a", Terms: []string{"blue", "apple"}})
+		if got := ids(search(t, ix, q)); !reflect.DeepEqual(got, []string{"c"}) {
+			t.Fatalf("red after update: %v", got)
+		}
+		if got := ids(search(t, ix, Query{Terms: []string{"blue"}, K: 10})); !reflect.DeepEqual(got, []string{"a"}) {
+			t.Fatalf("blue after update: %v", got)
+		}
+		if st := ix.Stats(); st.Docs != 3 || st.DeletedDocs != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+	t.Run("metadata change is an update", func(t *testing.T) {
+		commitDocs(t, ix, Doc{ID: "c", Terms: []string{"red", "car"}, Tenant: "x"})
+		if got := ids(search(t, ix, Query{Terms: []string{"red"}, K: 10, Filter: &Filter{Tenant: "x"}})); !reflect.DeepEqual(got, []string{"c"}) {
+			t.Fatalf("tenant x: %v", got)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		b := ix.NewBatch()
+		b.Delete("c")
+		b.Delete("never-existed")
+		if err := ix.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		if got := search(t, ix, q); len(got) != 0 {
+			t.Fatalf("red after delete: %v", got)
+		}
+		if ix.Has("c") || !ix.Has("a") {
+			t.Fatal("Has")
+		}
+	})
+	t.Run("rebuild compacts and equals a fresh index", func(t *testing.T) {
+		if err := ix.Rebuild(); err != nil {
+			t.Fatal(err)
+		}
+		st := ix.Stats()
+		if st.DeletedDocs != 0 || st.Docs != 2 || st.Drift != 0 {
+			t.Fatalf("after rebuild %+v", st)
+		}
+		fresh := mustNew(t, DefaultConfig())
+		commitDocs(t, fresh,
+			Doc{ID: "a", Terms: []string{"blue", "apple"}},
+			Doc{ID: "b", Terms: []string{"green", "apple"}})
+		for _, terms := range [][]string{{"apple"}, {"blue", "apple"}, {"green"}, {"red"}} {
+			qq := Query{Terms: terms, K: 10}
+			if a, b := search(t, ix, qq), search(t, fresh, qq); !reflect.DeepEqual(a, b) {
+				t.Fatalf("%v: rebuilt %v fresh %v", terms, a, b)
+			}
+		}
+		if st.Terms != fresh.Stats().Terms {
+			t.Fatalf("terms %d vs fresh %d", st.Terms, fresh.Stats().Terms)
+		}
+	})
+}
+
+// TestDriftAndRebuild: avgdl drift since the build is reported and cleared by Rebuild.
+func TestDriftAndRebuild(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	var docs []Doc
+	for i := range 100 {
+		docs = append(docs, Doc{ID: fmt.Sprint(i), Terms: []string{"a", "b", "c", "d"}})
+	}
+	commitDocs(t, ix, docs...)
+	if st := ix.Stats(); st.Drift != 0 || st.NeedsRebuild || st.AvgDL != 4 {
+		t.Fatalf("fresh %+v", st)
+	}
+	long := make([]string, 100)
+	for i := range long {
+		long[i] = fmt.Sprint("w", i%7)
+	}
+	commitDocs(t, ix, Doc{ID: "long", Terms: long})
+	st := ix.Stats()
+	want := (500.0/101 - 4) / 4
+	if st.Drift < want-1e-12 || st.Drift > want+1e-12 || !st.NeedsRebuild {
+		t.Fatalf("after long doc: %+v, want drift %v", st, want)
+	}
+	if err := ix.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.Drift != 0 || st.NeedsRebuild || st.BuildAvgDL != st.AvgDL {
+		t.Fatalf("after rebuild %+v", st)
+	}
+}
+
+func TestBatchErrors(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	commitDocs(t, ix, Doc{ID: "a", Terms: []string{"x"}})
+	before := ix.Stats()
+	b := ix.NewBatch()
+	b.Add(Doc{ID: "b", Terms: []string{"x"}})
+	b.Add(Doc{ID: "", Terms: []string{"y"}})
+	if err := ix.Commit(b); !errors.Is(err, ErrBadDoc) {
+		t.Fatalf("empty id: %v", err)
+	}
+	if st := ix.Stats(); !reflect.DeepEqual(st, before) || ix.Has("b") {
+		t.Fatalf("failed batch changed the index: %+v", st)
+	}
+	ok := ix.NewBatch()
+	ok.Add(Doc{ID: "c", Terms: []string{"x"}})
+	if err := ix.Commit(ok); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Commit(ok); !errors.Is(err, ErrBatchUsed) {
+		t.Fatalf("recommit: %v", err)
+	}
+	other := mustNew(t, DefaultConfig())
+	if err := other.Commit(ix.NewBatch()); !errors.Is(err, ErrBatchUsed) {
+		t.Fatalf("foreign batch: %v", err)
+	}
+}
+
+// TestAtomicBatchVisibility: readers racing with commits see each batch
+// entirely or not at all.
+func TestAtomicBatchVisibility(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	commitDocs(t, ix, Doc{ID: "seed", Terms: []string{"other"}})
+	const batches, size = 30, 20
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for range 3 {
+		wg.Go(func() {
+			for !done.Load() {
+				hits, err := ix.Search(context.Background(), Query{Terms: []string{"common"}, K: batches*size + 10})
+				if err != nil {
+					errc <- err
+					return
+				}
+				if len(hits)%size != 0 {
+					errc <- fmt.Errorf("saw %d docs, not a multiple of the batch size %d", len(hits), size)
+					return
+				}
+			}
+		})
+	}
+	for i := range batches {
+		b := ix.NewBatch()
+		for j := range size {
+			b.Add(Doc{ID: fmt.Sprintf("%d-%d", i, j), Terms: []string{"common", fmt.Sprint("u", i, j)}})
+		}
+		if err := ix.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrentSearchCommit is meant for -race: searches, stats and saves
+// run while batches with updates and deletes commit.
+func TestConcurrentSearchCommit(t *testing.T) {
+	ix := mustNew(t, cfgFor(BM25Plus))
+	r := rand.New(rand.NewPCG(5, 5))
+	commitDocs(t, ix, randCorpus(r, 200, 100, 30, "d")...)
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Go(func() {
+			rr := rand.New(rand.NewPCG(uint64(g), 1))
+			for !done.Load() {
+				q := Query{Terms: randQuery(rr, 100), K: 1 + rr.IntN(50), Filter: randFilter(rr), Exhaustive: rr.IntN(2) == 0}
+				if _, err := ix.Search(context.Background(), q); err != nil {
+					t.Error(err)
+					return
+				}
+				_ = ix.Stats()
+			}
+		})
+	}
+	dir := t.TempDir()
+	for i := range 20 {
+		b := ix.NewBatch()
+		for _, d := range randCorpus(r, 20, 100, 30, "d") {
+			b.Add(d)
+		}
+		b.Delete(fmt.Sprintf("d%d", r.IntN(200)))
+		if err := ix.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			if err := ix.Rebuild(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%10 == 0 {
+			if err := ix.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+}
