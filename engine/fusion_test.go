@@ -65,8 +65,8 @@ func TestFuse(t *testing.T) {
 func TestFuseAlphaExtremesFollowLists(t *testing.T) {
 	var bm25, dn []scored
 	for i := 0; i < 50; i++ {
-		bm25 = append(bm25, scored{string(rune('A' + i%26)) + string(rune('a'+i/26)), float64(100 - i*i%7 - i)})
-		dn = append(dn, scored{string(rune('A' + (i*7)%26)) + string(rune('a'+(i*3)%2)), 1 - float64(i)/60})
+		bm25 = append(bm25, scored{string(rune('A'+i%26)) + string(rune('a'+i/26)), float64(100 - i*i%7 - i)})
+		dn = append(dn, scored{string(rune('A'+(i*7)%26)) + string(rune('a'+(i*3)%2)), 1 - float64(i)/60})
 	}
 	dedupe := func(l []scored) []scored {
 		seen := map[string]bool{}
