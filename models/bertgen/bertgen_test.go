@@ -383,8 +383,8 @@ func TestReferenceBadInput(t *testing.T) {
 // TestWriteMiniLML12 generates the largest preset, checks its size and runs
 // it once through ONNX Runtime.
 func TestWriteMiniLML12(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes a 133 MB model")
+	if testing.Short() || raceEnabled {
+		t.Skip("writes a 133 MB model (skipped with -short and -race; smaller configs cover the same code)")
 	}
 	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
 	cfg := bertgen.MiniLML12CrossEncoder()

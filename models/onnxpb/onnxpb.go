@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -423,8 +424,10 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	cw.write(nameField)
 	var buf []byte
 	for i := range g.Initializers {
-		buf = protowire.AppendTag(buf[:0], fGraphInitializer, protowire.BytesType)
-		buf = protowire.AppendVarint(buf, uint64(tensorSize(&g.Initializers[i])))
+		size := tensorSize(&g.Initializers[i])
+		buf = slices.Grow(buf[:0], size+16)
+		buf = protowire.AppendTag(buf, fGraphInitializer, protowire.BytesType)
+		buf = protowire.AppendVarint(buf, uint64(size))
 		buf = appendTensor(buf, &g.Initializers[i])
 		cw.write(buf)
 	}

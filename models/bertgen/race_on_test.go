@@ -1,0 +1,5 @@
+//go:build race
+
+package bertgen_test
+
+const raceEnabled = true
