@@ -239,6 +239,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 		return fmt.Errorf("commit: %w", e.broken)
 	}
 	var adds []*record
+	var addTerms [][]string
 	var dels []string
 	for _, id := range order {
 		o := b.ops[final[id]]
@@ -248,6 +249,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 		}
 		terms := e.analyzer.Analyze(docText(&o.doc))
 		adds = append(adds, &record{doc: o.doc, termSet: termSet(terms)})
+		addTerms = append(addTerms, terms)
 	}
 	if e.embedder != nil && len(adds) > 0 {
 		if err := e.embed(ctx, adds); err != nil {
@@ -258,10 +260,10 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	for _, id := range dels {
 		lb.Delete(id)
 	}
-	for _, r := range adds {
+	for i, r := range adds {
 		lb.Add(postings.Doc{
 			ID:     r.doc.ID,
-			Terms:  e.analyzer.Analyze(docText(&r.doc)),
+			Terms:  addTerms[i],
 			Tenant: lexTenant(r.doc.Tenant),
 			Meta:   r.doc.Metadata,
 		})

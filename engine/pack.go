@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // TokenCounter counts the tokens a text costs in the caller's model context,
@@ -19,7 +20,15 @@ type TokenCounter interface {
 type wordCounter struct{}
 
 func (wordCounter) CountTokens(text string) int {
-	return int(math.Ceil(1.3 * float64(len(strings.Fields(text)))))
+	words, in := 0, false
+	for _, r := range text {
+		space := unicode.IsSpace(r)
+		if !space && !in {
+			words++
+		}
+		in = !space
+	}
+	return int(math.Ceil(1.3 * float64(words)))
 }
 
 // pack selects passages from hits (final order) greedily: each hit whose
