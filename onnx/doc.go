@@ -42,6 +42,7 @@
 // Everything that could make cgo read out of bounds is checked in Go before
 // any tensor is created: input names, one data slice per input, element type
 // against the model's declared type, rank and fixed dimensions against the
-// model, non-negative dimensions, and the product of the shape against the
-// data length. Violations return ErrBadInput; Run never panics on bad input.
+// model, positive dimensions (an empty batch is an error: skip the call), and
+// the product of the shape against the data length. Violations return
+// ErrBadInput; Run never panics on bad input.
 package onnx

@@ -176,7 +176,20 @@ func ModelIO(modelPath string) (inputs, outputs []IOInfo, err error) {
 	if _, err := os.Stat(modelPath); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrModel, err)
 	}
-	in, out, err := ort.GetInputOutputInfo(modelPath)
+	// A throwaway session: skip graph optimisation and thread pools, which
+	// only cost time here.
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: session options: %v", ErrLibrary, err)
+	}
+	defer opts.Destroy()
+	if err := opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelDisableAll); err != nil {
+		return nil, nil, fmt.Errorf("onnx: model io: %w", err)
+	}
+	if err := opts.SetIntraOpNumThreads(1); err != nil {
+		return nil, nil, fmt.Errorf("onnx: model io: %w", err)
+	}
+	in, out, err := ort.GetInputOutputInfoWithOptions(modelPath, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: read inputs/outputs of %s: %v", ErrModel, modelPath, err)
 	}
