@@ -9,8 +9,12 @@ import (
 )
 
 func TestPickIO(t *testing.T) {
-	i64 := func(name string) onnx.IOInfo { return onnx.IOInfo{Name: name, Type: onnx.Int64, Shape: []int64{-1, -1}} }
-	f32 := func(name string, shape ...int64) onnx.IOInfo { return onnx.IOInfo{Name: name, Type: onnx.Float32, Shape: shape} }
+	i64 := func(name string) onnx.IOInfo {
+		return onnx.IOInfo{Name: name, Type: onnx.Int64, Shape: []int64{-1, -1}}
+	}
+	f32 := func(name string, shape ...int64) onnx.IOInfo {
+		return onnx.IOInfo{Name: name, Type: onnx.Float32, Shape: shape}
+	}
 	std := []onnx.IOInfo{i64("input_ids"), i64("attention_mask"), i64("token_type_ids")}
 	tests := []struct {
 		name       string

@@ -18,7 +18,9 @@ func init() {
 	register(subcommand{
 		name:    "rerank",
 		summary: "cross-encoder pairs/s, tokens/s, latency and effective GFLOP/s vs measured peak (profiles fast, balanced, accurate)",
-		run:     func(ctx context.Context, args []string) error { return runModelBench(ctx, "rerank", models.KindCrossEncoder, args) },
+		run: func(ctx context.Context, args []string) error {
+			return runModelBench(ctx, "rerank", models.KindCrossEncoder, args)
+		},
 	})
 }
 
