@@ -1,0 +1,210 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fakeScore is the deterministic score of a pair: the number of query words
+// found in the document, minus a small hash-based tie breaker, so tests can
+// recompute every expected score.
+func fakeScore(p Pair) float32 {
+	doc := strings.Fields(strings.ToLower(p.Doc))
+	set := map[string]bool{}
+	for _, w := range doc {
+		set[w] = true
+	}
+	n := 0
+	for _, w := range strings.Fields(strings.ToLower(p.Query)) {
+		if set[w] {
+			n++
+		}
+	}
+	h := fnv.New32a()
+	h.Write([]byte(p.Doc))
+	return float32(n) - float32(h.Sum32()%1000)/10000
+}
+
+// fakeScorer scores with fakeScore and records every batch.
+type fakeScorer struct {
+	mu      sync.Mutex
+	batches [][]Pair
+	delay   time.Duration
+	gate    chan struct{} // when set, each call waits for a value
+	started chan int      // when set, receives each batch's size on entry
+	err     error
+}
+
+func (f *fakeScorer) ScorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error) {
+	f.mu.Lock()
+	f.batches = append(f.batches, append([]Pair(nil), pairs...))
+	f.mu.Unlock()
+	if f.started != nil {
+		f.started <- len(pairs)
+	}
+	if f.gate != nil {
+		select {
+		case <-f.gate:
+		case <-ctx.Done():
+			return nil, Usage{}, ctx.Err()
+		}
+	}
+	if f.delay > 0 {
+		select {
+		case <-time.After(f.delay):
+		case <-ctx.Done():
+			return nil, Usage{}, ctx.Err()
+		}
+	}
+	if f.err != nil {
+		return nil, Usage{}, f.err
+	}
+	out := make([]float32, len(pairs))
+	tokens := 0
+	for i, p := range pairs {
+		out[i] = fakeScore(p)
+		tokens += len(strings.Fields(p.Query)) + len(strings.Fields(p.Doc)) + 3
+	}
+	return out, Usage{Tokens: tokens, Pairs: len(pairs), Batches: 1}, nil
+}
+
+func (f *fakeScorer) batchSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]int, len(f.batches))
+	for i, b := range f.batches {
+		out[i] = len(b)
+	}
+	return out
+}
+
+const fakeDim = 8
+
+// fakeVector is the deterministic unit vector of a text.
+func fakeVector(t string) []float32 {
+	v := make([]float32, fakeDim)
+	h := fnv.New64a()
+	h.Write([]byte(t))
+	x := h.Sum64()
+	var ss float64
+	for i := range v {
+		v[i] = float32(int64(x>>(8*i))&0xff) - 127.5
+		ss += float64(v[i]) * float64(v[i])
+	}
+	for i := range v {
+		v[i] /= float32(math.Sqrt(ss))
+	}
+	return v
+}
+
+type fakeEmbedder struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (f *fakeEmbedder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, Usage, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
+	out := make([][]float32, len(texts))
+	tokens := 0
+	for i, t := range texts {
+		out[i] = fakeVector(t)
+		tokens += len(strings.Fields(t)) + 2
+	}
+	return out, Usage{Tokens: tokens, Pairs: len(texts), Batches: 1}, nil
+}
+
+func (f *fakeEmbedder) Dim() int { return fakeDim }
+
+// fakeTokenizer splits on spaces; ids are word lengths.
+type fakeTokenizer struct{}
+
+func (fakeTokenizer) Tokenize(text string, addSpecial bool) ([]Token, error) {
+	var out []Token
+	if addSpecial {
+		out = append(out, Token{ID: 101, Text: "[CLS]", Special: true})
+	}
+	start := -1
+	for i := 0; i <= len(text); i++ {
+		if i == len(text) || text[i] == ' ' {
+			if start >= 0 {
+				out = append(out, Token{ID: i - start, Text: text[start:i], Start: start, Stop: i})
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if addSpecial {
+		out = append(out, Token{ID: 102, Text: "[SEP]", Special: true, Start: len(text), Stop: len(text)})
+	}
+	return out, nil
+}
+
+// fakeIndex is an in-memory Searcher and DocumentStore. leak makes Search
+// ignore the tenant, to test the server's own tenant filter.
+type fakeIndex struct {
+	mu   sync.Mutex
+	docs map[string]Document
+	leak bool
+	wait time.Duration
+}
+
+func newFakeIndex() *fakeIndex { return &fakeIndex{docs: map[string]Document{}} }
+
+func (x *fakeIndex) Apply(ctx context.Context, b DocumentBatch) (CommitResult, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var res CommitResult
+	for _, id := range b.Deletes {
+		if d, ok := x.docs[id]; ok && (b.Tenant == "" || d.Tenant == b.Tenant) {
+			delete(x.docs, id)
+			res.Deleted++
+		}
+	}
+	for _, d := range b.Upserts {
+		if old, ok := x.docs[d.ID]; ok && b.Tenant != "" && old.Tenant != b.Tenant {
+			return CommitResult{}, errors.New("id owned by another tenant")
+		}
+		x.docs[d.ID] = d
+		res.Upserted++
+	}
+	res.Generation = uint64(len(x.docs))
+	return res, nil
+}
+
+func (x *fakeIndex) Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
+	if x.wait > 0 {
+		select {
+		case <-time.After(x.wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	resp := &SearchResponse{Timings: map[string]float64{"bm25": 0.1}}
+	for _, d := range x.docs {
+		if !x.leak && req.Tenant != "" && d.Tenant != req.Tenant {
+			continue
+		}
+		s := fakeScore(Pair{Query: req.Query, Doc: d.Text})
+		if s <= 0 {
+			continue
+		}
+		resp.Hits = append(resp.Hits, SearchHit{ID: d.ID, Score: float64(s), Text: d.Text, Tenant: d.Tenant,
+			Provenance: []byte(`{"bm25_rank":1}`)})
+	}
+	sort.Slice(resp.Hits, func(i, j int) bool { return resp.Hits[i].Score > resp.Hits[j].Score })
+	if req.TopK > 0 && len(resp.Hits) > req.TopK {
+		resp.Hits = resp.Hits[:req.TopK]
+	}
+	return resp, nil
+}

@@ -1,0 +1,699 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+type testServer struct {
+	*httptest.Server
+	s      *Server
+	scorer *fakeScorer
+	index  *fakeIndex
+}
+
+func newTestServer(t *testing.T, mut func(*Config, *Backends)) *testServer {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Rerank.MaxWait = Duration(time.Millisecond)
+	cfg.Embed.MaxWait = Duration(time.Millisecond)
+	sc, ix := &fakeScorer{}, newFakeIndex()
+	b := Backends{Scorer: sc, Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix}
+	if mut != nil {
+		mut(&cfg, &b)
+	}
+	s, err := New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return &testServer{Server: ts, s: s, scorer: sc, index: ix}
+}
+
+// do sends a request and returns status, headers and body.
+func (ts *testServer) do(t *testing.T, method, path, key string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+func mustJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+// expectError checks a JSON error response.
+func expectError(t *testing.T, code int, body []byte, wantCode int, wantType, wantMsg string) {
+	t.Helper()
+	if code != wantCode {
+		t.Fatalf("status %d, want %d; body %s", code, wantCode, body)
+	}
+	var e errorBody
+	mustJSON(t, body, &e)
+	if e.Error.Type != wantType || !strings.Contains(e.Error.Message, wantMsg) {
+		t.Fatalf("error %+v, want type %q and message containing %q", e.Error, wantType, wantMsg)
+	}
+}
+
+var rerankDocs = []string{
+	"the cat sat on the mat",
+	"dogs chase cats in the park",
+	"a cat and a dog are friends",
+	"stock markets fell sharply",
+}
+
+func expectedOrder(query string, docs []string) []int {
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return fakeScore(Pair{query, docs[order[a]]}) > fakeScore(Pair{query, docs[order[b]]})
+	})
+	return order
+}
+
+func TestRerankCohere(t *testing.T) {
+	ts := newTestServer(t, nil)
+	query := "cat dog"
+	want := expectedOrder(query, rerankDocs)
+	docsAsObjects := make([]map[string]string, len(rerankDocs))
+	for i, d := range rerankDocs {
+		docsAsObjects[i] = map[string]string{"text": d}
+	}
+	tests := []struct {
+		name     string
+		path     string
+		body     map[string]any
+		n        int
+		wantDocs bool
+	}{
+		{"v1 strings all", "/v1/rerank", map[string]any{"query": query, "documents": rerankDocs}, 4, true},
+		{"v1 objects top_n", "/v1/rerank", map[string]any{"query": query, "documents": docsAsObjects, "top_n": 2, "model": "hybrank-rerank"}, 2, true},
+		{"v2 default no docs", "/v2/rerank", map[string]any{"query": query, "documents": rerankDocs, "top_n": 3}, 3, false},
+		{"jina route return_documents false", "/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": false}, 4, false},
+		{"top_n larger than docs", "/rerank", map[string]any{"query": query, "documents": rerankDocs, "top_n": 100}, 4, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, h, body := ts.do(t, "POST", tc.path, "", tc.body)
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			var resp rerankResponse
+			mustJSON(t, body, &resp)
+			if len(resp.Results) != tc.n || resp.ID == "" {
+				t.Fatalf("got %d results id %q, want %d", len(resp.Results), resp.ID, tc.n)
+			}
+			for k, r := range resp.Results {
+				if r.Index != want[k] {
+					t.Fatalf("result %d index %d, want %d", k, r.Index, want[k])
+				}
+				wantScore := sigmoid(fakeScore(Pair{query, rerankDocs[r.Index]}))
+				if math.Abs(r.RelevanceScore-wantScore) > 1e-9 {
+					t.Fatalf("result %d score %v want %v", k, r.RelevanceScore, wantScore)
+				}
+				if (r.Document != nil) != tc.wantDocs || (r.Document != nil && r.Document.Text != rerankDocs[r.Index]) {
+					t.Fatalf("result %d document %+v, want docs=%v", k, r.Document, tc.wantDocs)
+				}
+			}
+			if resp.Meta.BilledUnits.SearchUnits != 1 || resp.Meta.Tokens.InputTokens <= 0 {
+				t.Fatalf("meta %+v", resp.Meta)
+			}
+			for _, hk := range []string{"x-compute-time", "x-compute-tokens", "x-total-time"} {
+				if h.Get(hk) == "" {
+					t.Fatalf("missing header %s", hk)
+				}
+			}
+			if h.Get("x-compute-tokens") != fmt.Sprint(resp.Meta.Tokens.InputTokens) {
+				t.Fatalf("x-compute-tokens %s vs meta %d", h.Get("x-compute-tokens"), resp.Meta.Tokens.InputTokens)
+			}
+		})
+	}
+}
+
+func TestRerankTEI(t *testing.T) {
+	ts := newTestServer(t, nil)
+	query := "cat dog"
+	want := expectedOrder(query, rerankDocs)
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw_scores=%v", raw), func(t *testing.T) {
+			code, _, body := ts.do(t, "POST", "/rerank", "", map[string]any{
+				"query": query, "texts": rerankDocs, "raw_scores": raw, "return_text": true})
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			var out []teiRank
+			mustJSON(t, body, &out)
+			if len(out) != len(rerankDocs) {
+				t.Fatalf("got %d", len(out))
+			}
+			for k, r := range out {
+				s := fakeScore(Pair{query, rerankDocs[r.Index]})
+				ws := sigmoid(s)
+				if raw {
+					ws = float64(s)
+				}
+				if r.Index != want[k] || math.Abs(r.Score-ws) > 1e-6 || r.Text == nil || *r.Text != rerankDocs[r.Index] {
+					t.Fatalf("item %d = %+v, want index %d score %v", k, r, want[k], ws)
+				}
+			}
+		})
+	}
+}
+
+func TestRerankMaxTokensPerDoc(t *testing.T) {
+	ts := newTestServer(t, nil)
+	code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{
+		"query": "q", "documents": []string{"one two three four five"}, "max_tokens_per_doc": 2})
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, body)
+	}
+	b := ts.scorer.batches
+	if len(b) != 1 || b[0][0].Doc != "one two" {
+		t.Fatalf("scorer saw %+v, want the doc truncated to \"one two\"", b)
+	}
+}
+
+func TestEmbedTEI(t *testing.T) {
+	ts := newTestServer(t, nil)
+	tests := []struct {
+		name   string
+		body   any
+		inputs []string
+	}{
+		{"single string", map[string]any{"inputs": "hello world"}, []string{"hello world"}},
+		{"list", map[string]any{"inputs": []string{"a b", "c d e"}, "normalize": true}, []string{"a b", "c d e"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, h, body := ts.do(t, "POST", "/embed", "", tc.body)
+			if code != 200 {
+				t.Fatalf("status %d: %s", code, body)
+			}
+			var out [][]float32
+			mustJSON(t, body, &out)
+			if len(out) != len(tc.inputs) {
+				t.Fatalf("got %d vectors", len(out))
+			}
+			for i, v := range out {
+				w := fakeVector(tc.inputs[i])
+				for d := range w {
+					if math.Abs(float64(v[d]-w[d])) > 1e-6 {
+						t.Fatalf("vector %d = %v, want %v", i, v, w)
+					}
+				}
+			}
+			if h.Get("x-compute-tokens") == "" {
+				t.Fatal("missing x-compute-tokens")
+			}
+		})
+	}
+}
+
+func TestOpenAIEmbeddings(t *testing.T) {
+	ts := newTestServer(t, nil)
+	inputs := []string{"first text", "second text here"}
+	t.Run("float", func(t *testing.T) {
+		code, _, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": inputs, "model": "hybrank-embed"})
+		if code != 200 {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		var resp struct {
+			Object string
+			Model  string
+			Data   []struct {
+				Object    string
+				Index     int
+				Embedding []float32
+			}
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+				TotalTokens  int `json:"total_tokens"`
+			}
+		}
+		mustJSON(t, body, &resp)
+		if resp.Object != "list" || resp.Model != "hybrank-embed" || len(resp.Data) != 2 || resp.Usage.PromptTokens != 9 || resp.Usage.TotalTokens != 9 {
+			t.Fatalf("response %+v", resp)
+		}
+		for i, d := range resp.Data {
+			if d.Object != "embedding" || d.Index != i || fmt.Sprint(d.Embedding) != fmt.Sprint(fakeVector(inputs[i])) {
+				t.Fatalf("data %d = %+v", i, d)
+			}
+		}
+	})
+	t.Run("base64 with dimensions", func(t *testing.T) {
+		code, _, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": "first text", "encoding_format": "base64", "dimensions": 4})
+		if code != 200 {
+			t.Fatalf("status %d: %s", code, body)
+		}
+		var resp struct{ Data []struct{ Embedding string } }
+		mustJSON(t, body, &resp)
+		raw, err := base64.StdEncoding.DecodeString(resp.Data[0].Embedding)
+		if err != nil || len(raw) != 16 {
+			t.Fatalf("base64 %q: %v (%d bytes)", resp.Data[0].Embedding, err, len(raw))
+		}
+		want := append([]float32(nil), fakeVector("first text")[:4]...)
+		l2normalize(want)
+		for i := range want {
+			got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+			if math.Abs(float64(got-want[i])) > 1e-6 {
+				t.Fatalf("dim %d = %v, want %v", i, got, want[i])
+			}
+		}
+	})
+	t.Run("dimensions too large", func(t *testing.T) {
+		code, _, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": "x", "dimensions": 9})
+		expectError(t, code, body, 400, TypeInvalidRequest, "has 8")
+	})
+}
+
+func TestModelsHealthReadyTokenize(t *testing.T) {
+	ts := newTestServer(t, nil)
+	code, _, body := ts.do(t, "GET", "/v1/models", "", nil)
+	if code != 200 || !strings.Contains(string(body), `"id":"hybrank-rerank"`) || !strings.Contains(string(body), `"id":"hybrank-embed"`) || !strings.Contains(string(body), `"object":"list"`) {
+		t.Fatalf("models %d %s", code, body)
+	}
+	if code, _, body := ts.do(t, "GET", "/healthz", "", nil); code != 200 {
+		t.Fatalf("healthz %d %s", code, body)
+	}
+	if code, _, body := ts.do(t, "GET", "/readyz", "", nil); code != 200 || !strings.Contains(string(body), `"reranker":true`) {
+		t.Fatalf("readyz %d %s", code, body)
+	}
+	code, _, body = ts.do(t, "POST", "/tokenize", "", map[string]any{"inputs": "hello big world", "add_special_tokens": false})
+	var toks [][]Token
+	mustJSON(t, body, &toks)
+	if code != 200 || len(toks) != 1 || len(toks[0]) != 3 || toks[0][1].Text != "big" || toks[0][1].Start != 6 {
+		t.Fatalf("tokenize %d %s", code, body)
+	}
+
+	empty := newTestServer(t, func(c *Config, b *Backends) { *b = Backends{} })
+	if code, _, body := empty.do(t, "GET", "/readyz", "", nil); code != 503 {
+		t.Fatalf("readyz without models: %d %s", code, body)
+	}
+	code, _, body = empty.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"d"}})
+	expectError(t, code, body, 503, TypeUnavailable, "no reranking model")
+}
+
+func TestMetrics(t *testing.T) {
+	ts := newTestServer(t, func(c *Config, b *Backends) { c.Provider = "cuda" })
+	ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "cat", "documents": rerankDocs})
+	ts.do(t, "POST", "/v1/rerank", "", "{bad")
+	code, _, body := ts.do(t, "GET", "/metrics", "", nil)
+	if code != 200 {
+		t.Fatalf("metrics %d", code)
+	}
+	for _, want := range []string{
+		`hybrank_http_requests_total{code="200",route="/v1/rerank"} 1`,
+		`hybrank_http_requests_total{code="400",route="/v1/rerank"} 1`,
+		`hybrank_http_request_duration_seconds_bucket{code="200",route="/v1/rerank"`,
+		`hybrank_batch_items_count{kind="rerank"} 1`,
+		`hybrank_queue_items{kind="rerank"} 0`,
+		`hybrank_tokens_total{kind="rerank"}`,
+		`hybrank_provider{provider="cuda"} 1`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	ts := newTestServer(t, func(c *Config, b *Backends) {
+		c.MaxBodyBytes = 2048
+		c.MaxDocuments = 3
+		c.MaxInputs = 2
+		c.MaxIndexDocuments = 2
+		c.MaxInputTokens = 5
+	})
+	big := map[string]any{"query": "q", "documents": []string{strings.Repeat("x", 3000)}}
+	tests := []struct {
+		name     string
+		method   string
+		path     string
+		body     any
+		code     int
+		typ, msg string
+	}{
+		{"body too large", "POST", "/v1/rerank", big, 413, TypeTooLarge, "2048 bytes"},
+		{"too many documents", "POST", "/v1/rerank", map[string]any{"query": "q", "documents": []string{"a", "b", "c", "d"}}, 413, TypeTooLarge, "limit is 3"},
+		{"too many texts TEI", "POST", "/rerank", map[string]any{"query": "q", "texts": []string{"a", "b", "c", "d"}}, 413, TypeTooLarge, "limit is 3"},
+		{"too many inputs", "POST", "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}}, 413, TypeTooLarge, "limit is 2"},
+		{"too many index docs", "POST", "/documents", map[string]any{"documents": []map[string]string{{"id": "1", "text": "a"}, {"id": "2", "text": "b"}}, "delete": []string{"3"}}, 413, TypeTooLarge, "limit is 2"},
+		{"embed input too long", "POST", "/embed", map[string]any{"inputs": "a b c d e f g"}, 413, TypeTooLarge, "max_input_tokens 5"},
+		{"malformed JSON", "POST", "/v1/rerank", `{"query": "q", "documents": [}`, 400, TypeInvalidRequest, "malformed JSON"},
+		{"trailing data", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"]} {}`, 400, TypeInvalidRequest, "after the request object"},
+		{"not an object", "POST", "/embed", `["a"]`, 400, TypeInvalidRequest, "JSON object"},
+		{"empty body", "POST", "/embed", ``, 400, TypeInvalidRequest, "empty"},
+		{"wrong type top_n", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"], "top_n": "3"}`, 400, TypeInvalidRequest, "top_n"},
+		{"wrong type query", "POST", "/v1/rerank", `{"query": 7, "documents": ["a"]}`, 400, TypeInvalidRequest, "query"},
+		{"document number", "POST", "/v1/rerank", `{"query": "q", "documents": [1]}`, 400, TypeInvalidRequest, "string or an object"},
+		{"missing query", "POST", "/v1/rerank", `{"documents": ["a"]}`, 400, TypeInvalidRequest, "query"},
+		{"no documents", "POST", "/v1/rerank", `{"query": "q", "documents": []}`, 400, TypeInvalidRequest, "non-empty"},
+		{"bad top_n", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"], "top_n": 0}`, 400, TypeInvalidRequest, "top_n"},
+		{"token ids input", "POST", "/v1/embeddings", `{"input": [[1,2,3]]}`, 400, TypeInvalidRequest, "token-id"},
+		{"bad encoding", "POST", "/v1/embeddings", `{"input": "a", "encoding_format": "hex"}`, 400, TypeInvalidRequest, "encoding_format"},
+		{"bad search mode", "POST", "/search", `{"query": "q", "mode": "magic"}`, 400, TypeInvalidRequest, "mode"},
+		{"unknown rerank model", "POST", "/v1/rerank", map[string]any{"model": "rerank-english-v3.0", "query": "q", "documents": []string{"a"}}, 404, TypeNotFound, "unknown rerank model"},
+		{"unknown embed model", "POST", "/v1/embeddings", map[string]any{"model": "text-embedding-3-small", "input": "a"}, 404, TypeNotFound, "unknown embedding model"},
+		{"unknown route", "GET", "/v3/whatever", nil, 404, TypeNotFound, "no route"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := ts.do(t, tc.method, tc.path, "", tc.body)
+			expectError(t, code, body, tc.code, tc.typ, tc.msg)
+		})
+	}
+	t.Run("truncate true cuts instead", func(t *testing.T) {
+		code, _, body := ts.do(t, "POST", "/embed", "", map[string]any{"inputs": "a b c d e f g", "truncate": true})
+		if code != 200 {
+			t.Fatalf("status %d: %s", code, body)
+		}
+	})
+}
+
+func TestQueueFullAndTimeout(t *testing.T) {
+	t.Run("too many requests in flight", func(t *testing.T) {
+		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
+		ts := newTestServer(t, func(c *Config, b *Backends) { c.MaxConcurrentRequests = 1; b.Scorer = sc })
+		done := make(chan int)
+		go func() {
+			code, _, _ := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
+			done <- code
+		}()
+		<-sc.started
+		code, h, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"b"}})
+		expectError(t, code, body, 429, TypeOverloaded, "retry later")
+		if h.Get("Retry-After") != "1" {
+			t.Fatalf("Retry-After %q", h.Get("Retry-After"))
+		}
+		close(sc.gate)
+		if c := <-done; c != 200 {
+			t.Fatalf("first request %d", c)
+		}
+	})
+	t.Run("batcher queue full", func(t *testing.T) {
+		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 4)}
+		ts := newTestServer(t, func(c *Config, b *Backends) {
+			b.Scorer = sc
+			c.Rerank.Workers, c.Rerank.MaxQueueItems, c.Rerank.MaxItems = 1, 4, 2
+		})
+		done := make(chan int, 2)
+		send := func(docs []string) {
+			code, _, _ := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": docs})
+			done <- code
+		}
+		go send([]string{"a", "b"}) // occupies the only worker
+		<-sc.started
+		go send([]string{"c", "d", "e"}) // waits in the queue
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ts.s.rerank.mu.Lock()
+			q := ts.s.rerank.queued
+			ts.s.rerank.mu.Unlock()
+			if q == 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("second request never queued")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		code, h, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"f", "g"}})
+		expectError(t, code, body, 429, TypeOverloaded, "queue full")
+		if h.Get("Retry-After") == "" {
+			t.Fatal("no Retry-After")
+		}
+		close(sc.gate)
+		for range 2 {
+			if c := <-done; c != 200 {
+				t.Fatalf("queued request %d", c)
+			}
+		}
+	})
+	t.Run("deadline exceeded is 504", func(t *testing.T) {
+		ts := newTestServer(t, func(c *Config, b *Backends) {
+			c.RequestTimeout = Duration(20 * time.Millisecond)
+			b.Scorer = &fakeScorer{delay: time.Second}
+			ix := newFakeIndex()
+			ix.wait = time.Second
+			b.Searcher = ix
+		})
+		code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
+		expectError(t, code, body, 504, TypeTimeout, "deadline")
+		code, _, body = ts.do(t, "POST", "/search", "", map[string]any{"query": "q"})
+		expectError(t, code, body, 504, TypeTimeout, "deadline")
+	})
+	t.Run("backend error is 500", func(t *testing.T) {
+		ts := newTestServer(t, func(c *Config, b *Backends) { b.Scorer = &fakeScorer{err: fmt.Errorf("onnx exploded")} })
+		code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
+		expectError(t, code, body, 500, TypeInternal, "onnx exploded")
+	})
+}
+
+func TestSearchAndDocuments(t *testing.T) {
+	ts := newTestServer(t, nil)
+	code, _, body := ts.do(t, "POST", "/documents", "", map[string]any{"documents": []map[string]any{
+		{"id": "d1", "text": "the cat sat", "metadata": map[string]string{"lang": "en"}, "span": map[string]int{"start": 0, "end": 11}},
+		{"id": "d2", "text": "cat and dog"},
+		{"id": "d3", "text": "nothing here"},
+	}})
+	if code != 200 || !strings.Contains(string(body), `"upserted":3`) {
+		t.Fatalf("upsert %d %s", code, body)
+	}
+	code, h, body := ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog", "top_k": 5})
+	var resp SearchResponse
+	mustJSON(t, body, &resp)
+	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].ID != "d2" || string(resp.Hits[0].Provenance) != `{"bm25_rank":1}` || resp.Timings["bm25"] == 0 || h.Get("x-total-time") == "" {
+		t.Fatalf("search %d %s", code, body)
+	}
+	code, _, body = ts.do(t, "DELETE", "/documents", "", map[string]any{"ids": []string{"d2"}})
+	if code != 200 || !strings.Contains(string(body), `"deleted":1`) {
+		t.Fatalf("delete %d %s", code, body)
+	}
+	_, _, body = ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog"})
+	mustJSON(t, body, &resp)
+	if len(resp.Hits) != 1 || resp.Hits[0].ID != "d1" {
+		t.Fatalf("after delete %s", body)
+	}
+	for _, tc := range []struct{ name, method, body, msg string }{
+		{"duplicate ids", "POST", `{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}`, "twice"},
+		{"empty id", "POST", `{"documents": [{"text": "x"}]}`, "id"},
+		{"ids on POST", "POST", `{"ids": ["a"]}`, "DELETE"},
+		{"documents on DELETE", "DELETE", `{"documents": [{"id": "a"}]}`, "ids"},
+		{"nothing", "POST", `{}`, "nothing to do"},
+		{"bad span", "POST", `{"documents": [{"id": "a", "span": {"start": 5, "end": 1}}]}`, "span"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := ts.do(t, tc.method, "/documents", "", tc.body)
+			expectError(t, code, body, 400, TypeInvalidRequest, tc.msg)
+		})
+	}
+}
+
+func TestAuthTenantIsolation(t *testing.T) {
+	for _, leak := range []bool{false, true} {
+		t.Run(fmt.Sprintf("searcher leaks=%v", leak), func(t *testing.T) {
+			ts := newTestServer(t, func(c *Config, b *Backends) {
+				c.APIKeys = []APIKey{{Key: "key-a", Tenant: "a"}, {Key: "key-b", Tenant: "b"}}
+			})
+			ts.index.leak = leak
+			// Unauthenticated and wrong keys.
+			for _, key := range []string{"", "nope"} {
+				code, h, body := ts.do(t, "POST", "/search", key, map[string]any{"query": "cat"})
+				expectError(t, code, body, 401, TypeUnauthorized, "API key")
+				if h.Get("WWW-Authenticate") == "" {
+					t.Fatal("no WWW-Authenticate")
+				}
+				code, _, body = ts.do(t, "POST", "/v1/rerank", key, map[string]any{"query": "q", "documents": []string{"a"}})
+				expectError(t, code, body, 401, TypeUnauthorized, "API key")
+			}
+			if code, _, _ := ts.do(t, "GET", "/healthz", "", nil); code != 200 {
+				t.Fatal("healthz must not need a key")
+			}
+			// Each tenant writes a document; tenant forced from the key.
+			for _, k := range []struct{ key, id string }{{"key-a", "doc-a"}, {"key-b", "doc-b"}} {
+				code, _, body := ts.do(t, "POST", "/documents", k.key, map[string]any{"documents": []map[string]string{{"id": k.id, "text": "secret cat"}}})
+				if code != 200 {
+					t.Fatalf("upsert %d %s", code, body)
+				}
+			}
+			if ts.index.docs["doc-a"].Tenant != "a" || ts.index.docs["doc-b"].Tenant != "b" {
+				t.Fatalf("tenants not forced: %+v", ts.index.docs)
+			}
+			// Writing into another tenant is refused.
+			code, _, body := ts.do(t, "POST", "/documents", "key-a", map[string]any{"documents": []map[string]string{{"id": "x", "text": "t", "tenant": "b"}}})
+			expectError(t, code, body, 403, TypeForbidden, `tenant "a"`)
+			// Searching another tenant is refused; own search sees only own docs.
+			code, _, body = ts.do(t, "POST", "/search", "key-a", map[string]any{"query": "cat", "tenant": "b"})
+			expectError(t, code, body, 403, TypeForbidden, `tenant "a"`)
+			code, _, body = ts.do(t, "POST", "/search", "key-a", map[string]any{"query": "cat"})
+			var resp SearchResponse
+			mustJSON(t, body, &resp)
+			if code != 200 || len(resp.Hits) != 1 || resp.Hits[0].ID != "doc-a" {
+				t.Fatalf("tenant a search %d %s", code, body)
+			}
+			// Deleting another tenant's document is a no-op.
+			code, _, body = ts.do(t, "DELETE", "/documents", "key-a", map[string]any{"ids": []string{"doc-b"}})
+			if code != 200 || !strings.Contains(string(body), `"deleted":0`) {
+				t.Fatalf("cross-tenant delete %d %s", code, body)
+			}
+			if _, ok := ts.index.docs["doc-b"]; !ok {
+				t.Fatal("tenant a deleted tenant b's document")
+			}
+		})
+	}
+}
+
+func TestConfig(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	bad := []struct {
+		name string
+		mut  func(*Config)
+	}{
+		{"addr", func(c *Config) { c.Addr = "nocolon" }},
+		{"body", func(c *Config) { c.MaxBodyBytes = 0 }},
+		{"docs", func(c *Config) { c.MaxDocuments = -1 }},
+		{"batch tokens", func(c *Config) { c.Rerank.MaxTokens = 0 }},
+		{"batch wait", func(c *Config) { c.Embed.MaxWait = Duration(2 * time.Second) }},
+		{"workers", func(c *Config) { c.Rerank.Workers = 0 }},
+		{"key without tenant", func(c *Config) { c.APIKeys = []APIKey{{Key: "k"}} }},
+		{"duplicate key", func(c *Config) { c.APIKeys = []APIKey{{Key: "k", Tenant: "a"}, {Key: "k", Tenant: "b"}} }},
+		{"timeout", func(c *Config) { c.RequestTimeout = 0 }},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mut(&c)
+			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "invalid config") {
+				t.Fatalf("Validate = %v, want ErrConfig", err)
+			}
+			if _, err := New(c, Backends{}); err == nil {
+				t.Fatal("New accepted an invalid config")
+			}
+		})
+	}
+	t.Run("load file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "c.json")
+		os.WriteFile(p, []byte(`{"addr": "127.0.0.1:9999", "rerank": {"enabled": false, "max_wait": "5ms", "max_tokens": 100, "max_items": 8, "chunk_items": 4, "max_queue_items": 10, "workers": 1}, "api_keys": [{"key": "k", "tenant": "t"}]}`), 0o644)
+		c, err := LoadConfig(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Addr != "127.0.0.1:9999" || c.Rerank.Enabled || time.Duration(c.Rerank.MaxWait) != 5*time.Millisecond || c.MaxDocuments != 10000 || c.APIKeys[0].Tenant != "t" {
+			t.Fatalf("loaded %+v", c)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(p, []byte(`{"adr": "x"}`), 0o644)
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "adr") {
+			t.Fatalf("unknown field accepted: %v", err)
+		}
+	})
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
+	cfg := DefaultConfig()
+	s, err := New(cfg, Backends{Scorer: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/rerank", "application/json", strings.NewReader(`{"query": "cat", "documents": ["a cat", "a dog"]}`))
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inflight <- result{code: resp.StatusCode, body: string(b)}
+	}()
+	<-sc.started // the request is inside the model
+	cancel()     // SIGTERM
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned %v before the in-flight request finished", err)
+	default:
+	}
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Fatal("new connections accepted while draining")
+	}
+	close(sc.gate)
+	r := <-inflight
+	if r.err != nil || r.code != 200 || !strings.Contains(r.body, `"relevance_score"`) {
+		t.Fatalf("in-flight request: %+v", r)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
