@@ -1,0 +1,74 @@
+// Package dense is hybrank's dense vector index: approximate nearest
+// neighbour search over an HNSW graph plus exact (flat) search over the
+// same vectors, both by cosine similarity, with per-tenant and metadata
+// filtering.
+//
+// # Why not github.com/coder/hnsw
+//
+// The HNSW graph is implemented here (graph.go, the paper's algorithms 1,
+// 2 and 4) rather than taken from github.com/coder/hnsw v0.6.1, the latest
+// release: its heap's Max/PopLast return the last array slot of a min-heap
+// rather than the maximum, its layer search stops as soon as the best
+// result stops improving and keeps only k results instead of ef
+// (coder/hnsw PRs #17, #20, #22), and its Delete can leave the top layer
+// empty so that Search dereferences a nil entry. Measured on 5K clustered
+// 64-d vectors it gave recall@10 = 0.23. Owning the graph also gives
+// contiguous vector storage shared with exact search, flat uint32
+// adjacency, a per-search beam width, filtering inside the traversal and
+// a checksummed file format.
+//
+// # Data model
+//
+// Items carry an external string ID, a vector, a tenant and string
+// metadata. Each stored vector gets an internal uint32 number ("num"); the
+// graph is keyed by num, vectors live in fixed-size slabs indexed by num
+// (contiguous rows, never moved once written, shared by graph and exact
+// search),
+// and tenant / metadata values map to roaring bitmaps of nums. Vectors are
+// copied and L2-normalised on the way in, so cosine similarity is a plain
+// dot product (simd.Dot / simd.DotBatch).
+//
+// # Deletes and replacement
+//
+// Deleting an ID (or re-adding it, which replaces it) tombstones its num:
+// the num leaves the live bitmap at once and is never returned again, but
+// its node stays in the graph as a routing node, as in hnswlib's
+// markDelete (removing nodes degrades the graph around them). Compact
+// rebuilds the graph from the live vectors when tombstones pile up.
+//
+// # Filtering
+//
+// A nil *Filter searches every live vector. A non-nil Filter restricts
+// results to vectors whose tenant equals Filter.Tenant exactly (the empty
+// tenant is a tenant like any other) and whose metadata holds every
+// key/value pair of Filter.Meta. Every hit, from either path, is checked
+// against the filter's bitmap before it is returned, so a tenant never
+// receives another tenant's vectors. When the filtered set is small
+// (Config.FlatThreshold) or so selective that graph search would need more
+// than Config.MaxOverfetch graph nodes per candidate, the search is exact
+// over just those vectors. Otherwise the graph is traversed through every
+// node but only admitted nodes enter the result beam (so the beam keeps
+// exploring until it holds max(k, EfSearch) admitted nodes); if it still
+// finds fewer than k the beam is doubled, twice, and then the search falls
+// back to exact.
+//
+// # Concurrency
+//
+// An *Index is safe for concurrent use. Searches share a read lock (the
+// graph's Search only reads); Add, Delete, Compact and Close take the
+// write lock. Returned slices belong to the caller; vectors passed to Add
+// are copied and not retained.
+//
+// # Persistence
+//
+// Save writes a snapshot directory: generation-numbered items (IDs,
+// tenants, metadata of live nums), vectors (every num's row) and graph
+// files, and a MANIFEST written last, each via temp file, fsync, rename and directory
+// fsync. The manifest holds the format version, the configuration and the
+// size and CRC-32C of every file; Open verifies all of them and reports
+// ErrCorrupt, ErrVersion or a wrapped I/O error. Older generations are
+// removed only after the new manifest is durable.
+//
+// Both searches are deterministic for a given index state: the graph's
+// levels come from Config.Seed and ties are broken by ID.
+package dense
