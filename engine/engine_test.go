@@ -472,6 +472,16 @@ func TestSnapshotReopen(t *testing.T) {
 		}
 	}
 	e2.Close()
+	// Leftovers of a crashed snapshot (a newer generation directory with no
+	// manifest naming it, a temp manifest) are ignored by Open.
+	os.MkdirAll(filepath.Join(dir, "snap-000003", "lexical"), 0o755)
+	os.WriteFile(filepath.Join(dir, "snap-000003", "docs.gob"), []byte("partial"), 0o644)
+	os.WriteFile(filepath.Join(dir, "MANIFEST.json.tmp"), []byte("{trunc"), 0o644)
+	e3 := open(t, dir, engine.WithEmbedder(emb))
+	if e3.Len() != len(docs)+1 {
+		t.Fatalf("after crash leftovers: len %d", e3.Len())
+	}
+	e3.Close()
 	// A damaged document file is detected.
 	f := filepath.Join(dir, "snap-000002", "docs.gob")
 	raw, _ := os.ReadFile(f)
@@ -479,5 +489,27 @@ func TestSnapshotReopen(t *testing.T) {
 	os.WriteFile(f, raw, 0o644)
 	if _, err := engine.Open(dir, engine.DefaultConfig()); !errors.Is(err, engine.ErrCorrupt) {
 		t.Fatalf("open damaged: %v", err)
+	}
+}
+
+func TestScoreThreshold(t *testing.T) {
+	e := open(t, "")
+	commit(t, e, corpus...)
+	all, err := e.Search(context.Background(), engine.Request{Query: "channels select goroutines", Tenant: "acme", Fusion: engine.FusionRelative})
+	if err != nil || len(all.Hits) < 2 {
+		t.Fatalf("%v %v", err, all)
+	}
+	cut := all.Hits[0].Provenance.FusedScore
+	res, err := e.Search(context.Background(), engine.Request{Query: "channels select goroutines", Tenant: "acme", Fusion: engine.FusionRelative, ScoreThreshold: cut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range res.Hits {
+		if h.Provenance.FusedScore < cut {
+			t.Errorf("%s fused %v below threshold %v", h.Document.ID, h.Provenance.FusedScore, cut)
+		}
+	}
+	if len(res.Hits) < 1 || len(res.Hits) >= len(all.Hits) {
+		t.Errorf("threshold kept %d of %d", len(res.Hits), len(all.Hits))
 	}
 }
