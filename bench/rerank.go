@@ -43,6 +43,7 @@ type RerankConfig struct {
 	PoolSize          int    `json:"pool_size"`
 	GraphOptimization string `json:"graph_optimization,omitempty"`
 	DisableArena      bool   `json:"disable_arena,omitempty"`
+	DisableSpinning   bool   `json:"disable_spinning,omitempty"`
 
 	// BatchTokens is models.Config.MaxBatchTokens.
 	BatchTokens int `json:"batch_tokens"`
@@ -104,6 +105,7 @@ type RerankResult struct {
 	PoolSize    int    `json:"pool_size"`
 	GraphOpt    string `json:"graph_optimization"`
 	Arena       bool   `json:"arena"`
+	Spinning    bool   `json:"spinning"`
 	BatchTokens int    `json:"batch_tokens"`
 	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
 	BatchPairs int `json:"batch_pairs"`
@@ -127,7 +129,7 @@ type RerankResult struct {
 func (r RerankResult) Row() map[string]any {
 	return map[string]any{
 		"profile": r.Profile, "kind": r.Kind, "provider": r.Provider, "threads": r.Threads, "pool_size": r.PoolSize,
-		"graph_optimization": r.GraphOpt, "arena": r.Arena, "batch_tokens": r.BatchTokens, "batch_pairs": r.BatchPairs,
+		"graph_optimization": r.GraphOpt, "arena": r.Arena, "spinning": r.Spinning, "batch_tokens": r.BatchTokens, "batch_pairs": r.BatchPairs,
 		"doc_tokens": r.DocTokens, "seq_len": Round(r.SeqLen, 1), "pairs": r.Pairs, "calls": r.Calls,
 		"pairs_per_s": Round(r.PairsPerS, 2), "tokens_per_s": Round(r.TokensPerS, 0),
 		"p50_ms": Round(r.P50Ms, 2), "p99_ms": Round(r.P99Ms, 2),
@@ -313,6 +315,7 @@ func (cfg RerankConfig) modelConfig(dir string, kind models.Kind) models.Config 
 	mc.PoolSize = cfg.PoolSize
 	mc.GraphOptimization = cfg.GraphOptimization
 	mc.DisableArena = cfg.DisableArena
+	mc.DisableSpinning = cfg.DisableSpinning
 	mc.MaxBatchTokens = cfg.BatchTokens
 	mc.MaxDocs = max(cfg.Pairs, models.DefaultMaxDocs)
 	// The cap fits the prepared text exactly, so batch-size sweeps are
@@ -413,7 +416,7 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 	ls := LatencyStats(lat)
 	res := RerankResult{
 		Profile: cfg.Profile, Kind: string(kind), Provider: provider(), Threads: cfg.Threads, PoolSize: cfg.PoolSize,
-		GraphOpt: orDefault(cfg.GraphOptimization, "all"), Arena: !cfg.DisableArena,
+		GraphOpt: orDefault(cfg.GraphOptimization, "all"), Arena: !cfg.DisableArena, Spinning: !cfg.DisableSpinning,
 		BatchTokens: mc.MaxBatchTokens, BatchPairs: int(float64(mc.MaxBatchTokens) / seqLen),
 		DocTokens: cfg.DocTokens, SeqLen: seqLen, Pairs: cfg.Pairs, Calls: len(lat),
 		PairsPerS: float64(usage.Pairs) / elapsed, TokensPerS: float64(usage.Tokens) / elapsed,
@@ -454,7 +457,7 @@ func (mb *ModelBench) Peak(ctx context.Context, n, threads int, provider string)
 	if p, ok := mb.peaks[key]; ok {
 		return p, nil
 	}
-	p, err := MatMulPeakGFLOPs(ctx, n, threads, provider, 5)
+	p, err := MatMulPeakGFLOPs(ctx, n, threads, provider, 7)
 	if err != nil {
 		return 0, err
 	}

@@ -110,6 +110,9 @@ type Config struct {
 	GraphOptimization string `json:"graph_optimization,omitempty"`
 	// DisableArena turns off the runtime's CPU memory arena.
 	DisableArena bool `json:"disable_arena,omitempty"`
+	// DisableSpinning stops intra-op threads from busy-waiting between
+	// operators; helps when several sessions or processes share few cores.
+	DisableSpinning bool `json:"disable_spinning,omitempty"`
 	// CUDADeviceID selects the GPU when the CUDA provider is used.
 	CUDADeviceID int `json:"cuda_device_id,omitempty"`
 
@@ -239,6 +242,9 @@ func (c Config) String() string {
 	}
 	if c.DisableArena {
 		b.WriteString(" arena=off")
+	}
+	if c.DisableSpinning {
+		b.WriteString(" spin=off")
 	}
 	return b.String()
 }

@@ -31,6 +31,7 @@ func (c Config) SessionConfig() onnx.SessionConfig {
 		sc.GraphOptimization = c.GraphOptimization
 	}
 	sc.DisableArena = c.DisableArena
+	sc.DisableSpinning = c.DisableSpinning
 	sc.CUDADeviceID = c.CUDADeviceID
 	return sc
 }

@@ -49,7 +49,7 @@ func smallConfig(kind bertgen.Kind) bertgen.Config {
 }
 
 // generated writes (once per test binary) the model directory for cfg.
-func generated(t *testing.T, cfg bertgen.Config) *genModel {
+func generated(t testing.TB, cfg bertgen.Config) *genModel {
 	t.Helper()
 	testenv.NeedORT(t)
 	vocab := testenv.NeedVocabTxt(t)
@@ -236,7 +236,7 @@ func TestBiEncoderMatchesReference(t *testing.T) {
 }
 
 // fastDir generates the real fast-profile shape (TinyBERT-L-2).
-func fastDir(t *testing.T) string {
+func fastDir(t testing.TB) string {
 	return generated(t, bertgen.TinyBERTL2CrossEncoder()).dir
 }
 

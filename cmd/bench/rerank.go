@@ -59,6 +59,7 @@ func runModelBench(ctx context.Context, name string, kind models.Kind, args []st
 	fs.IntVar(&cfg.PoolSize, "pool", cfg.PoolSize, "runtime sessions (batches of one call run concurrently)")
 	fs.StringVar(&cfg.GraphOptimization, "graph-opt", "", "graph optimisation: disable, basic, extended, all (default all)")
 	fs.BoolVar(&cfg.DisableArena, "no-arena", false, "disable the runtime's CPU memory arena")
+	fs.BoolVar(&cfg.DisableSpinning, "no-spin", false, "stop intra-op threads from busy-waiting between operators")
 	fs.IntVar(&cfg.BatchTokens, "batch-tokens", cfg.BatchTokens, "max padded tokens per runtime call")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, unit+" per call")
 	fs.IntVar(&cfg.DocTokens, "doc-tokens", cfg.DocTokens, "tokens per document/text (no special tokens)")
