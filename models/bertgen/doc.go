@@ -31,7 +31,11 @@
 // ReduceMean/Sub/Pow/Sqrt/Div, which ONNX Runtime fuses back into the same
 // kernel); constant Reshape targets [0, 0, heads, head_dim] instead of ones
 // computed with Shape/Concat; initializers named after the torch parameters
-// instead of onnx::MatMul_NNN.
+// instead of onnx::MatMul_NNN. With GraphOptimization "all", ONNX Runtime
+// 1.29 rewrites a generated graph with LayerNormalization, BiasGelu,
+// FusedMatMul (Q·Kᵀ with the 1/√d scale folded in) and FusedGemm (pooler
+// with tanh); it fuses neither Attention nor SkipLayerNormalization with a
+// dynamic sequence length, in generated models or in real exports.
 //
 // # Weights
 //
