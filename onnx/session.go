@@ -316,8 +316,9 @@ func (s *Session) OutputNames() []string { return append([]string(nil), s.output
 //
 // If ctx is done before a pooled session is free, or before the run starts,
 // Run returns ctx.Err(). If ctx is done during the run, ONNX Runtime is told
-// to terminate and Run returns an error wrapping ctx.Err() once the native
-// call has returned.
+// to terminate (it stops at the next node boundary) and Run returns an error
+// wrapping ctx.Err() once the native call has returned; a run that finishes
+// before ONNX Runtime sees the flag returns its outputs.
 func (s *Session) Run(ctx context.Context, inputs []Input) ([]Output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
