@@ -28,7 +28,8 @@ type LexicalOptions struct {
 	// Eval selects the evaluation conventions (BEIR's by default).
 	Eval EvalOptions
 	// ChunkDocs is the number of documents per committed batch for
-	// synthetic corpora (8192); BEIR corpora are committed in one batch.
+	// synthetic corpora; 0 commits the whole corpus as one batch (a bulk
+	// build, like bm25s's). BEIR corpora are always committed in one batch.
 	ChunkDocs int
 	// Progress forces a progress bar even when stderr is not a terminal.
 	Progress bool
@@ -42,7 +43,6 @@ func DefaultLexicalOptions() LexicalOptions {
 		Analyzer:  analysis.DefaultConfig(),
 		K:         100,
 		Rounds:    3,
-		ChunkDocs: 8192,
 	}
 }
 
@@ -54,7 +54,7 @@ func (o LexicalOptions) Validate() error {
 	if err := o.Analyzer.Validate(); err != nil {
 		return err
 	}
-	if o.K < 1 || o.Rounds < 1 || o.ChunkDocs < 1 {
+	if o.K < 1 || o.Rounds < 1 || o.ChunkDocs < 0 {
 		return fmt.Errorf("%w: lexical k=%d rounds=%d chunk=%d", ErrBadOption, o.K, o.Rounds, o.ChunkDocs)
 	}
 	return nil
@@ -179,9 +179,9 @@ func RunLexicalBEIR(ctx context.Context, ds *Dataset, opt LexicalOptions) (Lexic
 	return finishLexical(ctx, ds.Name, len(ds.Docs), ix, an, qs, ds.Qrels, build, opt)
 }
 
-// RunLexicalSynthetic indexes the generated corpus in batches of
-// opt.ChunkDocs, rebuilds once at the end so every norm uses the final
-// average length, and runs the generated queries.
+// RunLexicalSynthetic indexes the generated corpus (in one batch, or in
+// batches of opt.ChunkDocs followed by one Rebuild so every norm uses the
+// final average length) and runs the generated queries.
 func RunLexicalSynthetic(ctx context.Context, syn *Synthetic, opt LexicalOptions) (LexicalResult, error) {
 	opt.Analyzer = SyntheticAnalyzerConfig()
 	if err := opt.Validate(); err != nil {
@@ -202,8 +202,12 @@ func RunLexicalSynthetic(ctx context.Context, syn *Synthetic, opt LexicalOptions
 	runtime.GC()
 	bar := NewProgress("index "+name, n, opt.Progress)
 	start := time.Now()
-	for from := 0; from < n; from += opt.ChunkDocs {
-		to := min(n, from+opt.ChunkDocs)
+	chunk := opt.ChunkDocs
+	if chunk == 0 {
+		chunk = n
+	}
+	for from := 0; from < n; from += chunk {
+		to := min(n, from+chunk)
 		b := ix.NewBatch()
 		arena := make([]string, 0, (to-from)*int(syn.Config().MedianLen*1.3))
 		err := syn.Each(ctx, from, to, func(i int, terms []string) error {
@@ -225,8 +229,10 @@ func RunLexicalSynthetic(ctx context.Context, syn *Synthetic, opt LexicalOptions
 		}
 		bar.Add(to - from)
 	}
-	if err := ix.Rebuild(); err != nil {
-		return LexicalResult{}, fmt.Errorf("lexical %s: rebuild: %w", name, err)
+	if chunk < n {
+		if err := ix.Rebuild(); err != nil {
+			return LexicalResult{}, fmt.Errorf("lexical %s: rebuild: %w", name, err)
+		}
 	}
 	build := time.Since(start)
 	bar.Done()

@@ -49,3 +49,36 @@ func BenchmarkLexicalSciFact(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLexicalBuildSynthetic measures a bulk index build of generated
+// documents (no analysis: the terms come from the generator).
+func BenchmarkLexicalBuildSynthetic(b *testing.B) {
+	const n = 10_000
+	syn, err := NewSynthetic(DefaultSyntheticConfig(n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var docs []postings.Doc
+	if err := syn.Each(context.Background(), 0, n, func(i int, terms []string) error {
+		docs = append(docs, postings.Doc{ID: DocID(i), Terms: append([]string(nil), terms...)})
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ix, err := postings.New(postings.DefaultConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := ix.NewBatch()
+		for _, d := range docs {
+			batch.Add(d)
+		}
+		if err := ix.Commit(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "docs/s")
+}

@@ -93,16 +93,19 @@ func NewSynthetic(cfg SyntheticConfig) (*Synthetic, error) {
 		s.vocab[r] = termName(r)
 	}
 	s.sampler = newZipfTable(cfg.Vocab, cfg.ZipfS)
-	// Query terms come from the mid-frequency band: frequent enough to
-	// occur in unrelated documents (so ranking has work to do), rare
-	// enough to discriminate.
-	lo := min(50, cfg.Vocab/4)
-	hi := min(cfg.Vocab, 50_000)
+	// The first query term is a frequent one (ranks 10–99: long posting
+	// lists, as real queries have), the others come from the mid-frequency
+	// band (ranks 100–49,999): common enough to occur in unrelated
+	// documents, so ranking has work to do, rare enough to discriminate.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<62))
 	for q := 0; q < cfg.Queries; q++ {
 		sq := SynthQuery{ID: "q" + strconv.Itoa(q)}
 		used := map[int]bool{}
 		for len(sq.Terms) < cfg.QueryTerms {
+			lo, hi := 100, min(cfg.Vocab, 50_000)
+			if len(sq.Terms) == 0 {
+				lo, hi = 10, 100
+			}
 			r := lo + rng.IntN(hi-lo)
 			if !used[r] {
 				used[r] = true

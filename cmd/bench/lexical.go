@@ -50,6 +50,7 @@ func runLexical(ctx context.Context, args []string) error {
 	fs.IntVar(&opt.Rounds, "rounds", opt.Rounds, "timed rounds over all queries; QPS is the best")
 	fs.BoolVar(&opt.Exhaustive, "exhaustive", false, "score every posting (no MaxScore pruning)")
 	fs.BoolVar(&opt.Eval.KeepIdenticalIDs, "keep-identical-ids", false, "keep retrieved docs whose id equals the query id (BEIR drops them)")
+	fs.IntVar(&opt.ChunkDocs, "chunk", 0, "synthetic: commit every N docs, then Rebuild (0 = one bulk batch)")
 	fs.BoolVar(&opt.Progress, "progress", false, "show progress even when stderr is not a terminal")
 	seed := fs.Uint64("seed", 1, "synthetic corpus seed")
 	synthQueries := fs.Int("synthetic-queries", 1000, "queries per synthetic corpus")
