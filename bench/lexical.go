@@ -39,10 +39,10 @@ type LexicalOptions struct {
 // top-100, best of 3 rounds.
 func DefaultLexicalOptions() LexicalOptions {
 	return LexicalOptions{
-		Index:     postings.DefaultConfig(),
-		Analyzer:  analysis.DefaultConfig(),
-		K:         100,
-		Rounds:    3,
+		Index:    postings.DefaultConfig(),
+		Analyzer: analysis.DefaultConfig(),
+		K:        100,
+		Rounds:   3,
 	}
 }
 
