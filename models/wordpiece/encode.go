@@ -21,7 +21,7 @@ func (e Encoding) Len() int { return len(e.IDs) }
 // without truncation. It does not allocate once the tokenizer is warm.
 func (t *Tokenizer) CountTokens(text string) int {
 	st := t.getState()
-	st.a = t.appendIDs(st, st.a[:0], text)
+	st.a = t.appendIDs(st, st.a[:0], text, 0)
 	n := len(st.a)
 	t.putState(st)
 	return n
@@ -30,7 +30,7 @@ func (t *Tokenizer) CountTokens(text string) int {
 // IDs appends the ids of text (no special tokens, no truncation) to dst.
 func (t *Tokenizer) IDs(dst []int32, text string) []int32 {
 	st := t.getState()
-	dst = t.appendIDs(st, dst, text)
+	dst = t.appendIDs(st, dst, text, 0)
 	t.putState(st)
 	return dst
 }
@@ -52,7 +52,7 @@ func (t *Tokenizer) Tokens(text string) []string {
 func (t *Tokenizer) Encode(text string, maxLen int) (Encoding, error) {
 	st := t.getState()
 	defer t.putState(st)
-	st.a = t.appendIDs(st, st.a[:0], text)
+	st.a = t.appendIDs(st, st.a[:0], text, maxLen)
 	a := st.a
 	if maxLen > 0 {
 		budget := maxLen - t.nSingle
@@ -74,8 +74,8 @@ func (t *Tokenizer) Encode(text string, maxLen int) (Encoding, error) {
 func (t *Tokenizer) EncodePair(q, d string, maxLen int, strat Truncation) (Encoding, error) {
 	st := t.getState()
 	defer t.putState(st)
-	st.a = t.appendIDs(st, st.a[:0], q)
-	st.b = t.appendIDs(st, st.b[:0], d)
+	st.a = t.appendIDs(st, st.a[:0], q, maxLen)
+	st.b = t.appendIDs(st, st.b[:0], d, maxLen)
 	n1, n2, err := t.pairLens(len(st.a), len(st.b), maxLen, strat)
 	if err != nil {
 		return Encoding{}, err
@@ -94,7 +94,7 @@ func (t *Tokenizer) EncodePair(q, d string, maxLen int, strat Truncation) (Encod
 func (t *Tokenizer) EncodePairs(ctx context.Context, q string, docs []string, maxLen int, strat Truncation) ([]Encoding, error) {
 	st := t.getState()
 	defer t.putState(st)
-	st.a = t.appendIDs(st, st.a[:0], q)
+	st.a = t.appendIDs(st, st.a[:0], q, maxLen)
 	b := st.b[:0]
 	offs := append(st.offs[:0], 0)
 	total := 0
@@ -104,7 +104,7 @@ func (t *Tokenizer) EncodePairs(ctx context.Context, q string, docs []string, ma
 				return nil, err
 			}
 		}
-		b = t.appendIDs(st, b, d)
+		b = t.appendIDs(st, b, d, maxLen)
 		offs = append(offs, len(b))
 		n1, n2, err := t.pairLens(len(st.a), len(b)-offs[i], maxLen, strat)
 		if err != nil {
@@ -159,6 +159,11 @@ func (t *Tokenizer) pairLens(n1, n2, maxLen int, strat Truncation) (int, int, er
 	if budget < 0 {
 		return 0, 0, fmt.Errorf("%w: %d < %d", ErrMaxLen, maxLen, t.nPair)
 	}
+	// n1 and n2 come from appendIDs with limit maxLen: like HF 0.23, each
+	// sequence stops at the first pre-token boundary at or past maxLen
+	// tokens, which decides which sequence gets the larger half when both are
+	// long (checked against the library by TestTruncationGridHF and
+	// TestParityHF).
 	return truncateLens(n1, n2, budget, strat)
 }
 

@@ -1,4 +1,4 @@
-package wordpiece
+package wordpiece_test
 
 import (
 	"os/exec"
@@ -8,12 +8,10 @@ import (
 	"github.com/hybrank/hybrank/internal/testenv"
 )
 
-// needNode returns the node binary and the HF tokenizers addon folder, or
-// skips (fails in CI) when either is missing.
-func needNode(t testing.TB) (node, addon string) {
+// needNodeBin returns the node binary, or skips (fails in CI) when it is
+// missing.
+func needNodeBin(t testing.TB) string {
 	t.Helper()
-	addon = testenv.NeedHFTokenizers(t)
-	addon = filepath.Dir(addon)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		if testenv.CI() {
@@ -21,18 +19,13 @@ func needNode(t testing.TB) (node, addon string) {
 		}
 		t.Skipf("node not found (needed to run the HF tokenizers addon): %v", err)
 	}
-	abs, err := filepath.Abs(addon)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return node, abs
+	return node
 }
 
-// runNode runs a script from testdata with args and fails the test with its
-// output on error.
-func runNode(t testing.TB, script string, args ...string) []byte {
+// runNodeScript runs a script from testdata with args and fails the test
+// with its output on error.
+func runNodeScript(t testing.TB, node, script string, args ...string) []byte {
 	t.Helper()
-	node, _ := needNode(t)
 	cmd := exec.Command(node, append([]string{filepath.Join("testdata", script)}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

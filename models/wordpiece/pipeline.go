@@ -1,6 +1,7 @@
 package wordpiece
 
 import (
+	"math"
 	"hash/maphash"
 	"sync"
 	"unicode/utf8"
@@ -34,9 +35,20 @@ func appendRune(dst []byte, r rune) []byte {
 // text first, leftmost-longest, as HF's AddedVocabulary does for tokens with
 // normalized=false; the rest goes through normaliser, pre-tokenizer and
 // WordPiece.
-func (t *Tokenizer) appendIDs(st *state, dst []int32, text string) []int32 {
+//
+// With limit > 0, tokenization stops after the first pre-token that brings
+// the number of appended ids to limit or more, as HF tokenizers 0.23 does
+// when truncation is on (limit = max_length). The truncation rule then sees
+// these shortened lengths, which decides ties between two long sequences.
+func (t *Tokenizer) appendIDs(st *state, dst []int32, text string, limit int) []int32 {
+	base := len(dst)
+	if limit <= 0 {
+		limit = math.MaxInt
+	}
+	limit += base
 	if !t.hasSpecialTokens {
-		return t.appendSegment(st, dst, text)
+		dst, _ = t.appendSegment(st, dst, text, limit)
+		return dst
 	}
 	start := 0
 	for i := 0; i < len(text); i++ {
@@ -45,23 +57,31 @@ func (t *Tokenizer) appendIDs(st *state, dst []int32, text string) []int32 {
 		}
 		for _, a := range t.added {
 			if len(text)-i >= len(a.content) && text[i:i+len(a.content)] == a.content {
-				dst = t.appendSegment(st, dst, text[start:i])
+				var done bool
+				if dst, done = t.appendSegment(st, dst, text[start:i], limit); done {
+					return dst
+				}
 				dst = append(dst, a.id)
+				if len(dst) >= limit {
+					return dst
+				}
 				i += len(a.content) - 1
 				start = i + 1
 				break
 			}
 		}
 	}
-	return t.appendSegment(st, dst, text[start:])
+	dst, _ = t.appendSegment(st, dst, text[start:], limit)
+	return dst
 }
 
-// appendSegment normalises, pre-tokenizes and WordPiece-encodes s.
-func (t *Tokenizer) appendSegment(st *state, dst []int32, s string) []int32 {
+// appendSegment normalises, pre-tokenizes and WordPiece-encodes s, stopping
+// once len(dst) >= limit at a pre-token boundary (done reports that).
+func (t *Tokenizer) appendSegment(st *state, dst []int32, s string, limit int) ([]int32, bool) {
 	if len(s) == 0 {
-		return dst
+		return dst, false
 	}
-	return t.split(st, dst, t.normalize(st, s))
+	return t.split(st, dst, t.normalize(st, s), limit)
 }
 
 // normalize runs BertNormalizer on s into st.norm.
@@ -173,7 +193,7 @@ func (t *Tokenizer) nfd(dst, b []byte) []byte {
 
 // split is BertPreTokenizer (split on whitespace, isolate punctuation) fused
 // with the WordPiece model.
-func (t *Tokenizer) split(st *state, dst []int32, s []byte) []int32 {
+func (t *Tokenizer) split(st *state, dst []int32, s []byte, limit int) ([]int32, bool) {
 	start := -1
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -192,11 +212,15 @@ func (t *Tokenizer) split(st *state, dst []int32, s []byte) []int32 {
 		}
 		if cls != 0 {
 			if start >= 0 {
-				dst = t.word(st, dst, s[start:i])
+				if dst = t.word(st, dst, s[start:i]); len(dst) >= limit {
+					return dst, true
+				}
 				start = -1
 			}
 			if cls == 2 {
-				dst = t.word(st, dst, s[i:i+n])
+				if dst = t.word(st, dst, s[i:i+n]); len(dst) >= limit {
+					return dst, true
+				}
 			}
 		} else if start < 0 {
 			start = i
@@ -206,7 +230,7 @@ func (t *Tokenizer) split(st *state, dst []int32, s []byte) []int32 {
 	if start >= 0 {
 		dst = t.word(st, dst, s[start:])
 	}
-	return dst
+	return dst, len(dst) >= limit
 }
 
 // word is the WordPiece model on one pre-token: greedy longest match first,

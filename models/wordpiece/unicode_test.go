@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/hybrank/hybrank/internal/testenv"
 )
 
 type probe struct {
@@ -32,9 +35,21 @@ func TestUnicodeParityHF(t *testing.T) {
 	if testing.Short() {
 		t.Skip("exhaustive code point probe is slow; skipped with -short")
 	}
-	_, addon := needNode(t)
+	addon, err := filepath.Abs(filepath.Dir(testenv.NeedHFTokenizers(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if testenv.CI() {
+			t.Fatalf("node not found: %v", err)
+		}
+		t.Skipf("node not found (needed to run the HF tokenizers addon): %v", err)
+	}
 	out := filepath.Join(t.TempDir(), "probe.json")
-	runNode(t, "hf_probe.js", addon, out)
+	if msg, err := exec.Command(node, filepath.Join("testdata", "hf_probe.js"), addon, out).CombinedOutput(); err != nil {
+		t.Fatalf("hf_probe.js: %v\n%s", err, msg)
+	}
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
