@@ -1,8 +1,8 @@
 package wordpiece
 
 import (
-	"math"
 	"hash/maphash"
+	"math"
 	"sync"
 	"unicode/utf8"
 
