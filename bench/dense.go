@@ -45,7 +45,7 @@ func DefaultDenseOptions() DenseOptions {
 		Ms:             []int{8, 16, 32},
 		Efs:            []int{16, 32, 64, 128, 256},
 		EfConstruction: dense.DefaultConfig(384).EfConstruction,
-		Clusters:       300, Rank: 16, Noise: 0.3, Seed: 1,
+		Clusters:       300, Rank: 64, Noise: 0.5, Seed: 1,
 	}
 }
 

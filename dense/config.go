@@ -14,7 +14,8 @@ const MetricCosine = "cosine"
 type Config struct {
 	// Dim is the vector dimension; every vector added or searched must have it.
 	Dim int `json:"dim"`
-	// M is the maximum number of neighbours per graph node (coder/hnsw M).
+	// M is the maximum number of links per node on the upper layers of the
+	// graph; layer 0 keeps up to 2M.
 	M int `json:"m"`
 	// Ml is the level multiplier: a node's top layer is floor(-ln(U)·Ml)
 	// for uniform U. The paper's choice, used by DefaultConfig, is 1/ln(M).
