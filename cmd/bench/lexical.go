@@ -55,7 +55,8 @@ func runLexical(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 1, "synthetic corpus seed")
 	synthQueries := fs.Int("synthetic-queries", 1000, "queries per synthetic corpus")
 	jsonOnly := fs.Bool("json", false, "print only JSON lines (no table)")
-	out := fs.String("out", "bench/results", `folder for lexical.md and lexical_scaling.svg ("" = do not write)`)
+	out := fs.String("out", "bench/results", `folder for the report and lexical_scaling.svg ("" = do not write)`)
+	name := fs.String("name", "lexical", "report file name (without .md) under --out")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,7 +130,7 @@ func runLexical(ctx context.Context, args []string) error {
 		return nil
 	}
 	rep := bench.LexicalReport(opt, "bench lexical "+strings.Join(args, " "), rows)
-	path, err := bench.WriteReport(*out, "lexical", rep)
+	path, err := bench.WriteReport(*out, *name, rep)
 	if err != nil {
 		return err
 	}
