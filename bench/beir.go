@@ -57,34 +57,36 @@ func LoadBEIR(dir string) (*Dataset, error) {
 	}
 	if err = readJSONL(filepath.Join(dir, "corpus.jsonl"), func(line int, raw []byte) error {
 		var r struct {
-			ID    *string `json:"_id"`
-			Title string  `json:"title"`
-			Text  string  `json:"text"`
+			ID    json.RawMessage `json:"_id"`
+			Title string          `json:"title"`
+			Text  string          `json:"text"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
 		}
-		if r.ID == nil || *r.ID == "" {
-			return fmt.Errorf("missing _id")
+		id, err := parseID(r.ID)
+		if err != nil {
+			return err
 		}
-		ds.Docs = append(ds.Docs, Doc{ID: *r.ID, Title: r.Title, Text: r.Text})
+		ds.Docs = append(ds.Docs, Doc{ID: id, Title: r.Title, Text: r.Text})
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	if err = readJSONL(filepath.Join(dir, "queries.jsonl"), func(line int, raw []byte) error {
 		var r struct {
-			ID   *string `json:"_id"`
-			Text string  `json:"text"`
+			ID   json.RawMessage `json:"_id"`
+			Text string          `json:"text"`
 		}
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
 		}
-		if r.ID == nil || *r.ID == "" {
-			return fmt.Errorf("missing _id")
+		id, err := parseID(r.ID)
+		if err != nil {
+			return err
 		}
-		if _, judged := ds.Qrels[*r.ID]; judged {
-			ds.Queries = append(ds.Queries, Query{ID: *r.ID, Text: r.Text})
+		if _, judged := ds.Qrels[id]; judged {
+			ds.Queries = append(ds.Queries, Query{ID: id, Text: r.Text})
 		}
 		return nil
 	}); err != nil {
@@ -94,6 +96,26 @@ func LoadBEIR(dir string) (*Dataset, error) {
 		return nil, fmt.Errorf("load %s: %w", dir, ErrNoQueries)
 	}
 	return ds, nil
+}
+
+// parseID accepts a JSON string or number (some BEIR exports write numeric
+// ids) and returns its text; a missing or empty id is an error.
+func parseID(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", fmt.Errorf("missing _id")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		var n json.Number
+		if nerr := json.Unmarshal(raw, &n); nerr != nil {
+			return "", fmt.Errorf("_id %s is neither a string nor a number", raw)
+		}
+		s = n.String()
+	}
+	if s == "" {
+		return "", fmt.Errorf("empty _id")
+	}
+	return s, nil
 }
 
 // readJSONL calls fn for each non-blank line; errors carry file and line.

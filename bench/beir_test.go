@@ -24,14 +24,14 @@ func writeBEIR(t *testing.T, corpus, queries, qrels string) string {
 
 func TestLoadBEIR(t *testing.T) {
 	dir := writeBEIR(t,
-		`{"_id":"d1","title":"T1","text":"one"}`+"\n\n"+`{"_id":"d2","text":"two"}`+"\n",
+		`{"_id":"d1","title":"T1","text":"one"}`+"\n\n"+`{"_id":"d2","text":"two"}`+"\n"+`{"_id":42,"text":"numeric"}`,
 		`{"_id":"q1","text":"first"}`+"\n"+`{"_id":"q2","text":"unjudged"}`+"\n"+`{"_id":"q3","text":"third"}`,
 		"query-id\tcorpus-id\tscore\nq1\td1\t1\nq3\td2\t2\nq3\td1\t0\n")
 	ds, err := LoadBEIR(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds.Docs) != 2 || ds.Docs[0].IndexText() != "T1 one" || ds.Docs[1].IndexText() != "two" {
+	if len(ds.Docs) != 3 || ds.Docs[2].ID != "42" || ds.Docs[0].IndexText() != "T1 one" || ds.Docs[1].IndexText() != "two" {
 		t.Errorf("docs: %+v", ds.Docs)
 	}
 	if len(ds.Queries) != 2 || ds.Queries[0].ID != "q1" || ds.Queries[1].ID != "q3" {
@@ -54,6 +54,8 @@ func TestLoadBEIRErrors(t *testing.T) {
 	}{
 		{"bad json line 2", good + "{oops\n", goodQ, goodR, "corpus.jsonl:2", ErrMalformed},
 		{"missing id", `{"text":"x"}`, goodQ, goodR, "corpus.jsonl:1", ErrMalformed},
+		{"empty id", `{"_id":"","text":"x"}`, goodQ, goodR, "corpus.jsonl:1", ErrMalformed},
+		{"object id", `{"_id":{},"text":"x"}`, goodQ, goodR, "corpus.jsonl:1", ErrMalformed},
 		{"query missing id", good, goodQ + `{"text":"x"}`, goodR, "queries.jsonl:2", ErrMalformed},
 		{"qrels field count", good, goodQ, "query-id\tcorpus-id\tscore\nq1 d1 1\n", "test.tsv:2", ErrMalformed},
 		{"qrels bad score", good, goodQ, "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", "test.tsv:2", ErrMalformed},

@@ -80,3 +80,17 @@ func TestMachine(t *testing.T) {
 		t.Errorf("String() = %q", m.String())
 	}
 }
+
+func TestProgress(t *testing.T) {
+	var nilBar *Progress
+	nilBar.Add(3) // must not panic
+	nilBar.Done()
+	var b bytes.Buffer
+	p := &Progress{w: &b, label: "idx", total: 10, start: time.Now()}
+	p.Add(4)
+	p.Add(6)
+	p.Done()
+	if out := b.String(); !strings.Contains(out, "idx [") || !strings.Contains(out, "10/10") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("progress output %q", out)
+	}
+}
