@@ -31,36 +31,36 @@ var ErrInvalidConfig = errors.New("analysis: invalid config")
 type Config struct {
 	// Lowercase folds tokens to lower case (Unicode simple mapping, plus
 	// U+0130 as Python does). bm25s: true.
-	Lowercase bool
+	Lowercase bool `json:"lowercase"`
 	// MinTokenLen drops tokens shorter than this many code points; at least
 	// 1. bm25s's regex \w\w+ means 2.
-	MinTokenLen int
+	MinTokenLen int `json:"min_token_len"`
 	// MaxTokenLen drops tokens longer than this many code points (long
 	// base64 or hex blobs); 0 means no limit. bm25s: 0.
-	MaxTokenLen int
+	MaxTokenLen int `json:"max_token_len"`
 	// Stopwords names the stopword list: StopwordsBM25S (default),
 	// StopwordsBM25SPlus or StopwordsNone. Stopwords are matched after
 	// lowercasing and before stemming, as in bm25s.
-	Stopwords string
+	Stopwords string `json:"stopwords"`
 	// ExtraStopwords are removed in addition to the named list; compared
 	// with the lowercased token.
-	ExtraStopwords []string
+	ExtraStopwords []string `json:"extra_stopwords,omitempty"`
 	// Stemmer is StemmerSnowballEnglish (default) or StemmerNone.
-	Stemmer string
+	Stemmer string `json:"stemmer"`
 	// CodeAware additionally splits each token at '_', at lower→upper case
 	// changes (fooBar → foo, bar; HTTPServer → http, server) and at
 	// letter/digit boundaries (utf8 → utf, 8), emitting the whole token
 	// first and then its parts. Off by default (bm25s does not do this).
-	CodeAware bool
+	CodeAware bool `json:"code_aware"`
 	// Expansions maps a single lowercased token to text that AnalyzeQuery
 	// appends, analyzed with the same settings, after the token's own terms
 	// (e.g. "uav" → "unmanned aerial vehicle"). Analyze ignores it. Keys
 	// must be one token of word characters. Nil means no expansion.
-	Expansions map[string]string
+	Expansions map[string]string `json:"expansions,omitempty"`
 	// StemCacheEntries bounds the cache of token → term results shared by
 	// all goroutines; once full, new tokens are stemmed on every call.
 	// 0 disables the cache. Not part of Version.
-	StemCacheEntries int
+	StemCacheEntries int `json:"stem_cache_entries"`
 }
 
 // DefaultConfig returns the bm25s-compatible configuration: lowercase,
