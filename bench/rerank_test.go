@@ -123,3 +123,27 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 		t.Fatal("WriteModel rewrote an existing directory")
 	}
 }
+
+// TestRerankOnBEIRText takes queries and documents from a BEIR dataset,
+// documents cut to exactly DocTokens word pieces.
+func TestRerankOnBEIRText(t *testing.T) {
+	testenv.NeedORT(t)
+	data := testenv.NeedDataset(t, "scifact")
+	cfg := DefaultRerankConfig()
+	cfg.Profile = models.ProfileFast
+	cfg.ModelsRoot = t.TempDir()
+	cfg.VocabTxt, cfg.TokenizerJSON = testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
+	cfg.Threads, cfg.Pairs, cfg.DocTokens = 1, 4, 24
+	cfg.MinTime, cfg.MinCalls, cfg.PeakN = 0, 1, 0
+	cfg.Data = data
+	mb := NewModelBench()
+	defer mb.Close()
+	r, err := mb.RunRerank(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// [CLS] query [SEP] 24 document pieces [SEP]: at least 27 + 1 query token.
+	if r.Data != "scifact" || r.SeqLen < 28 || r.SeqLen > 24+3+64 || r.PairsPerS <= 0 {
+		t.Fatalf("result %+v", r)
+	}
+}

@@ -120,9 +120,9 @@ type Config struct {
 	// in the batch) of one runtime call. Must be at least the effective
 	// MaxLength so any single sequence fits.
 	MaxBatchTokens int `json:"max_batch_tokens"`
-	// MaxDocs caps the documents of one Score call, the pairs of one
-	// ScorePairs call and the texts of one Embed call; more is an error
-	// wrapping ErrTooManyDocs.
+	// MaxDocs caps the documents of one Score call and the texts of one
+	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
+	// not capped (its caller, the server's batcher, bounds the size).
 	MaxDocs int `json:"max_docs"`
 	// MaxChars caps each text, in characters (runes), before tokenizing:
 	// longer texts are cut, which bounds tokenizer time on huge inputs.
