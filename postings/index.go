@@ -44,11 +44,17 @@ func (tp *termPostings) tfAt(pos int) uint32 {
 	if t < 255 {
 		return t
 	}
+	return tp.bigAt(pos)
+}
+
+// bigAt finds the exact frequency of an overflowed posting (kept out of
+// tfAt so that tfAt inlines).
+func (tp *termPostings) bigAt(pos int) uint32 {
 	i := sort.Search(len(tp.big), func(i int) bool { return tp.big[i].pos >= uint32(pos) })
 	if i < len(tp.big) && tp.big[i].pos == uint32(pos) {
 		return tp.big[i].tf
 	}
-	return t
+	return 255
 }
 
 // termDict maps term strings to dense term ids. It is append-only and shared

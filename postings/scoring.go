@@ -8,30 +8,43 @@ import "math"
 // posting and add it back, summed over the query tokens, to every document.
 // Per-posting scores are rounded to float32 like bm25s's score matrix.
 type scorer struct {
-	variant     Variant
+	kind        variantKind
 	k1, b, dlta float64
 }
 
+// variantKind is Variant as a small integer: switching on it in the
+// per-posting hot path is a jump, not a string comparison.
+type variantKind uint8
+
+const (
+	kLucene variantKind = iota
+	kRobertson
+	kATIRE
+	kBM25L
+	kBM25Plus
+)
+
 func newScorer(c Config) scorer {
 	c = c.normalized()
-	return scorer{variant: c.Variant, k1: c.K1, b: c.B, dlta: c.Delta}
+	k := map[Variant]variantKind{Lucene: kLucene, Robertson: kRobertson, ATIRE: kATIRE, BM25L: kBM25L, BM25Plus: kBM25Plus}[c.Variant]
+	return scorer{kind: k, k1: c.K1, b: c.B, dlta: c.Delta}
 }
 
 // idf is the inverse document frequency of a term in df of n documents.
 func (s scorer) idf(df, n int) float64 {
 	N, d := float64(n), float64(df)
-	switch s.variant {
-	case Robertson:
+	switch s.kind {
+	case kRobertson:
 		inner := (N - d + 0.5) / (d + 0.5)
 		if inner < 1 {
 			inner = 1
 		}
 		return math.Log(inner)
-	case ATIRE:
+	case kATIRE:
 		return math.Log(N / d)
-	case BM25L:
+	case kBM25L:
 		return math.Log((N + 1) / (d + 0.5))
-	case BM25Plus:
+	case kBM25Plus:
 		return math.Log((N + 1) / d)
 	default: // Lucene
 		return math.Log(1 + (N-d+0.5)/(d+0.5))
@@ -52,21 +65,21 @@ func (s scorer) normB(dl int, avgdl float64) float64 {
 // length normalisation nb.
 func (s scorer) tfc(tf, nb float64) float64 {
 	k1 := s.k1
-	switch s.variant {
-	case ATIRE:
+	switch s.kind {
+	case kATIRE:
 		den := tf + k1*nb
 		if den == 0 {
 			return 0
 		}
 		return (tf * (k1 + 1)) / den
-	case BM25L:
+	case kBM25L:
 		c := tf / nb
 		den := k1 + c + s.dlta
 		if den == 0 {
 			return 0
 		}
 		return ((k1 + 1) * (c + s.dlta)) / den
-	case BM25Plus:
+	case kBM25Plus:
 		den := k1*nb + tf
 		if den == 0 {
 			return s.dlta
@@ -82,7 +95,7 @@ func (s scorer) tfc(tf, nb float64) float64 {
 }
 
 // hasNonOccurrence reports whether the variant scores absent terms (bm25l, bm25+).
-func (s scorer) hasNonOccurrence() bool { return s.variant == BM25L || s.variant == BM25Plus }
+func (s scorer) hasNonOccurrence() bool { return s.kind == kBM25L || s.kind == kBM25Plus }
 
 // nonOcc is bm25s's non-occurrence score idf·tfc(tf=0) as float32 (0 for
 // the variants without one).

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -38,24 +37,22 @@ type Hit struct {
 
 // qterm is one distinct query term prepared for scoring.
 type qterm struct {
-	tp   *termPostings
-	tid  uint32
-	w    float32 // multiplicity in the query
-	tw   termWeights
-	ub   float64 // upper bound of this term's contribution
-	docs []uint32
-	pos  int
+	tp  *termPostings
+	tid uint32
+	w   float32 // multiplicity in the query
+	tw  termWeights
+	ub  float64 // upper bound of this term's contribution to any document
 }
 
 type searchScratch struct {
 	it      roaring.ManyIntIterator
+	buf     [256]uint32
 	terms   []qterm
-	arena   []uint32
-	cum     []float64
-	contrib []float32
-	present []bool
+	rem     []float64
 	acc     []float32
+	cand    []bool
 	touched []uint32
+	vals    []float32
 	heap    topK
 }
 
@@ -79,7 +76,7 @@ func (h *topK) worse(a, b scored) bool {
 }
 
 func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.ids = ids }
-func (h *topK) full() bool  { return len(h.items) >= h.k }
+func (h *topK) full() bool                { return len(h.items) >= h.k }
 
 // push offers a hit; it reports whether the kept set changed.
 func (h *topK) push(x scored) bool {
@@ -159,11 +156,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	k := min(q.K, s.liveDocs)
 	sc.heap.reset(k, s.docIDs)
 	var err error
-	if q.Exhaustive {
-		err = s.exhaustive(ctx, sc, filter)
-	} else {
-		err = s.maxScore(ctx, sc, filter)
-	}
+	err = s.search(ctx, sc, filter, k, !q.Exhaustive)
 	if err != nil {
 		return nil, err
 	}
@@ -209,14 +202,14 @@ func (s *snapshot) filterBitmap(f *Filter) (*roaring.Bitmap, bool) {
 	return out, !out.IsEmpty()
 }
 
-// prepare resolves, de-duplicates, weighs and decodes the query terms into
-// sc.terms sorted by ascending upper bound (ties by term id) — the canonical
-// summation order of both search paths. It returns the constant that
-// bm25l/bm25+ add to every document.
+// prepare resolves, de-duplicates and weighs the query terms into sc.terms
+// sorted by descending upper bound (ties by term id): the canonical
+// term-at-a-time order of both search paths, so that they sum every
+// document's contributions in the same order and get bit-identical scores.
+// It returns the constant that bm25l/bm25+ add to every document.
 func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 	sc.terms = sc.terms[:0]
 	var constant float32
-	total := 0
 	for _, t := range terms {
 		tid, ok := s.dict.lookup(t)
 		if !ok || int(tid) >= len(s.terms) || s.terms[tid] == nil {
@@ -245,208 +238,229 @@ func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 		tw := s.sc.weights(df, s.liveDocs)
 		constant += float32(tw.nonOcc)
 		sc.terms = append(sc.terms, qterm{tp: tp, tid: tid, w: 1, tw: tw})
-		total += len(tp.tf)
 	}
 	for i := range sc.terms {
 		t := &sc.terms[i]
 		t.ub = float64(t.w) * float64(float32(t.tw.idf*t.tp.maxTfc-t.tw.nonOcc))
 	}
 	slices.SortFunc(sc.terms, func(a, b qterm) int {
-		if c := cmp.Compare(a.ub, b.ub); c != 0 {
+		if c := cmp.Compare(b.ub, a.ub); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.tid, b.tid)
 	})
-	if cap(sc.arena) < total {
-		sc.arena = make([]uint32, total+total/4)
-	}
-	arena := sc.arena[:total]
-	off := 0
-	for i := range sc.terms {
-		t := &sc.terms[i]
-		n := len(t.tp.tf)
-		t.docs = arena[off : off+n : off+n]
-		off += n
-		sc.it.Initialize(t.tp.docs)
-		for got := 0; got < n; {
-			m := sc.it.NextMany(t.docs[got:])
-			if m == 0 {
-				break
-			}
-			got += m
-		}
-		t.pos = 0
-	}
 	return constant
 }
 
-// contribution is the weighted float32 score of posting pos of term t in doc
-// d. The explicit conversions forbid fused multiply-adds so both search
-// paths compute bit-identical values.
-func (s *snapshot) contribution(t *qterm, pos int, d uint32) float32 {
-	v := s.sc.posting(t.tw, t.tp.tfAt(pos), s.normB[d])
-	return float32(t.w * v)
+// kernel scores the postings of one query term. Its formulas are
+// scorer.tfc's, written out with the same operation order (tf ≥ 1 and
+// norms > 0 here, so no zero guards are needed); explicit float32
+// conversions forbid fused multiply-adds so every path rounds alike.
+type kernel struct {
+	kind        variantKind
+	fast        bool // lucene or robertson: the inlined formula
+	k1, dlta    float64
+	idf, nonOcc float64
+	w           float32
+	tfs         []uint8
+	tp          *termPostings
+	normB       []float64
 }
 
-// exhaustive scores every posting term-at-a-time into a dense accumulator.
-func (s *snapshot) exhaustive(ctx context.Context, sc *searchScratch, filter *roaring.Bitmap) error {
+func (s *snapshot) kernel(t *qterm) kernel {
+	return kernel{kind: s.sc.kind, fast: s.sc.kind == kLucene || s.sc.kind == kRobertson, k1: s.sc.k1, dlta: s.sc.dlta, idf: t.tw.idf, nonOcc: t.tw.nonOcc,
+		w: t.w, tfs: t.tp.tf, tp: t.tp, normB: s.normB}
+}
+
+// slowTfc handles overflowed frequencies and the variants other than
+// lucene/robertson (kept out of score so that score inlines).
+func (k *kernel) slowTfc(pos int, tfi uint32, nb float64) float64 {
+	if tfi == 255 {
+		tfi = k.tp.bigAt(pos)
+	}
+	tf := float64(tfi)
+	switch k.kind {
+	case kATIRE:
+		return (tf * (k.k1 + 1)) / (tf + k.k1*nb)
+	case kBM25L:
+		c := tf / nb
+		return ((k.k1 + 1) * (c + k.dlta)) / (k.k1 + c + k.dlta)
+	case kBM25Plus:
+		return ((k.k1 + 1) * tf / (k.k1*nb + tf)) + k.dlta
+	default:
+		return tf / (k.k1*nb + tf)
+	}
+}
+
+// score is the weighted contribution of the posting at rank pos, doc d.
+func (k *kernel) score(pos int, d uint32) float32 {
+	tfi, nb := uint32(k.tfs[pos]), k.normB[d]
+	var tfc float64
+	if tfi < 255 && k.fast {
+		tf := float64(tfi)
+		tfc = tf / (k.k1*nb + tf)
+	} else {
+		tfc = k.slowTfc(pos, tfi, nb)
+	}
+	v := float32(k.idf*tfc - k.nonOcc)
+	return float32(k.w * v)
+}
+
+// search runs term-at-a-time over a dense accumulator, terms in canonical
+// order. With prune it is exact "quit/continue" MaxScore: once the bounds
+// of the terms still to come (rem) fall below θ — a lower bound of the
+// final k-th score, taken as the k-th best partial score of filtered live
+// documents seen so far (contributions are ≥ 0, so partial scores only
+// grow) — no unseen document can reach the top k, and neither can a seen
+// one whose partial + rem < θ. The remaining lists are then only scanned
+// for the surviving candidates, skipping the scoring of everything else.
+// Bounds carry a relative slack covering float32 rounding, so pruning never
+// drops a document that exhaustive scoring would rank.
+func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roaring.Bitmap, k int, prune bool) error {
+	terms := sc.terms
+	n := len(terms)
+	sc.rem = append(sc.rem[:0], make([]float64, n+1)...)
+	for i := n - 1; i >= 0; i-- {
+		sc.rem[i] = sc.rem[i+1] + terms[i].ub
+	}
 	if cap(sc.acc) < int(s.numDocs) {
 		sc.acc = make([]float32, s.numDocs)
+		sc.cand = make([]bool, s.numDocs)
 	}
-	acc := sc.acc[:s.numDocs]
+	acc, cand := sc.acc[:s.numDocs], sc.cand[:s.numDocs]
 	sc.touched = sc.touched[:0]
-	n := 0
-	for i := range sc.terms {
-		t := &sc.terms[i]
-		for pos, d := range t.docs {
-			if n++; n&1023 == 0 {
-				if err := ctx.Err(); err != nil {
-					for _, d := range sc.touched {
-						acc[d] = 0
-					}
-					return err
+	slack := 1 + float64(n+8)*1.2e-7
+	continuing := false
+	attempts := 0
+	processed := 0.0
+	var err error
+	polled := 0
+	for i := range terms {
+		t := &terms[i]
+		kn := s.kernel(t)
+		sc.it.Initialize(t.tp.docs)
+		pos := 0
+		for {
+			m := sc.it.NextMany(sc.buf[:])
+			if m == 0 {
+				break
+			}
+			if polled += m; polled >= 1024 {
+				polled = 0
+				if err = ctx.Err(); err != nil {
+					break
 				}
 			}
-			if s.dead != nil && s.isDead(d) {
-				continue
+			docs := sc.buf[:m]
+			if continuing {
+				for j, d := range docs {
+					if cand[d] {
+						acc[d] += kn.score(pos+j, d)
+					}
+				}
+			} else {
+				for j, d := range docs {
+					if s.dead != nil && s.isDead(d) {
+						continue
+					}
+					old := acc[d]
+					nv := old + kn.score(pos+j, d)
+					acc[d] = nv
+					if old == 0 && nv != 0 {
+						sc.touched = append(sc.touched, d)
+					}
+				}
 			}
-			old := acc[d]
-			nv := old + s.contribution(t, pos, d)
-			acc[d] = nv
-			if old == 0 && nv != 0 {
-				sc.touched = append(sc.touched, d)
+			pos += m
+		}
+		if err != nil {
+			break
+		}
+		processed += t.ub
+		r := sc.rem[i+1]
+		if prune && !continuing && i+1 < n && attempts < 3 && len(sc.touched) >= k && r*slack < processed {
+			attempts++
+			theta := s.kthLowerBound(sc, acc, filter, k)
+			if r*slack < theta {
+				continuing = true
+				for _, d := range sc.touched {
+					v := acc[d]
+					if v > 0 && float64(v)+r*slack >= theta && (filter == nil || filter.Contains(d)) {
+						cand[d] = true
+					}
+				}
 			}
 		}
 	}
 	for _, d := range sc.touched {
 		v := acc[d]
 		acc[d] = 0
-		if v > 0 && (filter == nil || filter.Contains(d)) {
-			sc.heap.push(scored{score: v, doc: d})
-		}
-	}
-	return nil
-}
-
-// maxScore is document-at-a-time MaxScore: terms sorted by upper bound; the
-// longest prefix whose bounds sum below the current threshold is
-// "non-essential" and only probed (by galloping) for candidates coming from
-// the essential lists, and only while the candidate can still reach the
-// threshold. Bounds carry a relative slack covering float32 summation error
-// so pruning never drops a document the exhaustive path would keep.
-func (s *snapshot) maxScore(ctx context.Context, sc *searchScratch, filter *roaring.Bitmap) error {
-	terms := sc.terms
-	n := len(terms)
-	sc.cum = sc.cum[:0]
-	sum := 0.0
-	for i := range terms {
-		sum += terms[i].ub
-		sc.cum = append(sc.cum, sum)
-	}
-	cum := sc.cum
-	if cap(sc.contrib) < n {
-		sc.contrib = make([]float32, n)
-		sc.present = make([]bool, n)
-	}
-	contrib, present := sc.contrib[:n], sc.present[:n]
-	slack := 1 + float64(n+8)*1.2e-7
-	theta := 0.0 // scores must exceed 0; raised to the heap's worst once full
-	e := 0       // terms[e:] are essential
-	h := &sc.heap
-	checked := 0
-	for e < n {
-		// Next candidate: smallest current doc among the essential lists.
-		d := uint32(math.MaxUint32)
-		for i := e; i < n; i++ {
-			t := &terms[i]
-			if t.pos < len(t.docs) && t.docs[t.pos] < d {
-				d = t.docs[t.pos]
-			}
-		}
-		if d == math.MaxUint32 {
-			break
-		}
-		if checked++; checked&1023 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		skip := (s.dead != nil && s.isDead(d)) || (filter != nil && !filter.Contains(d))
-		partial := 0.0
-		for i := e; i < n; i++ {
-			t := &terms[i]
-			present[i] = false
-			if t.pos < len(t.docs) && t.docs[t.pos] == d {
-				if !skip {
-					c := s.contribution(t, t.pos, d)
-					contrib[i], present[i] = c, true
-					partial += float64(c)
-				}
-				t.pos++
-			}
-		}
-		if skip {
+		keep := cand[d]
+		cand[d] = false
+		if err != nil {
 			continue
 		}
-		for i := range e {
-			present[i] = false
+		if continuing {
+			if !keep {
+				continue
+			}
+		} else if v <= 0 || (filter != nil && !filter.Contains(d)) {
+			continue
 		}
-		pruned := false
-		for i := e - 1; i >= 0; i-- {
-			if (partial+cum[i])*slack < theta {
-				pruned = true
+		sc.heap.push(scored{score: v, doc: d})
+	}
+	return err
+}
+
+// kthLowerBound returns the k-th largest partial score among (at most 8k
+// of) the touched documents that pass the filter, or 0 if fewer than k do.
+// Any subset gives a valid lower bound of the final k-th score.
+func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roaring.Bitmap, k int) float64 {
+	vals := sc.vals[:0]
+	limit := 8 * k
+	for _, d := range sc.touched {
+		if filter == nil || filter.Contains(d) {
+			vals = append(vals, acc[d])
+			if len(vals) >= limit {
 				break
 			}
-			t := &terms[i]
-			t.pos = gallop(t.docs, t.pos, d)
-			if t.pos < len(t.docs) && t.docs[t.pos] == d {
-				c := s.contribution(t, t.pos, d)
-				contrib[i], present[i] = c, true
-				partial += float64(c)
-			}
-		}
-		if pruned {
-			continue
-		}
-		var score float32
-		for i := range n {
-			if present[i] {
-				score += contrib[i]
-			}
-		}
-		if score > 0 && h.push(scored{score: score, doc: d}) && h.full() {
-			theta = float64(h.items[0].score)
-			for e < n && cum[e]*slack < theta {
-				e++
-			}
 		}
 	}
-	return nil
+	sc.vals = vals
+	if len(vals) < k {
+		return 0
+	}
+	return float64(quickselectDesc(vals, k-1))
 }
 
-// gallop returns the first index ≥ from with docs[i] ≥ d (len(docs) if none).
-func gallop(docs []uint32, from int, d uint32) int {
-	if from >= len(docs) || docs[from] >= d {
-		return from
-	}
-	step := 1
-	lo, hi := from, from+1
-	for hi < len(docs) && docs[hi] < d {
-		lo = hi
-		step <<= 1
-		hi = from + step
-	}
-	if hi > len(docs) {
-		hi = len(docs)
-	}
-	// docs[lo] < d, and docs[hi] ≥ d or hi == len.
-	for lo+1 < hi {
-		m := int(uint(lo+hi) >> 1)
-		if docs[m] < d {
-			lo = m
-		} else {
-			hi = m
+// quickselectDesc returns the element that would be at index i if v were
+// sorted in descending order (v is reordered).
+func quickselectDesc(v []float32, i int) float32 {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		p := v[lo+(hi-lo)/2]
+		l, r := lo, hi
+		for l <= r {
+			for v[l] > p {
+				l++
+			}
+			for v[r] < p {
+				r--
+			}
+			if l <= r {
+				v[l], v[r] = v[r], v[l]
+				l++
+				r--
+			}
+		}
+		switch {
+		case i <= r:
+			hi = r
+		case i >= l:
+			lo = l
+		default:
+			return v[i]
 		}
 	}
-	return hi
+	return v[i]
 }
