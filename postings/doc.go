@@ -1,0 +1,93 @@
+// Package postings is hybrank's lexical index: BM25 over roaring-bitmap
+// posting lists, with the five scoring variants of bm25s, exact pruned
+// top-k, tenant/metadata filters, atomic incremental batches and
+// crash-safe snapshots.
+//
+// The package takes already-analysed terms (it does not import the
+// analyzer); Config.AnalyzerVersion records which analyzer produced them.
+//
+// # Data layout
+//
+// External string IDs map to dense uint32 doc nums, assigned in commit
+// order and never reused until Rebuild. Per term:
+//
+//   - docs: a roaring bitmap of doc nums (github.com/RoaringBitmap/roaring/v2),
+//     run-optimised;
+//   - tf: one byte per posting, aligned to the bitmap's rank order (the i-th
+//     set bit's frequency is tf[i]); frequencies ≥ 255 store 255 and the
+//     exact value in a small sorted overflow list;
+//   - maxTfc: the largest tf component over the term's postings, the
+//     per-term upper bound used for pruning.
+//
+// Per doc: length (uint32), norm (1-b)+b·dl/avgdl_build (float64), external
+// ID and a 128-bit blake3 content hash (over tenant, sorted meta, terms).
+// Filters are bitmaps keyed "tenant" and "key=value". Deleted doc nums are
+// a bitset (and the same set as a bitmap, to count live df) until Rebuild
+// compacts them away. Stats.IndexBytes counts the bitmaps' serialized
+// sizes, the tf arrays and overflow, bounds, the length and norm tables,
+// deleted sets and filter bitmaps; IDs and hashes are DocTableBytes.
+//
+// # Scoring
+//
+// Scores follow bm25s/scoring.py exactly: idf from the live N and df at
+// query time, rounded to float32 like bm25s's idf array; the tf component
+// in float64; each posting's score rounded to float32; bm25l and bm25+
+// subtract idf·tfc(0) per posting and add Σ idf·tfc(0) over the query
+// tokens to every hit. A query term repeated n times counts n times (bm25s
+// sums every query token). Document norms use the avgdl of the last full
+// build (the first commit into an empty index, or Rebuild): until Rebuild,
+// scores are those of a bm25s index built with that avgdl. Stats.Drift is
+// |avgdl_now − avgdl_build| / avgdl_build and NeedsRebuild reports drift
+// above Config.RebuildDrift (or more than a quarter of doc nums deleted).
+//
+// # Search
+//
+// Term-at-a-time over a dense float32 accumulator, terms in descending
+// upper-bound order — the canonical order in which every path sums a
+// document's contributions, so pruned and exhaustive scores are
+// bit-identical. The pruned path is exact quit/continue MaxScore: once the
+// remaining terms' bounds fall below θ (the k-th best partial score of
+// filtered live documents; contributions are non-negative so partial
+// scores only grow), unseen documents cannot reach the top k and the rest
+// of the lists are only scanned for the surviving candidates. Bounds carry
+// a float32-rounding slack, so pruning never drops a document exhaustive
+// scoring ranks. Query.Exhaustive disables pruning. Filters are applied
+// to candidates during retrieval; documents that match no query term
+// (score 0) are never hits; ties rank by external ID. ctx is polled about
+// every 1024 postings.
+//
+// # Concurrency
+//
+// An Index is safe for concurrent use. Search and Stats read one immutable
+// snapshot through an atomic pointer and never block on writers. Commit,
+// Rebuild, Save and Has serialise on one mutex. Commit builds the next
+// snapshot copy-on-write — touched terms' bitmaps and filter bitmaps are
+// cloned, the term slice and the deleted bitset are copied, doc tables and
+// tf arrays are only appended past the lengths older snapshots read — and
+// publishes it with one pointer swap, so readers see a batch entirely or
+// not at all. A Batch belongs to one goroutine and is committed once. The
+// cost of a commit grows with the size of the touched terms' bitmaps.
+//
+// # Snapshot format and crash safety
+//
+// Save(dir) writes generation g as docs-g.bin (IDs, lengths, hashes,
+// deleted set, filter bitmaps) and postings-g.bin (per term: name, bound,
+// tf bytes, overflow, roaring bitmap), both with a magic and FormatVersion
+// header. Each is written to a .tmp file, fsynced and renamed; the
+// directory is fsynced; then MANIFEST — JSON naming the format version,
+// generation, analyzer version, scoring config, build avgdl and every
+// file's size and crc32c, followed by the crc32c of that JSON — is written
+// the same way and the directory fsynced again. Only then are other
+// generations' files deleted. The MANIFEST rename is the commit point: a
+// crash before it leaves the old MANIFEST, whose files are untouched (new
+// generations never reuse a name); a crash after it finds every file of
+// the new generation durable. Open reads whole files in bulk and verifies
+// every checksum before decoding.
+//
+// # Errors
+//
+// ErrConfig, ErrBadDoc, ErrBadQuery, ErrBatchUsed for bad input;
+// ErrNoSnapshot, ErrCorrupt (missing, truncated or altered files),
+// ErrVersion (written by a newer format) and ErrAnalyzerMismatch (built by
+// another analyzer version: rebuild from source documents) from Open.
+package postings
