@@ -125,12 +125,15 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []Pair) ([]float32
 	defer ce.c.release()
 	cfg := ce.c.cfg
 
-	// Queries repeat (Score passes one query n times): clean each once.
+	// Queries repeat (Score passes one query n times): prepare each once.
+	// A query keeps at most half the token budget, the same prefix for
+	// every document, so all documents of a ranking see the same query.
+	qMax := (m.maxLen - 3) / 2
 	var lastQ, lastClean string
 	seqs, lens, err := tokenize(ctx, len(pairs), func(i int) (seq, error) {
 		q := pairs[i].Query
 		if q != lastQ || i == 0 {
-			lastQ, lastClean = q, cleanText(q, cfg.MaxChars)
+			lastQ, lastClean = q, m.enc.cutQuery(cleanText(q, cfg.MaxChars), qMax)
 		}
 		return m.enc.pair(lastClean, cleanText(pairs[i].Doc, cfg.MaxChars), m.maxLen)
 	})

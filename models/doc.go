@@ -46,10 +46,12 @@
 // beyond any model's 512, so nothing that could reach the model is lost; the
 // cap only bounds tokenizer time on megabyte inputs). Sequences are then
 // truncated to MaxLength tokens (0 = max_position_embeddings, at most 512),
-// special tokens included, with HF's longest_first rule as
-// sentence-transformers' CrossEncoder does: a query up to half the budget is
-// kept whole and only the document is cut; a longer query is cut to about
-// half and the document gets the rest.
+// special tokens included. For pairs the query is cut first to at most half
+// the budget ((MaxLength-3)/2 word pieces), the same prefix for every
+// document so all documents of a ranking see the same query; then only the
+// document is cut (only_second). For queries within half the budget — all
+// real ones — this equals HF's longest_first, which sentence-transformers'
+// CrossEncoder uses.
 //
 // Bad input is an error, never a panic: an empty query wraps ErrEmptyQuery,
 // more than Config.MaxDocs documents (default 100) in one Score or Embed

@@ -10,9 +10,11 @@ import (
 // adapts *wordpiece.Tokenizer; tests substitute fakes.
 type encoder interface {
 	// pair encodes [CLS] q [SEP] d [SEP] with type ids 0…0 1…1, at most
-	// maxLen tokens: the document is cut first, the query keeps at most
-	// half of maxLen.
+	// maxLen tokens, cutting the document (q has been through cutQuery).
 	pair(q, d string, maxLen int) (seq, error)
+	// cutQuery returns q cut to at most maxTokens word pieces (q itself
+	// when it is short enough).
+	cutQuery(q string, maxTokens int) string
 	// single encodes [CLS] text [SEP], at most maxLen tokens.
 	single(text string, maxLen int) (seq, error)
 	// countTokens returns the number of word pieces of text (no specials).

@@ -30,9 +30,6 @@ func (fakeEncoder) words(s string) []int32 {
 func (f fakeEncoder) pair(q, d string, maxLen int) (seq, error) {
 	qi, di := f.words(q), f.words(d)
 	budget := maxLen - 3
-	if len(qi) > budget/2 && len(qi)+len(di) > budget {
-		qi = qi[:max(budget/2, budget-len(di))]
-	}
 	if len(qi)+len(di) > budget {
 		di = di[:budget-len(qi)]
 	}
@@ -55,6 +52,11 @@ func (f fakeEncoder) single(t string, maxLen int) (seq, error) {
 }
 
 func (f fakeEncoder) countTokens(t string) int { return len(f.words(t)) }
+
+func (fakeEncoder) cutQuery(q string, n int) string {
+	w := strings.Fields(q)
+	return strings.Join(w[:min(n, len(w))], " ")
+}
 func (fakeEncoder) padID() int64               { return fakePAD }
 
 // fakeRunner scores a row as the masked sum of (id × (type+1)) — a value
@@ -165,7 +167,7 @@ func testCfg() Config {
 
 // reference scores one document alone, the way fakeRunner would.
 func reference(q, d string, maxLen int, sigmoidOn bool) float32 {
-	s, _ := fakeEncoder{}.pair(q, d, maxLen)
+	s, _ := fakeEncoder{}.pair(fakeEncoder{}.cutQuery(q, (maxLen-3)/2), d, maxLen)
 	var sum float64
 	for i := range s.ids {
 		sum += float64(s.ids[i] * (s.types[i] + 1))

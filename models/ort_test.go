@@ -374,3 +374,27 @@ func TestCloseWhileScoring(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// TestLongQueryKeepsHalf checks the truncation rule on the real tokenizer:
+// a query longer than half the budget is cut to half, the same for every
+// document, and documents get the rest.
+func TestLongQueryKeepsHalf(t *testing.T) {
+	g := generated(t, smallConfig(bertgen.CrossEncoder))
+	cfg := cpuConfig(g.dir, models.ProfileFast)
+	cfg.MaxLength, cfg.MaxBatchTokens = 64, 128
+	ce, err := models.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	query := strings.Repeat("retrieval ", 300)
+	docs := []string{"tiny doc", strings.Repeat("long document ", 100)}
+	_, usage, err := ce.ScoreWithUsage(context.Background(), query, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (64-3)/2 = 30 query pieces; "tiny doc" is 2; the long doc fills 64.
+	if want := (3 + 30 + 2) + 64; usage.Tokens != want {
+		t.Fatalf("tokens %d, want %d", usage.Tokens, want)
+	}
+}

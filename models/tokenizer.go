@@ -2,15 +2,16 @@ package models
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hybrank/hybrank/models/wordpiece"
 )
 
-// pairTruncation is the cut applied to (query, document) pairs. HF's
-// longest_first (what sentence-transformers' CrossEncoder uses) keeps a
-// query of at most half the budget whole and cuts only the document; a
-// longer query is cut to about half and the document gets the rest.
-const pairTruncation = wordpiece.LongestFirst
+// pairTruncation cuts (query, document) pairs. Queries are first cut to
+// half the budget (cutQuery), so only the document is cut here: the same
+// result as HF's longest_first (sentence-transformers' CrossEncoder)
+// whenever the query fits in half the budget, which real queries do.
+const pairTruncation = wordpiece.OnlySecond
 
 // wpEncoder adapts *wordpiece.Tokenizer (safe for concurrent use).
 type wpEncoder struct {
@@ -56,6 +57,27 @@ func (w wpEncoder) pair(q, d string, maxLen int) (seq, error) {
 func (w wpEncoder) single(text string, maxLen int) (seq, error) {
 	e, err := w.t.Encode(text, maxLen)
 	return seq{ids: e.IDs, types: e.TypeIDs}, err
+}
+
+// cutQuery re-joins the first maxTokens word pieces of q ("##" pieces glued
+// to the previous one); the pieces are normalised text, so they tokenize
+// back to themselves.
+func (w wpEncoder) cutQuery(q string, maxTokens int) string {
+	if w.t.CountTokens(q) <= maxTokens {
+		return q
+	}
+	var b strings.Builder
+	for i, p := range w.t.Tokens(q)[:maxTokens] {
+		if rest, ok := strings.CutPrefix(p, w.t.Config().ContinuingSubwordPrefix); ok && i > 0 {
+			b.WriteString(rest)
+			continue
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 func (w wpEncoder) countTokens(text string) int { return w.t.CountTokens(text) }
