@@ -57,7 +57,7 @@ func (fakeEncoder) cutQuery(q string, n int) string {
 	w := strings.Fields(q)
 	return strings.Join(w[:min(n, len(w))], " ")
 }
-func (fakeEncoder) padID() int64               { return fakePAD }
+func (fakeEncoder) padID() int64 { return fakePAD }
 
 // fakeRunner scores a row as the masked sum of (id × (type+1)) — a value
 // that does not depend on padding or batch mates — and, for embedders,
