@@ -6,7 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// Usage counts the work of one call, for usage reporting and metrics.
+// Usage counts the work of one call, for usage reporting and metrics. A
+// plain value; Add is not synchronised.
 type Usage struct {
 	Tokens       int // real tokens fed to the model, special tokens included
 	PaddedTokens int // tokens including padding (what the model computed)

@@ -29,7 +29,7 @@ const (
 // Profile describes a named model: which public checkpoint it stands for
 // and its shape. The shape is what the checkpoint has; a model directory
 // loaded under a profile name is not required to match it (the directory's
-// config.json is what counts when running).
+// config.json is what counts when running). A plain value, safe to copy.
 type Profile struct {
 	Name         string // profile name, e.g. "balanced"
 	ModelID      string // Hugging Face model id the profile stands for

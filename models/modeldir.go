@@ -23,7 +23,8 @@ type HFConfig struct {
 }
 
 // ModelDir is a model directory in the Hugging Face ONNX-export layout,
-// resolved to its files.
+// resolved to its files. A plain value, read-only after OpenModelDir and
+// safe to share.
 type ModelDir struct {
 	Dir           string   // the directory
 	Config        HFConfig // parsed config.json
