@@ -298,43 +298,43 @@ func (a *Analyzer) run(dst []string, text string, expand bool) []string {
 			n++
 			i += size
 			if breakNow {
-				dst = a.token(dst, buf, text[start:i], n, expand)
+				dst = a.token(dst, buf, text, start, i, n, expand)
 				start = -1
 			}
 			continue
 		}
 		if start >= 0 {
-			dst = a.token(dst, buf, text[start:i], n, expand)
+			dst = a.token(dst, buf, text, start, i, n, expand)
 			start = -1
 		}
 		i += size
 	}
 	if start >= 0 {
-		dst = a.token(dst, buf, text[start:], n, expand)
+		dst = a.token(dst, buf, text, start, len(text), n, expand)
 	}
 	return dst
 }
 
 // token handles one maximal run of word characters (n code points). buf is
 // scratch space of the caller; tokens longer than its capacity allocate.
-func (a *Analyzer) token(dst []string, buf []byte, tok string, n int, expand bool) []string {
+func (a *Analyzer) token(dst []string, buf []byte, text string, start, end, n int, expand bool) []string {
 	if a.cfg.CodeAware {
-		return a.codeToken(dst, buf, tok, n, expand)
+		return a.codeToken(dst, buf, text, start, end, n, expand)
 	}
-	return a.emit(dst, buf, tok, n, expand)
+	return a.emit(dst, buf, text, start, end, n, expand)
 }
 
 // emit applies length limits, lowercasing, expansion, stopwords and
 // stemming to one token and appends its term, if any.
-func (a *Analyzer) emit(dst []string, buf []byte, tok string, n int, expand bool) []string {
+func (a *Analyzer) emit(dst []string, buf []byte, text string, start, end, n int, expand bool) []string {
 	if n < a.cfg.MinTokenLen || (a.cfg.MaxTokenLen > 0 && n > a.cfg.MaxTokenLen) {
 		return dst
 	}
 	buf = buf[:0]
 	if a.cfg.Lowercase {
-		buf = appendLower(buf, tok)
+		buf = appendLower(buf, text, start, end)
 	} else {
-		buf = append(buf, tok...)
+		buf = append(buf, text[start:end]...)
 	}
 	if _, stop := a.stop[string(buf)]; !stop {
 		dst = append(dst, a.term(buf, n))
@@ -368,15 +368,20 @@ func (a *Analyzer) term(w []byte, n int) string {
 	return t
 }
 
-// appendLower appends the lowercase form of s to dst.
-func appendLower(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+// appendLower appends the lowercase form of text[start:end] to dst. The
+// whole text is passed because Python's str.lower picks the final form of
+// capital sigma from its neighbours, which may lie outside the token.
+func appendLower(dst []byte, text string, start, end int) []byte {
+	for i := start; i < end; i++ {
+		c := text[i]
 		if c >= utf8.RuneSelf {
-			for _, r := range s[i:] {
-				if r == capitalIWithDot {
+			for off, r := range text[i:end] {
+				switch r {
+				case capitalIWithDot:
 					r = 'i'
-				} else {
+				case capitalSigma:
+					r = sigmaForm(text, i+off)
+				default:
 					r = unicode.ToLower(r)
 				}
 				dst = utf8.AppendRune(dst, r)
@@ -391,10 +396,65 @@ func appendLower(dst []byte, s string) []byte {
 	return dst
 }
 
+const (
+	capitalSigma = '\u03A3'
+	smallSigma   = '\u03C3'
+	finalSigma   = '\u03C2'
+)
+
+// sigmaForm lowercases the capital sigma at byte offset p of text as
+// Python does (Unicode SpecialCasing Final_Sigma): ς when a cased letter
+// precedes it and none follows it, skipping case-ignorable characters on
+// both sides; σ otherwise.
+func sigmaForm(text string, p int) rune {
+	var r rune
+	j := p
+	for j > 0 {
+		var sz int
+		r, sz = utf8.DecodeLastRuneInString(text[:j])
+		j -= sz
+		if !isCaseIgnorable(r) {
+			break
+		}
+		r = -1
+	}
+	if j == p || r < 0 || !isCased(r) {
+		return smallSigma
+	}
+	for _, r := range text[p+len(string(capitalSigma)):] {
+		if isCaseIgnorable(r) {
+			continue
+		}
+		if isCased(r) {
+			return smallSigma
+		}
+		break
+	}
+	return finalSigma
+}
+
+// isCased is Unicode's Cased property: Lu, Ll, Lt, Other_Lowercase,
+// Other_Uppercase.
+func isCased(r rune) bool {
+	return unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Other_Lowercase, unicode.Other_Uppercase)
+}
+
+// isCaseIgnorable is Unicode's Case_Ignorable property: Mn, Me, Cf, Lm, Sk
+// and the Word_Break MidLetter / MidNumLet / Single_Quote characters.
+func isCaseIgnorable(r rune) bool {
+	switch r {
+	case '\'', '.', ':', '\u00B7', '\u0387', '\u055F', '\u05F4', '\u2018', '\u2019', '\u2024',
+		'\u2027', '\uFE13', '\uFE52', '\uFE55', '\uFF07', '\uFF0E', '\uFF1A':
+		return true
+	}
+	return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk)
+}
+
 // codeToken emits the whole token and, when it has more than one part, its
 // camelCase / snake_case / letter-digit parts.
-func (a *Analyzer) codeToken(dst []string, buf []byte, tok string, n int, expand bool) []string {
-	dst = a.emit(dst, buf, tok, n, expand)
+func (a *Analyzer) codeToken(dst []string, buf []byte, text string, start, end, n int, expand bool) []string {
+	dst = a.emit(dst, buf, text, start, end, n, expand)
+	tok := text[start:end]
 	type part struct{ start, end, n int }
 	var partsArr [16]part
 	parts := partsArr[:0]
@@ -460,7 +520,7 @@ func (a *Analyzer) codeToken(dst []string, buf []byte, tok string, n int, expand
 		return dst
 	}
 	for _, p := range parts {
-		dst = a.emit(dst, buf, tok[p.start:p.end], p.n, false)
+		dst = a.emit(dst, buf, text, start+p.start, start+p.end, p.n, false)
 	}
 	return dst
 }

@@ -42,6 +42,9 @@ func TestAnalyze(t *testing.T) {
 			[]string{"ünïcödé", "étude", "naïve", "café", "москва", "東京"}},
 		{"combining mark splits like python", cfgWith(noStem), "cafe\u0301s", []string{"cafe"}},
 		{"dotted capital I", cfgWith(noStem), "İstanbul xİy", []string{"stanbul", "xi"}},
+		// Expected values from Python: re.findall(r"(?u)\b\w\w+\b", s.lower()).
+		{"final sigma", cfgWith(noStem), "ΟΔΟΣ ΣΑΣ Σ1 ΑΣ'Β ⓡΣΣ", []string{"οδος", "σας", "σ1", "ασ", "σς"}},
+		{"sigma before cased letter", cfgWith(noStem), "ΑΣ\u0301Β", []string{"ασ"}},
 		{"unicode number", cfgWith(noStem), "Ⅻv ²³", []string{"ⅻv", "²³"}},
 		{"invalid utf8 is a separator", cfgWith(noStem), "ab\xffcd", []string{"ab", "cd"}},
 		{"stopwords off", cfgWith(func(c *analysis.Config) { c.Stopwords = analysis.StopwordsNone; c.Stemmer = analysis.StemmerNone }),
