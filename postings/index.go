@@ -1,6 +1,7 @@
 package postings
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
@@ -75,16 +76,14 @@ func (d *termDict) lookup(t string) (uint32, bool) {
 	return id, ok
 }
 
-// getOrAdd is called by the single writer only.
+// getOrAdd is called by the single writer only. It reads without the
+// lock: only this goroutine ever mutates the map.
 func (d *termDict) getOrAdd(t string) uint32 {
-	d.mu.RLock()
-	id, ok := d.ids[t]
-	d.mu.RUnlock()
-	if ok {
+	if id, ok := d.ids[t]; ok {
 		return id
 	}
 	d.mu.Lock()
-	id = uint32(len(d.names))
+	id := uint32(len(d.names))
 	d.ids[t] = id
 	d.names = append(d.names, t)
 	d.mu.Unlock()
@@ -203,31 +202,31 @@ func (b *Batch) Delete(id string) { b.ops = append(b.ops, batchOp{del: true, doc
 func (b *Batch) Len() int { return len(b.ops) }
 
 // contentHash is blake3 over tenant, sorted meta and the terms, with length
-// prefixes so that different field splits cannot collide.
-func contentHash(d *Doc) [16]byte {
-	h := blake3.New(32, nil)
-	var lb [8]byte
+// prefixes so that different field splits cannot collide. buf is scratch.
+func contentHash(h *blake3.Hasher, buf *[]byte, d *Doc) [16]byte {
+	b := (*buf)[:0]
 	put := func(s string) {
-		n := uint64(len(s))
-		for i := range lb {
-			lb[i] = byte(n >> (8 * i))
-		}
-		h.Write(lb[:])
-		h.Write([]byte(s))
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
 	}
 	put(d.Tenant)
-	keys := slices.Sorted(maps.Keys(d.Meta))
-	put(fmt.Sprint(len(keys)))
-	for _, k := range keys {
-		put(k)
-		put(d.Meta[k])
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(d.Meta)))
+	if len(d.Meta) > 0 {
+		for _, k := range slices.Sorted(maps.Keys(d.Meta)) {
+			put(k)
+			put(d.Meta[k])
+		}
 	}
-	put(fmt.Sprint(len(d.Terms)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(d.Terms)))
 	for _, t := range d.Terms {
 		put(t)
 	}
+	*buf = b
+	h.Reset()
+	h.Write(b)
+	var sum [32]byte
 	var out [16]byte
-	copy(out[:], h.Sum(nil))
+	copy(out[:], h.Sum(sum[:0]))
 	return out
 }
 
@@ -270,6 +269,8 @@ type writer struct {
 	ftouched  map[string]bool
 	deadOwned bool
 	tfs       map[string]uint32
+	hasher    *blake3.Hasher
+	hbuf      []byte
 }
 
 type pendingTerm struct {
@@ -281,7 +282,7 @@ type pendingTerm struct {
 func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 	ns := *old
 	ns.terms = slices.Clone(old.terms)
-	w := &writer{old: old, ns: &ns, touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}, tfs: map[string]uint32{}}
+	w := &writer{old: old, ns: &ns, touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}, tfs: map[string]uint32{}, hasher: blake3.New(32, nil)}
 	firstBuild := old.liveDocs == 0
 	for i := range ops {
 		op := &ops[i]
@@ -292,7 +293,7 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 			}
 			continue
 		}
-		h := contentHash(&op.doc)
+		h := contentHash(w.hasher, &w.hbuf, &op.doc)
 		if num, ok := ix.byID[op.doc.ID]; ok {
 			if ns.hashes[num] == h {
 				continue // identical content: no-op
