@@ -273,9 +273,15 @@ func tokenizeRunHF(ctx context.Context, cfg TokenizeConfig, pairs [][2]string) (
 	if err != nil {
 		return nil, err
 	}
-	in := map[string]any{"addon": addon, "tokenizer": tokPath, "max_len": cfg.MaxLen,
-		"strategy": map[string]string{"longest_first": "LongestFirst", "only_second": "OnlySecond", "only_first": "OnlyFirst"}[cfg.Truncation],
-		"rounds": cfg.Rounds, "pairs": pairs}
+	strategy := map[string]string{"longest_first": "LongestFirst", "only_second": "OnlySecond", "only_first": "OnlyFirst"}[cfg.Truncation]
+	in := map[string]any{
+		"addon":     addon,
+		"tokenizer": tokPath,
+		"max_len":   cfg.MaxLen,
+		"strategy":  strategy,
+		"rounds":    cfg.Rounds,
+		"pairs":     pairs,
+	}
 	data, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
