@@ -302,6 +302,24 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 		}
 		ix.byID[op.doc.ID] = w.add(&op.doc, h)
 	}
+	if old.numDocs == 0 && ns.liveDocs > 0 {
+		// First documents of a new index: build at their own statistics.
+		// Nothing was published yet, so norms and bounds are rewritten in
+		// place from the pending (uncompressed) posting lists.
+		ns.avgdlBuild = ns.avgdl()
+		for d := range ns.numDocs {
+			ns.normB[d] = ns.sc.normB(int(ns.docLen[d]), ns.avgdlBuild)
+		}
+		for _, pt := range w.touched {
+			pt.tp.maxTfc = 0
+			for i, d := range pt.docs {
+				if c := ns.sc.tfc(float64(pt.tp.tfAt(i)), ns.normB[d]); c > pt.tp.maxTfc {
+					pt.tp.maxTfc = c
+				}
+			}
+		}
+		firstBuild = false
+	}
 	for tid, pt := range w.touched {
 		pt.tp.docs.AddMany(pt.docs)
 		if len(pt.docs) > 64 {
