@@ -20,7 +20,10 @@
 //  4. WordPiece: greedy longest match first with the "##" continuation
 //     prefix; a word with an unmatched rest, or longer than
 //     max_input_chars_per_word characters, becomes [UNK].
-//  5. Post-processing: [CLS] A [SEP] or [CLS] A [SEP] B [SEP] with type ids
+//  5. Truncation: like HF 0.23, each sequence stops being tokenized at the
+//     first pre-token boundary at or past max_length tokens; those lengths
+//     decide which of two long sequences keeps the extra token.
+//  6. Post-processing: [CLS] A [SEP] or [CLS] A [SEP] B [SEP] with type ids
 //     from the template, after truncation with HF's truncate_encodings
 //     (LongestFirst, OnlySecond, OnlyFirst) to a max length that counts the
 //     special tokens.
@@ -46,7 +49,9 @@
 //
 // # Speed
 //
-// ASCII text is normalised with byte tables in one pass; a whole word found in
+// Text is processed in 4 KiB chunks cut at ASCII spaces, so a long document
+// truncated to 512 tokens is not normalised to its end. ASCII text is
+// normalised with byte tables in one pass; a whole word found in
 // the vocabulary costs one map lookup with no allocation; only non-ASCII text
 // pays for NFD and rune decoding.
 package wordpiece

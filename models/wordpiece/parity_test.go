@@ -116,6 +116,10 @@ func parityData(t testing.TB) ([]group, []string) {
 		}
 		singles = append(singles, qs[:50]...)
 		singles = append(singles, docs[:100]...)
+		// Long documents cross the 4 KiB chunks the tokenizer works in.
+		long := strings.Join(docs[:30], " ")
+		groups = append(groups, group{Q: qs[0], Docs: []string{long, strings.Join(edgeCases, " ") + long}})
+		singles = append(singles, long)
 	}
 	doc0 := groups[0].Docs[0]
 	for i, e := range edgeCases {

@@ -3,6 +3,7 @@ package wordpiece
 import (
 	"hash/maphash"
 	"math"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -78,11 +79,29 @@ func (t *Tokenizer) appendIDs(st *state, dst []int32, text string, limit int) []
 // appendSegment normalises, pre-tokenizes and WordPiece-encodes s, stopping
 // once len(dst) >= limit at a pre-token boundary (done reports that).
 func (t *Tokenizer) appendSegment(st *state, dst []int32, s string, limit int) ([]int32, bool) {
+	// Long texts are processed in chunks cut just after an ASCII space, so
+	// that a truncated long document is not normalised to its end. The cut
+	// changes nothing: ' ' is a starter for NFD, a single character for
+	// every normaliser step and a word boundary for the pre-tokenizer.
+	for len(s) > chunkBytes {
+		cut := strings.LastIndexByte(s[:chunkBytes], ' ')
+		if cut < 0 {
+			break
+		}
+		var done bool
+		if dst, done = t.split(st, dst, t.normalize(st, s[:cut+1]), limit); done {
+			return dst, true
+		}
+		s = s[cut+1:]
+	}
 	if len(s) == 0 {
 		return dst, false
 	}
 	return t.split(st, dst, t.normalize(st, s), limit)
 }
+
+// chunkBytes is the size of the pieces appendSegment works on.
+const chunkBytes = 4096
 
 // normalize runs BertNormalizer on s into st.norm.
 func (t *Tokenizer) normalize(st *state, s string) []byte {
