@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testBatchConfig() BatchConfig {
+	return BatchConfig{Enabled: true, MaxTokens: 1 << 20, MaxItems: 16, MaxWait: Duration(time.Millisecond),
+		ChunkItems: 4, MaxQueueItems: 1 << 20, Workers: 2}
+}
+
+func unitCost(Pair) int { return 1 }
+
+// TestBatcherCorrectness: many concurrent requests of random sizes each get
+// exactly their own scores, in their own order, however they were batched.
+func TestBatcherCorrectness(t *testing.T) {
+	for _, enabled := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enabled=%v", enabled), func(t *testing.T) {
+			sc := &fakeScorer{}
+			cfg := testBatchConfig()
+			cfg.Enabled = enabled
+			b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+			defer b.Close()
+			var wg sync.WaitGroup
+			errs := make(chan error, 64)
+			for r := range 64 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(r), 1))
+					pairs := make([]Pair, 1+rng.IntN(40))
+					for i := range pairs {
+						pairs[i] = Pair{Query: fmt.Sprintf("q%d w%d", r, i%3), Doc: fmt.Sprintf("doc %d of request %d w%d", i, r, rng.IntN(3))}
+					}
+					out, u, err := b.Submit(context.Background(), pairs)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(out) != len(pairs) || u.Pairs != len(pairs) || u.Batches < 1 || u.Tokens <= 0 {
+						errs <- fmt.Errorf("request %d: %d outputs, usage %+v for %d pairs", r, len(out), u, len(pairs))
+						return
+					}
+					for i, p := range pairs {
+						if out[i] != fakeScore(p) {
+							errs <- fmt.Errorf("request %d item %d: score %v, want %v", r, i, out[i], fakeScore(p))
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			for _, n := range sc.batchSizes() {
+				if enabled && n > cfg.MaxItems {
+					t.Fatalf("batch of %d exceeds MaxItems %d", n, cfg.MaxItems)
+				}
+			}
+			if enabled && len(sc.batchSizes()) >= 64 {
+				t.Logf("note: %d batches for 64 requests (no merging observed)", len(sc.batchSizes()))
+			}
+		})
+	}
+}
+
+// TestBatcherMerges: requests queued while the worker is busy share one call.
+func TestBatcherMerges(t *testing.T) {
+	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 16)}
+	cfg := testBatchConfig()
+	cfg.Workers, cfg.MaxItems, cfg.ChunkItems = 1, 64, 64
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	defer b.Close()
+	var wg sync.WaitGroup
+	submit := func(n int) {
+		defer wg.Done()
+		pairs := make([]Pair, n)
+		for i := range pairs {
+			pairs[i] = Pair{Query: "q", Doc: fmt.Sprint(n, i)}
+		}
+		if _, _, err := b.Submit(context.Background(), pairs); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Add(1)
+	go submit(1)
+	<-sc.started
+	for range 5 {
+		wg.Add(1)
+		go submit(8)
+	}
+	waitQueued(t, b, 40)
+	close(sc.gate)
+	wg.Wait()
+	if got := sc.batchSizes(); len(got) != 2 || got[1] != 40 {
+		t.Fatalf("batch sizes %v, want [1 40]", got)
+	}
+}
+
+func waitQueued[In, Out any](t *testing.T, b *batcher[In, Out], n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		q := b.queued
+		b.mu.Unlock()
+		if q == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d items, want %d", q, n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestBatcherFairness: a small request queued behind a huge one is served
+// in the next batch, not after the huge one's 1,000 pairs.
+func TestBatcherFairness(t *testing.T) {
+	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1024)}
+	cfg := testBatchConfig()
+	cfg.Workers, cfg.MaxItems, cfg.ChunkItems = 1, 32, 8
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	defer b.Close()
+
+	big := make([]Pair, 1000)
+	for i := range big {
+		big[i] = Pair{Query: "big", Doc: fmt.Sprint("b", i)}
+	}
+	bigDone := make(chan error, 1)
+	go func() { _, _, err := b.Submit(context.Background(), big); bigDone <- err }()
+	<-sc.started // first batch (big only) is running
+	waitQueued(t, b, 1000-32)
+
+	small := []Pair{{Query: "small", Doc: "s0"}, {Query: "small", Doc: "s1"}}
+	smallDone := make(chan int, 1)
+	go func() {
+		out, u, err := b.Submit(context.Background(), small)
+		if err != nil || out[0] != fakeScore(small[0]) || out[1] != fakeScore(small[1]) {
+			t.Errorf("small: %v %v", out, err)
+		}
+		smallDone <- u.Batches
+	}()
+	waitQueued(t, b, 1000-32+2)
+	// Release batches one at a time; the small request must ride in batch 2.
+	for released := 0; ; released++ {
+		if released > 5 {
+			t.Fatal("small request starved")
+		}
+		sc.gate <- struct{}{}
+		select {
+		case n := <-smallDone:
+			if n != 1 {
+				t.Fatalf("small request spread over %d batches", n)
+			}
+		case <-sc.started:
+			continue
+		}
+		break
+	}
+	sc.mu.Lock()
+	at := -1
+	for i, batch := range sc.batches {
+		for _, p := range batch {
+			if p.Query == "small" && at < 0 {
+				at = i
+			}
+		}
+	}
+	second := len(sc.batches[1])
+	sc.mu.Unlock()
+	if at != 1 {
+		t.Fatalf("small request ran in batch %d, want batch 1 (the one right after the running one)", at)
+	}
+	if second != cfg.MaxItems {
+		t.Fatalf("second batch has %d pairs, want a full %d", second, cfg.MaxItems)
+	}
+	close(sc.gate)
+	if err := <-bigDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBatcherTokenCap: batches never exceed MaxTokens, except a single
+// oversized item which runs alone.
+func TestBatcherTokenCap(t *testing.T) {
+	sc := &fakeScorer{}
+	cfg := testBatchConfig()
+	cfg.MaxTokens, cfg.MaxItems, cfg.ChunkItems, cfg.Workers = 100, 1000, 1000, 1
+	cost := func(p Pair) int { return len(p.Doc) }
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, cost, batchObserver{})
+	defer b.Close()
+	pairs := []Pair{{Doc: string(make([]byte, 150))}}
+	for i := range 30 {
+		pairs = append(pairs, Pair{Doc: string(make([]byte, 10+i))})
+	}
+	out, _, err := b.Submit(context.Background(), pairs)
+	if err != nil || len(out) != len(pairs) {
+		t.Fatal(err)
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, batch := range sc.batches {
+		tokens := 0
+		for _, p := range batch {
+			tokens += cost(p)
+		}
+		if tokens > cfg.MaxTokens && len(batch) > 1 {
+			t.Fatalf("batch of %d pairs has %d tokens > %d", len(batch), tokens, cfg.MaxTokens)
+		}
+	}
+	if len(sc.batches[0]) != 1 {
+		t.Fatalf("oversized item shared its batch: %d pairs", len(sc.batches[0]))
+	}
+}
+
+// TestBatcherCancel: a cancelled request leaves the queue and the others
+// are unaffected; a batch whose only request is cancelled is cancelled.
+func TestBatcherCancel(t *testing.T) {
+	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 16)}
+	cfg := testBatchConfig()
+	cfg.Workers, cfg.MaxItems, cfg.ChunkItems = 1, 4, 4
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := b.Submit(ctx, []Pair{{Doc: "a"}, {Doc: "b"}, {Doc: "c"}, {Doc: "d"}, {Doc: "e"}, {Doc: "f"}})
+		first <- err
+	}()
+	<-sc.started
+	waitQueued(t, b, 2)
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Submit = %v", err)
+	}
+	waitQueued(t, b, 0)
+	// The running batch's context was cancelled (its only request left), so
+	// the single worker frees up without the gate being opened and the next
+	// request's batch starts.
+	res := make(chan error, 1)
+	p := Pair{Query: "x", Doc: "x y"}
+	go func() {
+		out, _, err := b.Submit(context.Background(), []Pair{p})
+		if err == nil && out[0] != fakeScore(p) {
+			err = fmt.Errorf("score %v", out[0])
+		}
+		res <- err
+	}()
+	select {
+	case <-sc.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("batch of the cancelled request kept the worker busy")
+	}
+	close(sc.gate)
+	if err := <-res; err != nil {
+		t.Fatalf("after cancel: %v", err)
+	}
+}
+
+func TestBatcherClose(t *testing.T) {
+	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 16)}
+	cfg := testBatchConfig()
+	cfg.Workers = 1
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	running := make(chan error, 1)
+	queued := make(chan error, 1)
+	go func() { _, _, err := b.Submit(context.Background(), []Pair{{Doc: "a"}}); running <- err }()
+	<-sc.started
+	go func() { _, _, err := b.Submit(context.Background(), []Pair{{Doc: "b"}}); queued <- err }()
+	waitQueued(t, b, 1)
+	closed := make(chan error)
+	go func() { closed <- b.Close() }()
+	time.Sleep(10 * time.Millisecond)
+	sc.gate <- struct{}{}
+	if err := <-running; err != nil {
+		t.Fatalf("running batch: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-queued; !errors.Is(err, ErrClosed) {
+		t.Fatalf("queued job after Close: %v", err)
+	}
+	if _, _, err := b.Submit(context.Background(), []Pair{{Doc: "c"}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Submit after Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBatcherBackendErrors(t *testing.T) {
+	bad := func(ctx context.Context, p []Pair) ([]float32, Usage, error) { return make([]float32, len(p)-1), Usage{}, nil }
+	for _, enabled := range []bool{true, false} {
+		cfg := testBatchConfig()
+		cfg.Enabled = enabled
+		b := newBatcher(context.Background(), cfg, bad, unitCost, batchObserver{})
+		_, _, err := b.Submit(context.Background(), []Pair{{Doc: "a"}, {Doc: "b"}})
+		if !errors.Is(err, ErrBackend) {
+			t.Fatalf("enabled=%v: short result gave %v, want ErrBackend", enabled, err)
+		}
+		b.Close()
+	}
+}
+
+func BenchmarkBatcher(b *testing.B) {
+	run := func(ctx context.Context, p []Pair) ([]float32, Usage, error) {
+		return make([]float32, len(p)), Usage{Pairs: len(p), Batches: 1}, nil
+	}
+	for _, enabled := range []bool{true, false} {
+		b.Run(fmt.Sprintf("batching=%v", enabled), func(b *testing.B) {
+			cfg := testBatchConfig()
+			cfg.Enabled, cfg.MaxWait = enabled, 0
+			bt := newBatcher(context.Background(), cfg, run, unitCost, batchObserver{})
+			defer bt.Close()
+			pairs := make([]Pair, 8)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, _, err := bt.Submit(context.Background(), pairs); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*len(pairs))/b.Elapsed().Seconds(), "pairs/s")
+		})
+	}
+}
