@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/bertgen"
 )
 
 func TestJoinPieces(t *testing.T) {
@@ -83,9 +84,17 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 		t.Fatalf("batch sizes %+v / %+v", res[0], res[1])
 	}
 
+	// A TinyBERT-shaped embedder keeps the test fast (the embed profile
+	// has 22M parameters to generate).
 	ecfg := cfg
 	ecfg.Profile = models.ProfileEmbed
 	ecfg.PeakN = 0
+	ecfg.ModelDir = filepath.Join(t.TempDir(), "embed-small")
+	small := bertgen.TinyBERTL2CrossEncoder()
+	small.Kind = bertgen.BiEncoder
+	if err := bertgen.Write(ecfg.ModelDir, small, cfg.VocabTxt, cfg.TokenizerJSON); err != nil {
+		t.Fatal(err)
+	}
 	er, err := mb.RunEmbed(ctx, ecfg)
 	if err != nil {
 		t.Fatal(err)
@@ -122,28 +131,21 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 	if !st2.ModTime().Equal(st.ModTime()) {
 		t.Fatal("WriteModel rewrote an existing directory")
 	}
+
+	// Queries and documents from a BEIR dataset, documents cut to exactly
+	// DocTokens word pieces.
+	t.Run("beir text", func(t *testing.T) {
+		dcfg := cfg
+		dcfg.Data = testenv.NeedDataset(t, "scifact")
+		dcfg.Pairs, dcfg.DocTokens, dcfg.MinCalls, dcfg.PeakN = 4, 24, 1, 0
+		r, err := mb.RunRerank(ctx, dcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// [CLS] query [SEP] 24 document pieces [SEP].
+		if r.Data != "scifact" || r.SeqLen < 28 || r.SeqLen > 24+3+64 || r.PairsPerS <= 0 {
+			t.Fatalf("result %+v", r)
+		}
+	})
 }
 
-// TestRerankOnBEIRText takes queries and documents from a BEIR dataset,
-// documents cut to exactly DocTokens word pieces.
-func TestRerankOnBEIRText(t *testing.T) {
-	testenv.NeedORT(t)
-	data := testenv.NeedDataset(t, "scifact")
-	cfg := DefaultRerankConfig()
-	cfg.Profile = models.ProfileFast
-	cfg.ModelsRoot = t.TempDir()
-	cfg.VocabTxt, cfg.TokenizerJSON = testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
-	cfg.Threads, cfg.Pairs, cfg.DocTokens = 1, 4, 24
-	cfg.MinTime, cfg.MinCalls, cfg.PeakN = 0, 1, 0
-	cfg.Data = data
-	mb := NewModelBench()
-	defer mb.Close()
-	r, err := mb.RunRerank(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// [CLS] query [SEP] 24 document pieces [SEP]: at least 27 + 1 query token.
-	if r.Data != "scifact" || r.SeqLen < 28 || r.SeqLen > 24+3+64 || r.PairsPerS <= 0 {
-		t.Fatalf("result %+v", r)
-	}
-}
