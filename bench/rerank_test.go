@@ -148,4 +148,3 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 		}
 	})
 }
-
