@@ -108,7 +108,10 @@ type snapshot struct {
 	numDocs uint32
 	docIDs  []string
 	docLen  []uint32
-	normB   []float64 // (1-b)+b·dl/avgdlBuild
+	// normTab[dl] is (1-b)+b·dl/avgdlBuild for every length dl up to the
+	// longest document: one small table instead of 8 bytes per doc.
+	// Appended in place (values never change within a build).
+	normTab []float64
 	hashes  [][16]byte
 	// dead is a bitset of deleted doc nums (copy-on-write; nil when none).
 	dead    []uint64
@@ -129,6 +132,24 @@ type snapshot struct {
 func (s *snapshot) isDead(d uint32) bool {
 	w := int(d >> 6)
 	return w < len(s.dead) && s.dead[w]&(1<<(d&63)) != 0
+}
+
+// norm is document d's length normalisation.
+func (s *snapshot) norm(d uint32) float64 { return s.normTab[s.docLen[d]] }
+
+// extendNorms makes normTab cover lengths up to dl.
+func (s *snapshot) extendNorms(dl int) {
+	for l := len(s.normTab); l <= dl; l++ {
+		s.normTab = append(s.normTab, s.sc.normB(l, s.avgdlBuild))
+	}
+}
+
+func (s *snapshot) maxDocLen() int {
+	m := 0
+	for _, l := range s.docLen[:s.numDocs] {
+		m = max(m, int(l))
+	}
+	return m
 }
 
 func (s *snapshot) avgdl() float64 {
@@ -307,13 +328,12 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 		// Nothing was published yet, so norms and bounds are rewritten in
 		// place from the pending (uncompressed) posting lists.
 		ns.avgdlBuild = ns.avgdl()
-		for d := range ns.numDocs {
-			ns.normB[d] = ns.sc.normB(int(ns.docLen[d]), ns.avgdlBuild)
-		}
+		ns.normTab = nil
+		ns.extendNorms(ns.maxDocLen())
 		for _, pt := range w.touched {
 			pt.tp.maxTfc = 0
 			for i, d := range pt.docs {
-				if c := ns.sc.tfc(float64(pt.tp.tfAt(i)), ns.normB[d]); c > pt.tp.maxTfc {
+				if c := ns.sc.tfc(float64(pt.tp.tfAt(i)), ns.norm(d)); c > pt.tp.maxTfc {
 					pt.tp.maxTfc = c
 				}
 			}
@@ -372,10 +392,10 @@ func (w *writer) add(d *Doc, h [16]byte) uint32 {
 	num := ns.numDocs
 	ns.numDocs++
 	dl := len(d.Terms)
-	nb := ns.sc.normB(dl, ns.avgdlBuild)
+	ns.extendNorms(dl)
+	nb := ns.normTab[dl]
 	ns.docIDs = append(ns.docIDs[:num], d.ID)
 	ns.docLen = append(ns.docLen[:num], uint32(dl))
-	ns.normB = append(ns.normB[:num], nb)
 	ns.hashes = append(ns.hashes[:num], h)
 	ns.liveDocs++
 	ns.liveLen += uint64(dl)
@@ -484,11 +504,11 @@ func (ix *Index) rebuild(s *snapshot) *snapshot {
 		ns.numDocs++
 		ns.docIDs = append(ns.docIDs, s.docIDs[d])
 		ns.docLen = append(ns.docLen, s.docLen[d])
-		ns.normB = append(ns.normB, ns.sc.normB(int(s.docLen[d]), ns.avgdlBuild))
 		ns.hashes = append(ns.hashes, s.hashes[d])
 		ns.liveDocs++
 		ns.liveLen += uint64(s.docLen[d])
 	}
+	ns.extendNorms(ns.maxDocLen())
 	var it roaring.ManyIntIterator
 	buf := make([]uint32, 4096)
 	nbuf := make([]uint32, 0, 4096)
@@ -514,7 +534,7 @@ func (ix *Index) rebuild(s *snapshot) *snapshot {
 					} else {
 						out.tf = append(out.tf, uint8(tf))
 					}
-					if c := ns.sc.tfc(float64(tf), ns.normB[nd]); c > out.maxTfc {
+					if c := ns.sc.tfc(float64(tf), ns.norm(nd)); c > out.maxTfc {
 						out.maxTfc = c
 					}
 					nbuf = append(nbuf, nd)
@@ -556,7 +576,7 @@ type Stats struct {
 	Postings int // stored postings (including those of deleted docs until Rebuild)
 	// IndexBytes counts the search structures honestly: serialized size of
 	// every term bitmap + tf side arrays (+ overflow) + per-term bound +
-	// doc length and norm tables + the deleted bitset + filter bitmaps.
+	// doc length table, the per-length norm table + the deleted bitset + filter bitmaps.
 	IndexBytes int64
 	// DocTableBytes counts external IDs and content hashes (not in IndexBytes).
 	DocTableBytes int64
@@ -579,7 +599,7 @@ func (ix *Index) Stats() Stats {
 		}
 		st.IndexBytes += int64(tp.docs.GetSerializedSizeInBytes()) + int64(len(tp.tf)) + int64(8*len(tp.big)) + 8
 	}
-	st.IndexBytes += int64(s.numDocs) * (4 + 8)
+	st.IndexBytes += int64(s.numDocs)*4 + int64(8*len(s.normTab))
 	if s.dead != nil {
 		st.IndexBytes += int64(s.numDocs+63) / 64 * 8
 	}

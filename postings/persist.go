@@ -379,7 +379,6 @@ func decodeDocs(s *snapshot, b []byte, want uint32) error {
 	s.numDocs = uint32(n)
 	s.docIDs = make([]string, 0, n)
 	s.docLen = make([]uint32, 0, n)
-	s.normB = make([]float64, 0, n)
 	s.hashes = make([][16]byte, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		s.docIDs = append(s.docIDs, d.str())
@@ -388,13 +387,15 @@ func decodeDocs(s *snapshot, b []byte, want uint32) error {
 			return fmt.Errorf("doc length %d", dl)
 		}
 		s.docLen = append(s.docLen, uint32(dl))
-		s.normB = append(s.normB, s.sc.normB(int(dl), s.avgdlBuild))
 		var h [16]byte
 		copy(h[:], d.take(16))
 		s.hashes = append(s.hashes, h)
 	}
 	dead := d.bitmap()
 	nf := d.uv()
+	if d.err == nil {
+		s.extendNorms(s.maxDocLen())
+	}
 	if d.err != nil {
 		return d.err
 	}
@@ -466,7 +467,7 @@ func decodePostings(s *snapshot, b []byte, sameScoring bool) error {
 			pos := 0
 			for m := it.NextMany(buf); m > 0; m = it.NextMany(buf) {
 				for _, doc := range buf[:m] {
-					if c := s.sc.tfc(float64(tp.tfAt(pos)), s.normB[doc]); c > tp.maxTfc {
+					if c := s.sc.tfc(float64(tp.tfAt(pos)), s.norm(doc)); c > tp.maxTfc {
 						tp.maxTfc = c
 					}
 					pos++

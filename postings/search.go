@@ -264,12 +264,13 @@ type kernel struct {
 	w           float32
 	tfs         []uint8
 	tp          *termPostings
-	normB       []float64
+	docLen      []uint32
+	normTab     []float64
 }
 
 func (s *snapshot) kernel(t *qterm) kernel {
 	return kernel{kind: s.sc.kind, fast: s.sc.kind == kLucene || s.sc.kind == kRobertson, k1: s.sc.k1, dlta: s.sc.dlta, idf: t.tw.idf, nonOcc: t.tw.nonOcc,
-		w: t.w, tfs: t.tp.tf, tp: t.tp, normB: s.normB}
+		w: t.w, tfs: t.tp.tf, tp: t.tp, docLen: s.docLen, normTab: s.normTab}
 }
 
 // slowTfc handles overflowed frequencies and the variants other than
@@ -294,11 +295,11 @@ func (k *kernel) slowTfc(pos int, tfi uint32, nb float64) float64 {
 
 // score is the weighted contribution of the posting at rank pos, doc d.
 func (k *kernel) score(pos int, d uint32) float32 {
-	tfi, nb := uint32(k.tfs[pos]), k.normB[d]
+	tfi, nb := uint32(k.tfs[pos]), k.normTab[k.docLen[d]]
 	var tfc float64
 	if tfi < 255 && k.fast {
 		tf := float64(tfi)
-		tfc = tf / (k.k1*nb + tf)
+		tfc = tf / (float64(k.k1*nb) + tf)
 	} else {
 		tfc = k.slowTfc(pos, tfi, nb)
 	}
@@ -338,6 +339,7 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 	for i := range terms {
 		t := &terms[i]
 		kn := s.kernel(t)
+		fast, tfs, docLen, normTab := kn.fast, kn.tfs, s.docLen, s.normTab
 		sc.it.Initialize(t.tp.docs)
 		pos := 0
 		for {
@@ -355,7 +357,14 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 			if continuing {
 				for j, d := range docs {
 					if cand[d] {
-						acc[d] += kn.score(pos+j, d)
+						var c float32
+						if tfi := uint32(tfs[pos+j]); fast && tfi < 255 {
+							tf := float64(tfi)
+							c = float32(kn.w * float32(kn.idf*(tf/(float64(kn.k1*normTab[docLen[d]])+tf))-kn.nonOcc))
+						} else {
+							c = kn.score(pos+j, d)
+						}
+						acc[d] += c
 					}
 				}
 			} else {
@@ -363,8 +372,16 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 					if s.dead != nil && s.isDead(d) {
 						continue
 					}
+					var c float32
+					if tfi := uint32(tfs[pos+j]); fast && tfi < 255 {
+						// kernel.score's lucene/robertson path, inlined by hand.
+						tf := float64(tfi)
+						c = float32(kn.w * float32(kn.idf*(tf/(float64(kn.k1*normTab[docLen[d]])+tf))-kn.nonOcc))
+					} else {
+						c = kn.score(pos+j, d)
+					}
 					old := acc[d]
-					nv := old + kn.score(pos+j, d)
+					nv := old + c
 					acc[d] = nv
 					if old == 0 && nv != 0 {
 						sc.touched = append(sc.touched, d)
