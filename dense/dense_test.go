@@ -147,8 +147,13 @@ func recallAt(got, want []dense.Hit) float64 {
 
 func TestRecallAtDefaults(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 2))
-	const n, dim, nq = 4000, 48, 100
-	ix := mustNew(t, dense.DefaultConfig(dim))
+	n, dim, nq := 5000, 64, 100
+	if raceEnabled {
+		n, dim = 1500, 32
+	}
+	cfg := dense.DefaultConfig(dim)
+	cfg.FlatThreshold = 0 // graph search only
+	ix := mustNew(t, cfg)
 	all := clustered(r, n+nq, dim, 50) // queries: held-out points
 	var items []dense.Item
 	for i, v := range all[:n] {
@@ -167,7 +172,7 @@ func TestRecallAtDefaults(t *testing.T) {
 		want, _ := ix.SearchExact(ctx, q, 10, nil)
 		sum += recallAt(got, want)
 	}
-	rec := sum / nq
+	rec := sum / float64(nq)
 	t.Logf("recall@10 = %.4f", rec)
 	if rec < 0.95 {
 		t.Fatalf("recall@10 = %.4f, want >= 0.95", rec)

@@ -34,7 +34,8 @@
 // the num leaves the live bitmap at once and is never returned again, but
 // its node stays in the graph as a routing node, as in hnswlib's
 // markDelete (removing nodes degrades the graph around them). Compact
-// rebuilds the graph from the live vectors when tombstones pile up.
+// rebuilds the graph from the live vectors when tombstones pile up; it does
+// not renumber, so tombstoned rows keep their slab memory.
 //
 // # Filtering
 //
