@@ -52,8 +52,12 @@ type searchScratch struct {
 	acc     []float32
 	cand    []bool
 	touched []uint32
-	vals    []float32
-	heap    topK
+	cands   []uint32 // sorted candidates in continue mode
+	// Counters of the last search, for white-box tests: terms handled in
+	// continue mode by scanning and by probing.
+	scanned, probed int
+	vals            []float32
+	heap            topK
 }
 
 // topK is a fixed-capacity min-heap of (score, doc): the root is the worst
@@ -330,16 +334,54 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 	}
 	acc, cand := sc.acc[:s.numDocs], sc.cand[:s.numDocs]
 	sc.touched = sc.touched[:0]
+	sc.scanned, sc.probed = 0, 0
 	slack := 1 + float64(n+8)*1.2e-7
 	continuing := false
 	attempts := 0
 	processed := 0.0
+	theta := 0.0
 	var err error
 	polled := 0
 	for i := range terms {
 		t := &terms[i]
 		kn := s.kernel(t)
 		fast, tfs, docLen, normTab := kn.fast, kn.tfs, s.docLen, s.normTab
+		if continuing {
+			// Tighten θ on the candidates' partial scores, drop those that
+			// can no longer reach it, and probe long lists per candidate
+			// instead of scanning them.
+			if len(sc.cands) >= k {
+				sc.vals = sc.vals[:0]
+				for _, d := range sc.cands {
+					sc.vals = append(sc.vals, acc[d])
+				}
+				theta = max(theta, float64(quickselectDesc(sc.vals, k-1)))
+			}
+			r := sc.rem[i] * slack
+			kept := sc.cands[:0]
+			for _, d := range sc.cands {
+				if float64(acc[d])+r >= theta {
+					kept = append(kept, d)
+				} else {
+					cand[d] = false
+				}
+			}
+			sc.cands = kept
+			if len(kept)*128 < len(tfs) {
+				bm := t.tp.docs
+				sc.probed++
+				for _, d := range kept {
+					if bm.Contains(d) {
+						acc[d] += kn.score(int(bm.Rank(d))-1, d)
+					}
+				}
+				processed += t.ub
+				continue
+			}
+		}
+		if continuing {
+			sc.scanned++
+		}
 		sc.it.Initialize(t.tp.docs)
 		pos := 0
 		for {
@@ -397,15 +439,18 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 		r := sc.rem[i+1]
 		if prune && !continuing && i+1 < n && attempts < 3 && len(sc.touched) >= k && r*slack < processed {
 			attempts++
-			theta := s.kthLowerBound(sc, acc, filter, k)
+			theta = s.kthLowerBound(sc, acc, filter, k)
 			if r*slack < theta {
 				continuing = true
+				sc.cands = sc.cands[:0]
 				for _, d := range sc.touched {
 					v := acc[d]
 					if v > 0 && float64(v)+r*slack >= theta && (filter == nil || filter.Contains(d)) {
 						cand[d] = true
+						sc.cands = append(sc.cands, d)
 					}
 				}
+				slices.Sort(sc.cands)
 			}
 		}
 	}

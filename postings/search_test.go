@@ -157,3 +157,46 @@ func TestSearchInputs(t *testing.T) {
 		t.Fatalf("canceled ctx: %v", err)
 	}
 }
+
+// TestPruningModes drives the pruned path through its continue mode, both
+// scanning and probing the remaining lists (white-box counters), and checks
+// it still equals exhaustive scoring.
+func TestPruningModes(t *testing.T) {
+	for _, v := range allVariants {
+		t.Run(string(v), func(t *testing.T) {
+			ix := mustNew(t, cfgFor(v))
+			docs := synthCorpus(11, 6000, 3000, 5, 40)
+			for i := range docs {
+				if i%97 == 0 {
+					docs[i].Terms = append(docs[i].Terms, "rare", "rare2")
+				}
+				if i%2 == 0 {
+					docs[i].Terms = append(docs[i].Terms, "half")
+				}
+			}
+			commitDocs(t, ix, docs...)
+			s := ix.cur.Load()
+			var scanned, probed int
+			for _, q := range [][]string{{"rare", "half"}, {"rare", "rare2", "half", "t3"}, {"rare2", "t2", "t5", "t1"}} {
+				for _, k := range []int{1, 5, 20} {
+					sc := &searchScratch{}
+					s.prepare(sc, q)
+					sc.heap.reset(k, s.docIDs)
+					if err := s.search(context.Background(), sc, nil, k, true); err != nil {
+						t.Fatal(err)
+					}
+					scanned += sc.scanned
+					probed += sc.probed
+					pr := search(t, ix, Query{Terms: q, K: k})
+					ex := search(t, ix, Query{Terms: q, K: k, Exhaustive: true})
+					if !reflect.DeepEqual(pr, ex) {
+						t.Fatalf("%v k=%d:\npruned     %v\nexhaustive %v", q, k, pr, ex)
+					}
+				}
+			}
+			if probed == 0 {
+				t.Errorf("continue mode never probed (scanned %d)", scanned)
+			}
+		})
+	}
+}
