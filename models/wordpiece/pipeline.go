@@ -13,12 +13,13 @@ import (
 // state is per-call scratch memory, pooled so that a warm tokenizer does not
 // allocate per token.
 type state struct {
-	norm  []byte  // normalised segment
-	tmp   []byte  // intermediate normalisation stage
-	tmp2  []byte  // second intermediate stage
-	piece []byte  // "##" + candidate piece
-	a, b  []int32 // ids of the sequences
-	offs  []int   // per-document boundaries in b (EncodePairs)
+	norm  []byte    // normalised segment
+	tmp   []byte    // intermediate normalisation stage
+	tmp2  []byte    // second intermediate stage
+	piece []byte    // "##" + candidate piece
+	a, b  []int32   // ids of the sequences
+	offs  []int     // per-document boundaries in b (EncodePairs)
+	it    norm.Iter // NFD iterator; norm.Form.Append allocates per call
 }
 
 func (t *Tokenizer) getState() *state   { return t.scratch.Get().(*state) }
@@ -105,14 +106,21 @@ const chunkBytes = 4096
 
 // normalize runs BertNormalizer on s into st.norm.
 func (t *Tokenizer) normalize(st *state, s string) []byte {
-	// Fast path: ASCII text is normalised with byte tables in one pass; the
-	// first non-ASCII byte sends the whole segment to the general path.
+	// ASCII bytes are normalised with byte tables; each maximal run of
+	// non-ASCII bytes goes through the general path. Cutting there is exact:
+	// every step is per character except NFD's canonical reordering, which
+	// only moves non-starters, and ASCII characters are all starters.
 	buf := st.norm[:0]
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= utf8.RuneSelf {
-			buf = t.normalizeSlow(st, s)
-			break
+			j := i + 1
+			for j < len(s) && s[j] >= utf8.RuneSelf {
+				j++
+			}
+			buf = t.normalizeSlow(st, buf, s[i:j])
+			i = j - 1
+			continue
 		}
 		if t.asciiDrop[c] {
 			continue
@@ -125,20 +133,22 @@ func (t *Tokenizer) normalize(st *state, s string) []byte {
 
 // normalizeSlow is BertNormalizer for arbitrary text: clean_text, CJK
 // padding, NFD + Mn removal, lowercase, in HF's order. Invalid UTF-8 decodes
-// to U+FFFD, which clean_text removes.
-func (t *Tokenizer) normalizeSlow(st *state, s string) []byte {
+// to U+FFFD, which clean_text removes. The result is appended to out, which
+// must not alias st.tmp or st.tmp2.
+func (t *Tokenizer) normalizeSlow(st *state, out []byte, s string) []byte {
 	cfg := &t.cfg
 	b := st.tmp[:0]
 	for _, r := range s {
+		cls := classOf(r)
 		if cfg.CleanText {
-			if r == 0 || r == utf8.RuneError || isControl(r) {
+			if r == 0 || r == utf8.RuneError || cls&clsControl != 0 {
 				continue
 			}
-			if isWhitespace(r) {
+			if cls&clsSpace != 0 {
 				r = ' '
 			}
 		}
-		if cfg.HandleChineseChars && isChinese(r) {
+		if cfg.HandleChineseChars && cls&clsCJK != 0 {
 			b = append(b, ' ')
 			b = appendRune(b, r)
 			b = append(b, ' ')
@@ -148,7 +158,7 @@ func (t *Tokenizer) normalizeSlow(st *state, s string) []byte {
 	}
 	st.tmp = b
 	if t.stripAccents {
-		d := t.nfd(st.tmp2[:0], b)
+		d := t.nfd(st, st.tmp2[:0], b)
 		st.tmp2 = d
 		b = b[:0]
 		for i := 0; i < len(d); {
@@ -159,14 +169,13 @@ func (t *Tokenizer) normalizeSlow(st *state, s string) []byte {
 				continue
 			}
 			r, n := utf8.DecodeRune(d[i:])
-			if !isMn(r) {
+			if classOf(r)&clsMn == 0 {
 				b = append(b, d[i:i+n]...)
 			}
 			i += n
 		}
 		st.tmp = b
 	}
-	out := st.norm[:0]
 	if cfg.Lowercase {
 		for i := 0; i < len(b); {
 			c := b[i]
@@ -192,7 +201,7 @@ func (t *Tokenizer) normalizeSlow(st *state, s string) []byte {
 // hfNoDecompose whole as HF's older tables do. Those are all starters
 // (canonical combining class 0), so cutting the text at them does not change
 // canonical ordering.
-func (t *Tokenizer) nfd(dst, b []byte) []byte {
+func (t *Tokenizer) nfd(st *state, dst, b []byte) []byte {
 	start := 0
 	for i := 0; i < len(b); {
 		if b[i] < utf8.RuneSelf {
@@ -201,13 +210,25 @@ func (t *Tokenizer) nfd(dst, b []byte) []byte {
 		}
 		r, n := utf8.DecodeRune(b[i:])
 		if hfNoDecompose[r] {
-			dst = norm.NFD.Append(dst, b[start:i]...)
+			dst = appendNFD(st, dst, b[start:i])
 			dst = append(dst, b[i:i+n]...)
 			start = i + n
 		}
 		i += n
 	}
-	return norm.NFD.Append(dst, b[start:]...)
+	return appendNFD(st, dst, b[start:])
+}
+
+// appendNFD appends the NFD form of b to dst using the state's iterator.
+func appendNFD(st *state, dst, b []byte) []byte {
+	if len(b) == 0 {
+		return dst
+	}
+	st.it.Init(norm.NFD, b)
+	for !st.it.Done() {
+		dst = append(dst, st.it.Next()...)
+	}
+	return dst
 }
 
 // split is BertPreTokenizer (split on whitespace, isolate punctuation) fused
@@ -223,9 +244,9 @@ func (t *Tokenizer) split(st *state, dst []int32, s []byte, limit int) ([]int32,
 		} else {
 			var r rune
 			r, n = utf8.DecodeRune(s[i:])
-			if isWhitespace(r) {
+			if c := classOf(r); c&clsSpace != 0 {
 				cls = 1
-			} else if isPunct(r) {
+			} else if c&clsPunct != 0 {
 				cls = 2
 			}
 		}

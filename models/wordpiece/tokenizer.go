@@ -126,6 +126,7 @@ func bertTemplates(cls, sep int32) (single, pair []tmplPiece) {
 
 // init finishes construction: derived tables, unk id, caches.
 func (t *Tokenizer) init(special []addedToken) error {
+	initClasses()
 	cfg := t.cfg
 	t.stripAccents = cfg.stripAccents()
 	t.prefix = cfg.ContinuingSubwordPrefix

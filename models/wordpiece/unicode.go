@@ -1,6 +1,7 @@
 package wordpiece
 
 import (
+	"sync"
 	"unicode"
 )
 
@@ -95,4 +96,60 @@ func appendLower(dst []byte, r rune) []byte {
 		return append(dst, s...)
 	}
 	return appendRune(dst, unicode.ToLower(r))
+}
+
+// Character class bits, precomputed for the Basic Multilingual Plane so the
+// hot loops do one table load per character instead of several Unicode
+// table searches and exception-map lookups.
+const (
+	clsControl uint8 = 1 << iota // isControl
+	clsSpace                     // isWhitespace
+	clsPunct                     // isPunct
+	clsMn                        // isMn
+	clsCJK                       // isChinese
+)
+
+var (
+	bmpOnce  sync.Once
+	bmpClass *[0x10000]uint8
+)
+
+func computeClass(r rune) uint8 {
+	var c uint8
+	if isControl(r) {
+		c |= clsControl
+	}
+	if isWhitespace(r) {
+		c |= clsSpace
+	}
+	if isPunct(r) {
+		c |= clsPunct
+	}
+	if isMn(r) {
+		c |= clsMn
+	}
+	if isChinese(r) {
+		c |= clsCJK
+	}
+	return c
+}
+
+// initClasses fills bmpClass once (a few milliseconds, on the first
+// tokenizer built).
+func initClasses() {
+	bmpOnce.Do(func() {
+		t := new([0x10000]uint8)
+		for r := rune(0); r < 0x10000; r++ {
+			t[r] = computeClass(r)
+		}
+		bmpClass = t
+	})
+}
+
+// classOf returns the class bits of r. initClasses must have run.
+func classOf(r rune) uint8 {
+	if r < 0x10000 {
+		return bmpClass[r]
+	}
+	return computeClass(r)
 }
