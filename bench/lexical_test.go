@@ -26,19 +26,19 @@ func TestTrecRanking(t *testing.T) {
 // planted documents must be found, every figure must be filled in, and
 // exhaustive scoring must give the same quality.
 func TestLexicalSynthetic(t *testing.T) {
-	cfg := DefaultSyntheticConfig(3000)
-	cfg.Vocab, cfg.Queries = 20_000, 40
+	cfg := DefaultSyntheticConfig(1500)
+	cfg.Vocab, cfg.Queries, cfg.MedianLen = 5_000, 30, 60
 	syn, err := NewSynthetic(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opt := DefaultLexicalOptions()
-	opt.Rounds, opt.ChunkDocs = 1, 700 // several commits, then a Rebuild
+	opt.Rounds, opt.ChunkDocs = 1, 400 // several commits, then a Rebuild
 	r, err := RunLexicalSynthetic(context.Background(), syn, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Docs != 3000 || r.Queries != 40 || r.Variant != "lucene" || r.Postings == 0 || r.QPS <= 0 || r.BytesPerP <= 0 || r.DocsPerS <= 0 {
+	if r.Docs != 1500 || r.Queries != 30 || r.Variant != "lucene" || r.Postings == 0 || r.QPS <= 0 || r.BytesPerP <= 0 || r.DocsPerS <= 0 {
 		t.Errorf("incomplete result %+v", r)
 	}
 	if r.NDCG10 < 0.5 || r.Recall100 < 0.8 {
@@ -72,8 +72,8 @@ func TestLexicalBEIRAnchors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := testenv.NeedDataset(t, tt.name)
-			if testing.Short() && tt.name == "scifact" {
-				t.Skip("indexes 5K documents; skipped with -short")
+			if (testing.Short() || raceEnabled) && tt.name == "scifact" {
+				t.Skip("indexes 5K documents; skipped with -short and -race")
 			}
 			ds, err := LoadBEIR(dir)
 			if err != nil {

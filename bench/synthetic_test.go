@@ -21,21 +21,21 @@ func collect(t *testing.T, s *Synthetic, from, to int) [][]string {
 }
 
 func TestSyntheticDeterministic(t *testing.T) {
-	cfg := DefaultSyntheticConfig(2000)
-	cfg.Queries = 50
+	cfg := DefaultSyntheticConfig(500)
+	cfg.Vocab, cfg.Queries = 20_000, 50
 	a, err := NewSynthetic(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := NewSynthetic(cfg)
-	da, db := collect(t, a, 0, 2000), collect(t, b, 0, 2000)
+	da, db := collect(t, a, 0, 500), collect(t, b, 0, 500)
 	for i := range da {
 		if !slices.Equal(da[i], db[i]) {
 			t.Fatalf("doc %d differs between runs", i)
 		}
 	}
 	// A sub-range reproduces the same documents.
-	if part := collect(t, a, 1500, 1510); !slices.Equal(part[3], da[1503]) {
+	if part := collect(t, a, 300, 310); !slices.Equal(part[3], da[303]) {
 		t.Errorf("range generation differs")
 	}
 	cfg.Seed = 2
@@ -47,7 +47,7 @@ func TestSyntheticDeterministic(t *testing.T) {
 
 func TestSyntheticShape(t *testing.T) {
 	cfg := DefaultSyntheticConfig(3000)
-	cfg.Queries = 100
+	cfg.Vocab, cfg.Queries = 20_000, 100
 	s, err := NewSynthetic(cfg)
 	if err != nil {
 		t.Fatal(err)
