@@ -36,9 +36,9 @@ type Embedder interface {
 	Dim() int
 }
 
-// Token is one token of a tokenized text. Start and Stop are byte offsets of
-// the token's text in the input (Stop exclusive); special tokens have
-// Start == Stop.
+// Token is one token of a tokenized text. Start and Stop are byte offsets
+// of the token's text in the input (Stop exclusive) when the tokenizer
+// knows them, else both 0; special tokens have Special set.
 type Token struct {
 	ID      int    `json:"id"`
 	Text    string `json:"text"`
@@ -47,12 +47,15 @@ type Token struct {
 	Stop    int    `json:"stop"`
 }
 
-// Tokenizer splits text into the model's tokens, without special tokens
-// unless addSpecial. The server uses it for /tokenize, token counts
-// (batch caps, usage) and truncation. Implementations must be safe for
-// concurrent use. When a Server has none, it estimates counts from words.
+// Tokenizer is the model's tokenizer. Tokenize serves /tokenize (special
+// tokens only when addSpecial); CountTokens counts a text's tokens without
+// special tokens, for input-length checks, truncation (max_tokens_per_doc,
+// truncate) and usage when the model reports none. Implementations must be
+// safe for concurrent use. When a Server has none, it estimates counts
+// from words.
 type Tokenizer interface {
 	Tokenize(text string, addSpecial bool) ([]Token, error)
+	CountTokens(text string) int
 }
 
 // Document is one document of a search index as the HTTP API carries it.

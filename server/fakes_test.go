@@ -208,3 +208,5 @@ func (x *fakeIndex) Search(ctx context.Context, req SearchRequest) (*SearchRespo
 	}
 	return resp, nil
 }
+
+func (fakeTokenizer) CountTokens(text string) int { return len(strings.Fields(text)) }

@@ -182,10 +182,7 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	pairs := make([]Pair, len(req.Docs))
 	for i, d := range req.Docs {
 		if req.MaxTokensPerDoc > 0 {
-			if d, err = s.truncateTokens(d, req.MaxTokensPerDoc); err != nil {
-				writeError(w, err)
-				return
-			}
+			d = s.truncateTokens(d, req.MaxTokensPerDoc)
 		}
 		pairs[i] = Pair{Query: req.Query, Doc: d}
 	}
@@ -250,16 +247,16 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 	if s.embed == nil {
 		return nil, Usage{}, fmt.Errorf("%w: no embedding model loaded", ErrNotConfigured)
 	}
-	texts := req.Inputs
-	if !req.Truncate {
-		for i, t := range texts {
-			n, err := s.countTokens(t)
-			if err != nil {
-				return nil, Usage{}, err
-			}
-			if n > s.cfg.MaxInputTokens {
+	texts, copied := req.Inputs, false
+	for i, t := range req.Inputs {
+		if n := s.countTokens(t); n > s.cfg.MaxInputTokens {
+			if !req.Truncate {
 				return nil, Usage{}, tooLarge("input %d has %d tokens, more than max_input_tokens %d; send truncate=true to cut it", i, n, s.cfg.MaxInputTokens)
 			}
+			if !copied {
+				texts, copied = append([]string(nil), texts...), true
+			}
+			texts[i] = s.truncateTokens(t, s.cfg.MaxInputTokens)
 		}
 	}
 	vecs, usage, err := s.embed.Submit(ctx, texts)

@@ -230,52 +230,59 @@ func (s *Server) pairCost(p Pair) int {
 func (s *Server) textCost(t string) int { return min(estimateTokens(t)+2, s.cfg.MaxInputTokens) }
 
 // countTokens counts text's tokens with the Tokenizer, else estimates.
-func (s *Server) countTokens(text string) (int, error) {
+func (s *Server) countTokens(text string) int {
 	if s.b.Tokenizer == nil {
-		return estimateTokens(text), nil
+		return estimateTokens(text)
 	}
-	toks, err := s.b.Tokenizer.Tokenize(text, false)
-	if err != nil {
-		return 0, fmt.Errorf("%w: tokenize: %w", ErrBackend, err)
-	}
-	return len(toks), nil
+	return s.b.Tokenizer.CountTokens(text)
 }
 
-// truncateTokens cuts text after its first maxTokens tokens (by the
-// Tokenizer's offsets, else after maxTokens estimated words).
-func (s *Server) truncateTokens(text string, maxTokens int) (string, error) {
-	if s.b.Tokenizer == nil {
-		n, wordLen := 0, 0
-		for i, r := range text {
-			counts := false
-			switch {
-			case r == ' ' || r == '\n' || r == '\t' || r == '\r':
-				wordLen = 0
-			case r < utf8.RuneSelf && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-				counts, wordLen = true, 0
-			default:
-				counts = wordLen%6 == 0
-				wordLen++
-			}
-			if counts {
-				if n == maxTokens {
-					return text[:i], nil
-				}
-				n++
-			}
+// truncateTokens returns the longest prefix of text that ends at a word
+// boundary (or at the first word's end) and has at most maxTokens tokens,
+// found by binary search over word ends with countTokens.
+func (s *Server) truncateTokens(text string, maxTokens int) string {
+	if s.countTokens(text) <= maxTokens {
+		return text
+	}
+	// ends[i] is the byte offset just after word i.
+	var ends []int
+	in := false
+	for i, r := range text {
+		space := r == ' ' || r == '\n' || r == '\t' || r == '\r'
+		if space && in {
+			ends = append(ends, i)
 		}
-		return text, nil
+		in = !space
 	}
-	toks, err := s.b.Tokenizer.Tokenize(text, false)
-	if err != nil {
-		return "", fmt.Errorf("%w: tokenize: %w", ErrBackend, err)
+	if in {
+		ends = append(ends, len(text))
 	}
-	if len(toks) <= maxTokens {
-		return text, nil
+	lo, hi := 0, len(ends) // invariant: prefixes up to ends[lo-1] fit
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if s.countTokens(text[:ends[mid-1]]) <= maxTokens {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
 	}
-	end := toks[maxTokens-1].Stop
-	if end < 0 || end > len(text) {
-		return text, nil
+	if lo == 0 {
+		// Not even the first word fits: cut it by runes.
+		word := text[:ends[0]]
+		n := 0
+		for i := range word {
+			if n > 0 && s.countTokens(word[:i]) > maxTokens {
+				return word[:max(0, prevRune(word, i))]
+			}
+			n++
+		}
+		return word
 	}
-	return text[:end], nil
+	return text[:ends[lo-1]]
+}
+
+// prevRune returns the start of the rune before byte offset i of s.
+func prevRune(s string, i int) int {
+	_, size := utf8.DecodeLastRuneInString(s[:i])
+	return i - size
 }
