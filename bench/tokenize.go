@@ -390,7 +390,8 @@ func WriteTokenizeReport(dir, name, command string, res TokenizeResult) (string,
 		notes = append(notes,
 			fmt.Sprintf("Parity on these pairs: %d / %d identical (ids and type ids).", res.ParityEqual, res.ParityTotal),
 			fmt.Sprintf("Ratio, ours EncodePair (cache on) over HF's faster mode: %.2fx.", res.Ratio),
-			"HF's encodeBatch row tokenizes q and d as separate texts (the Node binding has no pair batch API), so it skips pair truncation and post-processing: it flatters HF slightly.")
+			"HF's encodeBatch row tokenizes q and d as separate texts (the Node binding has no pair batch API), so it skips pair truncation and post-processing: it flatters HF slightly.",
+			"Both sides run one after the other on the same machine; on a shared or loaded machine compare the ratio, not the absolute figures.")
 	}
 	return WriteReport(dir, name, Report{
 		Title:   "Tokenizer throughput: hybrank wordpiece vs Hugging Face tokenizers",
