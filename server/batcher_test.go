@@ -299,7 +299,9 @@ func TestBatcherClose(t *testing.T) {
 }
 
 func TestBatcherBackendErrors(t *testing.T) {
-	bad := func(ctx context.Context, p []Pair) ([]float32, Usage, error) { return make([]float32, len(p)-1), Usage{}, nil }
+	bad := func(ctx context.Context, p []Pair) ([]float32, Usage, error) {
+		return make([]float32, len(p)-1), Usage{}, nil
+	}
 	for _, enabled := range []bool{true, false} {
 		cfg := testBatchConfig()
 		cfg.Enabled = enabled
