@@ -57,6 +57,11 @@ func runLexical(ctx context.Context, args []string) error {
 	jsonOnly := fs.Bool("json", false, "print only JSON lines (no table)")
 	out := fs.String("out", "bench/results", `folder for the report and lexical_scaling.svg ("" = do not write)`)
 	name := fs.String("name", "lexical", "report file name (without .md) under --out")
+	var notes listFlag
+	fs.Func("note", "extra paragraph for the report (repeatable), e.g. measurement conditions", func(v string) error {
+		notes = append(notes, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -130,6 +135,7 @@ func runLexical(ctx context.Context, args []string) error {
 		return nil
 	}
 	rep := bench.LexicalReport(opt, "bench lexical "+strings.Join(args, " "), rows)
+	rep.Notes = append(rep.Notes, notes...)
 	path, err := bench.WriteReport(*out, *name, rep)
 	if err != nil {
 		return err
