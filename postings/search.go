@@ -52,7 +52,7 @@ type searchScratch struct {
 	acc     []float32
 	cand    []bool
 	touched []uint32
-	cands   []uint32 // sorted candidates in continue mode
+	cands   []uint32 // candidates in continue mode (touched order)
 	// Counters of the last search, for white-box tests: terms handled in
 	// continue mode by scanning and by probing.
 	scanned, probed int
@@ -337,8 +337,7 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 	sc.scanned, sc.probed = 0, 0
 	slack := 1 + float64(n+8)*1.2e-7
 	continuing := false
-	attempts := 0
-	processed := 0.0
+	processed, triedAt := 0.0, 0.0
 	theta := 0.0
 	var err error
 	polled := 0
@@ -367,7 +366,7 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 				}
 			}
 			sc.cands = kept
-			if len(kept)*128 < len(tfs) {
+			if len(kept)*32 < len(tfs) {
 				bm := t.tp.docs
 				sc.probed++
 				for _, d := range kept {
@@ -437,8 +436,10 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 		}
 		processed += t.ub
 		r := sc.rem[i+1]
-		if prune && !continuing && i+1 < n && attempts < 3 && len(sc.touched) >= k && r*slack < processed {
-			attempts++
+		// θ can have grown since the last try by at most the bounds
+		// processed since: only try when that could be enough.
+		if prune && !continuing && i+1 < n && len(sc.touched) >= k && r*slack < theta+(processed-triedAt) {
+			triedAt = processed
 			theta = s.kthLowerBound(sc, acc, filter, k)
 			if r*slack < theta {
 				continuing = true
@@ -450,7 +451,6 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 						sc.cands = append(sc.cands, d)
 					}
 				}
-				slices.Sort(sc.cands)
 			}
 		}
 	}
