@@ -126,7 +126,7 @@ func (h *topK) push(x scored) bool {
 // by ascending external ID. Documents
 // that match no query term, deleted documents and (with a Filter) documents
 // outside the filter are never returned. Safe for concurrent use; it reads
-// one atomic snapshot. ctx is polled every 1024 candidates.
+// one atomic snapshot. ctx is polled about every 1024 postings.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.K < 0 {
 		return nil, fmt.Errorf("search: %w: k %d < 0", ErrBadQuery, q.K)
