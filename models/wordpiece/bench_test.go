@@ -100,3 +100,21 @@ func BenchmarkPadBatch(b *testing.B) {
 		ids, types, mask, _ = tk.PadBatch(encs, ids, types, mask)
 	}
 }
+
+func BenchmarkEncodePairParallel(b *testing.B) {
+	tk, qs, docs := benchSetup(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			j := i % len(docs)
+			if _, err := tk.EncodePair(qs[j%len(qs)], docs[j], 512, wordpiece.LongestFirst); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
+}

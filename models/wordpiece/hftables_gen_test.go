@@ -42,6 +42,7 @@ func lowerMn(s string) string {
 // writes hftables.go.
 func writeHFTables(t *testing.T, p *probe) {
 	t.Helper()
+	initClasses()
 	get := func(m map[string]string, cp rune) string {
 		if v, ok := m[strconv.Itoa(int(cp))]; ok {
 			return v

@@ -92,8 +92,8 @@ func appendLower(dst []byte, r rune) []byte {
 		}
 		return append(dst, byte(r))
 	}
-	if s, ok := hfLower[r]; ok {
-		return append(dst, s...)
+	if classOf(r)&clsLower != 0 {
+		return append(dst, hfLower[r]...)
 	}
 	return appendRune(dst, unicode.ToLower(r))
 }
@@ -107,6 +107,7 @@ const (
 	clsPunct                     // isPunct
 	clsMn                        // isMn
 	clsCJK                       // isChinese
+	clsLower                     // has an hfLower entry
 )
 
 var (
@@ -130,6 +131,9 @@ func computeClass(r rune) uint8 {
 	}
 	if isChinese(r) {
 		c |= clsCJK
+	}
+	if _, ok := hfLower[r]; ok {
+		c |= clsLower
 	}
 	return c
 }
