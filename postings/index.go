@@ -588,7 +588,7 @@ type Stats struct {
 }
 
 // Stats reports sizes and statistics of the current snapshot. It walks the
-// term table (O(terms)); safe for concurrent use.
+// term and doc tables (O(terms + docs)); safe for concurrent use.
 func (ix *Index) Stats() Stats {
 	s := ix.cur.Load()
 	st := Stats{Docs: s.liveDocs, Terms: s.numTerms, Postings: int(s.postings), DeletedDocs: s.numDead,
