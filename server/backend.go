@@ -66,7 +66,7 @@ type Document struct {
 	Tenant   string            `json:"tenant,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
 	Source   string            `json:"source,omitempty"`
-	Span     *Span             `json:"span,omitempty"`
+	Span     Span              `json:"span"`
 	Links    []string          `json:"links,omitempty"`
 }
 
@@ -77,10 +77,13 @@ type Span struct {
 }
 
 // DocumentBatch is one atomic change to an index: every upsert and delete
-// becomes visible together or not at all. Tenant scopes the deletes: an
-// implementation must only delete documents of that tenant when it is set.
+// becomes visible together or not at all. When Scoped, the batch belongs to
+// Tenant: implementations must only delete documents of that tenant and
+// must refuse (with an error wrapping ErrForbidden) to overwrite a document
+// of another tenant.
 type DocumentBatch struct {
 	Tenant  string
+	Scoped  bool
 	Upserts []Document
 	Deletes []string
 }
@@ -101,56 +104,71 @@ type DocumentStore interface {
 }
 
 // SearchRequest is a hybrid search as the HTTP API carries it; it mirrors
-// engine.Request. Zero values mean the engine's defaults.
+// engine.Request field for field (budget in milliseconds). Zero values mean
+// the engine's defaults.
 type SearchRequest struct {
 	Query string `json:"query"`
 	// Tenant restricts results to one tenant; with API keys it is forced to
 	// the key's tenant.
 	Tenant string `json:"tenant,omitempty"`
-	TopK   int    `json:"top_k,omitempty"`
-	// Mode is "hybrid", "bm25" or "dense".
-	Mode string `json:"mode,omitempty"`
-	// Fusion is "rrf" or "convex".
-	Fusion string `json:"fusion,omitempty"`
-	// Alpha weighs dense against BM25 in convex fusion, in [0, 1].
-	Alpha *float64 `json:"alpha,omitempty"`
-	// Rerank turns cross-encoder reranking of the fused candidates on/off.
-	Rerank *bool `json:"rerank,omitempty"`
-	// Candidates is how many fused candidates go to the reranker.
-	Candidates int `json:"candidates,omitempty"`
 	// Filter keeps documents whose metadata has every key = value.
 	Filter map[string]string `json:"filter,omitempty"`
+	TopK   int               `json:"top_k,omitempty"`
+	// Candidates is how many documents each retriever returns before fusion.
+	Candidates int `json:"candidates,omitempty"`
+	// Fusion is "rrf", "weighted" or "relative".
+	Fusion string  `json:"fusion,omitempty"`
+	RRFK   float64 `json:"rrf_k,omitempty"`
+	// Alpha weighs dense against BM25 in weighted fusion, in [0, 1].
+	Alpha          *float64 `json:"alpha,omitempty"`
+	ScoreThreshold float64  `json:"score_threshold,omitempty"`
+	// MMRLambda in (0, 1] turns maximal marginal relevance on.
+	MMRLambda float64   `json:"mmr_lambda,omitempty"`
+	Expand    Expansion `json:"expand"`
+	// Rerank is the reranker profile ("" = no reranking).
+	Rerank string `json:"rerank,omitempty"`
 	// BudgetMS is a latency budget; running out degrades the result.
 	BudgetMS int `json:"budget_ms,omitempty"`
+	// TokenBudget and Reserve drive passage packing.
+	TokenBudget int `json:"token_budget,omitempty"`
+	Reserve     int `json:"reserve,omitempty"`
+}
+
+// Expansion follows document links from the best candidates.
+type Expansion struct {
+	Hops  int     `json:"hops"`
+	Decay float64 `json:"decay"`
+	Seeds int     `json:"seeds"`
 }
 
 // SearchHit is one result with where its score came from.
 type SearchHit struct {
-	ID       string            `json:"id"`
-	Score    float64           `json:"score"`
-	Title    string            `json:"title,omitempty"`
-	Text     string            `json:"text,omitempty"`
-	Tenant   string            `json:"tenant,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-	Source   string            `json:"source,omitempty"`
-	Span     *Span             `json:"span,omitempty"`
+	Document Document `json:"document"`
+	Score    float64  `json:"score"`
 	// Provenance is the engine's account of the score (per-retriever ranks
-	// and scores, fusion, rerank), passed through as is.
+	// and scores, fusion, rerank, origin), passed through as is.
 	Provenance json.RawMessage `json:"provenance,omitempty"`
 }
 
 // SearchResponse is the result of a search.
 type SearchResponse struct {
 	Hits []SearchHit `json:"hits"`
+	// Passages are packed context (engine.Passage), passed through.
+	Passages   json.RawMessage `json:"passages,omitempty"`
+	Tokens     int             `json:"tokens"`
+	Candidates int             `json:"candidates"`
+	Reranked   int             `json:"reranked"`
+	// Degraded is set when the budget ran out and some stage was cut.
+	Degraded bool `json:"degraded"`
+	// Fallbacks lists degradations (engine.Fallback), passed through.
+	Fallbacks json.RawMessage `json:"fallbacks,omitempty"`
 	// Timings are per-stage durations in milliseconds.
 	Timings map[string]float64 `json:"timings,omitempty"`
-	// Degraded is set when the budget ran out and some stage was cut.
-	Degraded bool `json:"degraded,omitempty"`
 }
 
 // Searcher runs hybrid searches. Implementations must be safe for
 // concurrent use and must never return documents of another tenant than
-// req.Tenant when it is set.
+// req.Tenant.
 type Searcher interface {
 	Search(ctx context.Context, req SearchRequest) (*SearchResponse, error)
 }

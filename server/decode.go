@@ -296,8 +296,9 @@ func decodeOpenAIEmbed(body []byte, lim limits) (embedRequest, error) {
 
 // Search request bounds.
 const (
-	maxTopK       = 1000
+	maxTopK       = 10000
 	maxCandidates = 10000
+	maxHops       = 8
 )
 
 // decodeSearch decodes POST /search.
@@ -312,15 +313,22 @@ func decodeSearch(body []byte, _ limits) (SearchRequest, error) {
 	if r.TopK < 0 || r.TopK > maxTopK {
 		return r, badRequest("field \"top_k\" must be in [0, %d]", maxTopK)
 	}
-	switch r.Mode {
-	case "", "hybrid", "bm25", "dense":
-	default:
-		return r, badRequest("field \"mode\" must be \"hybrid\", \"bm25\" or \"dense\", got %q", r.Mode)
-	}
 	switch r.Fusion {
-	case "", "rrf", "convex":
+	case "", "rrf", "weighted", "relative":
 	default:
-		return r, badRequest("field \"fusion\" must be \"rrf\" or \"convex\", got %q", r.Fusion)
+		return r, badRequest("field \"fusion\" must be \"rrf\", \"weighted\" or \"relative\", got %q", r.Fusion)
+	}
+	if r.RRFK < 0 || r.RRFK != r.RRFK || r.RRFK > 1e9 {
+		return r, badRequest("field \"rrf_k\" must be a number >= 0")
+	}
+	if r.MMRLambda < 0 || r.MMRLambda > 1 || r.MMRLambda != r.MMRLambda {
+		return r, badRequest("field \"mmr_lambda\" must be in [0, 1]")
+	}
+	if r.Expand.Hops < 0 || r.Expand.Hops > maxHops || r.Expand.Seeds < 0 || r.Expand.Seeds > maxCandidates || r.Expand.Decay < 0 || r.Expand.Decay > 1 || r.Expand.Decay != r.Expand.Decay {
+		return r, badRequest("field \"expand\": hops in [0, %d], seeds in [0, %d], decay in [0, 1]", maxHops, maxCandidates)
+	}
+	if r.TokenBudget < 0 || r.Reserve < 0 || (r.TokenBudget > 0 && r.Reserve >= r.TokenBudget) {
+		return r, badRequest("fields \"token_budget\" and \"reserve\" must be >= 0 with reserve < token_budget")
 	}
 	if r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1 || *r.Alpha != *r.Alpha) {
 		return r, badRequest("field \"alpha\" must be in [0, 1]")
@@ -376,7 +384,7 @@ func decodeDocuments(body []byte, lim limits, del bool) (documentsRequest, error
 			return r, badRequest("documents[%d]: id %q appears twice in the batch", i, d.ID)
 		}
 		seen[d.ID] = struct{}{}
-		if d.Span != nil && (d.Span.Start < 0 || d.Span.End < d.Span.Start) {
+		if d.Span.Start < 0 || d.Span.End < d.Span.Start {
 			return r, badRequest("documents[%d]: span must have 0 <= start <= end", i)
 		}
 	}

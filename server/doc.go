@@ -13,7 +13,8 @@
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
 //	GET  /v1/models                       OpenAI model list
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]
-//	POST /search                          hybrid search (SearchRequest -> SearchResponse)
+//	POST /search                          hybrid search (SearchRequest, mirroring engine.Request
+//	                                      -> SearchResponse with provenance, passages, timings)
 //	POST /documents, DELETE /documents    atomic batches of upserts and deletes
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
 //
@@ -47,8 +48,10 @@
 // With api_keys configured every route but /healthz, /readyz and /metrics
 // needs "Authorization: Bearer <key>". Each key is bound to one tenant:
 // /search and /documents are forced to it (naming another tenant is 403),
-// deletes are scoped to it, and search hits of other tenants are dropped
-// even if a Searcher returned them.
+// deletes are scoped to it (another tenant's IDs are skipped), overwriting
+// another tenant's document ID is 403, and search hits of other tenants are
+// dropped even if a Searcher returned them. Without keys, DELETE and POST
+// /documents?tenant=T scope a batch the same way; otherwise it is unscoped.
 //
 // # Concurrency and lifetime
 //

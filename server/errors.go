@@ -18,6 +18,12 @@ var (
 	ErrClosed = errors.New("server: shutting down")
 	// ErrNotConfigured means the route's backend was not given (503).
 	ErrNotConfigured = errors.New("server: backend not configured")
+	// ErrForbidden means the request touched another tenant's data (403).
+	// DocumentStore implementations wrap it.
+	ErrForbidden = errors.New("server: forbidden")
+	// ErrInvalid means a backend rejected the request as invalid (400).
+	// Searcher and DocumentStore implementations wrap it.
+	ErrInvalid = errors.New("server: invalid request")
 	// ErrBackend means the model or engine failed on valid input (500).
 	ErrBackend = errors.New("server: backend failed")
 )

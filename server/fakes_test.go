@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -164,14 +164,14 @@ func (x *fakeIndex) Apply(ctx context.Context, b DocumentBatch) (CommitResult, e
 	defer x.mu.Unlock()
 	var res CommitResult
 	for _, id := range b.Deletes {
-		if d, ok := x.docs[id]; ok && (b.Tenant == "" || d.Tenant == b.Tenant) {
+		if d, ok := x.docs[id]; ok && (!b.Scoped || d.Tenant == b.Tenant) {
 			delete(x.docs, id)
 			res.Deleted++
 		}
 	}
 	for _, d := range b.Upserts {
-		if old, ok := x.docs[d.ID]; ok && b.Tenant != "" && old.Tenant != b.Tenant {
-			return CommitResult{}, errors.New("id owned by another tenant")
+		if old, ok := x.docs[d.ID]; ok && b.Scoped && old.Tenant != b.Tenant {
+			return CommitResult{}, fmt.Errorf("%w: id %q belongs to another tenant", ErrForbidden, d.ID)
 		}
 		x.docs[d.ID] = d
 		res.Upserted++
@@ -192,15 +192,14 @@ func (x *fakeIndex) Search(ctx context.Context, req SearchRequest) (*SearchRespo
 	defer x.mu.Unlock()
 	resp := &SearchResponse{Timings: map[string]float64{"bm25": 0.1}}
 	for _, d := range x.docs {
-		if !x.leak && req.Tenant != "" && d.Tenant != req.Tenant {
+		if !x.leak && d.Tenant != req.Tenant {
 			continue
 		}
 		s := fakeScore(Pair{Query: req.Query, Doc: d.Text})
 		if s <= 0 {
 			continue
 		}
-		resp.Hits = append(resp.Hits, SearchHit{ID: d.ID, Score: float64(s), Text: d.Text, Tenant: d.Tenant,
-			Provenance: []byte(`{"bm25_rank":1}`)})
+		resp.Hits = append(resp.Hits, SearchHit{Document: d, Score: float64(s), Provenance: []byte(`{"bm25_rank":1}`)})
 	}
 	sort.Slice(resp.Hits, func(i, j int) bool { return resp.Hits[i].Score > resp.Hits[j].Score })
 	if req.TopK > 0 && len(resp.Hits) > req.TopK {

@@ -89,8 +89,8 @@ func FuzzDecodeOpenAIEmbed(f *testing.F) {
 func FuzzDecodeSearch(f *testing.F) {
 	for _, s := range []string{
 		`{"query": "q"}`,
-		`{"query": "q", "tenant": "t", "top_k": 10, "mode": "hybrid", "fusion": "convex", "alpha": 0.75, "rerank": true, "candidates": 100, "filter": {"lang": "en"}, "budget_ms": 50}`,
-		`{"query": "q", "alpha": 2}`, `{"query": "q", "mode": "x"}`, `{"query": "q", "top_k": 1e9}`, `{"query": "q", "filter": {"a": 1}}`,
+		`{"query": "q", "tenant": "t", "top_k": 10, "fusion": "weighted", "alpha": 0.75, "rerank": "balanced", "candidates": 100, "filter": {"lang": "en"}, "budget_ms": 50, "mmr_lambda": 0.5, "expand": {"hops": 1, "decay": 0.5, "seeds": 3}, "token_budget": 100, "reserve": 10, "rrf_k": 60}`,
+		`{"query": "q", "alpha": 2}`, `{"query": "q", "fusion": "x"}`, `{"query": "q", "expand": {"hops": 9}}`, `{"query": "q", "top_k": 1e9}`, `{"query": "q", "filter": {"a": 1}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -100,7 +100,8 @@ func FuzzDecodeSearch(f *testing.F) {
 			checkDecodeErr(t, err)
 			return
 		}
-		if r.Query == "" || r.TopK < 0 || r.TopK > maxTopK || (r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1)) || r.Candidates < 0 || r.BudgetMS < 0 {
+		if r.Query == "" || r.TopK < 0 || r.TopK > maxTopK || (r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1)) || r.Candidates < 0 || r.BudgetMS < 0 ||
+			r.MMRLambda < 0 || r.MMRLambda > 1 || r.Expand.Hops < 0 || r.Expand.Hops > maxHops || (r.TokenBudget > 0 && r.Reserve >= r.TokenBudget) {
 			t.Fatalf("decoded an invalid request %+v", r)
 		}
 	})

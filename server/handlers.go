@@ -45,6 +45,10 @@ func statusOf(err error) *apiError {
 			msg: "server overloaded: queue full, retry later", retryAfter: 1}
 	case errors.Is(err, ErrClosed):
 		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: "server is shutting down"}
+	case errors.Is(err, ErrForbidden):
+		return &apiError{status: http.StatusForbidden, typ: TypeForbidden, msg: err.Error()}
+	case errors.Is(err, ErrInvalid):
+		return &apiError{status: http.StatusBadRequest, typ: TypeInvalidRequest, msg: err.Error()}
 	case errors.Is(err, ErrNotConfigured):
 		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: err.Error()}
 	default:
@@ -507,7 +511,7 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	if _, authed := keyTenant(r); authed {
 		kept := resp.Hits[:0]
 		for _, h := range resp.Hits {
-			if h.Tenant == "" || h.Tenant == req.Tenant {
+			if h.Document.Tenant == req.Tenant {
 				kept = append(kept, h)
 			}
 		}
@@ -530,15 +534,15 @@ func (s *Server) handleDocuments(w http.ResponseWriter, r *http.Request) {
 	}
 	batch := DocumentBatch{Upserts: req.Upserts, Deletes: req.Deletes}
 	if t, ok := keyTenant(r); ok {
-		batch.Tenant = t
+		batch.Tenant, batch.Scoped = t, true
 		for i := range batch.Upserts {
 			if batch.Upserts[i].Tenant, err = forceTenant(r, batch.Upserts[i].Tenant); err != nil {
 				writeError(w, err)
 				return
 			}
 		}
-	} else {
-		batch.Tenant = r.URL.Query().Get("tenant")
+	} else if q := r.URL.Query(); q.Has("tenant") {
+		batch.Tenant, batch.Scoped = q.Get("tenant"), true
 	}
 	if s.b.Documents == nil {
 		writeError(w, fmt.Errorf("%w: no writable index loaded", ErrNotConfigured))

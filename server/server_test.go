@@ -400,7 +400,8 @@ func TestLimits(t *testing.T) {
 		{"bad top_n", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"], "top_n": 0}`, 400, TypeInvalidRequest, "top_n"},
 		{"token ids input", "POST", "/v1/embeddings", `{"input": [[1,2,3]]}`, 400, TypeInvalidRequest, "token-id"},
 		{"bad encoding", "POST", "/v1/embeddings", `{"input": "a", "encoding_format": "hex"}`, 400, TypeInvalidRequest, "encoding_format"},
-		{"bad search mode", "POST", "/search", `{"query": "q", "mode": "magic"}`, 400, TypeInvalidRequest, "mode"},
+		{"bad search fusion", "POST", "/search", `{"query": "q", "fusion": "magic"}`, 400, TypeInvalidRequest, "fusion"},
+		{"bad search reserve", "POST", "/search", `{"query": "q", "token_budget": 10, "reserve": 10}`, 400, TypeInvalidRequest, "reserve"},
 		{"unknown rerank model", "POST", "/v1/rerank", map[string]any{"model": "rerank-english-v3.0", "query": "q", "documents": []string{"a"}}, 404, TypeNotFound, "unknown rerank model"},
 		{"unknown embed model", "POST", "/v1/embeddings", map[string]any{"model": "text-embedding-3-small", "input": "a"}, 404, TypeNotFound, "unknown embedding model"},
 		{"unknown route", "GET", "/v3/whatever", nil, 404, TypeNotFound, "no route"},
@@ -511,7 +512,7 @@ func TestSearchAndDocuments(t *testing.T) {
 	code, h, body := ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog", "top_k": 5})
 	var resp SearchResponse
 	mustJSON(t, body, &resp)
-	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].ID != "d2" || string(resp.Hits[0].Provenance) != `{"bm25_rank":1}` || resp.Timings["bm25"] == 0 || h.Get("x-total-time") == "" {
+	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || string(resp.Hits[0].Provenance) != `{"bm25_rank":1}` || resp.Timings["bm25"] == 0 || h.Get("x-total-time") == "" {
 		t.Fatalf("search %d %s", code, body)
 	}
 	code, _, body = ts.do(t, "DELETE", "/documents", "", map[string]any{"ids": []string{"d2"}})
@@ -520,7 +521,7 @@ func TestSearchAndDocuments(t *testing.T) {
 	}
 	_, _, body = ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog"})
 	mustJSON(t, body, &resp)
-	if len(resp.Hits) != 1 || resp.Hits[0].ID != "d1" {
+	if len(resp.Hits) != 1 || resp.Hits[0].Document.ID != "d1" {
 		t.Fatalf("after delete %s", body)
 	}
 	for _, tc := range []struct{ name, method, body, msg string }{
@@ -577,9 +578,12 @@ func TestAuthTenantIsolation(t *testing.T) {
 			code, _, body = ts.do(t, "POST", "/search", "key-a", map[string]any{"query": "cat"})
 			var resp SearchResponse
 			mustJSON(t, body, &resp)
-			if code != 200 || len(resp.Hits) != 1 || resp.Hits[0].ID != "doc-a" {
+			if code != 200 || len(resp.Hits) != 1 || resp.Hits[0].Document.ID != "doc-a" {
 				t.Fatalf("tenant a search %d %s", code, body)
 			}
+			// Overwriting another tenant's document by ID is refused.
+			code, _, body = ts.do(t, "POST", "/documents", "key-a", map[string]any{"documents": []map[string]string{{"id": "doc-b", "text": "mine now"}}})
+			expectError(t, code, body, 403, TypeForbidden, "another tenant")
 			// Deleting another tenant's document is a no-op.
 			code, _, body = ts.do(t, "DELETE", "/documents", "key-a", map[string]any{"ids": []string{"doc-b"}})
 			if code != 200 || !strings.Contains(string(body), `"deleted":0`) {

@@ -8,7 +8,7 @@
 //
 //	serve --rerank-model DIR [--embed-model DIR] [--config FILE] [--addr 127.0.0.1:8080]
 //	      [--batching=true] [--batch-max-wait 2ms] [--batch-max-tokens 16384] [--api-key KEY=TENANT]
-//	      [--provider auto|cpu|cuda] [--threads N]
+//	      [--provider auto|cpu|cuda] [--threads N] [--index DIR | --memory-index]
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/server"
 )
@@ -67,6 +68,8 @@ func run(args []string) error {
 		maxDocs     = fs.Int("max-documents", 0, "documents per rerank request (default 10000)")
 		maxInflight = fs.Int("max-concurrent-requests", 0, "requests in flight before 429 (default 512)")
 		timeout     = fs.Duration("request-timeout", 0, "per-request deadline, 504 past it (default 30s)")
+		indexDir    = fs.String("index", "", "engine directory for /search and /documents (created if missing; snapshot written on shutdown)")
+		memIndex    = fs.Bool("memory-index", false, "serve /search and /documents from an in-memory engine (lost on exit)")
 		keys        keyFlags
 	)
 	fs.Var(&keys, "api-key", "KEY=TENANT; repeatable; turns bearer authentication on")
@@ -143,8 +146,9 @@ func run(args []string) error {
 	}
 	b.Tokenizer = tokenizer{tok}
 	cfg.Provider = ce.Provider()
+	var be *models.BiEncoder
 	if *embedOn {
-		be, err := models.NewBiEncoder(modelCfg(models.DefaultEmbedderConfig(), *embedDir, max(cfg.MaxInputs, cfg.Embed.MaxItems)))
+		be, err = models.NewBiEncoder(modelCfg(models.DefaultEmbedderConfig(), *embedDir, max(cfg.MaxInputs, cfg.Embed.MaxItems)))
 		if err != nil {
 			return err
 		}
@@ -154,9 +158,19 @@ func run(args []string) error {
 		}
 		b.Embedder = embedder{be}
 	}
-	// Searcher and Documents stay nil until package engine lands: /search
-	// and /documents answer 503 until then.
-
+	var eng *engine.Engine
+	if *indexDir != "" || *memIndex {
+		opts := []engine.Option{engine.WithReranker(*rerankProf, ce), engine.WithTokenCounter(tok)}
+		if be != nil {
+			opts = append(opts, engine.WithEmbedder(be))
+		}
+		if eng, err = engine.Open(*indexDir, engine.DefaultConfig(), opts...); err != nil {
+			return err
+		}
+		defer eng.Close()
+		ix := &index{e: eng}
+		b.Searcher, b.Documents = ix, ix
+	}
 	s, err := server.New(cfg, b)
 	if err != nil {
 		return err
@@ -165,5 +179,11 @@ func run(args []string) error {
 	defer stop()
 	slog.Info("serving", "addr", cfg.Addr, "provider", cfg.Provider, "batching", cfg.Rerank.Enabled,
 		"batch_max_wait", time.Duration(cfg.Rerank.MaxWait), "auth", len(cfg.APIKeys) > 0)
-	return s.ListenAndServe(ctx)
+	err = s.ListenAndServe(ctx)
+	if eng != nil && *indexDir != "" {
+		if serr := eng.Snapshot(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("snapshot %s: %w", *indexDir, serr))
+		}
+	}
+	return err
 }
