@@ -680,14 +680,24 @@ func TestGracefulShutdown(t *testing.T) {
 	}()
 	<-sc.started // the request is inside the model
 	cancel()     // SIGTERM
-	time.Sleep(50 * time.Millisecond)
+	// The listener closes promptly; new connections are refused while the
+	// in-flight request is still held inside the model.
+	noKeepAlive := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		resp, err := noKeepAlive.Get(url + "/healthz")
+		if err != nil {
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("new connections still accepted while draining")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	select {
 	case err := <-served:
 		t.Fatalf("Serve returned %v before the in-flight request finished", err)
 	default:
-	}
-	if _, err := http.Get(url + "/healthz"); err == nil {
-		t.Fatal("new connections accepted while draining")
 	}
 	close(sc.gate)
 	r := <-inflight
