@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -145,18 +147,17 @@ var RerankColumns = []string{"profile", "provider", "threads", "pool_size", "bat
 	"seq_len", "pairs_per_s", "tokens_per_s", "p50_ms", "p99_ms", "gflops", "gflops_best", "peak_gflops", "efficiency", "real_weights"}
 
 // ModelBench prepares models and inputs for repeated runs and caches what
-// does not change between them (generated directories, synthetic text,
-// peak GFLOP/s per thread count). It is not safe for concurrent use.
+// does not change between them (generated directories, vocabulary words).
+// It is not safe for concurrent use.
 type ModelBench struct {
 	tmpRoot string
-	peaks   map[[2]int]float64 // (n, threads) → peak GFLOP/s
 	words   map[string][]string
 }
 
 // NewModelBench returns an empty ModelBench; Close removes what it
 // generated in temporary folders.
 func NewModelBench() *ModelBench {
-	return &ModelBench{peaks: map[[2]int]float64{}, words: map[string][]string{}}
+	return &ModelBench{words: map[string][]string{}}
 }
 
 // Close removes the temporary model folder, if any.
@@ -433,7 +434,9 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 		res.BatchPairs = 1
 	}
 	if cfg.PeakN > 0 {
-		peak, err := mb.Peak(ctx, cfg.PeakN, cfg.Threads, cfg.Provider)
+		// Measured right after the model, under the same conditions (other
+		// load on the machine lowers both).
+		peak, err := MatMulPeakGFLOPs(ctx, cfg.PeakN, cfg.Threads, cfg.Provider, 5)
 		if err != nil {
 			return res, err
 		}
@@ -445,27 +448,32 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 	return res, nil
 }
 
+// ReadModelResults reads JSON lines written by `bench rerank --json` (or
+// embed), for re-rendering a report without re-running it.
+func ReadModelResults(path string) ([]RerankResult, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []RerankResult
+	dec := json.NewDecoder(f)
+	for {
+		var r RerankResult
+		if err := dec.Decode(&r); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, fmt.Errorf("%s: result %d: %w", path, len(out)+1, err)
+		}
+		out = append(out, r)
+	}
+}
+
 func orDefault(s, d string) string {
 	if s == "" || s == "." {
 		return d
 	}
 	return s
-}
-
-// Peak measures the machine's float32 ceiling through ONNX Runtime: the
-// best GFLOP/s of an n×n by n×n MatMul model (2n³ operations per run) run
-// with the given intra-op threads. Results are cached per (n, threads).
-func (mb *ModelBench) Peak(ctx context.Context, n, threads int, provider string) (float64, error) {
-	key := [2]int{n, threads}
-	if p, ok := mb.peaks[key]; ok {
-		return p, nil
-	}
-	p, err := MatMulPeakGFLOPs(ctx, n, threads, provider, 7)
-	if err != nil {
-		return 0, err
-	}
-	mb.peaks[key] = p
-	return p, nil
 }
 
 // MatMulPeakGFLOPs writes a random n×n MatMul model (onnxpb.MatMulModel) to
@@ -590,7 +598,7 @@ func WriteModelReport(dir, name, command string, results []RerankResult, notes [
 	notes = append(notes,
 		fmt.Sprintf("![%s/s against batch size](%s)", unit, svgName),
 		"gflops is effective: pairs × bertgen.FLOPs(shape, real sequence length) / time (padding not counted); "+
-			"gflops_best uses the fastest call; peak_gflops is the best of 7 runs of an n×n float32 MatMul through the same runtime and thread count; efficiency = gflops / peak_gflops.",
+			"gflops_best uses the fastest call; peak_gflops is the best of 5 runs of an n×n float32 MatMul through the same runtime and thread count, measured right after each row's model runs; efficiency = gflops / peak_gflops.",
 		"real_weights=false: generated models with seeded random weights (bertgen) — the shape and ONNX operators of the "+
 			"Hugging Face exports, so speed is representative and scores are meaningless.")
 	path, err := WriteReport(dir, name, Report{
@@ -599,24 +607,34 @@ func WriteModelReport(dir, name, command string, results []RerankResult, notes [
 	if err != nil {
 		return "", err
 	}
-	series := map[string]*Series{}
-	var keys []string
+	// One panel per profile, one line per (doc tokens, threads, pool).
+	var panels []Plot
+	panelOf := map[string]int{}
+	seriesOf := map[string]int{}
 	for _, r := range results {
-		k := fmt.Sprintf("%s, %d tok, %d thr", r.Profile, r.DocTokens, r.Threads)
-		s, ok := series[k]
+		pi, ok := panelOf[r.Profile]
 		if !ok {
-			s = &Series{Name: k}
-			series[k] = s
-			keys = append(keys, k)
+			pi = len(panels)
+			panelOf[r.Profile] = pi
+			panels = append(panels, Plot{Title: title + ": " + r.Profile, XLabel: "batch size (" + unit + " per runtime call)",
+				YLabel: unit + "/s", LogX: true, LogY: true})
 		}
+		name := fmt.Sprintf("%d tokens, %d threads", r.DocTokens, r.Threads)
+		if r.PoolSize > 1 {
+			name += fmt.Sprintf(", pool %d", r.PoolSize)
+		}
+		k := r.Profile + "\x00" + name
+		si, ok := seriesOf[k]
+		if !ok {
+			si = len(panels[pi].Series)
+			seriesOf[k] = si
+			panels[pi].Series = append(panels[pi].Series, Series{Name: name})
+		}
+		s := &panels[pi].Series[si]
 		s.X = append(s.X, float64(r.BatchPairs))
 		s.Y = append(s.Y, r.PairsPerS)
 	}
-	plot := Plot{Title: title, XLabel: "batch size (" + unit + " per runtime call)", YLabel: unit + "/s", LogX: true, LogY: true}
-	for _, k := range keys {
-		plot.Series = append(plot.Series, *series[k])
-	}
-	if err := WriteSVGFile(filepath.Join(dir, svgName), plot); err != nil {
+	if err := WriteSVGFile(filepath.Join(dir, svgName), panels...); err != nil {
 		return path, err
 	}
 	return path, nil

@@ -75,12 +75,27 @@ func runModelBench(ctx context.Context, name string, kind models.Kind, args []st
 	sweepBatches := fs.String("sweep-batches", "1,4,16,64", "batch sizes to sweep, in "+unit+" per runtime call")
 	sweepThreads := fs.String("sweep-threads", "1,2", "intra-op thread counts to sweep")
 	sweepDocs := fs.String("sweep-doc-tokens", "128,256", "document lengths to sweep")
+	var notes listFlag
+	fs.Var(&notes, "note", "paragraph added to the report (repeatable)")
+	reportFrom := fs.String("report-from", "", "re-render "+name+".md/.svg from saved --json lines instead of running")
 	out := fs.String("out", "bench/results", `folder for `+name+`.md and `+name+`.svg with --sweep ("" = do not write)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	// Assets for generating model directories (`make assets`).
 	cfg.VocabTxt, cfg.TokenizerJSON = testenv.VocabTxt(), testenv.TokenizerJSON()
+	if *reportFrom != "" {
+		results, err := bench.ReadModelResults(*reportFrom)
+		if err != nil {
+			return err
+		}
+		path, err := bench.WriteModelReport(*out, name, "bench "+name+" "+strings.Join(args, " "), results, notes)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(os.Stderr, "wrote", path)
+		return nil
+	}
 	mb := bench.NewModelBench()
 	defer mb.Close()
 	enc := json.NewEncoder(os.Stdout)
@@ -134,7 +149,7 @@ func runModelBench(ctx context.Context, name string, kind models.Kind, args []st
 		return nil
 	}
 	path, err := bench.WriteModelReport(*out, name, "bench "+name+" "+strings.Join(args, " "), results,
-		[]string{fmt.Sprintf("Run config: `%+v`.", cfg)})
+		append(notes, fmt.Sprintf("Run config: `%+v`.", cfg)))
 	if err != nil {
 		return err
 	}
