@@ -24,6 +24,12 @@ func init() {
 	})
 }
 
+// modelNotes collects repeated --note paragraphs.
+type modelNotes []string
+
+func (n *modelNotes) String() string     { return strings.Join(*n, " ") }
+func (n *modelNotes) Set(v string) error { *n = append(*n, v); return nil }
+
 // modelIntList parses a comma list of positive integers.
 func modelIntList(s string) ([]int, error) {
 	var out []int
@@ -75,7 +81,7 @@ func runModelBench(ctx context.Context, name string, kind models.Kind, args []st
 	sweepBatches := fs.String("sweep-batches", "1,4,16,64", "batch sizes to sweep, in "+unit+" per runtime call")
 	sweepThreads := fs.String("sweep-threads", "1,2", "intra-op thread counts to sweep")
 	sweepDocs := fs.String("sweep-doc-tokens", "128,256", "document lengths to sweep")
-	var notes listFlag
+	var notes modelNotes
 	fs.Var(&notes, "note", "paragraph added to the report (repeatable)")
 	reportFrom := fs.String("report-from", "", "re-render "+name+".md/.svg from saved --json lines instead of running")
 	out := fs.String("out", "bench/results", `folder for `+name+`.md and `+name+`.svg with --sweep ("" = do not write)`)
