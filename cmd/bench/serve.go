@@ -44,6 +44,7 @@ func runServeBench(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Batch.MaxTokens, "batch-max-tokens", cfg.Batch.MaxTokens, "tokens per merged model call")
 	batching := fs.String("batching", "both", "on, off or both")
 	out := fs.String("out", "bench/results", `folder for serve.md ("" = do not write)`)
+	note := fs.String("note", "", "extra paragraph for the report (e.g. machine conditions)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,10 +78,14 @@ func runServeBench(ctx context.Context, args []string) error {
 	if *out == "" {
 		return nil
 	}
+	notes := bench.ServeNotes
+	if *note != "" {
+		notes = append([]string{*note}, notes...)
+	}
 	path, err := bench.WriteReport(*out, "serve", bench.Report{
 		Title:   "HTTP serving: rerank over loopback",
 		Command: "bench serve " + strings.Join(args, " "),
-		Notes:   bench.ServeNotes,
+		Notes:   notes,
 		Config:  cfg,
 		Columns: bench.ServeColumns,
 		Rows:    rows,
