@@ -42,6 +42,7 @@ func runServeBench(ctx context.Context, args []string) error {
 	maxWait := fs.Duration("batch-max-wait", 0, "batcher max wait (default 2ms)")
 	fs.IntVar(&cfg.Batch.MaxItems, "batch-max-items", cfg.Batch.MaxItems, "pairs per merged model call")
 	fs.IntVar(&cfg.Batch.MaxTokens, "batch-max-tokens", cfg.Batch.MaxTokens, "tokens per merged model call")
+	fs.IntVar(&cfg.Batch.Workers, "workers", cfg.Batch.Workers, "concurrent model calls in the server (both modes)")
 	batching := fs.String("batching", "both", "on, off or both")
 	out := fs.String("out", "bench/results", `folder for serve.md ("" = do not write)`)
 	note := fs.String("note", "", "extra paragraph for the report (e.g. machine conditions)")
