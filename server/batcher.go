@@ -227,9 +227,7 @@ func (b *batcher[In, Out]) dispatch() {
 				timer.Reset(wait)
 				select {
 				case <-b.wake:
-					if !timer.Stop() {
-						<-timer.C
-					}
+					timer.Stop() // Go 1.23+ timers deliver no stale value after Stop/Reset
 				case <-timer.C:
 				case <-b.quit:
 					<-b.sem

@@ -65,7 +65,10 @@ type BatchConfig struct {
 	// MaxQueueItems caps the items waiting in the queue; more is refused with
 	// 429 (a request that arrives on an empty queue is always admitted).
 	MaxQueueItems int `json:"max_queue_items"`
-	// Workers is how many model calls may run at once.
+	// Workers is how many model calls may run at once (both modes). One
+	// batch at a time, as TEI does, is the default: on CPU two concurrent
+	// runtime calls contend for the same cores. Raise it to the model's
+	// session pool size when the runtime has capacity to spare (GPU).
 	Workers int `json:"workers"`
 }
 
@@ -122,7 +125,7 @@ func DefaultConfig() Config {
 		MaxWait:       Duration(2 * time.Millisecond),
 		ChunkItems:    16,
 		MaxQueueItems: 65536,
-		Workers:       2,
+		Workers:       1,
 	}
 	return Config{
 		Addr:                  "127.0.0.1:8080",

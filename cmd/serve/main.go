@@ -60,7 +60,7 @@ func run(args []string) error {
 		embedOn     = fs.Bool("embed", true, "load the embedding model")
 		provider    = fs.String("provider", "auto", "execution provider: auto, cpu or cuda")
 		threads     = fs.Int("threads", 0, "intra-op threads per model (0: runtime default)")
-		pool        = fs.Int("pool", 1, "runtime sessions per model")
+		pool        = fs.Int("pool", 1, "runtime sessions per model (also the server's concurrent model calls when given)")
 		batching    = fs.Bool("batching", true, "merge concurrent requests into shared model calls")
 		maxWait     = fs.Duration("batch-max-wait", 0, "longest wait for a batch to fill (default 2ms)")
 		maxTokens   = fs.Int("batch-max-tokens", 0, "token cap of one merged batch (default 16384)")
@@ -111,6 +111,9 @@ func run(args []string) error {
 	}
 	if len(keys) > 0 {
 		cfg.APIKeys = keys
+	}
+	if set["pool"] {
+		cfg.Rerank.Workers, cfg.Embed.Workers = *pool, *pool
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
