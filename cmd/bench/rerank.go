@@ -95,7 +95,7 @@ func runModelBench(ctx context.Context, name string, kind models.Kind, args []st
 		if err != nil {
 			return err
 		}
-		path, err := bench.WriteModelReport(*out, name, "bench "+name+" "+strings.Join(args, " "), results, notes)
+		path, err := bench.WriteModelReport(*out, name, "bench "+name+" --report-from "+*reportFrom, results, notes)
 		if err != nil {
 			return err
 		}
