@@ -80,8 +80,8 @@ type LexicalResult struct {
 	K1         float64 `json:"k1"`
 	B          float64 `json:"b"`
 	Exhaustive bool    `json:"exhaustive"`
-	// Quality, BEIR conventions (identical query/doc ids dropped unless
-	// EvalOptions.KeepIdenticalIDs), and nDCG@10 with the other convention.
+	// Quality, trec_eval conventions (identical query/doc ids kept unless
+	// EvalOptions.DropIdenticalIDs), and nDCG@10 with the other convention.
 	NDCG10           float64 `json:"ndcg@10"`
 	Recall100        float64 `json:"recall@100"`
 	MRR10            float64 `json:"mrr@10"`
@@ -298,7 +298,7 @@ func finishLexical(ctx context.Context, name string, docs int, ix *postings.Inde
 	}
 	sc := Evaluate(qrels, run, opt.Eval)
 	other := opt.Eval
-	other.KeepIdenticalIDs = !other.KeepIdenticalIDs
+	other.DropIdenticalIDs = !other.DropIdenticalIDs
 	res.NDCG10, res.Recall100, res.MRR10 = Round(sc.NDCG10, 5), Round(sc.Recall100, 5), Round(sc.MRR10, 5)
 	osc := Evaluate(qrels, run, other)
 	res.NDCG10OtherID, res.Recall100OtherID = Round(osc.NDCG10, 5), Round(osc.Recall100, 5)

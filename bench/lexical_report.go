@@ -25,9 +25,9 @@ func LexicalTable(rows []map[string]any) string {
 
 // LexicalReport is the report written to bench/results/lexical.md.
 func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) Report {
-	idconv := "documents whose id equals the query id are dropped before scoring (BEIR's ignore_identical_ids=True)"
-	if opt.Eval.KeepIdenticalIDs {
-		idconv = "documents whose id equals the query id are kept (BEIR's ignore_identical_ids=False)"
+	idconv := "documents whose id equals the query id are kept, as trec_eval does (BEIR's ignore_identical_ids=False)"
+	if opt.Eval.DropIdenticalIDs {
+		idconv = "documents whose id equals the query id are dropped before scoring (BEIR's ignore_identical_ids=True)"
 	}
 	return Report{
 		Title:   "Lexical BM25",
@@ -38,8 +38,8 @@ func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) Re
 				"index_s: analysis + commit (+ one Rebuild for chunked synthetic builds), single goroutine.",
 			"Metrics: pytrec_eval conventions (linear gains, ideal DCG from all judged relevant docs, ties ordered by doc id descending as trec_eval does); " +
 				idconv + "; ndcg@10_other_id_convention and recall@100_other_id_convention in the JSON are the other choice. " +
-				"The bm25s figures in ANCHORS.md (scifact 0.6802 / 0.9127, cisi 0.3796 / 0.4351, cran 0.3697 / 0.7354) are reproduced to 4 decimals with identical ids kept (--keep-identical-ids); " +
-				"BEIR's default drop lowers cisi to 0.3781 / 0.4342 and cran to 0.3695 / 0.7352 (scifact unchanged).",
+				"The bm25s figures in ANCHORS.md (scifact 0.6802 / 0.9127, cisi 0.3796 / 0.4351, cran 0.3697 / 0.7354) are reproduced to 4 decimals with identical ids kept (the default); " +
+				"BEIR's drop (--drop-identical-ids) lowers cisi to 0.3781 / 0.4342 and cran to 0.3695 / 0.7352 (scifact unchanged).",
 			"bytes_per_posting: postings.Stats IndexBytes (term bitmaps, tf arrays, norms, bounds) / postings; bm25s's scipy CSC is 8.",
 		},
 		Config:  opt,

@@ -81,7 +81,6 @@ func TestLexicalBEIRAnchors(t *testing.T) {
 			}
 			opt := DefaultLexicalOptions()
 			opt.Rounds = 1
-			opt.Eval.KeepIdenticalIDs = true
 			r, err := RunLexicalBEIR(context.Background(), ds, opt)
 			if err != nil {
 				t.Fatal(err)

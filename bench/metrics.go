@@ -96,13 +96,16 @@ func MRR(ranked []string, qrels map[string]int, k int) float64 {
 // Run maps a query id to its ranked document ids, best first.
 type Run map[string][]string
 
-// EvalOptions selects evaluation conventions. The zero value is BEIR's.
+// EvalOptions selects evaluation conventions. The zero value is
+// trec_eval's (pytrec_eval's): every retrieved document counts.
 type EvalOptions struct {
-	// KeepIdenticalIDs keeps retrieved documents whose id equals the query
-	// id. BEIR's EvaluateRetrieval.evaluate drops them by default
-	// (ignore_identical_ids=True), which matters where query and document
-	// ids share a namespace (cisi, cran: both small integers).
-	KeepIdenticalIDs bool
+	// DropIdenticalIDs drops retrieved documents whose id equals the query
+	// id before scoring, as BEIR's EvaluateRetrieval.evaluate does by
+	// default (ignore_identical_ids=True). It matters where query and
+	// document ids share a namespace (cisi, cran: both small integers).
+	// bm25s's published figures (ANCHORS.md) keep them, so the default
+	// does too.
+	DropIdenticalIDs bool
 }
 
 // Scores are mean metrics over the judged queries of a run.
@@ -123,7 +126,7 @@ func Evaluate(qrels Qrels, run Run, opt EvalOptions) Scores {
 		if !ok {
 			continue
 		}
-		if !opt.KeepIdenticalIDs {
+		if opt.DropIdenticalIDs {
 			ranked = dropID(ranked, qid)
 		}
 		s.NDCG10 += NDCG(ranked, rel, 10)

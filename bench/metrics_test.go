@@ -49,13 +49,13 @@ func TestMetrics(t *testing.T) {
 func TestEvaluateIdenticalIDs(t *testing.T) {
 	qrels := Qrels{"1": {"5": 1}, "2": {"2": 1}}
 	run := Run{"1": {"1", "5"}, "2": {"2", "9"}, "3": {"5"}}
-	beir := Evaluate(qrels, run, EvalOptions{})
+	beir := Evaluate(qrels, run, EvalOptions{DropIdenticalIDs: true})
 	// BEIR drops doc "1" for query "1" (→ "5" at rank 1, nDCG 1) and doc
 	// "2" for query "2" (→ nothing relevant, 0); query "3" has no qrels.
 	if beir.Queries != 2 || !near(beir.NDCG10, 0.5) || !near(beir.MRR10, 0.5) {
 		t.Errorf("BEIR convention: %+v", beir)
 	}
-	keep := Evaluate(qrels, run, EvalOptions{KeepIdenticalIDs: true})
+	keep := Evaluate(qrels, run, EvalOptions{})
 	// q1: "5" at rank 2 → 1/log2(3) = 0.63093; q2: "2" at rank 1 → 1.
 	if !near(keep.NDCG10, (1/math.Log2(3)+1)/2) || !near(keep.MRR10, 0.75) || !near(keep.Recall100, 1) {
 		t.Errorf("keep identical: %+v", keep)

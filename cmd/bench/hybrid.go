@@ -35,7 +35,7 @@ func runHybrid(ctx context.Context, args []string) error {
 	rerank := fs.String("rerank", "", "reranker profile: fast, balanced or accurate (\"\" = none)")
 	rerankDir := fs.String("rerank-dir", "", "reranker model dir (\"\" = $HYBRANK_MODELS/<profile>)")
 	provider := fs.String("provider", "auto", "ONNX Runtime provider: auto, cuda, cpu")
-	fs.BoolVar(&opt.Eval.KeepIdenticalIDs, "keep-identical-ids", false, "keep retrieved docs whose id equals the query id")
+	fs.BoolVar(&opt.Eval.DropIdenticalIDs, "drop-identical-ids", false, "drop retrieved docs whose id equals the query id (BEIR convention)")
 	fs.BoolVar(&opt.Progress, "progress", false, "show progress even when stderr is not a terminal")
 	out := fs.String("out", "bench/results", `folder for hybrid.md ("" = do not write)`)
 	if err := fs.Parse(args); err != nil {

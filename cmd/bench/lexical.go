@@ -49,7 +49,7 @@ func runLexical(ctx context.Context, args []string) error {
 	fs.IntVar(&opt.K, "k", opt.K, "hits per query")
 	fs.IntVar(&opt.Rounds, "rounds", opt.Rounds, "timed rounds over all queries; QPS is the best")
 	fs.BoolVar(&opt.Exhaustive, "exhaustive", false, "score every posting (no MaxScore pruning)")
-	fs.BoolVar(&opt.Eval.KeepIdenticalIDs, "keep-identical-ids", false, "keep retrieved docs whose id equals the query id (BEIR drops them)")
+	fs.BoolVar(&opt.Eval.DropIdenticalIDs, "drop-identical-ids", false, "drop retrieved docs whose id equals the query id before scoring (BEIR's ignore_identical_ids; default keeps them, as trec_eval and bm25s's figures do)")
 	fs.IntVar(&opt.ChunkDocs, "chunk", 0, "synthetic: commit every N docs, then Rebuild (0 = one bulk batch)")
 	fs.BoolVar(&opt.Progress, "progress", false, "show progress even when stderr is not a terminal")
 	seed := fs.Uint64("seed", 1, "synthetic corpus seed")
