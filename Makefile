@@ -43,8 +43,14 @@ export HYBRANK_ORT_LIB ?= $(ORT_LIB)
 export HYBRANK_ASSETS  ?= $(ASSETS)
 export HYBRANK_HF_TOKENIZERS ?= $(HFTOK_DIR)
 export HYBRANK_DATASETS ?= $(DATASETS)
+# Generated model directories (random weights, Hugging Face layout), one per profile.
+export HYBRANK_MODELS ?= $(DEPS)/models
 
-.PHONY: all prereqs runtime runtime-gpu assets hftokenizers build test test-short vet fmt-check bench clean-deps
+# Request decoders fuzzed briefly by `make test` (longer: make fuzz FUZZTIME=5m).
+FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments
+FUZZTIME ?= 10s
+
+.PHONY: all prereqs deps runtime runtime-gpu assets hftokenizers build test test-short vet fmt-check fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -105,12 +111,22 @@ fmt-check:
 
 test: deps fmt-check vet
 	$(GO) test -race -count=1 -timeout 40m ./...
+	$(MAKE) --no-print-directory fuzz
+
+fuzz:
+	@for f in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$f ($(FUZZTIME))"; \
+	  $(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) >/tmp/hybrank-fuzz.log 2>&1 || { cat /tmp/hybrank-fuzz.log; exit 1; }; \
+	done
 
 test-short: deps
 	$(GO) test -short -count=1 ./...
 
 bench: deps build
-	./bin/bench all --datasets $(DATASETS) --out bench/results
+	./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
+
+bench-quick: deps build
+	./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 clean-deps:
 	rm -rf $(DEPS)

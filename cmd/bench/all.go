@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+func init() {
+	register(subcommand{
+		name:    "all",
+		summary: "the main job: generate models, then every benchmark on the default data (what `make bench` runs)",
+		run:     runAll,
+	})
+}
+
+// step is one subcommand invocation of the main job.
+type step struct {
+	name string   // label printed in the log
+	cmd  string   // subcommand
+	args []string // its flags
+	data bool     // needs the BEIR datasets
+}
+
+// allSteps lists the main job. Every step is an ordinary subcommand run,
+// so any one of them can be repeated by hand with the printed command line.
+func allSteps(datasets, out, models string, quick bool) []step {
+	ds := func(name string) string { return filepath.Join(datasets, name) }
+	synth := []string{"--synthetic", "10000", "--synthetic", "100000", "--synthetic", "1000000"}
+	denseN, rerankPairs, hybridQueries, serveDur := "100000", "64", "200", "30s"
+	if quick {
+		synth = []string{"--synthetic", "10000", "--synthetic", "100000"}
+		denseN, rerankPairs, hybridQueries, serveDur = "20000", "32", "50", "10s"
+	}
+	return []step{
+		{name: "models", cmd: "models", args: []string{"--out", models}},
+		{name: "lexical (BEIR, lucene)", cmd: "lexical", data: true,
+			args: []string{"--data", ds("scifact"), "--data", ds("cisi"), "--data", ds("cran"), "--out", out, "--name", "lexical"}},
+		{name: "lexical (scifact, five variants)", cmd: "lexical", data: true,
+			args: []string{"--data", ds("scifact"), "--variants", "all", "--out", out, "--name", "lexical_variants"}},
+		{name: "lexical (synthetic scaling)", cmd: "lexical",
+			args: append(synth, "--out", out, "--name", "lexical_synthetic")},
+		{name: "tokenize (ours vs HF)", cmd: "tokenize", data: true,
+			args: []string{"--data", ds("scifact"), "--out", out}},
+		{name: "rerank (profiles × batch × threads × doc tokens)", cmd: "rerank",
+			args: []string{"--sweep", "--models-root", models, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
+		{name: "embed (batch × threads × tokens)", cmd: "embed",
+			args: []string{"--sweep", "--models-root", models, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
+		{name: "dense (HNSW M × ef vs exact)", cmd: "dense",
+			args: []string{"--n", denseN, "--dim", "384", "--m", "16", "--ef", "16,32,64,128", "--out", out}},
+		{name: "hybrid (scifact, fusion × rerank profiles)", cmd: "hybrid", data: true,
+			args: []string{"--data", ds("scifact"), "--models-root", models, "--queries", hybridQueries, "--out", out}},
+		{name: "serve (batching on/off, balanced)", cmd: "serve",
+			args: []string{"--models-root", models, "--profile", "balanced", "--clients", "16", "--docs", "8", "--doc-tokens", "100", "--batching", "both", "--duration", serveDur, "--out", out}},
+	}
+}
+
+func runAll(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+	datasets := fs.String("datasets", "../shared/datasets", "folder of BEIR datasets (scifact, cisi, cran); steps that need it are skipped when absent")
+	out := fs.String("out", "bench/results", "folder for the reports")
+	models := fs.String("models", ".deps/models", "folder for the generated model directories (one per profile)")
+	quick := fs.Bool("quick", false, "smaller corpora and shorter runs (minutes instead of tens of minutes)")
+	only := fs.String("only", "", "comma list of step commands to run (default all), e.g. lexical,rerank")
+	keepGoing := fs.Bool("keep-going", true, "run the remaining steps after one fails (the exit status still reports the failure)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	haveData := true
+	if _, err := os.Stat(filepath.Join(*datasets, "scifact", "corpus.jsonl")); err != nil {
+		haveData = false
+		fmt.Fprintf(os.Stderr, "bench all: no datasets at %s: running the synthetic and generated-model steps only\n", *datasets)
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	var failed []string
+	for _, s := range allSteps(*datasets, *out, *models, *quick) {
+		if len(want) > 0 && !want[s.cmd] {
+			continue
+		}
+		if s.data && !haveData {
+			fmt.Fprintf(os.Stderr, "== skip %s: needs %s\n", s.name, *datasets)
+			continue
+		}
+		c, ok := subcommands[s.cmd]
+		if !ok {
+			return fmt.Errorf("step %s: unknown subcommand %q", s.name, s.cmd)
+		}
+		fmt.Fprintf(os.Stderr, "== %s\n   bench %s %s\n", s.name, s.cmd, strings.Join(s.args, " "))
+		start := time.Now()
+		err := c.run(ctx, s.args)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "== %s FAILED after %s: %v\n", s.name, time.Since(start).Round(time.Second), err)
+			failed = append(failed, s.name)
+			if !*keepGoing {
+				break
+			}
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "== %s done in %s\n", s.name, time.Since(start).Round(time.Second))
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d step(s) failed: %s", len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}
