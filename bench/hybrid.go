@@ -1,86 +1,170 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 )
 
-// HybridOptions configures a run of the hybrid engine over a BEIR dataset.
+// HybridConfig is one retrieval configuration of the hybrid benchmark: a row
+// of hybrid.md.
+type HybridConfig struct {
+	// Name identifies the configuration ("bm25", "weighted-0.5",
+	// "rrf+balanced", "rrf+mmr-0.7", …).
+	Name string `json:"name"`
+	// Dense says whether the dense retriever takes part. Without it the
+	// configuration runs on a BM25-only engine (no embedder attached).
+	Dense bool `json:"dense"`
+	// Fusion and Alpha are the request's fusion method and dense weight.
+	Fusion engine.Fusion `json:"fusion"`
+	Alpha  float64       `json:"alpha"`
+	// Rerank is the reranker profile ("" = none).
+	Rerank string `json:"rerank,omitempty"`
+	// MMRLambda enables MMR when > 0.
+	MMRLambda float64 `json:"mmr_lambda,omitempty"`
+}
+
+// HybridMatrix returns the benchmark's configurations: bm25, dense (weighted
+// α = 1), rrf, weighted-0.3/0.5/0.7, relative; each fused one followed by
+// each rerank profile (name "FUSED+PROFILE"); and rrf+mmr-0.7.
+func HybridMatrix(profiles []string) []HybridConfig {
+	fused := []HybridConfig{
+		{Name: "rrf", Dense: true, Fusion: engine.FusionRRF},
+		{Name: "weighted-0.3", Dense: true, Fusion: engine.FusionWeighted, Alpha: 0.3},
+		{Name: "weighted-0.5", Dense: true, Fusion: engine.FusionWeighted, Alpha: 0.5},
+		{Name: "weighted-0.7", Dense: true, Fusion: engine.FusionWeighted, Alpha: 0.7},
+		{Name: "relative", Dense: true, Fusion: engine.FusionRelative},
+	}
+	out := []HybridConfig{
+		{Name: "bm25", Fusion: engine.FusionRRF},
+		{Name: "dense", Dense: true, Fusion: engine.FusionWeighted, Alpha: 1},
+	}
+	out = append(out, fused...)
+	for _, f := range fused {
+		for _, p := range profiles {
+			c := f
+			c.Name, c.Rerank = f.Name+"+"+p, p
+			out = append(out, c)
+		}
+	}
+	return append(out, HybridConfig{Name: "rrf+mmr-0.7", Dense: true, Fusion: engine.FusionRRF, MMRLambda: 0.7})
+}
+
+// SelectHybridConfigs keeps the configurations whose name matches one of
+// the patterns (path.Match syntax: "rrf*", "*+balanced"); no patterns keep
+// all. A pattern that matches nothing is an error.
+func SelectHybridConfigs(all []HybridConfig, patterns []string) ([]HybridConfig, error) {
+	if len(patterns) == 0 {
+		return all, nil
+	}
+	keep := map[string]bool{}
+	for _, p := range patterns {
+		n := 0
+		for _, c := range all {
+			ok, err := path.Match(p, c.Name)
+			if err != nil {
+				return nil, fmt.Errorf("bench hybrid: config pattern %q: %w", p, err)
+			}
+			if ok {
+				keep[c.Name] = true
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("bench hybrid: config %q matches none of the matrix", p)
+		}
+	}
+	var out []HybridConfig
+	for _, c := range all {
+		if keep[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// HybridOptions configures a hybrid benchmark run over one BEIR dataset.
 type HybridOptions struct {
 	// Engine is the engine configuration (analysis, postings, dense,
 	// rerank batching).
-	Engine engine.Config
-	// Fusions are the fusion methods to run, one result row each.
-	Fusions []engine.Fusion
-	// Alpha is the dense weight of weighted fusion.
-	Alpha float64
-	// Rerank is the reranker profile ("" = none); it must be loaded, see
-	// RerankModel.
-	Rerank string
-	// Budget is the per-query latency budget (0 = none).
-	Budget time.Duration
-	// Candidates per retriever and hits per query (K, 100 by default so
+	Engine engine.Config `json:"engine"`
+	// Budget is the per-query latency budget of the rerank configurations
+	// (0 = none: every candidate is reranked).
+	Budget time.Duration `json:"budget_ns"`
+	// Candidates per retriever and hits per query (100 by default so
 	// recall@100 is meaningful).
-	Candidates, K int
-	// EmbedModel and RerankModel are models.Config for the bi-encoder and
-	// the cross-encoder; a zero Profile means "do not load" (BM25 only, or
-	// no reranking).
-	EmbedModel, RerankModel models.Config
+	Candidates int `json:"candidates"`
+	K          int `json:"k"`
+	// Queries caps the judged queries run per configuration (0 = all, in
+	// file order).
+	Queries int `json:"queries"`
+	// Warmup searches run before each configuration's measured queries
+	// (not recorded): they load the models and seed the rerank cost
+	// estimate.
+	Warmup int `json:"warmup"`
+	// EmbedModel is the bi-encoder; a zero Profile and Dir mean none (only
+	// configurations without Dense can run). Its MaxLength bounds the
+	// document tokens embedded.
+	EmbedModel models.Config `json:"embed_model"`
+	// RerankModels are the cross-encoders by profile name.
+	RerankModels map[string]models.Config `json:"rerank_models"`
 	// Eval selects evaluation conventions.
-	Eval EvalOptions
+	Eval EvalOptions `json:"eval"`
 	// Progress forces a progress bar.
-	Progress bool
+	Progress bool `json:"-"`
 }
 
-// DefaultHybridOptions returns the engine defaults, all three fusions,
-// alpha 0.5, 100 candidates and hits, no models.
+// DefaultHybridOptions returns the engine defaults, a 100 ms budget, 100
+// candidates and hits, all queries, 3 warm-up searches, no models.
 func DefaultHybridOptions() HybridOptions {
 	return HybridOptions{
 		Engine:     engine.DefaultConfig(),
-		Fusions:    []engine.Fusion{engine.FusionRRF, engine.FusionWeighted, engine.FusionRelative},
-		Alpha:      0.5,
+		Budget:     100 * time.Millisecond,
 		Candidates: 100,
 		K:          100,
+		Warmup:     3,
 	}
 }
+
+func hasModel(c models.Config) bool { return c.Profile != "" || c.Dir != "" }
 
 // Validate reports whether the options can be used.
 func (o HybridOptions) Validate() error {
 	if err := o.Engine.Validate(); err != nil {
 		return err
 	}
-	if len(o.Fusions) == 0 || o.K <= 0 || o.Candidates <= 0 || !(o.Alpha >= 0 && o.Alpha <= 1) || o.Budget < 0 {
-		return errors.New("bench hybrid: need fusions, K > 0, candidates > 0, alpha in [0,1], budget ≥ 0")
-	}
-	if o.Rerank != "" && o.RerankModel.Profile == "" {
-		return errors.New("bench hybrid: --rerank needs a reranker model")
+	if o.K <= 0 || o.Candidates <= 0 || o.Budget < 0 || o.Queries < 0 || o.Warmup < 0 {
+		return errors.New("bench hybrid: need K > 0, candidates > 0, budget ≥ 0, queries ≥ 0, warmup ≥ 0")
 	}
 	return nil
 }
 
 // HybridColumns are the table columns of the hybrid report.
-var HybridColumns = []string{"dataset", "docs", "queries", "fusion", "alpha", "dense", "rerank", "budget_ms",
-	"ndcg@10", "recall@100", "mrr@10", "commit_s", "qps", "p50_ms", "p99_ms",
-	"degraded_frac", "mean_reranked", "bm25_ms", "dense_ms", "fusion_ms", "rerank_ms", "packing_ms", "fallbacks"}
+var HybridColumns = []string{"config", "dataset", "queries", "real_weights", "budget_ms",
+	"ndcg@10", "recall@100", "mrr@10", "p50_ms", "p99_ms", "qps",
+	"degraded_frac", "mean_reranked", "bm25_ms", "dense_ms", "fusion_ms", "rerank_ms", "mmr_ms", "fallbacks"}
 
-// HybridResult is one row: one fusion method over one dataset.
+// HybridResult is one row: one configuration over one dataset.
 type HybridResult struct {
-	Dataset      string        `json:"dataset"`
-	Docs         int           `json:"docs"`
-	Fusion       engine.Fusion `json:"fusion"`
-	Alpha        float64       `json:"alpha"`
-	Dense        bool          `json:"dense"`
-	Rerank       string        `json:"rerank"`
+	Config  HybridConfig `json:"config"`
+	Dataset string       `json:"dataset"`
+	Docs    int          `json:"docs"`
+	// RealWeights is false when a model the configuration uses (embedder,
+	// reranker) is a generated random-weight stand-in: its quality figures
+	// are then meaningless.
+	RealWeights  bool          `json:"real_weights"`
 	Budget       time.Duration `json:"budget_ns"`
 	Scores       Scores        `json:"scores"`
-	Commit       time.Duration `json:"commit_ns"`
 	QPS          float64       `json:"qps"`
 	Latency      Latency       `json:"latency"`
 	DegradedFrac float64       `json:"degraded_frac"`
@@ -91,7 +175,7 @@ type HybridResult struct {
 	Fallbacks map[engine.FallbackCode]int `json:"fallbacks"`
 }
 
-// Row renders r for the report table.
+// Row renders r for the report table and the JSON output.
 func (r HybridResult) Row() map[string]any {
 	fb := ""
 	codes := make([]string, 0, len(r.Fallbacks))
@@ -102,120 +186,369 @@ func (r HybridResult) Row() map[string]any {
 	for _, c := range codes {
 		fb += fmt.Sprintf("%s:%d ", c, r.Fallbacks[engine.FallbackCode(c)])
 	}
-	rr := r.Rerank
-	if rr == "" {
-		rr = "none"
-	}
 	return map[string]any{
-		"dataset": r.Dataset, "docs": r.Docs, "queries": r.Scores.Queries, "fusion": string(r.Fusion),
-		"alpha": r.Alpha, "dense": r.Dense, "rerank": rr, "budget_ms": Ms(r.Budget),
-		"ndcg@10": Round(r.Scores.NDCG10, 4), "recall@100": Round(r.Scores.Recall100, 4), "mrr@10": Round(r.Scores.MRR10, 4),
-		"commit_s": Round(r.Commit.Seconds(), 2), "qps": Round(r.QPS, 1),
-		"p50_ms": Round(Ms(r.Latency.P50), 3), "p99_ms": Round(Ms(r.Latency.P99), 3),
+		"config": r.Config.Name, "dataset": r.Dataset, "queries": r.Scores.Queries, "real_weights": r.RealWeights,
+		"budget_ms": Ms(r.Budget),
+		"ndcg@10":   Round(r.Scores.NDCG10, 4), "recall@100": Round(r.Scores.Recall100, 4), "mrr@10": Round(r.Scores.MRR10, 4),
+		"p50_ms": Round(Ms(r.Latency.P50), 3), "p99_ms": Round(Ms(r.Latency.P99), 3), "qps": Round(r.QPS, 1),
 		"degraded_frac": Round(r.DegradedFrac, 3), "mean_reranked": Round(r.MeanReranked, 1),
 		"bm25_ms": Round(Ms(r.MeanStages.BM25), 3), "dense_ms": Round(Ms(r.MeanStages.Dense), 3),
 		"fusion_ms": Round(Ms(r.MeanStages.Fusion), 3), "rerank_ms": Round(Ms(r.MeanStages.Rerank), 3),
-		"packing_ms": Round(Ms(r.MeanStages.Packing), 3), "fallbacks": fb,
+		"mmr_ms": Round(Ms(r.MeanStages.MMR), 3), "fallbacks": fb,
 	}
 }
 
-// RunHybridBEIR loads the requested models, commits ds into an in-memory
-// engine (title and text as separate fields, one batch, embedded in
-// Engine.EmbedBatch batches when an embedder is loaded) and runs every
-// judged query once per fusion method, sequentially, recording quality,
-// latency, per-stage times, degradation and fallbacks.
-func RunHybridBEIR(ctx context.Context, ds *Dataset, opt HybridOptions) (_ []HybridResult, err error) {
+// HybridBench holds the engines of one dataset so that every configuration
+// reuses one embedding of the corpus: a BM25-only engine and, with an
+// embedder, a hybrid engine with every reranker attached. It is not safe for
+// concurrent use (runs are sequential so latencies do not interfere).
+type HybridBench struct {
+	ds      *Dataset
+	opt     HybridOptions
+	lexical *engine.Engine
+	hybrid  *engine.Engine // nil without an embedder
+	real    map[string]bool
+	closers []func() error
+	// CommitLexical and CommitHybrid are the commit (analysis, and for the
+	// hybrid engine embedding) wall times.
+	CommitLexical, CommitHybrid time.Duration
+}
+
+// OpenHybridBench loads the models and commits ds (title and text, one
+// batch) into the engines. realDirs says, per profile ("embed", "fast", …),
+// whether the model directory holds real weights (see RealWeights).
+func OpenHybridBench(ctx context.Context, ds *Dataset, opt HybridOptions, realDirs map[string]bool) (_ *HybridBench, err error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
-	var eopts []engine.Option
-	if opt.EmbedModel.Profile != "" {
-		be, err := models.NewBiEncoder(opt.EmbedModel)
+	h := &HybridBench{ds: ds, opt: opt, real: realDirs}
+	defer func() {
 		if err != nil {
-			return nil, fmt.Errorf("bench hybrid: embedder: %w", err)
+			err = errors.Join(err, h.Close())
 		}
-		defer func() { err = errors.Join(err, be.Close()) }()
-		eopts = append(eopts, engine.WithEmbedder(be))
+	}()
+	add := func(e *engine.Engine) (time.Duration, error) {
+		runtime.GC()
+		b := e.NewBatch()
+		for _, d := range ds.Docs {
+			b.Add(engine.Document{ID: d.ID, Title: d.Title, Text: d.Text})
+		}
+		start := time.Now()
+		if err := e.Commit(ctx, b); err != nil {
+			return 0, fmt.Errorf("bench hybrid %s: commit: %w", ds.Name, err)
+		}
+		return time.Since(start), nil
 	}
-	if opt.RerankModel.Profile != "" {
-		ce, err := models.NewCrossEncoder(opt.RerankModel)
+	if h.lexical, err = engine.Open("", opt.Engine); err != nil {
+		return nil, err
+	}
+	h.closers = append(h.closers, h.lexical.Close)
+	if h.CommitLexical, err = add(h.lexical); err != nil {
+		return nil, err
+	}
+	if !hasModel(opt.EmbedModel) {
+		return h, nil
+	}
+	be, err := models.NewBiEncoder(opt.EmbedModel)
+	if err != nil {
+		return nil, fmt.Errorf("bench hybrid: embedder: %w", err)
+	}
+	h.closers = append(h.closers, be.Close)
+	if err := be.Load(); err != nil {
+		return nil, fmt.Errorf("bench hybrid: embedder: %w", err)
+	}
+	eopts := []engine.Option{engine.WithEmbedder(be)}
+	profiles := make([]string, 0, len(opt.RerankModels))
+	for p := range opt.RerankModels {
+		profiles = append(profiles, p)
+	}
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		ce, err := models.NewCrossEncoder(opt.RerankModels[p])
 		if err != nil {
-			return nil, fmt.Errorf("bench hybrid: reranker: %w", err)
+			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
 		}
-		defer func() { err = errors.Join(err, ce.Close()) }()
-		eopts = append(eopts, engine.WithReranker(opt.Rerank, ce))
+		h.closers = append(h.closers, ce.Close)
+		if err := ce.Load(); err != nil {
+			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
+		}
+		eopts = append(eopts, engine.WithReranker(p, ce))
 	}
-	e, err := engine.Open("", opt.Engine, eopts...)
+	if h.hybrid, err = engine.Open("", opt.Engine, eopts...); err != nil {
+		return nil, err
+	}
+	h.closers = append(h.closers, h.hybrid.Close)
+	bar := NewProgress("embed "+ds.Name, 1, opt.Progress)
+	h.CommitHybrid, err = add(h.hybrid)
+	bar.Done()
 	if err != nil {
 		return nil, err
 	}
-	defer func() { err = errors.Join(err, e.Close()) }()
+	return h, nil
+}
 
-	runtime.GC()
-	b := e.NewBatch()
-	for _, d := range ds.Docs {
-		b.Add(engine.Document{ID: d.ID, Title: d.Title, Text: d.Text})
+// Close closes the engines and the models (engines first).
+func (h *HybridBench) Close() error {
+	var err error
+	for i := len(h.closers) - 1; i >= 0; i-- {
+		err = errors.Join(err, h.closers[i]())
 	}
-	start := time.Now()
-	if err := e.Commit(ctx, b); err != nil {
-		return nil, fmt.Errorf("bench hybrid %s: commit: %w", ds.Name, err)
-	}
-	commit := time.Since(start)
+	h.closers = nil
+	return err
+}
 
-	var out []HybridResult
-	for _, f := range opt.Fusions {
-		res := HybridResult{
-			Dataset: ds.Name, Docs: len(ds.Docs), Fusion: f, Alpha: opt.Alpha,
-			Dense: opt.EmbedModel.Profile != "", Rerank: opt.Rerank, Budget: opt.Budget,
-			Commit: commit, Fallbacks: map[engine.FallbackCode]int{},
+func (h *HybridBench) queries(n int) []Query {
+	qs := h.ds.Queries
+	if n <= 0 || n == len(qs) {
+		return qs
+	}
+	if len(qs) == 0 {
+		return nil
+	}
+	out := make([]Query, n) // cycle through the judged queries when n exceeds them
+	for i := range out {
+		out[i] = qs[i%len(qs)]
+	}
+	return out
+}
+
+// Run measures one configuration over the first opt.Queries judged queries.
+func (h *HybridBench) Run(ctx context.Context, c HybridConfig) (HybridResult, error) {
+	e := h.lexical
+	real := true
+	if c.Dense {
+		if h.hybrid == nil {
+			return HybridResult{}, fmt.Errorf("bench hybrid: config %s needs an embedder", c.Name)
 		}
-		run := Run{}
-		lat := make([]time.Duration, 0, len(ds.Queries))
-		var stages engine.Timings
-		degraded, reranked := 0, 0
-		bar := NewProgress(fmt.Sprintf("hybrid %s %s", ds.Name, f), len(ds.Queries), opt.Progress)
-		wall := time.Now()
-		for _, q := range ds.Queries {
-			r, err := e.Search(ctx, engine.Request{
-				Query: q.Text, TopK: opt.K, Candidates: opt.Candidates, Fusion: f,
-				Alpha: engine.Float(opt.Alpha), Rerank: opt.Rerank, Budget: opt.Budget,
-			})
-			if err != nil {
-				return nil, fmt.Errorf("bench hybrid %s: query %s: %w", ds.Name, q.ID, err)
-			}
+		e, real = h.hybrid, h.real[models.ProfileEmbed]
+	}
+	var budget time.Duration
+	if c.Rerank != "" {
+		if _, ok := h.opt.RerankModels[c.Rerank]; !ok {
+			return HybridResult{}, fmt.Errorf("bench hybrid: config %s: no %s reranker loaded", c.Name, c.Rerank)
+		}
+		budget, real = h.opt.Budget, real && h.real[c.Rerank]
+	}
+	req := func(q string) engine.Request {
+		return engine.Request{Query: q, TopK: h.opt.K, Candidates: h.opt.Candidates, Fusion: c.Fusion,
+			Alpha: engine.Float(c.Alpha), Rerank: c.Rerank, Budget: budget, MMRLambda: c.MMRLambda}
+	}
+	qs := h.queries(h.opt.Queries)
+	if err := h.warm(ctx, e, qs, req); err != nil {
+		return HybridResult{}, err
+	}
+	res := HybridResult{Config: c, Dataset: h.ds.Name, Docs: len(h.ds.Docs), RealWeights: real, Budget: budget,
+		Fallbacks: map[engine.FallbackCode]int{}}
+	run := Run{}
+	lat := make([]time.Duration, 0, len(qs))
+	var st engine.Timings
+	degraded, reranked := 0, 0
+	bar := NewProgress(fmt.Sprintf("hybrid %s %s", h.ds.Name, c.Name), len(qs), h.opt.Progress)
+	wall := time.Now()
+	for _, q := range qs {
+		r, err := e.Search(ctx, req(q.Text))
+		if err != nil {
+			return res, fmt.Errorf("bench hybrid %s %s: query %s: %w", h.ds.Name, c.Name, q.ID, err)
+		}
+		if c.Name == "bm25" {
+			run[q.ID] = trecOrder(r.Hits)
+		} else {
 			ids := make([]string, len(r.Hits))
-			for i, h := range r.Hits {
-				ids[i] = h.Document.ID
+			for i, hit := range r.Hits {
+				ids[i] = hit.Document.ID
 			}
 			run[q.ID] = ids
+		}
+		lat = append(lat, r.Timings.Total)
+		st.BM25 += r.Timings.BM25
+		st.Dense += r.Timings.Dense
+		st.Fusion += r.Timings.Fusion
+		st.Rerank += r.Timings.Rerank
+		st.MMR += r.Timings.MMR
+		st.Packing += r.Timings.Packing
+		if r.Degraded {
+			degraded++
+		}
+		reranked += r.Reranked
+		for _, fb := range r.Fallbacks {
+			res.Fallbacks[fb.Code]++
+		}
+		bar.Add(1)
+	}
+	bar.Done()
+	if n := len(qs); n > 0 {
+		res.QPS = float64(n) / time.Since(wall).Seconds()
+		d := time.Duration(n)
+		res.MeanStages = engine.Timings{BM25: st.BM25 / d, Dense: st.Dense / d, Fusion: st.Fusion / d,
+			Rerank: st.Rerank / d, MMR: st.MMR / d, Packing: st.Packing / d}
+		res.DegradedFrac = float64(degraded) / float64(n)
+		res.MeanReranked = float64(reranked) / float64(n)
+	}
+	res.Scores = Evaluate(h.ds.Qrels, run, h.opt.Eval)
+	res.Latency = LatencyStats(lat)
+	return res, nil
+}
+
+func (h *HybridBench) warm(ctx context.Context, e *engine.Engine, qs []Query, req func(string) engine.Request) error {
+	for i := 0; i < h.opt.Warmup && len(qs) > 0; i++ {
+		if _, err := e.Search(ctx, req(qs[len(qs)-1-i%len(qs)].Text)); err != nil {
+			return fmt.Errorf("bench hybrid: warm-up: %w", err)
+		}
+	}
+	return nil
+}
+
+// trecOrder orders BM25-only hits as RunLexicalBEIR does (TrecRanking: BM25
+// score descending, ties by ID descending), so the bm25 row reproduces
+// lexical.md's figure; only the order of tied scores changes.
+func trecOrder(hits []engine.Hit) []string {
+	h := slices.Clone(hits)
+	slices.SortStableFunc(h, func(a, b engine.Hit) int {
+		if c := cmp.Compare(b.Provenance.BM25Score, a.Provenance.BM25Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Document.ID, a.Document.ID)
+	})
+	ids := make([]string, len(h))
+	for i := range h {
+		ids[i] = h[i].Document.ID
+	}
+	return ids
+}
+
+// BudgetPoint is one budget of a budget sweep.
+type BudgetPoint struct {
+	Profile      string        `json:"profile"`
+	Budget       time.Duration `json:"budget_ns"`
+	Searches     int           `json:"searches"`
+	Candidates   int           `json:"candidates"`
+	Latency      Latency       `json:"latency"`
+	DegradedFrac float64       `json:"degraded_frac"`
+	MeanReranked float64       `json:"mean_reranked"`
+	// MaxOverrun is the largest Timings.Total − Budget (≤ 0 when every
+	// search met the budget).
+	MaxOverrun time.Duration `json:"max_overrun_ns"`
+	// DegradedUnmarked counts searches that reranked fewer than all
+	// candidates without Degraded set, or set Degraded with every candidate
+	// reranked (must be 0).
+	DegradedUnmarked int `json:"degraded_unmarked"`
+	// Timeouts counts searches whose retrieval (query embedding, BM25,
+	// dense) did not finish within the budget: the engine returns an error
+	// then, not a degraded result. Their wall time is in Latency.
+	Timeouts int `json:"timeouts"`
+}
+
+// BudgetColumns are the table columns of the budget sweep.
+var BudgetColumns = []string{"config", "profile", "budget_ms", "searches", "candidates", "p50_ms", "p99_ms", "max_ms",
+	"degraded_frac", "mean_reranked", "degraded_unmarked", "timeouts"}
+
+// Row renders p for the report.
+func (p BudgetPoint) Row() map[string]any {
+	return map[string]any{
+		"config": "sweep rrf+" + p.Profile, "profile": p.Profile, "budget_ms": Ms(p.Budget), "searches": p.Searches,
+		"candidates": p.Candidates, "p50_ms": Round(Ms(p.Latency.P50), 3), "p99_ms": Round(Ms(p.Latency.P99), 3),
+		"max_ms": Round(Ms(p.Latency.Max), 3), "degraded_frac": Round(p.DegradedFrac, 3),
+		"mean_reranked": Round(p.MeanReranked, 1), "degraded_unmarked": p.DegradedUnmarked, "timeouts": p.Timeouts,
+	}
+}
+
+// BudgetSweep runs n searches (rrf over both retrievers when an embedder is
+// loaded, BM25 only otherwise; opt.Candidates candidates; judged queries
+// cycled) reranked by profile under each budget.
+func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets []time.Duration, n int) ([]BudgetPoint, error) {
+	if _, ok := h.opt.RerankModels[profile]; !ok || h.hybrid == nil {
+		return nil, fmt.Errorf("bench hybrid: budget sweep needs an embedder and the %s reranker", profile)
+	}
+	if n <= 0 || len(budgets) == 0 {
+		return nil, errors.New("bench hybrid: budget sweep needs searches > 0 and budgets")
+	}
+	qs := h.queries(n)
+	var out []BudgetPoint
+	for _, b := range budgets {
+		if b <= 0 {
+			return nil, fmt.Errorf("bench hybrid: budget %v must be positive", b)
+		}
+		req := func(q string) engine.Request {
+			return engine.Request{Query: q, TopK: h.opt.K, Candidates: h.opt.Candidates, Fusion: engine.FusionRRF,
+				Rerank: profile, Budget: b}
+		}
+		if err := h.warm(ctx, h.hybrid, qs, req); err != nil {
+			return nil, err
+		}
+		p := BudgetPoint{Profile: profile, Budget: b, Searches: len(qs), Candidates: h.opt.Candidates, MaxOverrun: -b}
+		lat := make([]time.Duration, 0, len(qs))
+		degraded, reranked := 0, 0
+		bar := NewProgress(fmt.Sprintf("budget %v %s", b, profile), len(qs), h.opt.Progress)
+		for _, q := range qs {
+			t0 := time.Now()
+			r, err := h.hybrid.Search(ctx, req(q.Text))
+			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				// Retrieval itself missed the budget: no result at all.
+				p.Timeouts++
+				lat = append(lat, time.Since(t0))
+				p.MaxOverrun = max(p.MaxOverrun, time.Since(t0)-b)
+				bar.Add(1)
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("bench hybrid: budget %v: query %s: %w", b, q.ID, err)
+			}
 			lat = append(lat, r.Timings.Total)
-			stages.BM25 += r.Timings.BM25
-			stages.Dense += r.Timings.Dense
-			stages.Fusion += r.Timings.Fusion
-			stages.Rerank += r.Timings.Rerank
-			stages.Packing += r.Timings.Packing
+			p.MaxOverrun = max(p.MaxOverrun, r.Timings.Total-b)
 			if r.Degraded {
 				degraded++
 			}
-			reranked += r.Reranked
-			for _, fb := range r.Fallbacks {
-				res.Fallbacks[fb.Code]++
+			if r.Degraded == (r.Reranked == r.Candidates) {
+				p.DegradedUnmarked++
 			}
+			reranked += r.Reranked
 			bar.Add(1)
 		}
 		bar.Done()
-		n := len(ds.Queries)
-		if n > 0 {
-			res.QPS = float64(n) / time.Since(wall).Seconds()
-			d := time.Duration(n)
-			res.MeanStages = engine.Timings{BM25: stages.BM25 / d, Dense: stages.Dense / d, Fusion: stages.Fusion / d,
-				Rerank: stages.Rerank / d, Packing: stages.Packing / d}
-			res.DegradedFrac = float64(degraded) / float64(n)
-			res.MeanReranked = float64(reranked) / float64(n)
+		p.Latency = LatencyStats(lat)
+		p.DegradedFrac = float64(degraded) / float64(len(qs))
+		p.MeanReranked = float64(reranked) / float64(len(qs))
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// BudgetPlot renders a budget sweep: p50/p99 latency against the budget
+// with the y = x line, and the mean candidates reranked against the budget.
+func BudgetPlot(points []BudgetPoint) []Plot {
+	var x, p50, p99, rr []float64
+	for _, p := range points {
+		x = append(x, Ms(p.Budget))
+		p50 = append(p50, Ms(p.Latency.P50))
+		p99 = append(p99, Ms(p.Latency.P99))
+		rr = append(rr, p.MeanReranked)
+	}
+	prof := ""
+	if len(points) > 0 {
+		prof = points[0].Profile
+	}
+	return []Plot{
+		{Title: "Search latency vs budget (rerank " + prof + ")", XLabel: "budget (ms)", YLabel: "latency (ms)",
+			Series: []Series{{Name: "p99", X: x, Y: p99}, {Name: "p50", X: x, Y: p50}, {Name: "y = x (budget)", X: x, Y: x}}},
+		{Title: "Candidates reranked vs budget", XLabel: "budget (ms)", YLabel: "mean candidates reranked",
+			Series: []Series{{Name: "mean reranked", X: x, Y: rr}}},
+	}
+}
+
+// ParseDurations parses a comma-free list of durations ("25ms").
+func ParseDurations(list []string) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, len(list))
+	for _, s := range list {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			if ms, err2 := strconv.ParseFloat(s, 64); err2 == nil {
+				d, err = time.Duration(ms*float64(time.Millisecond)), nil
+			}
 		}
-		res.Scores = Evaluate(ds.Qrels, run, opt.Eval)
-		res.Latency = LatencyStats(lat)
-		out = append(out, res)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("bench hybrid: bad duration %q", s)
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
