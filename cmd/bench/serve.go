@@ -104,12 +104,16 @@ func runServeBench(ctx context.Context, args []string) error {
 		rows = append(rows, res.Row())
 		results[on] = res
 	}
-	var best bench.CurvePoint
+	var (
+		best     bench.CurvePoint
+		curvePts []bench.CurvePoint
+	)
 	if *curve {
 		pts, err := mb.RunServeCurve(ctx, cfg, sizes, *curveTime)
 		if err != nil {
 			return err
 		}
+		curvePts = pts
 		real := bench.RealWeights(m.ModelDir)
 		for _, p := range pts {
 			line, _ := json.Marshal(p)
@@ -121,6 +125,14 @@ func runServeBench(ctx context.Context, args []string) error {
 			rows = append(rows, row)
 		}
 		best = bench.BestCurve(pts)
+	}
+	if *curve {
+		for _, p := range curvePts {
+			if p.BatchSize == cfg.Docs && p.PairsPerS > 0 {
+				checks = append(checks, fmt.Sprintf("INFO library curve: best %.1f pairs/s (batch %d) / %.1f pairs/s at batch %d (one request, what batching off runs) = %.2fx: the most merging %d-document requests can gain on this machine",
+					best.PairsPerS, best.BatchSize, p.PairsPerS, p.BatchSize, best.PairsPerS/p.PairsPerS, cfg.Docs))
+			}
+		}
 	}
 	on, hasOn := results[true]
 	off, hasOff := results[false]
