@@ -170,6 +170,9 @@ type Index struct {
 	byID map[string]uint32 // live external ID → doc num
 
 	scratch sync.Pool // *searchScratch
+	// pruneGate scales the cost gate of MaxScore θ attempts (0: always
+	// try, as tests do to exercise pruning on small corpora).
+	pruneGate int
 }
 
 // New returns an empty index.
@@ -178,7 +181,7 @@ func New(cfg Config) (*Index, error) {
 		return nil, err
 	}
 	cfg = cfg.normalized()
-	ix := &Index{cfg: cfg, byID: make(map[string]uint32)}
+	ix := &Index{cfg: cfg, byID: make(map[string]uint32), pruneGate: defaultPruneGate}
 	ix.cur.Store(&snapshot{sc: newScorer(cfg), dict: newTermDict(), filters: map[string]*roaring.Bitmap{}})
 	return ix, nil
 }

@@ -218,7 +218,7 @@ func Open(dir string, cfg Config) (*Index, error) {
 		}
 		data[i] = b
 	}
-	ix := &Index{cfg: cfg, byID: make(map[string]uint32)}
+	ix := &Index{cfg: cfg, byID: make(map[string]uint32), pruneGate: defaultPruneGate}
 	s := &snapshot{sc: newScorer(cfg), dict: newTermDict(), avgdlBuild: m.AvgDLBuild}
 	if err := decodeDocs(s, data[0], m.Docs); err != nil {
 		return nil, fmt.Errorf("open %s: %w: docs: %w", dir, ErrCorrupt, err)

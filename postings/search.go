@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -50,8 +52,13 @@ type searchScratch struct {
 	terms   []qterm
 	rem     []float64
 	acc     []float32
-	cand    []bool
-	touched []uint32
+	cand    []bool   // continue-mode candidates
+	mark    []bool   // sparse mode: already in touched
+	touched []uint32 // sparse mode: doc nums with a contribution
+	remPost []int    // postings of terms i.. (pruning cost gate)
+	polled  int      // postings since ctx was last polled
+	gate    int      // Index.pruneGate of the current search
+	keys    []uint64 // sort keys of the hits
 	cands   []uint32 // candidates in continue mode (touched order)
 	// Counters of the last search, for white-box tests: terms handled in
 	// continue mode by scanning and by probing.
@@ -81,6 +88,15 @@ func (h *topK) worse(a, b scored) bool {
 
 func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.ids = ids }
 func (h *topK) full() bool                { return len(h.items) >= h.k }
+
+// offer pushes x unless the heap is full and x ranks after its root (the
+// cheap test first).
+func (h *topK) offer(v float32, d uint32) {
+	if len(h.items) >= h.k && v < h.items[0].score {
+		return
+	}
+	h.push(scored{score: v, doc: d})
+}
 
 // push offers a hit; it reports whether the kept set changed.
 func (h *topK) push(x scored) bool {
@@ -159,23 +175,47 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	k := min(q.K, s.liveDocs)
 	sc.heap.reset(k, s.docIDs)
+	sc.gate = ix.pruneGate
 	var err error
 	err = s.search(ctx, sc, filter, k, !q.Exhaustive)
 	if err != nil {
 		return nil, err
 	}
 	items := sc.heap.items
-	slices.SortFunc(items, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		return cmp.Compare(s.docIDs[a.doc], s.docIDs[b.doc])
-	})
+	s.sortHits(sc, items)
+	items = items[:min(len(items), k)]
 	hits := make([]Hit, len(items))
 	for i, it := range items {
 		hits[i] = Hit{ID: s.docIDs[it.doc], Score: it.score + constant}
 	}
 	return hits, nil
+}
+
+// sortHits sorts items best first: descending score, ties by ascending
+// external ID. Scores are > 0, so descending score is ascending inverted
+// float bits: the items sort as packed uint64 keys, and only runs of equal
+// scores need the ID comparison.
+func (s *snapshot) sortHits(sc *searchScratch, items []scored) {
+	keys := sc.keys[:0]
+	for _, it := range items {
+		keys = append(keys, uint64(^math.Float32bits(it.score))<<32|uint64(it.doc))
+	}
+	slices.Sort(keys)
+	sc.keys = keys
+	for i, key := range keys {
+		items[i] = scored{score: math.Float32frombits(^uint32(key >> 32)), doc: uint32(key)}
+	}
+	ids := s.docIDs
+	for i := 0; i < len(items); {
+		j := i + 1
+		for j < len(items) && items[j].score == items[i].score {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(items[i:j], func(a, b scored) int { return strings.Compare(ids[a.doc], ids[b.doc]) })
+		}
+		i = j
+	}
 }
 
 // filterBitmap intersects the filter's bitmaps; ok is false when the filter
@@ -321,30 +361,41 @@ func (k *kernel) score(pos int, d uint32) float32 {
 // for the surviving candidates, skipping the scoring of everything else.
 // Bounds carry a relative slack covering float32 rounding, so pruning never
 // drops a document that exhaustive scoring would rank.
+//
+// Deleted documents are scored like live ones (keeping the per-posting
+// loop free of the check) and dropped when θ, the candidates and the hits
+// are taken. When the query's postings are many compared with the number
+// of doc nums ("dense"), touched documents are not tracked per posting:
+// the accumulator is scanned once at the end instead.
 func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roaring.Bitmap, k int, prune bool) error {
 	terms := sc.terms
 	n := len(terms)
+	nd := int(s.numDocs)
 	sc.rem = append(sc.rem[:0], make([]float64, n+1)...)
+	sc.remPost = append(sc.remPost[:0], make([]int, n+1)...)
 	for i := n - 1; i >= 0; i-- {
 		sc.rem[i] = sc.rem[i+1] + terms[i].ub
+		sc.remPost[i] = sc.remPost[i+1] + len(terms[i].tp.tf)
 	}
-	if cap(sc.acc) < int(s.numDocs) {
-		sc.acc = make([]float32, s.numDocs)
-		sc.cand = make([]bool, s.numDocs)
+	dense := nd <= denseFactor*sc.remPost[0]
+	if cap(sc.acc) < nd {
+		sc.acc = make([]float32, nd)
+		sc.cand = make([]bool, nd)
+		sc.mark = make([]bool, nd)
 	}
-	acc, cand := sc.acc[:s.numDocs], sc.cand[:s.numDocs]
+	acc, cand, mark := sc.acc[:nd], sc.cand[:nd], sc.mark[:nd]
 	sc.touched = sc.touched[:0]
+	sc.cands = sc.cands[:0]
 	sc.scanned, sc.probed = 0, 0
+	sc.polled = 0
 	slack := 1 + float64(n+8)*1.2e-7
 	continuing := false
 	processed, triedAt := 0.0, 0.0
 	theta := 0.0
 	var err error
-	polled := 0
 	for i := range terms {
 		t := &terms[i]
 		kn := s.kernel(t)
-		fast, tfs, docLen, normTab := kn.fast, kn.tfs, s.docLen, s.normTab
 		if continuing {
 			// Tighten θ on the candidates' partial scores, drop those that
 			// can no longer reach it, and probe long lists per candidate
@@ -366,7 +417,7 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 				}
 			}
 			sc.cands = kept
-			if len(kept)*32 < len(tfs) {
+			if len(kept)*32 < len(kn.tfs) {
 				bm := t.tp.docs
 				sc.probed++
 				for _, d := range kept {
@@ -374,62 +425,14 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 						acc[d] += kn.score(int(bm.Rank(d))-1, d)
 					}
 				}
-				processed += t.ub
-				continue
-			}
-		}
-		if continuing {
-			sc.scanned++
-		}
-		sc.it.Initialize(t.tp.docs)
-		pos := 0
-		for {
-			m := sc.it.NextMany(sc.buf[:])
-			if m == 0 {
-				break
-			}
-			if polled += m; polled >= 1024 {
-				polled = 0
-				if err = ctx.Err(); err != nil {
-					break
-				}
-			}
-			docs := sc.buf[:m]
-			if continuing {
-				for j, d := range docs {
-					if cand[d] {
-						var c float32
-						if tfi := uint32(tfs[pos+j]); fast && tfi < 255 {
-							tf := float64(tfi)
-							c = float32(kn.w * float32(kn.idf*(tf/(float64(kn.k1*normTab[docLen[d]])+tf))-kn.nonOcc))
-						} else {
-							c = kn.score(pos+j, d)
-						}
-						acc[d] += c
-					}
-				}
 			} else {
-				for j, d := range docs {
-					if s.dead != nil && s.isDead(d) {
-						continue
-					}
-					var c float32
-					if tfi := uint32(tfs[pos+j]); fast && tfi < 255 {
-						// kernel.score's lucene/robertson path, inlined by hand.
-						tf := float64(tfi)
-						c = float32(kn.w * float32(kn.idf*(tf/(float64(kn.k1*normTab[docLen[d]])+tf))-kn.nonOcc))
-					} else {
-						c = kn.score(pos+j, d)
-					}
-					old := acc[d]
-					nv := old + c
-					acc[d] = nv
-					if old == 0 && nv != 0 {
-						sc.touched = append(sc.touched, d)
-					}
-				}
+				sc.scanned++
+				err = sc.scoreList(ctx, &kn, acc, cand, nil)
 			}
-			pos += m
+		} else if dense {
+			err = sc.scoreList(ctx, &kn, acc, nil, nil)
+		} else {
+			err = sc.scoreList(ctx, &kn, acc, nil, mark)
 		}
 		if err != nil {
 			break
@@ -437,53 +440,325 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 		processed += t.ub
 		r := sc.rem[i+1]
 		// θ can have grown since the last try by at most the bounds
-		// processed since: only try when that could be enough.
-		if prune && !continuing && i+1 < n && len(sc.touched) >= k && r*slack < theta+(processed-triedAt) {
+		// processed since: only try when that could be enough, and only
+		// when the postings left are many enough to pay for the try.
+		if prune && !continuing && i+1 < n && r*slack < theta+(processed-triedAt) &&
+			sc.remPost[i+1] >= sc.gate*s.tryCost(sc, dense, k) {
 			triedAt = processed
-			theta = s.kthLowerBound(sc, acc, filter, k)
+			theta = s.kthLowerBound(sc, acc, filter, k, dense)
 			if r*slack < theta {
 				continuing = true
 				sc.cands = sc.cands[:0]
-				for _, d := range sc.touched {
-					v := acc[d]
-					if v > 0 && float64(v)+r*slack >= theta && (filter == nil || filter.Contains(d)) {
+				add := func(d uint32, v float32) {
+					if v > 0 && float64(v)+r*slack >= theta && !s.isDead(d) && (filter == nil || filter.Contains(d)) {
 						cand[d] = true
 						sc.cands = append(sc.cands, d)
+					}
+				}
+				if dense {
+					for d, v := range acc {
+						add(uint32(d), v)
+					}
+				} else {
+					for _, d := range sc.touched {
+						add(d, acc[d])
 					}
 				}
 			}
 		}
 	}
-	for _, d := range sc.touched {
-		v := acc[d]
-		acc[d] = 0
-		keep := cand[d]
-		cand[d] = false
-		if err != nil {
-			continue
-		}
-		if continuing {
-			if !keep {
-				continue
+	if err == nil {
+		switch {
+		case continuing:
+			sel := sc.heap.items[:0]
+			for _, d := range sc.cands {
+				sel = append(sel, scored{score: acc[d], doc: d})
 			}
-		} else if v <= 0 || (filter != nil && !filter.Contains(d)) {
-			continue
+			sc.heap.items = selectTop(sel, k)
+		case dense:
+			sc.collect(s, acc, filter, nil)
+		default:
+			sc.collect(s, acc, filter, sc.touched)
 		}
-		sc.heap.push(scored{score: v, doc: d})
+	}
+	for _, d := range sc.cands {
+		cand[d] = false
+	}
+	sc.cands = sc.cands[:0]
+	if dense {
+		clear(acc)
+	} else {
+		for _, d := range sc.touched {
+			acc[d] = 0
+			mark[d] = false
+		}
 	}
 	return err
 }
 
+const (
+	// denseFactor: a query is dense when numDocs ≤ denseFactor × its
+	// postings; then the accumulator is scanned instead of tracking
+	// touched documents.
+	denseFactor = 4
+	// defaultPruneGate: a θ attempt is made only when the postings left
+	// are at least this × its cost in documents visited (Index.pruneGate).
+	defaultPruneGate = 2
+)
+
+// tryCost estimates the documents a θ attempt and the switch to continue
+// mode visit.
+func (s *snapshot) tryCost(sc *searchScratch, dense bool, k int) int {
+	if dense {
+		return int(s.numDocs)
+	}
+	return len(sc.touched) + k
+}
+
+// collect selects into sc.heap.items the best hits among the documents in
+// docs (all doc nums when docs is nil): at least min(k, hits) of them,
+// including every hit that ties the k-th score, so that sorting them and
+// keeping k gives exactly the top k. Zero scores, deleted and filtered-out
+// documents are skipped.
+func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bitmap, docs []uint32) {
+	k := sc.heap.k
+	sel := sc.heap.items[:0]
+	if docs == nil {
+		// Dense: without deletes and filter, every positive accumulator is
+		// a hit, so the smallest of k block maxima is a lower bound of the
+		// k-th score, and one predictable pass gathers the few above it.
+		lb := float32(0)
+		if s.dead == nil && filter == nil && len(acc) >= 4*k {
+			lb = blockMaxLowerBound(acc, k)
+		}
+		if lb > 0 {
+			for d, v := range acc {
+				if v >= lb {
+					sel = append(sel, scored{score: v, doc: uint32(d)})
+				}
+			}
+		} else {
+			if cap(sel) < len(acc) {
+				sel = make([]scored, 0, len(acc))
+			}
+			sel = sel[:len(acc)]
+			n := 0
+			for d, v := range acc {
+				sel[n] = scored{score: v, doc: uint32(d)}
+				if v > 0 {
+					n++
+				}
+			}
+			sel = sel[:n]
+		}
+	} else {
+		for _, d := range docs {
+			if v := acc[d]; v > 0 {
+				sel = append(sel, scored{score: v, doc: d})
+			}
+		}
+	}
+	if s.dead != nil || filter != nil {
+		kept := sel[:0]
+		for _, x := range sel {
+			if !s.isDead(x.doc) && (filter == nil || filter.Contains(x.doc)) {
+				kept = append(kept, x)
+			}
+		}
+		sel = kept
+	}
+	sc.heap.items = selectTop(sel, k)
+}
+
+// blockMaxLowerBound is the smallest of the maxima of k equal blocks of
+// acc: k distinct entries reach it, so the k-th largest entry does too. It
+// compares float bits as int32, which orders non-negative floats like
+// floats and puts negative ones below them; a result ≤ 0 is no bound.
+func blockMaxLowerBound(acc []float32, k int) float32 {
+	bs := len(acc) / k
+	lb := int32(math.MaxInt32)
+	for b := range k {
+		blk := acc[b*bs : (b+1)*bs]
+		m0, m1, m2, m3 := int32(math.MinInt32), int32(math.MinInt32), int32(math.MinInt32), int32(math.MinInt32)
+		j := 0
+		for ; j+4 <= len(blk); j += 4 {
+			m0 = max(m0, int32(math.Float32bits(blk[j])))
+			m1 = max(m1, int32(math.Float32bits(blk[j+1])))
+			m2 = max(m2, int32(math.Float32bits(blk[j+2])))
+			m3 = max(m3, int32(math.Float32bits(blk[j+3])))
+		}
+		for ; j < len(blk); j++ {
+			m0 = max(m0, int32(math.Float32bits(blk[j])))
+		}
+		lb = min(lb, max(max(m0, m1), max(m2, m3)))
+	}
+	if lb <= 0 {
+		return 0
+	}
+	return math.Float32frombits(uint32(lb))
+}
+
+// selectTop returns the items of sel (reordered in place) whose score is at
+// least the k-th largest score: the top k and any ties of the k-th.
+func selectTop(sel []scored, k int) []scored {
+	if len(sel) <= k {
+		return sel
+	}
+	// The smallest of k block maxima is a lower bound of the k-th score
+	// (k distinct items reach it); it cheaply discards most items. Scores
+	// here are > 0, so their bits order like them.
+	bs := len(sel) / k
+	lbb := uint32(math.MaxUint32)
+	for b := range k {
+		m := uint32(0)
+		for _, x := range sel[b*bs : (b+1)*bs] {
+			m = max(m, math.Float32bits(x.score))
+		}
+		lbb = min(lbb, m)
+	}
+	lb := math.Float32frombits(lbb)
+	kept := sel[:0]
+	for _, x := range sel {
+		if x.score >= lb {
+			kept = append(kept, x)
+		}
+	}
+	sel = kept
+	if len(sel) <= k {
+		return sel
+	}
+	th := quickselectScored(sel, k-1)
+	kept = sel[:0]
+	for _, x := range sel {
+		if x.score >= th {
+			kept = append(kept, x)
+		}
+	}
+	return kept
+}
+
+// quickselectScored returns the score that would be at index i if v were
+// sorted by descending score (v is reordered).
+func quickselectScored(v []scored, i int) float32 {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		p := v[lo+(hi-lo)/2].score
+		l, r := lo, hi
+		for l <= r {
+			for v[l].score > p {
+				l++
+			}
+			for v[r].score < p {
+				r--
+			}
+			if l <= r {
+				v[l], v[r] = v[r], v[l]
+				l++
+				r--
+			}
+		}
+		switch {
+		case i <= r:
+			hi = r
+		case i >= l:
+			lo = l
+		default:
+			return v[i].score
+		}
+	}
+	return v[i].score
+}
+
+// scoreList adds one term's contributions to acc. With cand non-nil only
+// candidates are scored; with mark non-nil newly touched documents are
+// appended to sc.touched. ctx is polled about every 1024 postings.
+func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float32, cand, mark []bool) error {
+	it := &sc.it
+	it.Initialize(kn.tp.docs)
+	tfs, docLen, normTab := kn.tfs, kn.docLen, kn.normTab
+	fast, k1, idf, nonOcc, w := kn.fast, kn.k1, kn.idf, kn.nonOcc, kn.w
+	pos := 0
+	for {
+		m := it.NextMany(sc.buf[:])
+		if m == 0 {
+			return nil
+		}
+		if sc.polled += m; sc.polled >= 1024 {
+			sc.polled = 0
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		docs := sc.buf[:m]
+		tf := tfs[pos : pos+m]
+		switch {
+		case cand != nil:
+			for j, d := range docs {
+				if !cand[d] {
+					continue
+				}
+				var c float32
+				if tfi := uint32(tf[j]); fast && tfi < 255 {
+					x := float64(tfi)
+					c = float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
+				} else {
+					c = kn.score(pos+j, d)
+				}
+				acc[d] += c
+			}
+		case mark != nil:
+			for j, d := range docs {
+				var c float32
+				if tfi := uint32(tf[j]); fast && tfi < 255 {
+					x := float64(tfi)
+					c = float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
+				} else {
+					c = kn.score(pos+j, d)
+				}
+				acc[d] += c
+				if !mark[d] {
+					mark[d] = true
+					sc.touched = append(sc.touched, d)
+				}
+			}
+		default:
+			for j, d := range docs {
+				var c float32
+				if tfi := uint32(tf[j]); fast && tfi < 255 {
+					// kernel.score's lucene/robertson path, inlined by hand.
+					x := float64(tfi)
+					c = float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
+				} else {
+					c = kn.score(pos+j, d)
+				}
+				acc[d] += c
+			}
+		}
+		pos += m
+	}
+}
+
 // kthLowerBound returns the k-th largest partial score among (at most 8k
-// of) the touched documents that pass the filter, or 0 if fewer than k do.
-// Any subset gives a valid lower bound of the final k-th score.
-func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roaring.Bitmap, k int) float64 {
+// of) the touched live documents that pass the filter, or 0 if fewer than
+// k do. Any subset gives a valid lower bound of the final k-th score.
+func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roaring.Bitmap, k int, dense bool) float64 {
 	vals := sc.vals[:0]
 	limit := 8 * k
-	for _, d := range sc.touched {
-		if filter == nil || filter.Contains(d) {
-			vals = append(vals, acc[d])
-			if len(vals) >= limit {
+	add := func(d uint32, v float32) bool {
+		if v > 0 && !s.isDead(d) && (filter == nil || filter.Contains(d)) {
+			vals = append(vals, v)
+		}
+		return len(vals) < limit
+	}
+	if dense {
+		for d, v := range acc {
+			if v > 0 && !add(uint32(d), v) {
+				break
+			}
+		}
+	} else {
+		for _, d := range sc.touched {
+			if !add(d, acc[d]) {
 				break
 			}
 		}

@@ -30,6 +30,9 @@ func TestPruningEqualsExhaustive(t *testing.T) {
 				cfg.K1 = []float64{1.2, 0.9, 2.0}[r.IntN(3)]
 				cfg.B = []float64{0.75, 0.4, 1.0, 0}[r.IntN(4)]
 				ix := mustNew(t, cfg)
+				if seed%2 == 0 {
+					ix.pruneGate = 0 // try pruning whenever possible
+				}
 				live := map[string]Doc{}
 				docs := randCorpus(r, nDocs, vocab, 1+r.IntN(60), "d")
 				commitDocs(t, ix, docs...)
@@ -165,6 +168,7 @@ func TestPruningModes(t *testing.T) {
 	for _, v := range allVariants {
 		t.Run(string(v), func(t *testing.T) {
 			ix := mustNew(t, cfgFor(v))
+			ix.pruneGate = 0
 			docs := synthCorpus(11, 6000, 3000, 5, 40)
 			for i := range docs {
 				if i%97 == 0 {
