@@ -61,9 +61,12 @@
 // minus a margin for MMR and packing (RerankConfig.Margin + MarginFraction ×
 // Budget), clamped to [MinBatch, MaxBatch]; when not even MinBatch documents
 // are predicted to fit, reranking stops. A batch that overruns anyway is
-// cut by the deadline and discarded. Result.Degraded is then set and
-// Result.Reranked says how many candidates (a prefix in fused order) were
-// scored.
+// cut at deadline − margin (the reranker gets a context with that
+// deadline; ONNX Runtime's terminate flag fires on it) and discarded, and
+// the profile's estimate is raised to at least twice the cut batch's time
+// per document, so later searches predict smaller batches or none.
+// Result.Degraded is then set and Result.Reranked says how many candidates
+// (a prefix in fused order) were scored.
 //
 // # Fallbacks
 //

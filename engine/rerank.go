@@ -47,6 +47,24 @@ func (m *costModel) observe(profile string, n int, d time.Duration) {
 	}
 }
 
+// observeCut records a batch of n docs that the deadline cut after d: its
+// true cost is unknown but more than d. The estimate is raised to at least
+// 2·d/n (as if the batch had been half done), so the next batch the loop
+// predicts is about half as large; without this a profile whose first
+// batch never finishes would keep its missing (or too low) estimate, and
+// every later search would start a batch that overruns.
+func (m *costModel) observeCut(profile string, n int, d time.Duration) {
+	if n <= 0 {
+		return
+	}
+	x := 2 * float64(d.Nanoseconds()) / float64(n)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.perDoc[profile]; !ok || old < x {
+		m.perDoc[profile] = x
+	}
+}
+
 // rerankOutcome is what the budgeted rerank loop did.
 type rerankOutcome struct {
 	scored   int  // candidates scored, a prefix of the input
@@ -62,8 +80,9 @@ type rerankOutcome struct {
 // (size × EWMA ns/doc) fits in the time left before deadline minus margin,
 // clamped to [MinBatch, MaxBatch]; when even MinBatch documents (or the
 // remaining ones, if fewer) are predicted not to fit, the loop stops and the
-// outcome is degraded. A batch that still overruns and is cut by the
-// deadline is discarded and also ends the loop as degraded. A zero deadline
+// outcome is degraded. A batch that still overruns is cut at deadline −
+// margin, discarded, raises the profile's estimate (observeCut) and ends
+// the loop as degraded. A zero deadline
 // means no budget: every candidate is scored in MaxBatch batches.
 //
 // A reranker error (other than the deadline) discards every score and
@@ -71,6 +90,14 @@ type rerankOutcome struct {
 // cancellation of the parent context is returned as an error.
 func rerankBudgeted(ctx context.Context, parent context.Context, r models.Reranker, profile string, query string, cands []*candidate, cfg RerankConfig, costs *costModel, deadline time.Time, margin time.Duration) (rerankOutcome, error) {
 	var out rerankOutcome
+	if !deadline.IsZero() {
+		// Batches are cut at deadline − margin, not at the deadline: the
+		// margin pays for the model noticing the cut (ONNX Runtime checks
+		// its terminate flag between operators) and for MMR and packing.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-margin))
+		defer cancel()
+	}
 	texts := make([]string, 0, cfg.MaxBatch)
 	for out.scored < len(cands) {
 		left := len(cands) - out.scored
@@ -120,6 +147,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 				return out, fmt.Errorf("rerank: %w", perr)
 			}
 			if ctx.Err() != nil { // our deadline cut the batch
+				costs.observeCut(profile, n, elapsed)
 				out.degraded = true
 				break
 			}

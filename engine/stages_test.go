@@ -302,6 +302,38 @@ func TestRerankBudgeted(t *testing.T) {
 			t.Errorf("took %v for a 120ms budget", el)
 		}
 	})
+	t.Run("cut batch stops at deadline minus margin and raises the estimate", func(t *testing.T) {
+		// The first batch (4 docs, 400 ms) cannot fit a 60 ms budget: it
+		// must be cut at deadline − margin, and the next search must not
+		// start a batch the raised estimate says cannot fit.
+		r := &enginetest.OverlapReranker{PerDoc: 100 * time.Millisecond}
+		costs := newCostModel(0.3)
+		margin := 20 * time.Millisecond
+		start := time.Now()
+		deadline := start.Add(60 * time.Millisecond)
+		out, err := rerankBudgeted(ctx, ctx, r, "slow", "apple", mkCands(10), cfg, costs, deadline, margin)
+		el := time.Since(start)
+		if err != nil || !out.degraded || out.scored != 0 || out.fallback == nil || out.fallback.Code != FallbackRerankBudget {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if el < 35*time.Millisecond || el >= 60*time.Millisecond+30*time.Millisecond {
+			t.Errorf("cut batch returned after %v, want ≈ 40 ms (deadline 60 ms − margin 20 ms)", el)
+		}
+		est, ok := costs.estimate("slow")
+		if !ok || est < float64(2*35*time.Millisecond)/4 {
+			t.Fatalf("estimate after a cut %v ns/doc (%v), want ≥ 2·elapsed/4", est, ok)
+		}
+		// Second search, same budget: 40 ms available, ≥ 17.5 ms/doc
+		// predicted, so fewer than MinBatch = 2 fit: no call at all.
+		start = time.Now()
+		out, err = rerankBudgeted(ctx, ctx, r, "slow", "apple", mkCands(10), cfg, costs, start.Add(60*time.Millisecond), margin)
+		if err != nil || !out.degraded || out.scored != 0 {
+			t.Fatalf("second out %+v err %v", out, err)
+		}
+		if r.Calls.Load() != 1 || time.Since(start) > 30*time.Millisecond {
+			t.Errorf("second search called the reranker (%d calls) or took %v", r.Calls.Load(), time.Since(start))
+		}
+	})
 	t.Run("known cost sizes batch to the time left", func(t *testing.T) {
 		r := &enginetest.OverlapReranker{}
 		costs := newCostModel(0.3)
