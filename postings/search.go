@@ -677,6 +677,7 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 	it.Initialize(kn.tp.docs)
 	tfs, docLen, normTab := kn.tfs, kn.docLen, kn.normTab
 	fast, k1, idf, nonOcc, w := kn.fast, kn.k1, kn.idf, kn.nonOcc, kn.w
+	big, nextBig := kn.tp.big, 0
 	pos := 0
 	for {
 		m := it.NextMany(sc.buf[:])
@@ -691,31 +692,24 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 		}
 		docs := sc.buf[:m]
 		tf := tfs[pos : pos+m]
+		// A block without overflowed frequencies, under lucene or
+		// robertson, takes the call-free loop.
+		for nextBig < len(big) && int(big[nextBig].pos) < pos {
+			nextBig++
+		}
+		clean := fast && (nextBig == len(big) || int(big[nextBig].pos) >= pos+m)
 		switch {
 		case cand != nil:
 			for j, d := range docs {
-				if !cand[d] {
-					continue
+				if cand[d] {
+					acc[d] += kn.score(pos+j, d)
 				}
-				var c float32
-				if tfi := uint32(tf[j]); fast && tfi < 255 {
-					x := float64(tfi)
-					c = float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
-				} else {
-					c = kn.score(pos+j, d)
-				}
-				acc[d] += c
 			}
-		case mark != nil:
-			for j, d := range docs {
-				var c float32
-				if tfi := uint32(tf[j]); fast && tfi < 255 {
-					x := float64(tfi)
-					c = float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
-				} else {
-					c = kn.score(pos+j, d)
-				}
-				acc[d] += c
+		case clean && mark == nil:
+			addFast(acc, docs, tf, docLen, normTab, k1, idf, nonOcc, w)
+		case clean:
+			addFast(acc, docs, tf, docLen, normTab, k1, idf, nonOcc, w)
+			for _, d := range docs {
 				if !mark[d] {
 					mark[d] = true
 					sc.touched = append(sc.touched, d)
@@ -723,18 +717,25 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 			}
 		default:
 			for j, d := range docs {
-				var c float32
-				if tfi := uint32(tf[j]); fast && tfi < 255 {
-					// kernel.score's lucene/robertson path, inlined by hand.
-					x := float64(tfi)
-					c = float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
-				} else {
-					c = kn.score(pos+j, d)
+				acc[d] += kn.score(pos+j, d)
+				if mark != nil && !mark[d] {
+					mark[d] = true
+					sc.touched = append(sc.touched, d)
 				}
-				acc[d] += c
 			}
 		}
 		pos += m
+	}
+}
+
+// addFast adds the lucene/robertson contributions of one block of postings
+// (no overflowed frequency among them): kernel.score's fast path, written
+// out in a leaf loop that keeps everything in registers.
+func addFast(acc []float32, docs []uint32, tf []uint8, docLen []uint32, normTab []float64, k1, idf, nonOcc float64, w float32) {
+	tf = tf[:len(docs)]
+	for j, d := range docs {
+		x := float64(tf[j])
+		acc[d] += float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
 	}
 }
 
