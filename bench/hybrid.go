@@ -239,7 +239,24 @@ func OpenHybridBench(ctx context.Context, ds *Dataset, opt HybridOptions, realDi
 		}
 		return time.Since(start), nil
 	}
-	if h.lexical, err = engine.Open("", opt.Engine); err != nil {
+	var ropts []engine.Option
+	profiles := make([]string, 0, len(opt.RerankModels))
+	for p := range opt.RerankModels {
+		profiles = append(profiles, p)
+	}
+	sort.Strings(profiles)
+	for _, p := range profiles {
+		ce, err := models.NewCrossEncoder(opt.RerankModels[p])
+		if err != nil {
+			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
+		}
+		h.closers = append(h.closers, ce.Close)
+		if err := ce.Load(); err != nil {
+			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
+		}
+		ropts = append(ropts, engine.WithReranker(p, ce))
+	}
+	if h.lexical, err = engine.Open("", opt.Engine, ropts...); err != nil {
 		return nil, err
 	}
 	h.closers = append(h.closers, h.lexical.Close)
@@ -257,23 +274,7 @@ func OpenHybridBench(ctx context.Context, ds *Dataset, opt HybridOptions, realDi
 	if err := be.Load(); err != nil {
 		return nil, fmt.Errorf("bench hybrid: embedder: %w", err)
 	}
-	eopts := []engine.Option{engine.WithEmbedder(be)}
-	profiles := make([]string, 0, len(opt.RerankModels))
-	for p := range opt.RerankModels {
-		profiles = append(profiles, p)
-	}
-	sort.Strings(profiles)
-	for _, p := range profiles {
-		ce, err := models.NewCrossEncoder(opt.RerankModels[p])
-		if err != nil {
-			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
-		}
-		h.closers = append(h.closers, ce.Close)
-		if err := ce.Load(); err != nil {
-			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
-		}
-		eopts = append(eopts, engine.WithReranker(p, ce))
-	}
+	eopts := append([]engine.Option{engine.WithEmbedder(be)}, ropts...)
 	if h.hybrid, err = engine.Open("", opt.Engine, eopts...); err != nil {
 		return nil, err
 	}
@@ -456,8 +457,12 @@ func (p BudgetPoint) Row() map[string]any {
 // loaded, BM25 only otherwise; opt.Candidates candidates; judged queries
 // cycled) reranked by profile under each budget.
 func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets []time.Duration, n int) ([]BudgetPoint, error) {
-	if _, ok := h.opt.RerankModels[profile]; !ok || h.hybrid == nil {
-		return nil, fmt.Errorf("bench hybrid: budget sweep needs an embedder and the %s reranker", profile)
+	if _, ok := h.opt.RerankModels[profile]; !ok {
+		return nil, fmt.Errorf("bench hybrid: budget sweep needs the %s reranker", profile)
+	}
+	e := h.hybrid
+	if e == nil {
+		e = h.lexical
 	}
 	if n <= 0 || len(budgets) == 0 {
 		return nil, errors.New("bench hybrid: budget sweep needs searches > 0 and budgets")
@@ -472,7 +477,7 @@ func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets [
 			return engine.Request{Query: q, TopK: h.opt.K, Candidates: h.opt.Candidates, Fusion: engine.FusionRRF,
 				Rerank: profile, Budget: b}
 		}
-		if err := h.warm(ctx, h.hybrid, qs, req); err != nil {
+		if err := h.warm(ctx, e, qs, req); err != nil {
 			return nil, err
 		}
 		p := BudgetPoint{Profile: profile, Budget: b, Searches: len(qs), Candidates: h.opt.Candidates, MaxOverrun: -b}
@@ -481,7 +486,7 @@ func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets [
 		bar := NewProgress(fmt.Sprintf("budget %v %s", b, profile), len(qs), h.opt.Progress)
 		for _, q := range qs {
 			t0 := time.Now()
-			r, err := h.hybrid.Search(ctx, req(q.Text))
+			r, err := e.Search(ctx, req(q.Text))
 			if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				// Retrieval itself missed the budget: no result at all.
 				p.Timeouts++
@@ -513,26 +518,36 @@ func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets [
 	return out, nil
 }
 
-// BudgetPlot renders a budget sweep: p50/p99 latency against the budget
-// with the y = x line, and the mean candidates reranked against the budget.
+// BudgetPlot renders budget sweeps (one line per profile): p50/p99 latency
+// against the budget with the y = x line, and the mean candidates reranked
+// against the budget.
 func BudgetPlot(points []BudgetPoint) []Plot {
-	var x, p50, p99, rr []float64
+	var profiles []string
+	by := map[string][]BudgetPoint{}
 	for _, p := range points {
-		x = append(x, Ms(p.Budget))
-		p50 = append(p50, Ms(p.Latency.P50))
-		p99 = append(p99, Ms(p.Latency.P99))
-		rr = append(rr, p.MeanReranked)
+		if _, ok := by[p.Profile]; !ok {
+			profiles = append(profiles, p.Profile)
+		}
+		by[p.Profile] = append(by[p.Profile], p)
 	}
-	prof := ""
-	if len(points) > 0 {
-		prof = points[0].Profile
+	lat := Plot{Title: "Search latency vs budget (100 candidates offered to the reranker)", XLabel: "budget (ms)", YLabel: "latency (ms)"}
+	rr := Plot{Title: "Candidates reranked vs budget", XLabel: "budget (ms)", YLabel: "mean candidates reranked"}
+	var all []float64
+	for _, prof := range profiles {
+		var x, p50, p99, n []float64
+		for _, p := range by[prof] {
+			x = append(x, Ms(p.Budget))
+			p50 = append(p50, Ms(p.Latency.P50))
+			p99 = append(p99, Ms(p.Latency.P99))
+			n = append(n, p.MeanReranked)
+		}
+		all = append(all, x...)
+		lat.Series = append(lat.Series, Series{Name: prof + " p99", X: x, Y: p99}, Series{Name: prof + " p50", X: x, Y: p50})
+		rr.Series = append(rr.Series, Series{Name: prof, X: x, Y: n})
 	}
-	return []Plot{
-		{Title: "Search latency vs budget (rerank " + prof + ")", XLabel: "budget (ms)", YLabel: "latency (ms)",
-			Series: []Series{{Name: "p99", X: x, Y: p99}, {Name: "p50", X: x, Y: p50}, {Name: "y = x (budget)", X: x, Y: x}}},
-		{Title: "Candidates reranked vs budget", XLabel: "budget (ms)", YLabel: "mean candidates reranked",
-			Series: []Series{{Name: "mean reranked", X: x, Y: rr}}},
-	}
+	all = slices.Compact(slices.Sorted(slices.Values(all)))
+	lat.Series = append(lat.Series, Series{Name: "y = x (budget)", X: all, Y: all})
+	return []Plot{lat, rr}
 }
 
 // ParseDurations parses a comma-free list of durations ("25ms").

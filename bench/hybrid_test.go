@@ -75,8 +75,10 @@ func TestBudgetPlot(t *testing.T) {
 		{Profile: "balanced", Budget: 50 * time.Millisecond, Latency: Latency{P50: 40 * time.Millisecond, P99: 49 * time.Millisecond}, MeanReranked: 8},
 		{Profile: "balanced", Budget: 100 * time.Millisecond, Latency: Latency{P50: 90 * time.Millisecond, P99: 99 * time.Millisecond}, MeanReranked: 17},
 	}
+	pts = append(pts, BudgetPoint{Profile: "fast", Budget: 50 * time.Millisecond, MeanReranked: 60})
 	ps := BudgetPlot(pts)
-	if len(ps) != 2 || len(ps[0].Series) != 3 || ps[0].Series[2].Y[1] != 100 || ps[1].Series[0].Y[1] != 17 {
+	if len(ps) != 2 || len(ps[0].Series) != 5 || ps[0].Series[4].Y[1] != 100 || ps[0].Series[0].Name != "balanced p99" ||
+		ps[1].Series[0].Y[1] != 17 || ps[1].Series[1].Name != "fast" || ps[1].Series[1].Y[0] != 60 {
 		t.Fatalf("plots %+v", ps)
 	}
 	var b bytes.Buffer
@@ -125,7 +127,7 @@ func TestHybridBM25Only(t *testing.T) {
 		t.Fatal("dense config ran without an embedder")
 	}
 	if _, err := h.BudgetSweep(context.Background(), "fast", []time.Duration{time.Second}, 3); err == nil {
-		t.Fatal("sweep ran without models")
+		t.Fatal("sweep ran without a reranker")
 	}
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
