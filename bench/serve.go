@@ -286,8 +286,11 @@ func (mb *ModelBench) RunServe(ctx context.Context, cfg ServeConfig, batching bo
 				}
 				done := time.Now()
 				d := done.Sub(start)
-				// Counted: requests started after warm-up and finished in the window.
-				if start.Before(warmed) || done.After(end) {
+				// Counted: requests that finished in the window, wherever they
+				// started. (Counting only those that also started in it would
+				// drop most requests when latency is a sizeable part of the
+				// window, as with batching off on a slow profile.)
+				if done.Before(warmed) || done.After(end) {
 					continue
 				}
 				mu.Lock()
