@@ -112,7 +112,11 @@ type snapshot struct {
 	// longest document: one small table instead of 8 bytes per doc.
 	// Appended in place (values never change within a build).
 	normTab []float64
-	hashes  [][16]byte
+	// tfcTab[dl<<tfcTabShift | tf] is the search kernel's tf component
+	// (kernelTfc) for lengths dl < tfcTabLens and 1 ≤ tf < tfcTabTF: one
+	// gather instead of a division per posting. Appended with normTab.
+	tfcTab []float64
+	hashes [][16]byte
 	// dead is a bitset of deleted doc nums (copy-on-write; nil when none).
 	dead    []uint64
 	deadBM  *roaring.Bitmap // the same set as a bitmap, for live df counts
@@ -137,10 +141,29 @@ func (s *snapshot) isDead(d uint32) bool {
 // norm is document d's length normalisation.
 func (s *snapshot) norm(d uint32) float64 { return s.normTab[s.docLen[d]] }
 
-// extendNorms makes normTab cover lengths up to dl.
+// Shape of snapshot.tfcTab: frequencies below tfcTabTF, lengths below
+// tfcTabLens (at most 4096·16·8 B = 512 KiB).
+const (
+	tfcTabShift = 4
+	tfcTabTF    = 1 << tfcTabShift
+	tfcTabLens  = 4096
+)
+
+// extendNorms makes normTab (and tfcTab, up to tfcTabLens) cover lengths
+// up to dl.
 func (s *snapshot) extendNorms(dl int) {
 	for l := len(s.normTab); l <= dl; l++ {
-		s.normTab = append(s.normTab, s.sc.normB(l, s.avgdlBuild))
+		nb := s.sc.normB(l, s.avgdlBuild)
+		s.normTab = append(s.normTab, nb)
+		if l < tfcTabLens {
+			for tf := range tfcTabTF {
+				c := 0.0
+				if tf > 0 && nb > 0 {
+					c = kernelTfc(s.sc.kind, s.sc.k1, s.sc.dlta, float64(tf), nb)
+				}
+				s.tfcTab = append(s.tfcTab, c)
+			}
+		}
 	}
 }
 
@@ -331,7 +354,7 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 		// Nothing was published yet, so norms and bounds are rewritten in
 		// place from the pending (uncompressed) posting lists.
 		ns.avgdlBuild = ns.avgdl()
-		ns.normTab = nil
+		ns.normTab, ns.tfcTab = nil, nil
 		ns.extendNorms(ns.maxDocLen())
 		for _, pt := range w.touched {
 			pt.tp.maxTfc = 0
@@ -602,7 +625,7 @@ func (ix *Index) Stats() Stats {
 		}
 		st.IndexBytes += int64(tp.docs.GetSerializedSizeInBytes()) + int64(len(tp.tf)) + int64(8*len(tp.big)) + 8
 	}
-	st.IndexBytes += int64(s.numDocs)*4 + int64(8*len(s.normTab))
+	st.IndexBytes += int64(s.numDocs)*4 + int64(8*len(s.normTab)) + int64(8*len(s.tfcTab))
 	if s.dead != nil {
 		st.IndexBytes += int64(s.numDocs+63) / 64 * 8
 	}

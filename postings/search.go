@@ -310,11 +310,12 @@ type kernel struct {
 	tp          *termPostings
 	docLen      []uint32
 	normTab     []float64
+	tfcTab      []float64
 }
 
 func (s *snapshot) kernel(t *qterm) kernel {
 	return kernel{kind: s.sc.kind, fast: s.sc.kind == kLucene || s.sc.kind == kRobertson, k1: s.sc.k1, dlta: s.sc.dlta, idf: t.tw.idf, nonOcc: t.tw.nonOcc,
-		w: t.w, tfs: t.tp.tf, tp: t.tp, docLen: s.docLen, normTab: s.normTab}
+		w: t.w, tfs: t.tp.tf, tp: t.tp, docLen: s.docLen, normTab: s.normTab, tfcTab: s.tfcTab}
 }
 
 // slowTfc handles overflowed frequencies and the variants other than
@@ -323,17 +324,25 @@ func (k *kernel) slowTfc(pos int, tfi uint32, nb float64) float64 {
 	if tfi == 255 {
 		tfi = k.tp.bigAt(pos)
 	}
-	tf := float64(tfi)
-	switch k.kind {
+	return kernelTfc(k.kind, k.k1, k.dlta, float64(tfi), nb)
+}
+
+// kernelTfc is the tf component of the search kernel for tf ≥ 1 and
+// nb > 0: scorer.tfc's formulas in the same operation order, with explicit
+// float64 conversions against fused multiply-adds. The tf-component table
+// (snapshot.tfcTab) is filled by it, so tabled and computed postings round
+// alike.
+func kernelTfc(kind variantKind, k1, dlta, tf, nb float64) float64 {
+	switch kind {
 	case kATIRE:
-		return (tf * (k.k1 + 1)) / (tf + k.k1*nb)
+		return (tf * (k1 + 1)) / (tf + float64(k1*nb))
 	case kBM25L:
 		c := tf / nb
-		return ((k.k1 + 1) * (c + k.dlta)) / (k.k1 + c + k.dlta)
+		return ((k1 + 1) * (c + dlta)) / (k1 + c + dlta)
 	case kBM25Plus:
-		return ((k.k1 + 1) * tf / (k.k1*nb + tf)) + k.dlta
+		return ((k1 + 1) * tf / (float64(k1*nb) + tf)) + dlta
 	default:
-		return tf / (k.k1*nb + tf)
+		return tf / (float64(k1*nb) + tf)
 	}
 }
 
@@ -675,9 +684,8 @@ func quickselectScored(v []scored, i int) float32 {
 func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float32, cand, mark []bool) error {
 	it := &sc.it
 	it.Initialize(kn.tp.docs)
-	tfs, docLen, normTab := kn.tfs, kn.docLen, kn.normTab
-	fast, k1, idf, nonOcc, w := kn.fast, kn.k1, kn.idf, kn.nonOcc, kn.w
-	big, nextBig := kn.tp.big, 0
+	tfs, docLen := kn.tfs, kn.docLen
+	tab, idf, nonOcc, w := kn.tfcTab, kn.idf, kn.nonOcc, kn.w
 	pos := 0
 	for {
 		m := it.NextMany(sc.buf[:])
@@ -692,12 +700,6 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 		}
 		docs := sc.buf[:m]
 		tf := tfs[pos : pos+m]
-		// A block without overflowed frequencies, under lucene or
-		// robertson, takes the call-free loop.
-		for nextBig < len(big) && int(big[nextBig].pos) < pos {
-			nextBig++
-		}
-		clean := fast && (nextBig == len(big) || int(big[nextBig].pos) >= pos+m)
 		switch {
 		case cand != nil:
 			for j, d := range docs {
@@ -705,22 +707,22 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 					acc[d] += kn.score(pos+j, d)
 				}
 			}
-		case clean && mark == nil:
-			addFast(acc, docs, tf, docLen, normTab, k1, idf, nonOcc, w)
-		case clean:
-			addFast(acc, docs, tf, docLen, normTab, k1, idf, nonOcc, w)
-			for _, d := range docs {
-				if !mark[d] {
-					mark[d] = true
-					sc.touched = append(sc.touched, d)
-				}
-			}
 		default:
-			for j, d := range docs {
-				acc[d] += kn.score(pos+j, d)
-				if mark != nil && !mark[d] {
-					mark[d] = true
-					sc.touched = append(sc.touched, d)
+			// The tabled postings in a call-free loop; the few others
+			// (frequency ≥ tfcTabTF, long documents, overflow) one by one.
+			for j := 0; ; j++ {
+				j += addTabled(acc, docs[j:], tf[j:], docLen, tab, idf, nonOcc, w)
+				if j >= len(docs) {
+					break
+				}
+				acc[docs[j]] += kn.score(pos+j, docs[j])
+			}
+			if mark != nil {
+				for _, d := range docs {
+					if !mark[d] {
+						mark[d] = true
+						sc.touched = append(sc.touched, d)
+					}
 				}
 			}
 		}
@@ -728,15 +730,24 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 	}
 }
 
-// addFast adds the lucene/robertson contributions of one block of postings
-// (no overflowed frequency among them): kernel.score's fast path, written
-// out in a leaf loop that keeps everything in registers.
-func addFast(acc []float32, docs []uint32, tf []uint8, docLen []uint32, normTab []float64, k1, idf, nonOcc float64, w float32) {
+// addTabled adds the contributions of a block of postings whose tf
+// component is in the table, stopping at the first one that is not; it
+// returns how many it added. kernel.score's arithmetic, written out in a
+// leaf loop that keeps everything in registers (not inlined, so that the
+// caller's register pressure does not spill it).
+//
+//go:noinline
+func addTabled(acc []float32, docs []uint32, tf []uint8, docLen []uint32, tab []float64, idf, nonOcc float64, w float32) int {
 	tf = tf[:len(docs)]
 	for j, d := range docs {
-		x := float64(tf[j])
-		acc[d] += float32(w * float32(idf*(x/(float64(k1*normTab[docLen[d]])+x))-nonOcc))
+		t := uint(tf[j])
+		i := uint(docLen[d])<<tfcTabShift | t
+		if t >= tfcTabTF || i >= uint(len(tab)) {
+			return j
+		}
+		acc[d] += float32(w * float32(idf*tab[i]-nonOcc))
 	}
+	return len(docs)
 }
 
 // kthLowerBound returns the k-th largest partial score among (at most 8k
