@@ -144,14 +144,14 @@ func TestEngineCrashChild(t *testing.T) {
 // never calls: a one-batch rebuild scores differently by design.
 func TestEngineCrashSnapshot(t *testing.T) {
 	if testing.Short() {
-		t.Skip("re-executes the test binary ~50 times; skipped under -short")
+		t.Skip("re-executes the test binary ≥ 25 times; skipped under -short")
 	}
 	if os.Getenv(crashDirEnv) != "" {
 		t.Skip("in the child")
 	}
 	dir := filepath.Join(t.TempDir(), "idx")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	const kills, minSnapshots = 50, 50
+	const kills, minSnapshots = 25, 50 // more kills run until 50 snapshots completed
 	deadline := time.Now().Add(40 * time.Second)
 	verified, snapshots := 0, 0
 	ref, err := crashOpen("")
@@ -167,7 +167,7 @@ func TestEngineCrashSnapshot(t *testing.T) {
 			t.Logf("time cap reached after %d kills", run)
 			break
 		}
-		reported := runAndKill(t, dir, time.Duration(20+rng.IntN(250))*time.Millisecond)
+		reported := runAndKill(t, dir, time.Duration(30+rng.IntN(400))*time.Millisecond)
 		last := max(verified, reported)
 		e, err := crashOpen(dir)
 		if err != nil {
