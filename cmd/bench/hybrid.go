@@ -221,7 +221,7 @@ func runHybrid(ctx context.Context, args []string) error {
 		Rows:    rows,
 	}
 	if len(sweepRows) > 0 {
-		rep.Notes = append(rep.Notes, "Budget sweep (table rows named sweep …, plot hybrid_budget.svg): searches cycle through the judged queries, rrf fusion, all candidates offered to the reranker; max_ms is the slowest search; degraded_unmarked counts searches whose Degraded flag disagrees with reranked < candidates (must be 0); timeouts counts searches whose retrieval itself (query embedding, BM25, dense) missed the budget, which the engine reports as an error, not a degraded result. Done-when: budget 100 ms, balanced, 100 candidates, 200 searches → p99 ≤ 110 ms.")
+		rep.Notes = append(rep.Notes, "![budget sweep: latency and candidates reranked against the budget](hybrid_budget.svg)", "Budget sweep (table rows named sweep …, plot hybrid_budget.svg): searches cycle through the judged queries, rrf fusion, all candidates offered to the reranker; max_ms is the slowest search; degraded_unmarked counts searches whose Degraded flag disagrees with reranked < candidates (must be 0); timeouts counts searches whose retrieval itself (query embedding, BM25, dense) missed the budget, which the engine reports as an error, not a degraded result. Done-when: budget 100 ms, balanced, 100 candidates, 200 searches → p99 ≤ 110 ms.")
 		rep.Columns = append(rep.Columns, "max_ms", "searches", "candidates", "degraded_unmarked", "timeouts")
 		rep.Rows = append(rep.Rows, sweepRows...)
 		if err := os.MkdirAll(*out, 0o755); err != nil {
