@@ -59,6 +59,7 @@ type searchScratch struct {
 	polled  int      // postings since ctx was last polled
 	gate    int      // Index.pruneGate of the current search
 	keys    []uint64 // sort keys of the hits
+	maxima  []uint32 // block maxima (float bits) for top-k selection
 	cands   []uint32 // candidates in continue mode (touched order)
 	// Counters of the last search, for white-box tests: terms handled in
 	// continue mode by scanning and by probing.
@@ -483,7 +484,7 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 			for _, d := range sc.cands {
 				sel = append(sel, scored{score: acc[d], doc: d})
 			}
-			sc.heap.items = selectTop(sel, k)
+			sc.heap.items, sc.maxima = selectTop(sel, k, sc.maxima)
 		case dense:
 			sc.collect(s, acc, filter, nil)
 		default:
@@ -538,7 +539,7 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 		// k-th score, and one predictable pass gathers the few above it.
 		lb := float32(0)
 		if s.dead == nil && filter == nil && len(acc) >= 4*k {
-			lb = blockMaxLowerBound(acc, k)
+			lb, sc.maxima = blockMaxLowerBound(acc, k, sc.maxima)
 		}
 		if lb > 0 {
 			for d, v := range acc {
@@ -576,19 +577,21 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 		}
 		sel = kept
 	}
-	sc.heap.items = selectTop(sel, k)
+	sc.heap.items, sc.maxima = selectTop(sel, k, sc.maxima)
 }
 
-// blockMaxLowerBound is the smallest of the maxima of k equal blocks of
-// acc: k distinct entries reach it, so the k-th largest entry does too. It
-// compares float bits as int32, which orders non-negative floats like
-// floats and puts negative ones below them; a result ≤ 0 is no bound.
-func blockMaxLowerBound(acc []float32, k int) float32 {
-	bs := len(acc) / k
-	lb := int32(math.MaxInt32)
-	for b := range k {
+// blockMaxLowerBound returns a lower bound of the k-th largest entry of
+// acc: the k-th largest of the maxima of up to 4k equal blocks (k distinct
+// entries reach it). It compares float bits as int32, which orders
+// non-negative floats like floats and puts negative ones below them; a
+// result of 0 is no bound.
+func blockMaxLowerBound(acc []float32, k int, maxima []uint32) (float32, []uint32) {
+	nb := min(4*k, len(acc)/4)
+	bs := len(acc) / nb
+	maxima = maxima[:0]
+	for b := range nb {
 		blk := acc[b*bs : (b+1)*bs]
-		m0, m1, m2, m3 := int32(math.MinInt32), int32(math.MinInt32), int32(math.MinInt32), int32(math.MinInt32)
+		m0, m1, m2, m3 := int32(0), int32(0), int32(0), int32(0)
 		j := 0
 		for ; j+4 <= len(blk); j += 4 {
 			m0 = max(m0, int32(math.Float32bits(blk[j])))
@@ -599,51 +602,84 @@ func blockMaxLowerBound(acc []float32, k int) float32 {
 		for ; j < len(blk); j++ {
 			m0 = max(m0, int32(math.Float32bits(blk[j])))
 		}
-		lb = min(lb, max(max(m0, m1), max(m2, m3)))
+		maxima = append(maxima, uint32(max(max(m0, m1), max(m2, m3))))
 	}
-	if lb <= 0 {
-		return 0
-	}
-	return math.Float32frombits(uint32(lb))
+	return math.Float32frombits(quickselectU32(maxima, k-1)), maxima
 }
 
 // selectTop returns the items of sel (reordered in place) whose score is at
 // least the k-th largest score: the top k and any ties of the k-th.
-func selectTop(sel []scored, k int) []scored {
+// Scores here are > 0, so their bits order like them.
+func selectTop(sel []scored, k int, maxima []uint32) ([]scored, []uint32) {
 	if len(sel) <= k {
-		return sel
+		return sel, maxima
 	}
-	// The smallest of k block maxima is a lower bound of the k-th score
-	// (k distinct items reach it); it cheaply discards most items. Scores
-	// here are > 0, so their bits order like them.
-	bs := len(sel) / k
-	lbb := uint32(math.MaxUint32)
-	for b := range k {
-		m := uint32(0)
-		for _, x := range sel[b*bs : (b+1)*bs] {
-			m = max(m, math.Float32bits(x.score))
+	if len(sel) >= 8*k {
+		// The k-th largest of 4k block maxima is a lower bound of the
+		// k-th score (k distinct items reach it): it cheaply discards
+		// most items.
+		nb := 4 * k
+		bs := len(sel) / nb
+		maxima = maxima[:0]
+		for b := range nb {
+			m := uint32(0)
+			for _, x := range sel[b*bs : (b+1)*bs] {
+				m = max(m, math.Float32bits(x.score))
+			}
+			maxima = append(maxima, m)
 		}
-		lbb = min(lbb, m)
-	}
-	lb := math.Float32frombits(lbb)
-	kept := sel[:0]
-	for _, x := range sel {
-		if x.score >= lb {
-			kept = append(kept, x)
+		lb := math.Float32frombits(quickselectU32(maxima, k-1))
+		kept := sel[:0]
+		for _, x := range sel {
+			if x.score >= lb {
+				kept = append(kept, x)
+			}
 		}
-	}
-	sel = kept
-	if len(sel) <= k {
-		return sel
+		sel = kept
+		if len(sel) <= k {
+			return sel, maxima
+		}
 	}
 	th := quickselectScored(sel, k-1)
-	kept = sel[:0]
+	kept := sel[:0]
 	for _, x := range sel {
 		if x.score >= th {
 			kept = append(kept, x)
 		}
 	}
-	return kept
+	return kept, maxima
+}
+
+// quickselectU32 returns the element that would be at index i if v were
+// sorted in descending order (v is reordered).
+func quickselectU32(v []uint32, i int) uint32 {
+	lo, hi := 0, len(v)-1
+	for lo < hi {
+		p := v[lo+(hi-lo)/2]
+		l, r := lo, hi
+		for l <= r {
+			for v[l] > p {
+				l++
+			}
+			for v[r] < p {
+				r--
+			}
+			if l <= r {
+				v[l], v[r] = v[r], v[l]
+				l++
+				r--
+			}
+		}
+		switch {
+		case i <= r:
+			hi = r
+		case i >= l:
+			lo = l
+		default:
+			return v[i]
+		}
+	}
+	return v[i]
 }
 
 // quickselectScored returns the score that would be at index i if v were
