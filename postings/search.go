@@ -474,6 +474,16 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 						add(d, acc[d])
 					}
 				}
+				if len(sc.cands)*candRatio > sc.remPost[i+1] {
+					// Too many candidates: filtering the remaining lists
+					// by them would cost about what scoring them does.
+					// Stay exhaustive (a later try may find θ higher).
+					for _, d := range sc.cands {
+						cand[d] = false
+					}
+					sc.cands = sc.cands[:0]
+					continuing = false
+				}
 			}
 		}
 	}
@@ -514,15 +524,19 @@ const (
 	// defaultPruneGate: a θ attempt is made only when the postings left
 	// are at least this × its cost in documents visited (Index.pruneGate).
 	defaultPruneGate = 2
+	// candRatio: continue mode is entered only with at most 1/candRatio
+	// candidates per remaining posting.
+	candRatio = 8
 )
 
-// tryCost estimates the documents a θ attempt and the switch to continue
-// mode visit.
+// tryCost estimates the cost of a θ attempt and of the switch to continue
+// mode, in postings scored: dense, passes over the accumulator; sparse, a
+// visit of the touched documents.
 func (s *snapshot) tryCost(sc *searchScratch, dense bool, k int) int {
 	if dense {
 		return int(s.numDocs)
 	}
-	return len(sc.touched) + k
+	return len(sc.touched) + 8*k
 }
 
 // collect selects into sc.heap.items the best hits among the documents in
@@ -738,10 +752,12 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 		tf := tfs[pos : pos+m]
 		switch {
 		case cand != nil:
-			for j, d := range docs {
-				if cand[d] {
-					acc[d] += kn.score(pos+j, d)
+			for j := 0; ; j++ {
+				j += addTabledCand(acc, docs[j:], tf[j:], docLen, tab, cand, idf, nonOcc, w)
+				if j >= len(docs) {
+					break
 				}
+				acc[docs[j]] += kn.score(pos+j, docs[j])
 			}
 		default:
 			// The tabled postings in a call-free loop; the few others
@@ -786,10 +802,39 @@ func addTabled(acc []float32, docs []uint32, tf []uint8, docLen []uint32, tab []
 	return len(docs)
 }
 
-// kthLowerBound returns the k-th largest partial score among (at most 8k
-// of) the touched live documents that pass the filter, or 0 if fewer than
-// k do. Any subset gives a valid lower bound of the final k-th score.
+// addTabledCand is addTabled for the candidates only (cand[d]); it stops
+// at the first candidate whose tf component is not in the table.
+//
+//go:noinline
+func addTabledCand(acc []float32, docs []uint32, tf []uint8, docLen []uint32, tab []float64, cand []bool, idf, nonOcc float64, w float32) int {
+	tf = tf[:len(docs)]
+	for j, d := range docs {
+		if !cand[d] {
+			continue
+		}
+		t := uint(tf[j])
+		i := uint(docLen[d])<<tfcTabShift | t
+		if t >= tfcTabTF || i >= uint(len(tab)) {
+			return j
+		}
+		acc[d] += float32(w * float32(idf*tab[i]-nonOcc))
+	}
+	return len(docs)
+}
+
+// kthLowerBound returns a lower bound of the final k-th score: the k-th
+// largest partial score among (at most 8k of) the touched live documents
+// that pass the filter, or 0 if fewer than k do (any subset gives a valid
+// bound), or, dense without deletes and filter, the block-maxima bound
+// over all documents.
 func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roaring.Bitmap, k int, dense bool) float64 {
+	if dense && s.dead == nil && filter == nil && len(acc) >= 4*k {
+		// Every positive partial score is a candidate: the block-maxima
+		// bound over all of them.
+		var lb float32
+		lb, sc.maxima = blockMaxLowerBound(acc, k, sc.maxima)
+		return float64(lb)
+	}
 	vals := sc.vals[:0]
 	limit := 8 * k
 	add := func(d uint32, v float32) bool {
