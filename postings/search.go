@@ -65,11 +65,11 @@ type searchScratch struct {
 	// continue mode by scanning and by probing.
 	scanned, probed int
 	vals            []float32
-	heap            topK
+	top             topK
 }
 
-// topK is a fixed-capacity min-heap of (score, doc): the root is the worst
-// kept hit (lowest score, then highest doc num).
+// topK holds the selected hits of one search: k, and at least the top k
+// items (with any ties of the k-th score) once the search is done.
 type topK struct {
 	k     int
 	items []scored
@@ -81,63 +81,7 @@ type scored struct {
 	doc   uint32
 }
 
-// worse reports whether a ranks after b: lower score, or equal score and
-// greater external ID.
-func (h *topK) worse(a, b scored) bool {
-	return a.score < b.score || (a.score == b.score && h.ids[a.doc] > h.ids[b.doc])
-}
-
 func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.ids = ids }
-func (h *topK) full() bool                { return len(h.items) >= h.k }
-
-// offer pushes x unless the heap is full and x ranks after its root (the
-// cheap test first).
-func (h *topK) offer(v float32, d uint32) {
-	if len(h.items) >= h.k && v < h.items[0].score {
-		return
-	}
-	h.push(scored{score: v, doc: d})
-}
-
-// push offers a hit; it reports whether the kept set changed.
-func (h *topK) push(x scored) bool {
-	it := h.items
-	if len(it) < h.k {
-		it = append(it, x)
-		i := len(it) - 1
-		for i > 0 {
-			p := (i - 1) / 2
-			if !h.worse(it[i], it[p]) {
-				break
-			}
-			it[i], it[p] = it[p], it[i]
-			i = p
-		}
-		h.items = it
-		return true
-	}
-	if !h.worse(it[0], x) {
-		return false
-	}
-	it[0] = x
-	i, n := 0, len(it)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h.worse(it[r], it[l]) {
-			m = r
-		}
-		if !h.worse(it[m], it[i]) {
-			break
-		}
-		it[i], it[m] = it[m], it[i]
-		i = m
-	}
-	return true
-}
 
 // Search returns the top Query.K documents by BM25 score, best first, ties
 // by ascending external ID. Documents
@@ -167,7 +111,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		sc = &searchScratch{}
 	}
 	defer func() {
-		sc.heap.ids = nil // do not pin the snapshot's tables from the pool
+		sc.top.ids = nil // do not pin the snapshot's tables from the pool
 		ix.scratch.Put(sc)
 	}()
 	constant := s.prepare(sc, q.Terms)
@@ -175,14 +119,14 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, nil
 	}
 	k := min(q.K, s.liveDocs)
-	sc.heap.reset(k, s.docIDs)
+	sc.top.reset(k, s.docIDs)
 	sc.gate = ix.pruneGate
 	var err error
 	err = s.search(ctx, sc, filter, k, !q.Exhaustive)
 	if err != nil {
 		return nil, err
 	}
-	items := sc.heap.items
+	items := sc.top.items
 	s.sortHits(sc, items)
 	items = items[:min(len(items), k)]
 	hits := make([]Hit, len(items))
@@ -490,11 +434,11 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 	if err == nil {
 		switch {
 		case continuing:
-			sel := sc.heap.items[:0]
+			sel := sc.top.items[:0]
 			for _, d := range sc.cands {
 				sel = append(sel, scored{score: acc[d], doc: d})
 			}
-			sc.heap.items, sc.maxima = selectTop(sel, k, sc.maxima)
+			sc.top.items, sc.maxima = selectTop(sel, k, sc.maxima)
 		case dense:
 			sc.collect(s, acc, filter, nil)
 		default:
@@ -539,14 +483,14 @@ func (s *snapshot) tryCost(sc *searchScratch, dense bool, k int) int {
 	return len(sc.touched) + 8*k
 }
 
-// collect selects into sc.heap.items the best hits among the documents in
+// collect selects into sc.top.items the best hits among the documents in
 // docs (all doc nums when docs is nil): at least min(k, hits) of them,
 // including every hit that ties the k-th score, so that sorting them and
 // keeping k gives exactly the top k. Zero scores, deleted and filtered-out
 // documents are skipped.
 func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bitmap, docs []uint32) {
-	k := sc.heap.k
-	sel := sc.heap.items[:0]
+	k := sc.top.k
+	sel := sc.top.items[:0]
 	if docs == nil {
 		// Dense: without deletes and filter, every positive accumulator is
 		// a hit, so the smallest of k block maxima is a lower bound of the
@@ -591,7 +535,7 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 		}
 		sel = kept
 	}
-	sc.heap.items, sc.maxima = selectTop(sel, k, sc.maxima)
+	sc.top.items, sc.maxima = selectTop(sel, k, sc.maxima)
 }
 
 // blockMaxLowerBound returns a lower bound of the k-th largest entry of

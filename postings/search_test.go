@@ -1,11 +1,13 @@
 package postings
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -185,7 +187,7 @@ func TestPruningModes(t *testing.T) {
 				for _, k := range []int{1, 5, 20} {
 					sc := &searchScratch{}
 					s.prepare(sc, q)
-					sc.heap.reset(k, s.docIDs)
+					sc.top.reset(k, s.docIDs)
 					if err := s.search(context.Background(), sc, nil, k, true); err != nil {
 						t.Fatal(err)
 					}
@@ -200,6 +202,120 @@ func TestPruningModes(t *testing.T) {
 			}
 			if probed == 0 {
 				t.Errorf("continue mode never probed (scanned %d)", scanned)
+			}
+		})
+	}
+}
+
+// TestKernelFallbacks covers the postings outside the tf-component table —
+// documents longer than tfcTabLens, frequencies ≥ tfcTabTF and overflowed
+// frequencies ≥ 255 — mixed with tabled ones: exhaustive and pruned
+// (always trying to prune) agree bit for bit and match the reference.
+func TestKernelFallbacks(t *testing.T) {
+	for _, v := range allVariants {
+		t.Run(string(v), func(t *testing.T) {
+			cfg := cfgFor(v)
+			ix := mustNew(t, cfg)
+			ix.pruneGate = 0
+			r := rand.New(rand.NewPCG(7, 7))
+			docs := randCorpus(r, 300, 40, 30, "d")
+			rep := func(term string, n int) []string {
+				out := make([]string, n)
+				for i := range out {
+					out[i] = term
+				}
+				return out
+			}
+			for i, n := range []int{tfcTabLens + 5, tfcTabLens - 1, 2 * tfcTabLens} {
+				docs[i].Terms = append(rep(randTerm(r, 40), n), docs[i].Terms...) // long, high tf
+			}
+			for i := 10; i < 60; i++ {
+				docs[i].Terms = append(docs[i].Terms, rep(randTerm(r, 40), []int{16, 17, 254, 255, 256, 300}[i%6])...)
+			}
+			commitDocs(t, ix, docs...)
+			live := map[string]Doc{}
+			for _, d := range docs {
+				live[d.ID] = d
+			}
+			st := ix.Stats()
+			for qi := range 30 {
+				q := Query{Terms: randQuery(r, 40), K: 1 + r.IntN(40)}
+				pr := search(t, ix, q)
+				q.Exhaustive = true
+				ex := search(t, ix, q)
+				if !reflect.DeepEqual(pr, ex) {
+					t.Fatalf("query %d %v:\npruned     %v\nexhaustive %v", qi, q.Terms, pr, ex)
+				}
+				if err := sameScores(ex, refSearch(cfg, live, st.BuildAvgDL, q)); err != nil {
+					t.Fatalf("query %d %v: %v", qi, q.Terms, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSelectTop: selectTop keeps exactly the items scoring at least the
+// k-th largest score (ties included), and blockMaxLowerBound never exceeds
+// the k-th largest accumulator, with zeros and negatives among them.
+func TestSelectTop(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		n, k     int
+		distinct int // number of distinct positive scores (ties when small)
+		zeros    bool
+	}{
+		{"few", 5, 10, 100, false},
+		{"equal-k", 10, 10, 100, false},
+		{"many", 5000, 100, 1 << 20, true},
+		{"ties", 5000, 100, 7, true},
+		{"k1", 3000, 1, 50, true},
+		{"just-above-8k", 801, 100, 1000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.k)))
+			acc := make([]float32, tc.n)
+			for i := range acc {
+				switch {
+				case tc.zeros && r.IntN(3) == 0:
+					acc[i] = 0
+				case tc.zeros && r.IntN(50) == 0:
+					acc[i] = -float32(r.IntN(5) + 1)
+				default:
+					acc[i] = float32(1+r.IntN(tc.distinct)) / 8
+				}
+			}
+			var pos []float32
+			var sel []scored
+			for d, v := range acc {
+				if v > 0 {
+					pos = append(pos, v)
+					sel = append(sel, scored{score: v, doc: uint32(d)})
+				}
+			}
+			slices.SortFunc(pos, func(a, b float32) int { return cmp.Compare(b, a) })
+			want := 0
+			kth := float32(0)
+			if len(pos) > 0 {
+				kth = pos[min(tc.k, len(pos))-1]
+				for _, v := range pos {
+					if v >= kth {
+						want++
+					}
+				}
+			}
+			got, _ := selectTop(sel, tc.k, nil)
+			if len(got) != want {
+				t.Fatalf("selectTop kept %d, want %d (k-th score %v)", len(got), want, kth)
+			}
+			for _, x := range got {
+				if x.score < kth || acc[x.doc] != x.score {
+					t.Fatalf("kept %+v below the k-th score %v or not from acc", x, kth)
+				}
+			}
+			if len(acc) >= 4*tc.k && len(pos) >= tc.k {
+				if lb, _ := blockMaxLowerBound(acc, tc.k, nil); lb > kth {
+					t.Fatalf("block-max bound %v above the k-th score %v", lb, kth)
+				}
 			}
 		})
 	}
