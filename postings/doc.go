@@ -19,13 +19,16 @@
 //   - maxTfc: the largest tf component over the term's postings, the
 //     per-term upper bound used for pruning.
 //
-// Per doc: length (uint32), norm (1-b)+b·dl/avgdl_build (float64), external
-// ID and a 128-bit blake3 content hash (over tenant, sorted meta, terms).
-// Filters are bitmaps keyed "tenant" and "key=value". Deleted doc nums are
-// a bitset (and the same set as a bitmap, to count live df) until Rebuild
-// compacts them away. Stats.IndexBytes counts the bitmaps' serialized
-// sizes, the tf arrays and overflow, bounds, the length and norm tables,
-// deleted sets and filter bitmaps; IDs and hashes are DocTableBytes.
+// Per doc: length (uint32), external ID and a 128-bit blake3 content hash
+// (over tenant, sorted meta, terms). Per distinct length: the norm
+// (1-b)+b·dl/avgdl_build (float64) and, for lengths below 4096, the search
+// kernel's tf component for tf 1..15 (16 float64s: one gather instead of
+// a division per posting). Filters are bitmaps keyed "tenant" and
+// "key=value". Deleted doc nums are a bitset (and the same set as a
+// bitmap, to count live df) until Rebuild compacts them away.
+// Stats.IndexBytes counts the bitmaps' serialized sizes, the tf arrays and
+// overflow, bounds, the length, norm and tf-component tables, deleted sets
+// and filter bitmaps; IDs and hashes are DocTableBytes.
 //
 // # Scoring
 //
@@ -45,16 +48,32 @@
 // Term-at-a-time over a dense float32 accumulator, terms in descending
 // upper-bound order — the canonical order in which every path sums a
 // document's contributions, so pruned and exhaustive scores are
-// bit-identical. The pruned path is exact quit/continue MaxScore: once the
-// remaining terms' bounds fall below θ (the k-th best partial score of
+// bit-identical. Per posting the kernel does one tf-component table gather
+// and no call (postings outside the table — long documents, tf ≥ 16,
+// overflow — are computed by the same formula); deleted documents are
+// accumulated like live ones and dropped when candidates and hits are
+// taken. A query whose postings are at least a quarter of the doc nums is
+// "dense": touched documents are not tracked, the accumulator is scanned
+// once at the end. Hits are selected without a heap: a lower bound of the
+// k-th score (the k-th largest of 4k block maxima) discards most
+// documents in one pass, a quickselect finds the k-th score among the
+// rest, and the survivors are sorted as packed (score, doc) keys, ties by
+// external ID.
+//
+// The pruned path is exact quit/continue MaxScore: once the remaining
+// terms' bounds fall below θ (a lower bound of the k-th final score of
 // filtered live documents; contributions are non-negative so partial
 // scores only grow), unseen documents cannot reach the top k and the rest
-// of the lists are only scanned for the surviving candidates. Bounds carry
-// a float32-rounding slack, so pruning never drops a document exhaustive
-// scoring ranks. Query.Exhaustive disables pruning. Filters are applied
-// to candidates during retrieval; documents that match no query term
-// (score 0) are never hits; ties rank by external ID. ctx is polled about
-// every 1024 postings.
+// of the lists are only scanned (or probed, when the candidates are few)
+// for the surviving candidates. Bounds carry a float32-rounding slack, so
+// pruning never drops a document exhaustive scoring ranks. It is gated by
+// cost — θ is only tried when the postings left are many compared with
+// the documents a try visits, and continue mode is entered only with at
+// most one candidate per 8 remaining postings — so on small or
+// evenly-spread queries it is exhaustive scoring plus a few checks.
+// Query.Exhaustive disables pruning. Filters are applied to candidates and
+// hits; documents that match no query term (score 0) are never hits; ties
+// rank by external ID. ctx is polled about every 1024 postings.
 //
 // # Concurrency
 //
