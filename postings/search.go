@@ -60,6 +60,7 @@ type searchScratch struct {
 	gate    int      // Index.pruneGate of the current search
 	keys    []uint64 // sort keys of the hits
 	maxima  []uint32 // block maxima (float bits) for top-k selection
+	tids    []uint32 // the query's term ids (MaxUint32: unknown)
 	cands   []uint32 // candidates in continue mode (touched order)
 	// Counters of the last search, for white-box tests: terms handled in
 	// continue mode by scanning and by probing.
@@ -199,9 +200,20 @@ func (s *snapshot) filterBitmap(f *Filter) (*roaring.Bitmap, bool) {
 func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 	sc.terms = sc.terms[:0]
 	var constant float32
+	// Resolve every term under one read lock of the dictionary.
+	tids := sc.tids[:0]
+	s.dict.mu.RLock()
 	for _, t := range terms {
-		tid, ok := s.dict.lookup(t)
-		if !ok || int(tid) >= len(s.terms) || s.terms[tid] == nil {
+		tid, ok := s.dict.ids[t]
+		if !ok {
+			tid = math.MaxUint32
+		}
+		tids = append(tids, tid)
+	}
+	s.dict.mu.RUnlock()
+	sc.tids = tids
+	for _, tid := range tids {
+		if uint64(tid) >= uint64(len(s.terms)) || s.terms[tid] == nil {
 			continue
 		}
 		dup := false
