@@ -574,7 +574,7 @@ func blockMaxLowerBound(acc []float32, k int, maxima []uint32) (float32, []uint3
 		}
 		maxima = append(maxima, uint32(max(max(m0, m1), max(m2, m3))))
 	}
-	return math.Float32frombits(quickselectU32(maxima, k-1)), maxima
+	return math.Float32frombits(kthLowerU32(maxima, k)), maxima
 }
 
 // selectTop returns the items of sel (reordered in place) whose score is at
@@ -598,7 +598,7 @@ func selectTop(sel []scored, k int, maxima []uint32) ([]scored, []uint32) {
 			}
 			maxima = append(maxima, m)
 		}
-		lb := math.Float32frombits(quickselectU32(maxima, k-1))
+		lb := math.Float32frombits(kthLowerU32(maxima, k))
 		kept := sel[:0]
 		for _, x := range sel {
 			if x.score >= lb {
@@ -620,36 +620,42 @@ func selectTop(sel []scored, k int, maxima []uint32) ([]scored, []uint32) {
 	return kept, maxima
 }
 
-// quickselectU32 returns the element that would be at index i if v were
-// sorted in descending order (v is reordered).
-func quickselectU32(v []uint32, i int) uint32 {
-	lo, hi := 0, len(v)-1
-	for lo < hi {
-		p := v[lo+(hi-lo)/2]
-		l, r := lo, hi
-		for l <= r {
-			for v[l] > p {
-				l++
-			}
-			for v[r] < p {
-				r--
-			}
-			if l <= r {
-				v[l], v[r] = v[r], v[l]
-				l++
-				r--
-			}
-		}
-		switch {
-		case i <= r:
-			hi = r
-		case i >= l:
-			lo = l
-		default:
-			return v[i]
+// kthLowerU32 returns a value v of vals (bits of non-negative float32s)
+// such that at least k values are ≥ v, and v ≤ the k-th largest value (a
+// lower bound of it, nearly tight). It buckets the values linearly (as
+// floats) between their min and max and walks the buckets from the top:
+// predictable branches, unlike a quickselect. Bucket indexes are monotone
+// in the value, so every value of a higher bucket exceeds every value of a
+// lower one, and the smallest value of the bucket where the count reaches
+// k is the bound. Requires len(vals) ≥ k ≥ 1.
+func kthLowerU32(vals []uint32, k int) uint32 {
+	const nb = 64
+	lo, hi := vals[0], vals[0]
+	for _, v := range vals {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	if lo == hi {
+		return lo
+	}
+	flo := float64(math.Float32frombits(lo))
+	scale := float64(nb) / (float64(math.Float32frombits(hi)) - flo)
+	var cnt [nb + 1]int32
+	var bmin [nb + 1]uint32
+	for i := range bmin {
+		bmin[i] = math.MaxUint32
+	}
+	for _, v := range vals {
+		b := min(int((float64(math.Float32frombits(v))-flo)*scale), nb)
+		cnt[b]++
+		bmin[b] = min(bmin[b], v)
+	}
+	n := int32(0)
+	for b := nb; b >= 0; b-- {
+		if n += cnt[b]; int(n) >= k {
+			return bmin[b]
 		}
 	}
-	return v[i]
+	return lo
 }
 
 // quickselectScored returns the score that would be at index i if v were

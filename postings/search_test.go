@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -318,5 +319,26 @@ func TestSelectTop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKthLowerU32: the bucketed bound is a value of the input, at most the
+// k-th largest, and at least k values reach it.
+func TestKthLowerU32(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for trial := range 200 {
+		n := 1 + r.IntN(500)
+		vals := make([]uint32, n)
+		distinct := []int{1, 3, 1000, 1 << 20}[trial%4]
+		for i := range vals {
+			vals[i] = math.Float32bits(float32(r.IntN(distinct)) / 7) // ≥ 0, with zeros
+		}
+		k := 1 + r.IntN(n)
+		sorted := slices.Clone(vals)
+		slices.SortFunc(sorted, func(a, b uint32) int { return cmp.Compare(b, a) })
+		got := kthLowerU32(slices.Clone(vals), k)
+		if got > sorted[k-1] || !slices.Contains(vals, got) {
+			t.Fatalf("trial %d: bound %d, k-th largest %d", trial, got, sorted[k-1])
+		}
 	}
 }
