@@ -64,7 +64,9 @@
 // cut at deadline − margin (the reranker gets a context with that
 // deadline; ONNX Runtime's terminate flag fires on it) and discarded, and
 // the profile's estimate is raised to at least twice the cut batch's time
-// per document, so later searches predict smaller batches or none.
+// per document, so later searches predict smaller batches or none; each
+// search that skips reranking for lack of time lowers the estimate by 15 %,
+// so a later one probes again.
 // Result.Degraded is then set and Result.Reranked says how many candidates
 // (a prefix in fused order) were scored.
 //

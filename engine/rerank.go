@@ -47,6 +47,19 @@ func (m *costModel) observe(profile string, n int, d time.Duration) {
 	}
 }
 
+// relax lowers profile's estimate by factor. The loop calls it when it
+// skips reranking because not even MinBatch documents are predicted to fit:
+// a skipped search measures nothing, so without this an estimate raised by
+// one slow (or cut) batch would stop reranking at that budget for good;
+// with it, later searches probe again after a few skips.
+func (m *costModel) relax(profile string, factor float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v, ok := m.perDoc[profile]; ok {
+		m.perDoc[profile] = v * factor
+	}
+}
+
 // observeCut records a batch of n docs that the deadline cut after d: its
 // true cost is unknown but more than d. The estimate is raised to at least
 // 2·d/n (as if the batch had been half done), so the next batch the loop
@@ -64,6 +77,11 @@ func (m *costModel) observeCut(profile string, n int, d time.Duration) {
 		m.perDoc[profile] = x
 	}
 }
+
+// skipRelax is the factor a skipped search applies to the profile's cost
+// estimate (see costModel.relax): after k skips the estimate is 0.85^k of
+// what it was, so a probe follows within a handful of searches.
+const skipRelax = 0.85
 
 // rerankOutcome is what the budgeted rerank loop did.
 type rerankOutcome struct {
@@ -115,6 +133,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 				n = min(n, cfg.MaxBatch)
 				if n < min(cfg.MinBatch, left) {
 					n = 0
+					costs.relax(profile, skipRelax)
 				}
 			}
 			if n == 0 {

@@ -333,6 +333,19 @@ func TestRerankBudgeted(t *testing.T) {
 		if r.Calls.Load() != 1 || time.Since(start) > 30*time.Millisecond {
 			t.Errorf("second search called the reranker (%d calls) or took %v", r.Calls.Load(), time.Since(start))
 		}
+		// Skipped searches relax the estimate, so a later one probes again.
+		after, _ := costs.estimate("slow")
+		if after >= est {
+			t.Errorf("estimate %v after a skip, was %v: want lower", after, est)
+		}
+		for range 20 {
+			if _, err := rerankBudgeted(ctx, ctx, r, "slow", "apple", mkCands(10), cfg, costs, time.Now().Add(60*time.Millisecond), margin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.Calls.Load() < 2 {
+			t.Errorf("no probe in 20 searches after skips")
+		}
 	})
 	t.Run("known cost sizes batch to the time left", func(t *testing.T) {
 		r := &enginetest.OverlapReranker{}

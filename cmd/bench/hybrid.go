@@ -214,7 +214,7 @@ func runHybrid(ctx context.Context, args []string) error {
 			weights,
 			fmt.Sprintf("The corpus is committed once per run (title + text); the embedder truncates documents to %d tokens (max-doc-tokens). bm25 runs on an engine with no embedder (BM25 only, tied scores in trec_eval order as lexical.md); dense is weighted fusion with α = 1; rrf, weighted-α, relative fuse %d candidates per retriever; X+PROFILE reranks X's candidates with the cross-encoder PROFILE under a %v budget per search; rrf+mmr-0.7 selects hits by MMR with λ = 0.7.", *maxDocTokens, opt.Candidates, opt.Budget),
 			"Reranking 100 candidates without a budget takes seconds per query with MiniLM-sized cross-encoders on a 2-core CPU, so the rerank rows are budgeted: degraded_frac is the share of searches whose reranking the budget cut short (Result.Degraded), mean_reranked the mean number of candidates scored (a prefix in fused order, the rest follow unreranked).",
-			"Queries run sequentially through engine.Search after unrecorded warm-up searches (model load, rerank cost estimate); latency is Result.Timings.Total; stage columns are means.",
+			"Queries run sequentially through engine.Search after unrecorded warm-up searches (model load, rerank cost estimate); latency is Result.Timings.Total (wall time for timeouts); stage columns are means. timeouts counts budgeted searches whose retrieval (query embedding, BM25, dense) itself missed the budget, which the engine reports as an error; they count as returning nothing.",
 		}, notes...),
 		Config:  opt,
 		Columns: append(bench.HybridColumns, "commit_s"),
