@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -48,7 +49,7 @@ type qterm struct {
 
 type searchScratch struct {
 	it      roaring.ManyIntIterator
-	buf     [256]uint32
+	buf     [1024]uint32
 	terms   []qterm
 	rem     []float64
 	acc     []float32
@@ -558,23 +559,27 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 func blockMaxLowerBound(acc []float32, k int, maxima []uint32) (float32, []uint32) {
 	nb := min(4*k, len(acc)/4)
 	bs := len(acc) / nb
+	bits := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(acc))), len(acc))
 	maxima = maxima[:0]
 	for b := range nb {
-		blk := acc[b*bs : (b+1)*bs]
-		m0, m1, m2, m3 := int32(0), int32(0), int32(0), int32(0)
-		j := 0
-		for ; j+4 <= len(blk); j += 4 {
-			m0 = max(m0, int32(math.Float32bits(blk[j])))
-			m1 = max(m1, int32(math.Float32bits(blk[j+1])))
-			m2 = max(m2, int32(math.Float32bits(blk[j+2])))
-			m3 = max(m3, int32(math.Float32bits(blk[j+3])))
-		}
-		for ; j < len(blk); j++ {
-			m0 = max(m0, int32(math.Float32bits(blk[j])))
-		}
-		maxima = append(maxima, uint32(max(max(m0, m1), max(m2, m3))))
+		maxima = append(maxima, uint32(maxInt32(bits[b*bs:(b+1)*bs])))
 	}
 	return math.Float32frombits(kthLowerU32(maxima, k)), maxima
+}
+
+// maxInt32 is max(0, max(b)), in a loop with two independent chains and
+// no bounds checks.
+func maxInt32(b []int32) int32 {
+	m0, m1 := int32(0), int32(0)
+	for len(b) >= 2 {
+		m0 = max(m0, b[0])
+		m1 = max(m1, b[1])
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		m0 = max(m0, b[0])
+	}
+	return max(m0, m1)
 }
 
 // selectTop returns the items of sel (reordered in place) whose score is at
