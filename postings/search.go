@@ -24,7 +24,7 @@ type Filter struct {
 // times weighs n times (as in bm25s, which sums the score of each query
 // token). K is the number of hits wanted (0 returns none). Exhaustive
 // forces scoring every posting instead of MaxScore pruning; the results are
-// identical, only slower.
+// identical (pruning is only tried where a cost model expects it to pay).
 type Query struct {
 	Terms      []string
 	K          int
@@ -513,11 +513,7 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 			lb, sc.maxima = blockMaxLowerBound(acc, k, sc.maxima)
 		}
 		if lb > 0 {
-			for d, v := range acc {
-				if v >= lb {
-					sel = append(sel, scored{score: v, doc: uint32(d)})
-				}
-			}
+			sel = gatherAtLeast(sel, acc, lb)
 		} else {
 			if cap(sel) < len(acc) {
 				sel = make([]scored, 0, len(acc))
@@ -549,6 +545,19 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 		sel = kept
 	}
 	sc.top.items, sc.maxima = selectTop(sel, k, sc.maxima)
+}
+
+// gatherAtLeast appends to sel the entries of acc that are ≥ lb (a leaf
+// loop: the caller's live values stay out of its registers).
+//
+//go:noinline
+func gatherAtLeast(sel []scored, acc []float32, lb float32) []scored {
+	for d, v := range acc {
+		if v >= lb {
+			sel = append(sel, scored{score: v, doc: uint32(d)})
+		}
+	}
+	return sel
 }
 
 // blockMaxLowerBound returns a lower bound of the k-th largest entry of
