@@ -487,11 +487,11 @@ const (
 )
 
 // tryCost estimates the cost of a θ attempt and of the switch to continue
-// mode, in postings scored: dense, passes over the accumulator; sparse, a
-// visit of the touched documents.
+// mode, in postings scored: dense, two passes over the accumulator (block
+// maxima, candidates); sparse, a visit of the touched documents.
 func (s *snapshot) tryCost(sc *searchScratch, dense bool, k int) int {
 	if dense {
-		return int(s.numDocs)
+		return 2 * int(s.numDocs)
 	}
 	return len(sc.touched) + 8*k
 }
