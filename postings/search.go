@@ -60,6 +60,7 @@ type searchScratch struct {
 	polled  int      // postings since ctx was last polled
 	gate    int      // Index.pruneGate of the current search
 	keys    []uint64 // sort keys of the hits
+	keys2   []uint64 // radix sort scratch
 	maxima  []uint32 // block maxima (float bits) for top-k selection
 	tids    []uint32 // the query's term ids (MaxUint32: unknown)
 	cands   []uint32 // candidates in continue mode (touched order)
@@ -147,7 +148,11 @@ func (s *snapshot) sortHits(sc *searchScratch, items []scored) {
 	for _, it := range items {
 		keys = append(keys, uint64(^math.Float32bits(it.score))<<32|uint64(it.doc))
 	}
-	slices.Sort(keys)
+	if len(keys) >= radixMin {
+		sc.keys2 = radixSortHigh32(keys, sc.keys2)
+	} else {
+		slices.Sort(keys)
+	}
 	sc.keys = keys
 	for i, key := range keys {
 		items[i] = scored{score: math.Float32frombits(^uint32(key >> 32)), doc: uint32(key)}
@@ -163,6 +168,48 @@ func (s *snapshot) sortHits(sc *searchScratch, items []scored) {
 		}
 		i = j
 	}
+}
+
+// radixMin is the number of hits from which sortHits radix-sorts (below
+// it, a comparison sort is cheaper than the counting passes).
+const radixMin = 48
+
+// radixSortHigh32 sorts keys by their high 32 bits (stable LSD radix sort,
+// 8-bit digits, skipping the digits all keys share: scores near the top k
+// span few exponents); tmp is scratch, returned grown.
+func radixSortHigh32(keys, tmp []uint64) []uint64 {
+	tmp = slices.Grow(tmp[:0], len(keys))[:len(keys)]
+	and, or := ^uint64(0), uint64(0)
+	for _, k := range keys {
+		and &= k
+		or |= k
+	}
+	diff := (and ^ or) >> 32
+	src, dst := keys, tmp
+	for shift := uint(32); shift < 64; shift += 8 {
+		if (diff>>(shift-32))&0xff == 0 {
+			continue
+		}
+		var cnt [256]int32
+		for _, k := range src {
+			cnt[(k>>shift)&0xff]++
+		}
+		sum := int32(0)
+		for i, c := range cnt {
+			cnt[i] = sum
+			sum += c
+		}
+		for _, k := range src {
+			b := (k >> shift) & 0xff
+			dst[cnt[b]] = k
+			cnt[b]++
+		}
+		src, dst = dst, src
+	}
+	if len(keys) > 0 && &src[0] != &keys[0] {
+		copy(keys, src)
+	}
+	return tmp
 }
 
 // filterBitmap intersects the filter's bitmaps; ok is false when the filter
@@ -498,35 +545,25 @@ func (s *snapshot) tryCost(sc *searchScratch, dense bool, k int) int {
 
 // collect selects into sc.top.items the best hits among the documents in
 // docs (all doc nums when docs is nil): at least min(k, hits) of them,
-// including every hit that ties the k-th score, so that sorting them and
-// keeping k gives exactly the top k. Zero scores, deleted and filtered-out
-// documents are skipped.
+// including every hit that scores at least the k-th score, so that sorting
+// them and keeping k gives exactly the top k. Zero scores, deleted and
+// filtered-out documents are skipped.
 func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bitmap, docs []uint32) {
 	k := sc.top.k
 	sel := sc.top.items[:0]
 	if docs == nil {
 		// Dense: without deletes and filter, every positive accumulator is
-		// a hit, so the smallest of k block maxima is a lower bound of the
-		// k-th score, and one predictable pass gathers the few above it.
+		// a hit, so the k-th largest block maximum is a lower bound of the
+		// k-th score, and only the blocks whose maximum reaches it are
+		// scanned again. With deletes or a filter, lb stays 0 (every
+		// positive entry is gathered).
 		lb := float32(0)
-		if s.dead == nil && filter == nil && len(acc) >= 4*k {
+		bs := topBlock(len(acc), k)
+		if s.dead == nil && filter == nil && bs > 0 {
 			lb, sc.maxima = blockMaxLowerBound(acc, k, sc.maxima)
-		}
-		if lb > 0 {
-			sel = gatherAtLeast(sel, acc, lb)
+			sel = gatherBlocks(sel, acc, sc.maxima, bs, lb)
 		} else {
-			if cap(sel) < len(acc) {
-				sel = make([]scored, 0, len(acc))
-			}
-			sel = sel[:len(acc)]
-			n := 0
-			for d, v := range acc {
-				sel[n] = scored{score: v, doc: uint32(d)}
-				if v > 0 {
-					n++
-				}
-			}
-			sel = sel[:n]
+			sel = gatherAtLeast(sel, acc, math.SmallestNonzeroFloat32)
 		}
 	} else {
 		for _, d := range docs {
@@ -560,20 +597,85 @@ func gatherAtLeast(sel []scored, acc []float32, lb float32) []scored {
 	return sel
 }
 
-// blockMaxLowerBound returns a lower bound of the k-th largest entry of
-// acc: the k-th largest of the maxima of up to 4k equal blocks (k distinct
-// entries reach it). It compares float bits as int32, which orders
-// non-negative floats like floats and puts negative ones below them; a
-// result of 0 is no bound.
-func blockMaxLowerBound(acc []float32, k int, maxima []uint32) (float32, []uint32) {
-	nb := min(4*k, len(acc)/4)
-	bs := len(acc) / nb
-	bits := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(acc))), len(acc))
-	maxima = maxima[:0]
-	for b := range nb {
-		maxima = append(maxima, uint32(maxInt32(bits[b*bs:(b+1)*bs])))
+// topBlock is the block size of the dense block-maxima bound for n
+// accumulator entries and k hits: 16 when that gives at least 2k blocks,
+// 4 when it gives at least k, else 0 (no bound).
+func topBlock(n, k int) int {
+	switch {
+	case n >= 32*k:
+		return 16
+	case n >= 4*k:
+		return 4
 	}
+	return 0
+}
+
+// int32Bits views acc's float bits as int32s, which order non-negative
+// floats like the floats and put negative ones below them.
+func int32Bits(acc []float32) []int32 {
+	return unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(acc))), len(acc))
+}
+
+// blockMaxLowerBound returns a lower bound of the k-th largest entry of
+// acc — the k-th largest of the maxima of its blocks of topBlock entries
+// (k distinct entries reach it) — and the maxima (as max(0, block max)
+// float bits, for gatherBlocks). A result of 0 is no bound.
+func blockMaxLowerBound(acc []float32, k int, maxima []uint32) (float32, []uint32) {
+	bs := topBlock(len(acc), k)
+	if bs == 0 {
+		return 0, maxima
+	}
+	maxima = blockMaxima(int32Bits(acc), bs, maxima)
 	return math.Float32frombits(kthLowerU32(maxima, k)), maxima
+}
+
+// blockMaxima sets maxima to max(0, max of each block of bs entries of
+// bits) (the last block may be shorter). Blocks of 16 take an unrolled
+// loop of four independent chains without bounds checks.
+func blockMaxima(bits []int32, bs int, maxima []uint32) []uint32 {
+	nb := (len(bits) + bs - 1) / bs
+	maxima = slices.Grow(maxima[:0], nb)[:nb]
+	i := 0
+	if bs == 16 {
+		for ; len(bits) >= 16 && i < len(maxima); i++ {
+			b := bits[:16:16]
+			m0 := max(b[0], b[4], b[8], b[12])
+			m1 := max(b[1], b[5], b[9], b[13])
+			m2 := max(b[2], b[6], b[10], b[14])
+			m3 := max(b[3], b[7], b[11], b[15])
+			maxima[i] = uint32(max(max(m0, m1), max(m2, m3), 0))
+			bits = bits[16:]
+		}
+	}
+	for ; len(bits) > 0 && i < len(maxima); i++ {
+		b := bits[:min(bs, len(bits))]
+		maxima[i] = uint32(maxInt32(b))
+		bits = bits[len(b):]
+	}
+	return maxima
+}
+
+// gatherBlocks appends to sel the positive entries of acc that are ≥ lb,
+// visiting only the blocks (of bs entries, maxima from blockMaxima) whose
+// maximum reaches lb.
+//
+//go:noinline
+func gatherBlocks(sel []scored, acc []float32, maxima []uint32, bs int, lb float32) []scored {
+	t := int32(max(math.Float32bits(lb), 1)) // lb ≥ 0; 1: positive only
+	bits := int32Bits(acc)
+	for b, m := range maxima {
+		if int32(m) < t {
+			continue
+		}
+		lo := b * bs
+		blk := bits[lo:min(lo+bs, len(bits))]
+		for j, v := range blk {
+			if v >= t {
+				sel = append(sel, scored{score: math.Float32frombits(uint32(v)), doc: uint32(lo + j)})
+			}
+		}
+	}
+	return sel
 }
 
 // maxInt32 is max(0, max(b)), in a loop with two independent chains and
@@ -591,57 +693,43 @@ func maxInt32(b []int32) int32 {
 	return max(m0, m1)
 }
 
-// selectTop returns the items of sel (reordered in place) whose score is at
-// least the k-th largest score: the top k and any ties of the k-th.
-// Scores here are > 0, so their bits order like them.
-func selectTop(sel []scored, k int, maxima []uint32) ([]scored, []uint32) {
-	if len(sel) <= k {
-		return sel, maxima
-	}
-	if len(sel) >= 8*k {
-		// The k-th largest of 4k block maxima is a lower bound of the
-		// k-th score (k distinct items reach it): it cheaply discards
-		// most items.
-		nb := 4 * k
-		bs := len(sel) / nb
-		maxima = maxima[:0]
-		for b := range nb {
-			m := uint32(0)
-			for _, x := range sel[b*bs : (b+1)*bs] {
-				m = max(m, math.Float32bits(x.score))
-			}
-			maxima = append(maxima, m)
+// selectTop returns items of sel (reordered in place) including every one
+// whose score is at least the k-th largest score (the top k and any ties
+// of the k-th), and at least min(k, len(sel)) of them; a few more may
+// remain. Scores here are > 0, so their bits order like them. It filters
+// by the bucketed lower bound of the k-th score (predictable branches,
+// unlike a quickselect) until at most 2k remain or a round gains nothing.
+// keys is scratch.
+func selectTop(sel []scored, k int, keys []uint32) ([]scored, []uint32) {
+	for len(sel) > k {
+		keys = keys[:0]
+		for _, x := range sel {
+			keys = append(keys, math.Float32bits(x.score))
 		}
-		lb := math.Float32frombits(kthLowerU32(maxima, k))
+		lb := math.Float32frombits(kthLowerU32(keys, k))
 		kept := sel[:0]
 		for _, x := range sel {
 			if x.score >= lb {
 				kept = append(kept, x)
 			}
 		}
+		done := len(kept) <= 2*k || len(kept) == len(sel)
 		sel = kept
-		if len(sel) <= k {
-			return sel, maxima
+		if done {
+			break
 		}
 	}
-	th := quickselectScored(sel, k-1)
-	kept := sel[:0]
-	for _, x := range sel {
-		if x.score >= th {
-			kept = append(kept, x)
-		}
-	}
-	return kept, maxima
+	return sel, keys
 }
 
 // kthLowerU32 returns a value v of vals (bits of non-negative float32s)
 // such that at least k values are ≥ v, and v ≤ the k-th largest value (a
-// lower bound of it, nearly tight). It buckets the values linearly (as
-// floats) between their min and max and walks the buckets from the top:
-// predictable branches, unlike a quickselect. Bucket indexes are monotone
-// in the value, so every value of a higher bucket exceeds every value of a
-// lower one, and the smallest value of the bucket where the count reaches
-// k is the bound. Requires len(vals) ≥ k ≥ 1.
+// lower bound of it, nearly tight). It buckets the values linearly in
+// their bits between their min and max and walks the buckets from the
+// top: predictable branches, unlike a quickselect. Bucket indexes are
+// monotone in the value, so every value of a higher bucket exceeds every
+// value of a lower one, and the smallest value of the bucket where the
+// count reaches k is the bound. Requires len(vals) ≥ k ≥ 1.
 func kthLowerU32(vals []uint32, k int) uint32 {
 	const nb = 64
 	lo, hi := vals[0], vals[0]
@@ -651,57 +739,25 @@ func kthLowerU32(vals []uint32, k int) uint32 {
 	if lo == hi {
 		return lo
 	}
-	flo := float64(math.Float32frombits(lo))
-	scale := float64(nb) / (float64(math.Float32frombits(hi)) - flo)
-	var cnt [nb + 1]int32
-	var bmin [nb + 1]uint32
+	// b = (v-lo)·mul >> 32 < nb for v-lo ≤ hi-lo, and monotone in v.
+	mul := (uint64(nb) << 32) / (uint64(hi-lo) + 1)
+	var cnt [nb]int32
+	var bmin [nb]uint32
 	for i := range bmin {
 		bmin[i] = math.MaxUint32
 	}
 	for _, v := range vals {
-		b := min(int((float64(math.Float32frombits(v))-flo)*scale), nb)
+		b := (uint64(v-lo) * mul >> 32) & (nb - 1)
 		cnt[b]++
 		bmin[b] = min(bmin[b], v)
 	}
 	n := int32(0)
-	for b := nb; b >= 0; b-- {
+	for b := nb - 1; b >= 0; b-- {
 		if n += cnt[b]; int(n) >= k {
 			return bmin[b]
 		}
 	}
 	return lo
-}
-
-// quickselectScored returns the score that would be at index i if v were
-// sorted by descending score (v is reordered).
-func quickselectScored(v []scored, i int) float32 {
-	lo, hi := 0, len(v)-1
-	for lo < hi {
-		p := v[lo+(hi-lo)/2].score
-		l, r := lo, hi
-		for l <= r {
-			for v[l].score > p {
-				l++
-			}
-			for v[r].score < p {
-				r--
-			}
-			if l <= r {
-				v[l], v[r] = v[r], v[l]
-				l++
-				r--
-			}
-		}
-		switch {
-		case i <= r:
-			hi = r
-		case i >= l:
-			lo = l
-		default:
-			return v[i].score
-		}
-	}
-	return v[i].score
 }
 
 // scoreList adds one term's contributions to acc. With cand non-nil only
@@ -735,6 +791,21 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 				}
 				acc[docs[j]] += kn.score(pos+j, docs[j])
 			}
+		case hasAVX512:
+			// Groups of 8 tabled postings in the vector kernel; a group
+			// with another posting in the Go loop, the others one by one.
+			for j := 0; j < len(docs); {
+				j += addTabledVec(acc, docs[j:], tf[j:], docLen, tab, idf, nonOcc, w)
+				e := min(j+8, len(docs))
+				j += addTabled(acc, docs[j:e], tf[j:e], docLen, tab, idf, nonOcc, w)
+				if j < e {
+					acc[docs[j]] += kn.score(pos+j, docs[j])
+					j++
+				}
+			}
+			if mark != nil {
+				sc.markTouched(docs, mark)
+			}
 		default:
 			// The tabled postings in a call-free loop; the few others
 			// (frequency ≥ tfcTabTF, long documents, overflow) one by one.
@@ -746,15 +817,20 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 				acc[docs[j]] += kn.score(pos+j, docs[j])
 			}
 			if mark != nil {
-				for _, d := range docs {
-					if !mark[d] {
-						mark[d] = true
-						sc.touched = append(sc.touched, d)
-					}
-				}
+				sc.markTouched(docs, mark)
 			}
 		}
 		pos += m
+	}
+}
+
+// markTouched appends to sc.touched the docs not yet marked, marking them.
+func (sc *searchScratch) markTouched(docs []uint32, mark []bool) {
+	for _, d := range docs {
+		if !mark[d] {
+			mark[d] = true
+			sc.touched = append(sc.touched, d)
+		}
 	}
 }
 

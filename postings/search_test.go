@@ -271,6 +271,9 @@ func TestSelectTop(t *testing.T) {
 		{"ties", 5000, 100, 7, true},
 		{"k1", 3000, 1, 50, true},
 		{"just-above-8k", 801, 100, 1000, false},
+		{"blocks-of-16", 5183, 100, 1 << 20, true},
+		{"blocks-of-16-ties", 3201, 100, 3, true},
+		{"skewed", 20000, 10, 1 << 24, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.k)))
@@ -305,17 +308,37 @@ func TestSelectTop(t *testing.T) {
 				}
 			}
 			got, _ := selectTop(sel, tc.k, nil)
-			if len(got) != want {
-				t.Fatalf("selectTop kept %d, want %d (k-th score %v)", len(got), want, kth)
-			}
+			reach := 0
 			for _, x := range got {
-				if x.score < kth || acc[x.doc] != x.score {
-					t.Fatalf("kept %+v below the k-th score %v or not from acc", x, kth)
+				if acc[x.doc] != x.score {
+					t.Fatalf("kept %+v not from acc", x)
+				}
+				if x.score >= kth {
+					reach++
 				}
 			}
-			if len(acc) >= 4*tc.k && len(pos) >= tc.k {
-				if lb, _ := blockMaxLowerBound(acc, tc.k, nil); lb > kth {
+			if reach != want || len(got) < min(tc.k, len(pos)) || len(got) > max(2*tc.k, want) {
+				t.Fatalf("selectTop kept %d (%d reaching the k-th score %v), want all %d of those and at most %d", len(got), reach, kth, want, max(2*tc.k, want))
+			}
+			if lb, bs := float32(0), topBlock(len(acc), tc.k); len(pos) > 0 {
+				var maxima []uint32
+				if bs > 0 {
+					lb, maxima = blockMaxLowerBound(acc, tc.k, nil)
+				}
+				if lb > kth {
 					t.Fatalf("block-max bound %v above the k-th score %v", lb, kth)
+				}
+				if bs > 0 {
+					n := 0
+					for _, x := range gatherBlocks(nil, acc, maxima, bs, lb) {
+						if acc[x.doc] != x.score || x.score < lb || x.score <= 0 {
+							t.Fatalf("gathered %+v below %v or not from acc", x, lb)
+						}
+						n++
+					}
+					if n != len(gatherAtLeast(nil, acc, max(lb, math.SmallestNonzeroFloat32))) {
+						t.Fatalf("gatherBlocks found %d entries ≥ %v, want %d", n, lb, len(gatherAtLeast(nil, acc, max(lb, math.SmallestNonzeroFloat32))))
+					}
 				}
 			}
 		})
@@ -340,5 +363,75 @@ func TestKthLowerU32(t *testing.T) {
 		if got > sorted[k-1] || !slices.Contains(vals, got) {
 			t.Fatalf("trial %d: bound %d, k-th largest %d", trial, got, sorted[k-1])
 		}
+	}
+}
+
+// TestRadixSortHigh32: the radix sort orders keys by their high 32 bits
+// like a comparison sort, keeping every key.
+func TestRadixSortHigh32(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		n      int
+		spread uint64 // high halves are below this
+	}{
+		{"empty", 0, 1},
+		{"one", 1, 1 << 32},
+		{"equal-high", 100, 1},
+		{"narrow", 120, 1 << 9},
+		{"wide", 500, 1 << 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.n), tc.spread))
+			keys := make([]uint64, tc.n)
+			for i := range keys {
+				keys[i] = (0xbf000000+r.Uint64N(tc.spread))<<32 | uint64(r.Uint32())
+			}
+			want := slices.Clone(keys)
+			slices.Sort(want)
+			radixSortHigh32(keys, nil)
+			for i := range keys {
+				if keys[i]>>32 != want[i]>>32 {
+					t.Fatalf("key %d: high %x, want %x", i, keys[i]>>32, want[i]>>32)
+				}
+			}
+			slices.Sort(keys)
+			if !slices.Equal(keys, want) {
+				t.Fatal("keys lost or duplicated")
+			}
+		})
+	}
+}
+
+// TestVectorKernel: the vector scoring kernel (where the CPU has one) gives
+// bit-identical hits to the Go kernel, dense and sparse, with postings
+// outside the table (long documents, tf ≥ 16, overflow) mixed in, and
+// groups cut at every offset.
+func TestVectorKernel(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no vector kernel on this CPU")
+	}
+	for _, v := range allVariants {
+		t.Run(string(v), func(t *testing.T) {
+			ix := mustNew(t, cfgFor(v))
+			r := rand.New(rand.NewPCG(11, 11))
+			docs := randCorpus(r, 2000, 60, 40, "d")
+			for i := 0; i < len(docs); i += 37 {
+				n := []int{16, 40, 255, 300, tfcTabLens + 3}[i%5]
+				for range n {
+					docs[i].Terms = append(docs[i].Terms, randTerm(r, 60))
+				}
+			}
+			commitDocs(t, ix, docs...)
+			for qi := range 60 {
+				q := Query{Terms: randQuery(r, 60), K: 1 + r.IntN(120), Exhaustive: qi%2 == 0}
+				hasAVX512 = false
+				want := search(t, ix, q)
+				hasAVX512 = true
+				got := search(t, ix, q)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("query %d %v:\nvector %v\ngo     %v", qi, q.Terms, got, want)
+				}
+			}
+		})
 	}
 }
