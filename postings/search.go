@@ -656,23 +656,39 @@ func blockMaxima(bits []int32, bs int, maxima []uint32) []uint32 {
 }
 
 // gatherBlocks appends to sel the positive entries of acc that are ≥ lb,
-// visiting only the blocks (of bs entries, maxima from blockMaxima) whose
-// maximum reaches lb.
+// visiting only the blocks (of bs ≤ 16 entries, maxima from blockMaxima)
+// whose maximum reaches lb. Both loops are branch-free (a conditional
+// increment of the output length): which entries pass is unpredictable.
 //
 //go:noinline
 func gatherBlocks(sel []scored, acc []float32, maxima []uint32, bs int, lb float32) []scored {
 	t := int32(max(math.Float32bits(lb), 1)) // lb ≥ 0; 1: positive only
 	bits := int32Bits(acc)
-	for b, m := range maxima {
-		if int32(m) < t {
-			continue
-		}
-		lo := b * bs
-		blk := bits[lo:min(lo+bs, len(bits))]
-		for j, v := range blk {
-			if v >= t {
-				sel = append(sel, scored{score: math.Float32frombits(uint32(v)), doc: uint32(lo + j)})
+	// The blocks reaching t, compacted in place into the front of maxima's
+	// spare room would alias it: use a small stack buffer per 256 blocks.
+	var blocks [256]uint32
+	for base := 0; base < len(maxima); base += len(blocks) {
+		nbk := 0
+		for b, m := range maxima[base:min(base+len(blocks), len(maxima))] {
+			blocks[nbk&255] = uint32(base + b)
+			if int32(m) >= t {
+				nbk++
 			}
+		}
+		for _, b := range blocks[:nbk] {
+			lo := int(b) * bs
+			blk := bits[lo:min(lo+bs, len(bits))]
+			n := len(sel)
+			sel = slices.Grow(sel, len(blk))[:n+len(blk)]
+			out := sel[n:]
+			m := 0
+			for j, v := range blk {
+				out[m] = scored{score: math.Float32frombits(uint32(v)), doc: uint32(lo + j)}
+				if v >= t {
+					m++
+				}
+			}
+			sel = sel[:n+m]
 		}
 	}
 	return sel
@@ -724,12 +740,12 @@ func selectTop(sel []scored, k int, keys []uint32) ([]scored, []uint32) {
 
 // kthLowerU32 returns a value v of vals (bits of non-negative float32s)
 // such that at least k values are ≥ v, and v ≤ the k-th largest value (a
-// lower bound of it, nearly tight). It buckets the values linearly in
-// their bits between their min and max and walks the buckets from the
-// top: predictable branches, unlike a quickselect. Bucket indexes are
-// monotone in the value, so every value of a higher bucket exceeds every
-// value of a lower one, and the smallest value of the bucket where the
-// count reaches k is the bound. Requires len(vals) ≥ k ≥ 1.
+// lower bound of it, nearly tight). It buckets the values linearly (as
+// floats) between their min and max and walks the buckets from the top:
+// predictable branches, unlike a quickselect. Bucket indexes are monotone
+// in the value, so every value of a higher bucket exceeds every value of a
+// lower one, and the smallest value of the bucket where the count reaches
+// k is the bound. Requires len(vals) ≥ k ≥ 1.
 func kthLowerU32(vals []uint32, k int) uint32 {
 	const nb = 64
 	lo, hi := vals[0], vals[0]
@@ -739,20 +755,20 @@ func kthLowerU32(vals []uint32, k int) uint32 {
 	if lo == hi {
 		return lo
 	}
-	// b = (v-lo)·mul >> 32 < nb for v-lo ≤ hi-lo, and monotone in v.
-	mul := (uint64(nb) << 32) / (uint64(hi-lo) + 1)
-	var cnt [nb]int32
-	var bmin [nb]uint32
+	flo := float64(math.Float32frombits(lo))
+	scale := float64(nb) / (float64(math.Float32frombits(hi)) - flo)
+	var cnt [nb + 1]int32
+	var bmin [nb + 1]uint32
 	for i := range bmin {
 		bmin[i] = math.MaxUint32
 	}
 	for _, v := range vals {
-		b := (uint64(v-lo) * mul >> 32) & (nb - 1)
+		b := min(uint(int((float64(math.Float32frombits(v))-flo)*scale)), nb)
 		cnt[b]++
 		bmin[b] = min(bmin[b], v)
 	}
 	n := int32(0)
-	for b := nb - 1; b >= 0; b-- {
+	for b := nb; b >= 0; b-- {
 		if n += cnt[b]; int(n) >= k {
 			return bmin[b]
 		}
