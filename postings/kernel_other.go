@@ -9,3 +9,11 @@ var hasAVX512 = false
 func addTabledVec(acc []float32, docs []uint32, tf []uint8, docLen []uint32, tab []float64, idf, nonOcc float64, w float32) int {
 	return 0
 }
+
+// groupMaxima is not used off amd64 (hasAVX512 is false).
+func groupMaxima(acc []float32, maxima []uint32) []uint32 { panic("postings: no vector kernel") }
+
+// gatherVec is not used off amd64 (hasAVX512 is false).
+func gatherVec(sel []scored, acc []float32, t int32, vals, docs []uint32) ([]scored, []uint32, []uint32) {
+	panic("postings: no vector kernel")
+}

@@ -61,6 +61,8 @@ type searchScratch struct {
 	gate    int      // Index.pruneGate of the current search
 	keys    []uint64 // sort keys of the hits
 	keys2   []uint64 // radix sort scratch
+	vvals   []uint32 // vector gather output: score bits
+	vdocs   []uint32 // vector gather output: doc nums
 	maxima  []uint32 // block maxima (float bits) for top-k selection
 	tids    []uint32 // the query's term ids (MaxUint32: unknown)
 	cands   []uint32 // candidates in continue mode (touched order)
@@ -392,10 +394,12 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 		sc.remPost[i] = sc.remPost[i+1] + len(terms[i].tp.tf)
 	}
 	dense := nd <= denseFactor*sc.remPost[0]
-	if cap(sc.acc) < nd {
-		sc.acc = make([]float32, nd)
-		sc.cand = make([]bool, nd)
-		sc.mark = make([]bool, nd)
+	if cap(sc.acc) < padded(nd) {
+		// Zero past nd up to a multiple of accPad, for the vector scans
+		// (the whole accumulator is zero between searches).
+		sc.acc = make([]float32, padded(nd))
+		sc.cand = make([]bool, padded(nd))
+		sc.mark = make([]bool, padded(nd))
 	}
 	acc, cand, mark := sc.acc[:nd], sc.cand[:nd], sc.mark[:nd]
 	sc.touched = sc.touched[:0]
@@ -559,7 +563,17 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 		// positive entry is gathered).
 		lb := float32(0)
 		bs := topBlock(len(acc), k)
-		if s.dead == nil && filter == nil && bs > 0 {
+		if hasAVX512 && s.dead == nil && filter == nil {
+			// Strided blocks (16 per 256 entries) in vector loops: a
+			// vertical max per group, then one compress pass over acc.
+			accP := acc[:padded(len(acc))]
+			if len(accP)/16 >= k {
+				sc.maxima = groupMaxima(accP, sc.maxima)
+				lb = math.Float32frombits(kthLowerU32(sc.maxima, k))
+			}
+			t := int32(max(math.Float32bits(lb), 1)) // lb ≥ 0; 1: positive only
+			sel, sc.vvals, sc.vdocs = gatherVec(sel, accP, t, sc.vvals, sc.vdocs)
+		} else if s.dead == nil && filter == nil && bs > 0 {
 			lb, sc.maxima = blockMaxLowerBound(acc, k, sc.maxima)
 			sel = gatherBlocks(sel, acc, sc.maxima, bs, lb)
 		} else {
@@ -596,6 +610,12 @@ func gatherAtLeast(sel []scored, acc []float32, lb float32) []scored {
 	}
 	return sel
 }
+
+// accPad: the accumulator's length is rounded up to a multiple of accPad
+// (zeros past the doc nums), so the vector scans have no tail.
+const accPad = 256
+
+func padded(n int) int { return (n + accPad - 1) / accPad * accPad }
 
 // topBlock is the block size of the dense block-maxima bound for n
 // accumulator entries and k hits: 16 when that gives at least 2k blocks,
@@ -896,6 +916,10 @@ func addTabledCand(acc []float32, docs []uint32, tf []uint8, docLen []uint32, ta
 // bound), or, dense without deletes and filter, the block-maxima bound
 // over all documents.
 func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roaring.Bitmap, k int, dense bool) float64 {
+	if hasAVX512 && dense && s.dead == nil && filter == nil && padded(len(acc))/16 >= k {
+		sc.maxima = groupMaxima(acc[:padded(len(acc))], sc.maxima)
+		return float64(math.Float32frombits(kthLowerU32(sc.maxima, k)))
+	}
 	if dense && s.dead == nil && filter == nil && len(acc) >= 4*k {
 		// Every positive partial score is a candidate: the block-maxima
 		// bound over all of them.

@@ -435,3 +435,47 @@ func TestVectorKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestVectorScans: the vector group maxima and gather agree with plain
+// loops (strided blocks: 16 per 256 entries), with zeros and negatives.
+func TestVectorScans(t *testing.T) {
+	if !hasAVX512 {
+		t.Skip("no vector kernel on this CPU")
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		lb   float32
+	}{{"one-group", 256, 0}, {"positive", 5183, 0}, {"bound", 5183, 40}, {"none", 1000, 1e9}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.n), 5))
+			acc := make([]float32, padded(tc.n))
+			for i := range acc[:tc.n] {
+				switch r.IntN(4) {
+				case 0:
+				case 1:
+					acc[i] = -float32(r.IntN(9))
+				default:
+					acc[i] = float32(r.IntN(1000)) / 10
+				}
+			}
+			mx := groupMaxima(acc, nil)
+			for b := range mx {
+				g, j := b/16, b%16
+				want := int32(0)
+				for row := range 16 {
+					want = max(want, int32(math.Float32bits(acc[g*256+row*16+j])))
+				}
+				if mx[b] != uint32(want) {
+					t.Fatalf("block %d: max %x, want %x", b, mx[b], want)
+				}
+			}
+			th := int32(max(math.Float32bits(tc.lb), 1))
+			got, _, _ := gatherVec(nil, acc, th, nil, nil)
+			want := gatherAtLeast(nil, acc, max(tc.lb, math.SmallestNonzeroFloat32))
+			if !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
+				t.Fatalf("gathered %d entries, want %d", len(got), len(want))
+			}
+		})
+	}
+}
