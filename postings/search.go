@@ -172,45 +172,53 @@ func (s *snapshot) sortHits(sc *searchScratch, items []scored) {
 	}
 }
 
-// radixMin is the number of hits from which sortHits radix-sorts (below
-// it, a comparison sort is cheaper than the counting passes).
+// radixMin is the number of hits from which sortHits bucket-sorts (below
+// it, a comparison sort is cheaper than the counting pass).
 const radixMin = 48
 
-// radixSortHigh32 sorts keys by their high 32 bits (stable LSD radix sort,
-// 8-bit digits, skipping the digits all keys share: scores near the top k
-// span few exponents); tmp is scratch, returned grown.
+// radixSortHigh32 sorts keys ascending: one counting pass into 256
+// buckets linear in the high 32 bits between their min and max (the hits'
+// scores span a narrow range), then an insertion sort, which finds the
+// keys nearly sorted (only keys of one bucket are out of order) and has
+// predictable branches, unlike a comparison sort from scratch. tmp is
+// scratch, returned grown.
 func radixSortHigh32(keys, tmp []uint64) []uint64 {
+	const nb = 256
 	tmp = slices.Grow(tmp[:0], len(keys))[:len(keys)]
-	and, or := ^uint64(0), uint64(0)
+	if len(keys) < 2 {
+		return tmp
+	}
+	lo, hi := uint32(keys[0]>>32), uint32(keys[0]>>32)
 	for _, k := range keys {
-		and &= k
-		or |= k
+		h := uint32(k >> 32)
+		lo, hi = min(lo, h), max(hi, h)
 	}
-	diff := (and ^ or) >> 32
-	src, dst := keys, tmp
-	for shift := uint(32); shift < 64; shift += 8 {
-		if (diff>>(shift-32))&0xff == 0 {
-			continue
-		}
-		var cnt [256]int32
-		for _, k := range src {
-			cnt[(k>>shift)&0xff]++
-		}
-		sum := int32(0)
-		for i, c := range cnt {
-			cnt[i] = sum
-			sum += c
-		}
-		for _, k := range src {
-			b := (k >> shift) & 0xff
-			dst[cnt[b]] = k
-			cnt[b]++
-		}
-		src, dst = dst, src
+	// b = (h-lo)·mul >> 32 < nb for h-lo ≤ hi-lo, and monotone in h.
+	mul := (uint64(nb) << 32) / (uint64(hi-lo) + 1)
+	var cnt [nb]int32
+	for _, k := range keys {
+		cnt[(uint64(uint32(k>>32)-lo)*mul>>32)&(nb-1)]++
 	}
-	if len(keys) > 0 && &src[0] != &keys[0] {
-		copy(keys, src)
+	sum := int32(0)
+	for i, c := range cnt {
+		cnt[i] = sum
+		sum += c
 	}
+	for _, k := range keys {
+		b := (uint64(uint32(k>>32)-lo) * mul >> 32) & (nb - 1)
+		tmp[cnt[b]] = k
+		cnt[b]++
+	}
+	for i := 1; i < len(tmp); i++ {
+		k := tmp[i]
+		j := i
+		for j > 0 && tmp[j-1] > k {
+			tmp[j] = tmp[j-1]
+			j--
+		}
+		tmp[j] = k
+	}
+	copy(keys, tmp)
 	return tmp
 }
 
@@ -731,13 +739,13 @@ func maxInt32(b []int32) int32 {
 
 // selectTop returns items of sel (reordered in place) including every one
 // whose score is at least the k-th largest score (the top k and any ties
-// of the k-th), and at least min(k, len(sel)) of them; a few more may
-// remain. Scores here are > 0, so their bits order like them. It filters
+// of the k-th), and at least min(k, len(sel)) of them; up to 2k (or the
+// ties) may remain: sorting a few more costs less than another round. Scores here are > 0, so their bits order like them. It filters
 // by the bucketed lower bound of the k-th score (predictable branches,
 // unlike a quickselect) until at most 2k remain or a round gains nothing.
 // keys is scratch.
 func selectTop(sel []scored, k int, keys []uint32) ([]scored, []uint32) {
-	for len(sel) > k {
+	for len(sel) > 2*k {
 		keys = keys[:0]
 		for _, x := range sel {
 			keys = append(keys, math.Float32bits(x.score))
