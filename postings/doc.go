@@ -50,15 +50,24 @@
 // document's contributions, so pruned and exhaustive scores are
 // bit-identical. Per posting the kernel does one tf-component table gather
 // and no call (postings outside the table — long documents, tf ≥ 16,
-// overflow — are computed by the same formula); deleted documents are
-// accumulated like live ones and dropped when candidates and hits are
+// overflow — are computed by the same formula). On amd64 with AVX-512 the
+// tabled postings go 8 at a time through an assembly kernel (gathers of
+// lengths, table entries and accumulators, one scatter: a list's doc nums
+// are distinct) doing the same operations in the same order, so its
+// scores are bit-identical to the Go loop's (tested). Deleted documents
+// are accumulated like live ones and dropped when candidates and hits are
 // taken. A query whose postings are at least a quarter of the doc nums is
 // "dense": touched documents are not tracked, the accumulator is scanned
-// once at the end. Hits are selected without a heap: a lower bound of the
-// k-th score (the k-th largest of 4k block maxima) discards most
-// documents in one pass, a quickselect finds the k-th score among the
-// rest, and the survivors are sorted as packed (score, doc) keys, ties by
-// external ID.
+// at the end. Hits are selected without a heap: a lower bound of the k-th
+// score — the k-th largest of the maxima of disjoint blocks of the
+// accumulator (with AVX-512, 16 strided blocks per 256 entries: a
+// vertical max; otherwise contiguous blocks of 16) — discards most
+// documents in one pass (a vector compress pass, or a branch-free rescan
+// of the blocks that reach it); a bucketed bound of the k-th score among
+// the gathered cuts them to at most 2k, and those are sorted as packed
+// (score, doc) keys (a counting pass into 256 buckets, then an insertion
+// sort), ties by external ID. The accumulator is padded to a multiple of
+// 256 entries and all zero between searches.
 //
 // The pruned path is exact quit/continue MaxScore: once the remaining
 // terms' bounds fall below θ (a lower bound of the k-th final score of
