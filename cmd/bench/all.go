@@ -32,9 +32,11 @@ func allSteps(datasets, out, models string, quick bool) []step {
 	ds := func(name string) string { return filepath.Join(datasets, name) }
 	synth := []string{"--synthetic", "10000", "--synthetic", "100000", "--synthetic", "1000000"}
 	denseN, rerankPairs, hybridQueries, serveDur := "100000", "64", "200", "30s"
+	serveOverload := []string{"--overload"} // 64 clients for 60 s against small queues
 	if quick {
 		synth = []string{"--synthetic", "10000", "--synthetic", "100000"}
 		denseN, rerankPairs, hybridQueries, serveDur = "20000", "32", "50", "10s"
+		serveOverload = nil
 	}
 	return []step{
 		{name: "models", cmd: "models", args: []string{"--out", models}},
@@ -53,9 +55,11 @@ func allSteps(datasets, out, models string, quick bool) []step {
 		{name: "dense (HNSW M × ef vs exact)", cmd: "dense",
 			args: []string{"--n", denseN, "--dim", "384", "--m", "16", "--ef", "16,32,64,128", "--out", out}},
 		{name: "hybrid (scifact, fusion × rerank profiles)", cmd: "hybrid", data: true,
-			args: []string{"--data", ds("scifact"), "--models-root", models, "--queries", hybridQueries, "--out", out}},
+			args: []string{"--data", ds("scifact"), "--models-root", models, "--queries", hybridQueries,
+				"--budget-sweep", "50ms,100ms,200ms,400ms", "--rerank", "balanced,fast", "--sweep-searches", "200", "--out", out}},
 		{name: "serve (batching on/off, balanced)", cmd: "serve",
-			args: []string{"--models-root", models, "--profile", "balanced", "--clients", "16", "--docs", "8", "--doc-tokens", "100", "--batching", "both", "--duration", serveDur, "--out", out}},
+			args: append([]string{"--models-root", models, "--profile", "balanced", "--clients", "16", "--docs", "8", "--doc-tokens", "100",
+				"--batching", "both", "--duration", serveDur, "--out", out}, serveOverload...)},
 	}
 }
 
