@@ -1,7 +1,6 @@
 package dense
 
 import (
-	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/hybrank/hybrank/internal/atomicfile"
 )
 
 // FormatVersion is the snapshot format written by Save. Open accepts
@@ -94,61 +95,15 @@ func (ix *Index) Save(dir string) (err error) {
 	return nil
 }
 
-// writeAtomic writes name in dir through a temp file, fsyncs it, renames it
-// into place and fsyncs the directory.
+// writeAtomic writes name in dir crash-safely (atomicfile.Write: temp file,
+// fsync, rename, directory fsync) and returns its size and crc32c.
 func writeAtomic(dir, name string, write func(io.Writer) error) (fileEntry, error) {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fileEntry{}, err
-	}
 	h := crc32.New(castagnoli)
-	cw := &countWriter{w: io.MultiWriter(f, h)}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
+	n, err := atomicfile.Write(dir, name, func(w io.Writer) error { return write(io.MultiWriter(w, h)) })
 	if err != nil {
-		os.Remove(tmp)
 		return fileEntry{}, err
 	}
-	return fileEntry{Name: name, Size: cw.n, CRC32C: h.Sum32()}, nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fileEntry{Name: name, Size: n, CRC32C: h.Sum32()}, nil
 }
 
 // writeItems encodes the live records:

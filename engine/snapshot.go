@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/gob"
 	"encoding/hex"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/internal/atomicfile"
 	"github.com/hybrank/hybrank/postings"
 )
 
@@ -112,7 +112,7 @@ func (e *Engine) Snapshot() (err error) {
 		return fmt.Errorf("snapshot: documents: %w", err)
 	}
 	m.Docs.Size, m.Docs.Blake3 = size, sum
-	if err := syncDir(snap); err != nil {
+	if err := atomicfile.SyncDir(snap); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	js, err := json.MarshalIndent(&m, "", "  ")
@@ -263,63 +263,13 @@ func (e *Engine) readDocs(snap string, m *manifest) error {
 	return nil
 }
 
-// writeAtomic writes name in dir through name.tmp: write, flush, fsync,
-// rename, fsync the directory. It returns the size and BLAKE3 hex digest.
+// writeAtomic writes name in dir crash-safely (atomicfile.Write: temp file,
+// fsync, rename, directory fsync). It returns the size and BLAKE3 hex digest.
 func writeAtomic(dir, name string, write func(io.Writer) error) (size int64, sum string, err error) {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return 0, "", err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
 	h := blake3.New(32, nil)
-	cw := &countWriter{w: io.MultiWriter(f, h)}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	if err = write(bw); err != nil {
-		return 0, "", err
-	}
-	if err = bw.Flush(); err != nil {
-		return 0, "", err
-	}
-	if err = f.Sync(); err != nil {
-		return 0, "", err
-	}
-	if err = f.Close(); err != nil {
-		return 0, "", err
-	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return 0, "", err
-	}
-	if err = syncDir(dir); err != nil {
-		return 0, "", err
-	}
-	return cw.n, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	size, err = atomicfile.Write(dir, name, func(w io.Writer) error { return write(io.MultiWriter(w, h)) })
 	if err != nil {
-		return err
+		return 0, "", err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return size, hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/hybrank/hybrank/internal/atomicfile"
 )
 
 // FormatVersion is the snapshot format written by Save. Open reads this
@@ -79,12 +81,12 @@ func (ix *Index) Save(dir string) (err error) {
 		data []byte
 	}{{"docs", encodeDocs(s)}, {"postings", encodePostings(s)}} {
 		name := fmt.Sprintf("%s-%010d.bin", f.kind, gen)
-		if err := writeFileSync(dir, name, f.data); err != nil {
+		if err := atomicfile.WriteBytesNoSyncDir(dir, name, f.data); err != nil {
 			return fmt.Errorf("save %s: %w", name, err)
 		}
 		m.Files = append(m.Files, manifestFile{Name: name, Size: int64(len(f.data)), CRC32C: crc32.Checksum(f.data, castagnoli)})
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("save: sync dir: %w", err)
 	}
 	body, err := json.Marshal(m)
@@ -92,10 +94,10 @@ func (ix *Index) Save(dir string) (err error) {
 		return fmt.Errorf("save manifest: %w", err)
 	}
 	body = fmt.Appendf(body, "%s%08x\n", crcLinePrefix, crc32.Checksum(body, castagnoli))
-	if err := writeFileSync(dir, manifestName, body); err != nil {
+	if err := atomicfile.WriteBytesNoSyncDir(dir, manifestName, body); err != nil {
 		return fmt.Errorf("save manifest: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("save: sync dir: %w", err)
 	}
 	// The new generation is durable; drop the others (best effort).
@@ -128,30 +130,6 @@ func nextGeneration(dir string) uint64 {
 		}
 	}
 	return top + 1
-}
-
-func writeFileSync(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, name))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
 }
 
 func readManifest(dir string) (*manifest, error) {

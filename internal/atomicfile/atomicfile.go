@@ -1,0 +1,129 @@
+package atomicfile
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// TempSuffix is appended to the target name to form the temporary file.
+const TempSuffix = ".tmp"
+
+// bufSize is the size of the buffer between the write callback and the file.
+const bufSize = 1 << 20
+
+// Write creates dir/name atomically: it writes to dir/name+".tmp" through
+// write (buffered), flushes, fsyncs and closes the file, renames it over
+// name and fsyncs dir. It returns the number of bytes written to the file.
+// On any error the temp file is removed; name is untouched unless only the
+// final directory fsync failed. Errors are returned unwrapped (os errors
+// carry the path; write's error is returned as is).
+func Write(dir, name string, write func(io.Writer) error) (n int64, err error) {
+	n, err = write0(dir, name, write, true)
+	if err != nil {
+		return 0, err
+	}
+	if err := SyncDir(dir); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// WriteNoSyncDir is Write without the final directory fsync, for callers
+// that replace several files and fsync the directory once afterwards with
+// SyncDir; until then the rename is not durable.
+func WriteNoSyncDir(dir, name string, write func(io.Writer) error) (n int64, err error) {
+	return write0(dir, name, write, true)
+}
+
+// WriteBytes is Write for content already in memory (written unbuffered, in
+// one call).
+func WriteBytes(dir, name string, data []byte) error {
+	if _, err := write0(dir, name, bytesWriter(data), false); err != nil {
+		return err
+	}
+	return SyncDir(dir)
+}
+
+// WriteBytesNoSyncDir is WriteBytes without the final directory fsync (see
+// WriteNoSyncDir).
+func WriteBytesNoSyncDir(dir, name string, data []byte) error {
+	_, err := write0(dir, name, bytesWriter(data), false)
+	return err
+}
+
+func bytesWriter(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+}
+
+// SyncDir fsyncs the directory dir, making renames and creations in it
+// durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// write0 does everything but the directory fsync; buffered puts a bufSize
+// buffer between write and the file.
+func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int64, err error) {
+	tmp := filepath.Join(dir, name+TempSuffix)
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	closed := false
+	defer func() {
+		if err != nil {
+			if !closed {
+				f.Close()
+			}
+			os.Remove(tmp)
+		}
+	}()
+	cw := &countWriter{w: f}
+	if !buffered {
+		err = write(cw)
+	} else {
+		bw := bufio.NewWriterSize(cw, bufSize)
+		if err = write(bw); err == nil {
+			err = bw.Flush()
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err = f.Sync(); err != nil {
+		return 0, err
+	}
+	closed = true
+	if err = f.Close(); err != nil {
+		return 0, err
+	}
+	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return 0, err
+	}
+	return cw.n, nil
+}
+
+// countWriter counts the bytes that reach w.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
