@@ -342,10 +342,10 @@ func (ix *Index) Search(ctx context.Context, q []float32, k int, f *Filter) ([]H
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.closed {
-		return nil, ErrClosed
+	cand, count, err := ix.readCandidates(f)
+	if err != nil {
+		return nil, err
 	}
-	cand, count := ix.candidates(f)
 	if count == 0 {
 		return []Hit{}, nil
 	}
@@ -389,14 +389,25 @@ func (ix *Index) SearchExact(ctx context.Context, q []float32, k int, f *Filter)
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.closed {
-		return nil, ErrClosed
+	cand, count, err := ix.readCandidates(f)
+	if err != nil {
+		return nil, err
 	}
-	cand, count := ix.candidates(f)
 	if count == 0 {
 		return []Hit{}, nil
 	}
 	return ix.exact(ctx, qn, k, cand)
+}
+
+// readCandidates is the common start of both searches, under ix.mu held
+// for reading: ErrClosed after Close, else the candidate set of f and its
+// size (see candidates).
+func (ix *Index) readCandidates(f *Filter) (*roaring.Bitmap, int, error) {
+	if ix.closed {
+		return nil, 0, ErrClosed
+	}
+	cand, count := ix.candidates(f)
+	return cand, count, nil
 }
 
 type scored struct {
