@@ -137,19 +137,29 @@ type lexQuery struct {
 	id, text string
 }
 
+// newLexicalIndex builds the analyzer of opt and an empty index that
+// records its version.
+func newLexicalIndex(opt LexicalOptions) (*analysis.Analyzer, *postings.Index, error) {
+	an, err := analysis.New(opt.Analyzer)
+	if err != nil {
+		return nil, nil, err
+	}
+	icfg := opt.Index
+	icfg.AnalyzerVersion = an.Version()
+	ix, err := postings.New(icfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return an, ix, nil
+}
+
 // RunLexicalBEIR indexes ds (title + " " + text per document, one batch)
 // and runs every judged query.
 func RunLexicalBEIR(ctx context.Context, ds *Dataset, opt LexicalOptions) (LexicalResult, error) {
 	if err := opt.Validate(); err != nil {
 		return LexicalResult{}, err
 	}
-	an, err := analysis.New(opt.Analyzer)
-	if err != nil {
-		return LexicalResult{}, err
-	}
-	icfg := opt.Index
-	icfg.AnalyzerVersion = an.Version()
-	ix, err := postings.New(icfg)
+	an, ix, err := newLexicalIndex(opt)
 	if err != nil {
 		return LexicalResult{}, err
 	}
@@ -187,13 +197,7 @@ func RunLexicalSynthetic(ctx context.Context, syn *Synthetic, opt LexicalOptions
 	if err := opt.Validate(); err != nil {
 		return LexicalResult{}, err
 	}
-	an, err := analysis.New(opt.Analyzer)
-	if err != nil {
-		return LexicalResult{}, err
-	}
-	icfg := opt.Index
-	icfg.AnalyzerVersion = an.Version()
-	ix, err := postings.New(icfg)
+	an, ix, err := newLexicalIndex(opt)
 	if err != nil {
 		return LexicalResult{}, err
 	}
