@@ -1,12 +1,13 @@
 package bertgen
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/hybrank/hybrank/internal/atomicfile"
 )
 
 // MarkerFile is written next to config.json in every generated model
@@ -209,28 +210,8 @@ func mustJSON(v any) []byte {
 	return append(b, '\n')
 }
 
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("bertgen: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriter(f)
-	if _, err = bw.Write(data); err != nil {
-		return fmt.Errorf("bertgen: write %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("bertgen: write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("bertgen: write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
+func writeFileAtomic(path string, data []byte) error {
+	if err := atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), data); err != nil {
 		return fmt.Errorf("bertgen: write %s: %w", path, err)
 	}
 	return nil

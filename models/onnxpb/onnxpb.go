@@ -1,7 +1,6 @@
 package onnxpb
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/hybrank/hybrank/internal/atomicfile"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -341,33 +341,18 @@ type sliceWriter []byte
 func (s *sliceWriter) Write(p []byte) (int, error) { *s = append(*s, p...); return len(p), nil }
 
 // WriteFile writes the encoded model to path, creating parent directories.
-// The file is written to a temporary name and renamed, so a reader never sees
-// a partial model.
-func (m *Model) WriteFile(path string) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// The file is written crash-safely (internal/atomicfile: temporary name,
+// fsync, rename), so a reader never sees a partial model.
+func (m *Model) WriteFile(path string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("onnxpb: write %s: %w", path, err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".model-*.onnx.tmp")
-	if err != nil {
-		return fmt.Errorf("onnxpb: write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	if _, err = m.WriteTo(w); err != nil {
+	_, err := atomicfile.Write(dir, filepath.Base(path), func(w io.Writer) error {
+		_, err := m.WriteTo(w)
 		return err
-	}
-	if err = w.Flush(); err != nil {
-		return fmt.Errorf("onnxpb: write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("onnxpb: write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("onnxpb: write %s: %w", path, err)
 	}
 	return nil
