@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 )
 
 // HybridConfig is one retrieval configuration of the hybrid benchmark: a row
@@ -250,7 +251,7 @@ func OpenHybridBench(ctx context.Context, ds *Dataset, opt HybridOptions, realDi
 	}
 	sort.Strings(profiles)
 	for _, p := range profiles {
-		ce, err := models.NewCrossEncoder(opt.RerankModels[p])
+		ce, err := ort.NewCrossEncoder(opt.RerankModels[p])
 		if err != nil {
 			return nil, fmt.Errorf("bench hybrid: reranker %s: %w", p, err)
 		}
@@ -275,7 +276,7 @@ func OpenHybridBench(ctx context.Context, ds *Dataset, opt HybridOptions, realDi
 	if !hasModel(opt.EmbedModel) {
 		return h, nil
 	}
-	be, err := models.NewBiEncoder(opt.EmbedModel)
+	be, err := ort.NewBiEncoder(opt.EmbedModel)
 	if err != nil {
 		return nil, fmt.Errorf("bench hybrid: embedder: %w", err)
 	}

@@ -66,7 +66,7 @@ type ModelsConfig struct {
 	Profiles []string
 	// VocabTxt (bert-base-uncased) and TokenizerJSON (all-MiniLM-L6-v2,
 	// the same vocabulary) are copied into every directory; both are
-	// required (internal/testenv and `make assets` locate them).
+	// required (internal/artifacts and `make assets` locate them).
 	VocabTxt, TokenizerJSON string
 	// Force rewrites directories that already hold a model.
 	Force bool

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/wordpiece"
@@ -369,7 +370,7 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 	var provider func() string
 	var closeFn func() error
 	if kind == models.KindCrossEncoder {
-		ce, err := models.NewCrossEncoder(mc)
+		ce, err := ort.NewCrossEncoder(mc)
 		if err != nil {
 			return RerankResult{}, err
 		}
@@ -379,7 +380,7 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 		}
 		provider, closeFn = ce.Provider, ce.Close
 	} else {
-		be, err := models.NewBiEncoder(mc)
+		be, err := ort.NewBiEncoder(mc)
 		if err != nil {
 			return RerankResult{}, err
 		}

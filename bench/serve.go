@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -118,7 +119,7 @@ var ServeColumns = []string{"run", "profile", "threads", "clients", "batching", 
 
 // countingScorer adapts a CrossEncoder to server.PairScorer and counts calls.
 type countingScorer struct {
-	ce    *models.CrossEncoder
+	ce    *ort.CrossEncoder
 	calls atomic.Int64
 }
 
@@ -135,7 +136,7 @@ func (s *countingScorer) ScorePairs(ctx context.Context, pairs []server.Pair) ([
 // serveModel is a loaded cross-encoder and the text the serve runs send
 // to it: Clients × Docs distinct documents and a few queries.
 type serveModel struct {
-	ce  *models.CrossEncoder
+	ce  *ort.CrossEncoder
 	bt  benchText
 	rc  RerankConfig
 	mc  models.Config
@@ -167,7 +168,7 @@ func (mb *ModelBench) openServeModel(cfg ServeConfig, clients int) (*serveModel,
 	}
 	mc := rc.modelConfig(dir, models.KindCrossEncoder)
 	mc.MaxDocs = max(mc.MaxDocs, cfg.Docs, cfg.Batch.MaxItems, rc.Pairs)
-	ce, err := models.NewCrossEncoder(mc)
+	ce, err := ort.NewCrossEncoder(mc)
 	if err != nil {
 		return nil, err
 	}

@@ -219,8 +219,8 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// resolveDir returns the model directory c names.
-func (c Config) resolveDir() (string, error) {
+// ResolveDir returns the model directory c names: Dir, else $HYBRANK_MODELS/<profile>.
+func (c Config) ResolveDir() (string, error) {
 	if c.Dir != "" {
 		return c.Dir, nil
 	}

@@ -137,25 +137,3 @@ func TestOpenModelDir(t *testing.T) {
 		})
 	}
 }
-
-func TestMissingDirReportedOnFirstUse(t *testing.T) {
-	cfg := models.DefaultConfig()
-	cfg.Dir = filepath.Join(t.TempDir(), "absent")
-	ce, err := models.NewCrossEncoder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ce.Close()
-	if err := ce.Load(); !errors.Is(err, models.ErrModelDir) {
-		t.Fatalf("Load() = %v, want ErrModelDir", err)
-	}
-	t.Setenv(models.ModelsEnv, "")
-	cfg.Dir = ""
-	ce2, err := models.NewCrossEncoder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ce2.Load(); !errors.Is(err, models.ErrModelDir) {
-		t.Fatalf("Load() without dir = %v, want ErrModelDir", err)
-	}
-}

@@ -93,8 +93,9 @@ func OpenModelDir(dir string) (ModelDir, error) {
 	return md, nil
 }
 
-// maxLength is the sequence cap for this directory under cfg.
-func (md ModelDir) maxLength(cfg Config) int {
+// SequenceLength is the token cap for this directory under cfg: cfg.MaxLength
+// (0 = max_position_embeddings), at most MaxSupportedLength.
+func (md ModelDir) SequenceLength(cfg Config) int {
 	n := cfg.MaxLength
 	if n == 0 {
 		n = md.Config.MaxPositionEmbeddings

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
@@ -103,7 +104,7 @@ func TestInitLibraryErrors(t *testing.T) {
 		})
 	}
 	// Same path again is a no-op.
-	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: testenv.ORTLib()}); err != nil {
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: artifacts.ORTLib()}); err != nil {
 		t.Fatalf("second Init with the same path: %v", err)
 	}
 }

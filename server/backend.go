@@ -23,7 +23,7 @@ type Usage struct {
 
 // PairScorer scores (query, document) pairs with a cross-encoder: one raw
 // logit per pair, in input order. Implementations must be safe for
-// concurrent use; models.CrossEncoder satisfies it through an adapter in
+// concurrent use; ort.CrossEncoder satisfies it through an adapter in
 // cmd/serve.
 type PairScorer interface {
 	ScorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error)

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/bench"
-	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/internal/artifacts"
 )
 
 func init() {
@@ -23,8 +23,8 @@ func runModels(ctx context.Context, args []string) error {
 	cfg := bench.ModelsConfig{}
 	fs.StringVar(&cfg.Out, "out", "", "folder receiving OUT/<profile> directories (required)")
 	profiles := fs.String("profiles", "", "comma list of profiles (default all)")
-	fs.StringVar(&cfg.VocabTxt, "vocab", testenv.VocabTxt(), "bert-base-uncased vocab.txt")
-	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", testenv.TokenizerJSON(), "all-MiniLM-L6-v2 tokenizer.json")
+	fs.StringVar(&cfg.VocabTxt, "vocab", artifacts.VocabTxt(), "bert-base-uncased vocab.txt")
+	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", artifacts.TokenizerJSON(), "all-MiniLM-L6-v2 tokenizer.json")
 	fs.BoolVar(&cfg.Force, "force", false, "rewrite directories that already hold a model")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/bench"
-	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
 )
 
@@ -89,7 +89,7 @@ func runModelBench(ctx context.Context, name string, kind models.Kind, args []st
 		return err
 	}
 	// Assets for generating model directories (`make assets`).
-	cfg.VocabTxt, cfg.TokenizerJSON = testenv.VocabTxt(), testenv.TokenizerJSON()
+	cfg.VocabTxt, cfg.TokenizerJSON = artifacts.VocabTxt(), artifacts.TokenizerJSON()
 	if *reportFrom != "" {
 		results, err := bench.ReadModelResults(*reportFrom)
 		if err != nil {

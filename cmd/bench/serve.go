@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
-	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/server"
 )
@@ -66,7 +66,7 @@ func runServeBench(ctx context.Context, args []string) error {
 	if *maxWait > 0 {
 		cfg.Batch.MaxWait = server.Duration(*maxWait)
 	}
-	m.VocabTxt, m.TokenizerJSON = testenv.VocabTxt(), testenv.TokenizerJSON()
+	m.VocabTxt, m.TokenizerJSON = artifacts.VocabTxt(), artifacts.TokenizerJSON()
 	var modes []bool
 	switch *batching {
 	case "on":

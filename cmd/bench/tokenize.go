@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/bench"
-	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/internal/artifacts"
 )
 
 func init() {
@@ -23,12 +23,12 @@ func init() {
 func runTokenize(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	cfg := bench.DefaultTokenizeConfig()
-	fs.StringVar(&cfg.Data, "data", testenv.Dataset("scifact"), "BEIR dataset folder")
+	fs.StringVar(&cfg.Data, "data", artifacts.Dataset("scifact"), "BEIR dataset folder")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, "number of (query, document) pairs")
 	fs.IntVar(&cfg.MaxLen, "max-len", cfg.MaxLen, "max length including special tokens")
 	fs.StringVar(&cfg.Truncation, "truncation", cfg.Truncation, "longest_first or only_second")
-	fs.StringVar(&cfg.Tokenizer, "tokenizer", testenv.TokenizerJSON(), "tokenizer.json or vocab.txt")
-	fs.StringVar(&cfg.HFAddon, "hf", testenv.HFTokenizers(), `HF tokenizers Node addon folder ("" = skip HF)`)
+	fs.StringVar(&cfg.Tokenizer, "tokenizer", artifacts.TokenizerJSON(), "tokenizer.json or vocab.txt")
+	fs.StringVar(&cfg.HFAddon, "hf", artifacts.HFTokenizers(), `HF tokenizers Node addon folder ("" = skip HF)`)
 	fs.StringVar(&cfg.Node, "node", cfg.Node, "node binary")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "timed rounds; the best is reported")
 	fs.IntVar(&cfg.DocsPerQuery, "docs-per-query", cfg.DocsPerQuery, "documents per query for the EncodePairs row")

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -130,7 +131,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	ce, err := models.NewCrossEncoder(modelCfg(rc, *rerankDir, max(cfg.MaxDocuments, cfg.Rerank.MaxItems)))
+	ce, err := ort.NewCrossEncoder(modelCfg(rc, *rerankDir, max(cfg.MaxDocuments, cfg.Rerank.MaxItems)))
 	if err != nil {
 		return err
 	}
@@ -149,9 +150,9 @@ func run(args []string) error {
 	}
 	b.Tokenizer = tokenizer{tok}
 	cfg.Provider = ce.Provider()
-	var be *models.BiEncoder
+	var be *ort.BiEncoder
 	if *embedOn {
-		be, err = models.NewBiEncoder(modelCfg(models.DefaultEmbedderConfig(), *embedDir, max(cfg.MaxInputs, cfg.Embed.MaxItems)))
+		be, err = ort.NewBiEncoder(modelCfg(models.DefaultEmbedderConfig(), *embedDir, max(cfg.MaxInputs, cfg.Embed.MaxItems)))
 		if err != nil {
 			return err
 		}

@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/wordpiece"
 	"github.com/hybrank/hybrank/server"
 )
 
 // The adapters below only convert between models' and server's types.
 
-type scorer struct{ ce *models.CrossEncoder }
+type scorer struct{ ce *ort.CrossEncoder }
 
 func (s scorer) ScorePairs(ctx context.Context, pairs []server.Pair) ([]float32, server.Usage, error) {
 	mp := make([]models.Pair, len(pairs))
@@ -21,7 +22,7 @@ func (s scorer) ScorePairs(ctx context.Context, pairs []server.Pair) ([]float32,
 	return scores, server.Usage{Tokens: u.Tokens, Pairs: u.Pairs, Batches: u.Batches}, err
 }
 
-type embedder struct{ be *models.BiEncoder }
+type embedder struct{ be *ort.BiEncoder }
 
 func (e embedder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, server.Usage, error) {
 	v, u, err := e.be.EmbedWithUsage(ctx, texts)

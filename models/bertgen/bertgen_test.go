@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/onnx"
@@ -145,7 +146,7 @@ func TestWriteLayout(t *testing.T) {
 				t.Fatalf("marker = %+v ok=%v err=%v", m, ok, err)
 			}
 			tok, _ := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
-			orig, _ := os.ReadFile(testenv.TokenizerJSON())
+			orig, _ := os.ReadFile(artifacts.TokenizerJSON())
 			if !bytes.Equal(tok, orig) {
 				t.Fatal("tokenizer.json is not a byte copy")
 			}

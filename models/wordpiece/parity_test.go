@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/wordpiece"
 )
@@ -240,21 +241,21 @@ func TestParityHF(t *testing.T) {
 				t.Fatal(err)
 			}
 			return tk
-		}, map[string]any{"tokenizer_json": testenv.TokenizerJSON()}},
+		}, map[string]any{"tokenizer_json": artifacts.TokenizerJSON()}},
 		{"vocab.txt", func(t *testing.T) *wordpiece.Tokenizer {
 			tk, err := wordpiece.LoadVocab(testenv.NeedVocabTxt(t), wordpiece.DefaultConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
 			return tk
-		}, map[string]any{"vocab": testenv.VocabTxt(), "lowercase": true}},
+		}, map[string]any{"vocab": artifacts.VocabTxt(), "lowercase": true}},
 		{"vocab.txt-cased", func(t *testing.T) *wordpiece.Tokenizer {
 			tk, err := wordpiece.LoadVocab(testenv.NeedVocabTxt(t), cased)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return tk
-		}, map[string]any{"vocab": testenv.VocabTxt(), "lowercase": false}},
+		}, map[string]any{"vocab": artifacts.VocabTxt(), "lowercase": false}},
 	}
 	for _, s := range setups {
 		t.Run(s.name, func(t *testing.T) {

@@ -1,6 +1,6 @@
-//go:build !race
+//go:build race
 
-package models_test
+package ort_test
 
 // raceEnabled is true under -race, where long native-loop tests skip.
-const raceEnabled = false
+const raceEnabled = true

@@ -1,8 +1,9 @@
-package models
+package ort
 
 import (
 	"context"
 	"fmt"
+	"github.com/hybrank/hybrank/models"
 	"sync"
 )
 
@@ -32,7 +33,7 @@ type runner interface {
 
 // loaded is a model ready to run.
 type loaded struct {
-	dir    ModelDir
+	dir    models.ModelDir
 	enc    encoder
 	run    runner
 	maxLen int
@@ -41,13 +42,13 @@ type loaded struct {
 }
 
 // loaderFunc builds a loaded model for cfg; the real one is loadORT.
-type loaderFunc func(cfg Config, kind Kind) (*loaded, error)
+type loaderFunc func(cfg models.Config, kind models.Kind) (*loaded, error)
 
 // core holds what CrossEncoder and BiEncoder share: lazy loading, the
 // closed flag and the in-flight count Close waits for.
 type core struct {
-	cfg    Config
-	kind   Kind
+	cfg    models.Config
+	kind   models.Kind
 	loader loaderFunc
 
 	mu       sync.Mutex // guards m, closed and inflight.Add
@@ -56,14 +57,14 @@ type core struct {
 	inflight sync.WaitGroup
 }
 
-func newCore(cfg Config, kind Kind, loader loaderFunc) (*core, error) {
+func newCore(cfg models.Config, kind models.Kind, loader loaderFunc) (*core, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Profile != "" {
-		p, _ := LookupProfile(cfg.Profile)
+		p, _ := models.LookupProfile(cfg.Profile)
 		if p.Kind != kind {
-			return nil, fmt.Errorf("%w: profile %q is a %s, not a %s", ErrInvalidConfig, cfg.Profile, p.Kind, kind)
+			return nil, fmt.Errorf("%w: profile %q is a %s, not a %s", models.ErrInvalidConfig, cfg.Profile, p.Kind, kind)
 		}
 	}
 	return &core{cfg: cfg, kind: kind, loader: loader}, nil
@@ -78,7 +79,7 @@ func (c *core) acquire() (*loaded, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, ErrClosed
+		return nil, models.ErrClosed
 	}
 	if c.m == nil {
 		m, err := c.loader(c.cfg, c.kind)
@@ -203,5 +204,5 @@ func tokenize(ctx context.Context, n int, enc func(i int) (seq, error)) ([]seq, 
 }
 
 func errTooMany(n, limit int) error {
-	return fmt.Errorf("%w: %d > MaxDocs %d (raise Config.MaxDocs or split the call)", ErrTooManyDocs, n, limit)
+	return fmt.Errorf("%w: %d > models.MaxDocs %d (raise models.Config.MaxDocs or split the call)", models.ErrTooManyDocs, n, limit)
 }

@@ -1,9 +1,10 @@
-package models
+package ort
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybrank/hybrank/models"
 	"math"
 	"slices"
 	"strings"
@@ -134,9 +135,9 @@ func (r *fakeRunner) provider() string { return "fake" }
 func (r *fakeRunner) close() error     { r.closed.Add(1); return nil }
 
 func fakeLoader(r *fakeRunner, hidden, maxLen int) loaderFunc {
-	return func(cfg Config, kind Kind) (*loaded, error) {
+	return func(cfg models.Config, kind models.Kind) (*loaded, error) {
 		return &loaded{
-			dir:    ModelDir{Config: HFConfig{HiddenSize: hidden, MaxPositionEmbeddings: 512}},
+			dir:    models.ModelDir{Config: models.HFConfig{HiddenSize: hidden, MaxPositionEmbeddings: 512}},
 			enc:    fakeEncoder{},
 			run:    r,
 			maxLen: maxLen,
@@ -146,9 +147,9 @@ func fakeLoader(r *fakeRunner, hidden, maxLen int) loaderFunc {
 	}
 }
 
-func newFakeCE(t *testing.T, cfg Config, r *fakeRunner, maxLen int) *CrossEncoder {
+func newFakeCE(t *testing.T, cfg models.Config, r *fakeRunner, maxLen int) *CrossEncoder {
 	t.Helper()
-	c, err := newCore(cfg, KindCrossEncoder, fakeLoader(r, 8, maxLen))
+	c, err := newCore(cfg, models.KindCrossEncoder, fakeLoader(r, 8, maxLen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +158,8 @@ func newFakeCE(t *testing.T, cfg Config, r *fakeRunner, maxLen int) *CrossEncode
 	return ce
 }
 
-func testCfg() Config {
-	c := DefaultConfig()
+func testCfg() models.Config {
+	c := models.DefaultConfig()
 	c.Dir = "unused"
 	c.MaxLength = 64
 	c.MaxBatchTokens = 64
@@ -334,11 +335,11 @@ func TestScoreBadInput(t *testing.T) {
 		wantErr error
 		wantN   int
 	}{
-		{"empty query", "", []string{"a"}, ErrEmptyQuery, 0},
-		{"space query", " \t\n", []string{"a"}, ErrEmptyQuery, 0},
+		{"empty query", "", []string{"a"}, models.ErrEmptyQuery, 0},
+		{"space query", " \t\n", []string{"a"}, models.ErrEmptyQuery, 0},
 		{"no docs", "q", nil, nil, 0},
 		{"empty doc", "q", []string{""}, nil, 1},
-		{"too many docs", "q", make([]string, 6), ErrTooManyDocs, 0},
+		{"too many docs", "q", make([]string, 6), models.ErrTooManyDocs, 0},
 		{"at cap", "q", make([]string, 5), nil, 5},
 		{"invalid utf8", "q\xff", []string{"\xff\xfe", "ok \xc3"}, nil, 2},
 		{"huge doc", "q", []string{strings.Repeat("long words here ", 1<<16)}, nil, 1},
@@ -355,7 +356,7 @@ func TestScoreBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, _, err := ce.ScorePairs(ctx, []Pair{{"q", "d"}, {"", "d"}}); !errors.Is(err, ErrEmptyQuery) || !strings.Contains(err.Error(), "pair 1") {
+	if _, _, err := ce.ScorePairs(ctx, []models.Pair{{Query: "q", Doc: "d"}, {Query: "", Doc: "d"}}); !errors.Is(err, models.ErrEmptyQuery) || !strings.Contains(err.Error(), "pair 1") {
 		t.Fatalf("ScorePairs empty query: %v", err)
 	}
 }
@@ -364,7 +365,7 @@ func TestScorePairsMixedQueries(t *testing.T) {
 	cfg := testCfg()
 	cfg.MaxDocs = 2 // does not apply to ScorePairs
 	ce := newFakeCE(t, cfg, &fakeRunner{}, cfg.MaxLength)
-	pairs := []Pair{{"a b c", "d"}, {"x", "d e f g"}, {"a b c", "h"}, {"yy zz", ""}}
+	pairs := []models.Pair{{Query: "a b c", Doc: "d"}, {Query: "x", Doc: "d e f g"}, {Query: "a b c", Doc: "h"}, {Query: "yy zz", Doc: ""}}
 	got, usage, err := ce.ScorePairs(context.Background(), pairs)
 	if err != nil {
 		t.Fatal(err)
@@ -402,10 +403,10 @@ func TestLazyLoadRetryAndClose(t *testing.T) {
 	r := &fakeRunner{}
 	ok := fakeLoader(r, 8, 64)
 	failing := true
-	c, err := newCore(cfg, KindCrossEncoder, func(cfg Config, k Kind) (*loaded, error) {
+	c, err := newCore(cfg, models.KindCrossEncoder, func(cfg models.Config, k models.Kind) (*loaded, error) {
 		loads++
 		if failing {
-			return nil, fmt.Errorf("%w: not yet", ErrModelDir)
+			return nil, fmt.Errorf("%w: not yet", models.ErrModelDir)
 		}
 		return ok(cfg, k)
 	})
@@ -416,7 +417,7 @@ func TestLazyLoadRetryAndClose(t *testing.T) {
 	if loads != 0 {
 		t.Fatal("loaded eagerly")
 	}
-	if _, err := ce.Score(context.Background(), "q", []string{"d"}); !errors.Is(err, ErrModelDir) {
+	if _, err := ce.Score(context.Background(), "q", []string{"d"}); !errors.Is(err, models.ErrModelDir) {
 		t.Fatalf("err %v", err)
 	}
 	failing = false
@@ -440,7 +441,7 @@ func TestLazyLoadRetryAndClose(t *testing.T) {
 	if r.closed.Load() != 1 {
 		t.Fatalf("runner closed %d times", r.closed.Load())
 	}
-	if _, err := ce.Score(context.Background(), "q", []string{"d"}); !errors.Is(err, ErrClosed) {
+	if _, err := ce.Score(context.Background(), "q", []string{"d"}); !errors.Is(err, models.ErrClosed) {
 		t.Fatalf("after close: %v", err)
 	}
 }
@@ -481,13 +482,13 @@ func TestEmbedPooling(t *testing.T) {
 	for _, pooled := range []bool{false, true} {
 		for _, norm := range []bool{false, true} {
 			t.Run(fmt.Sprintf("pooled=%v/normalize=%v", pooled, norm), func(t *testing.T) {
-				cfg := DefaultEmbedderConfig()
+				cfg := models.DefaultEmbedderConfig()
 				cfg.Dir = "unused"
 				cfg.MaxLength = 32
 				cfg.MaxBatchTokens = 32
 				cfg.Normalize = norm
 				r := &fakeRunner{dim: 4, pooled: pooled}
-				c, err := newCore(cfg, KindEmbedder, fakeLoader(r, 4, 32))
+				c, err := newCore(cfg, models.KindEmbedder, fakeLoader(r, 4, 32))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -530,7 +531,7 @@ func TestEmbedPooling(t *testing.T) {
 						}
 					}
 				}
-				if _, err := be.Embed(context.Background(), make([]string, cfg.MaxDocs+1)); !errors.Is(err, ErrTooManyDocs) {
+				if _, err := be.Embed(context.Background(), make([]string, cfg.MaxDocs+1)); !errors.Is(err, models.ErrTooManyDocs) {
 					t.Fatalf("too many: %v", err)
 				}
 				if v, err := be.Embed(context.Background(), nil); err != nil || v == nil || len(v) != 0 {
@@ -542,11 +543,11 @@ func TestEmbedPooling(t *testing.T) {
 }
 
 func TestProfileKindMismatch(t *testing.T) {
-	cfg := DefaultEmbedderConfig()
-	if _, err := NewCrossEncoder(cfg); !errors.Is(err, ErrInvalidConfig) {
+	cfg := models.DefaultEmbedderConfig()
+	if _, err := NewCrossEncoder(cfg); !errors.Is(err, models.ErrInvalidConfig) {
 		t.Fatalf("embed profile as cross-encoder: %v", err)
 	}
-	if _, err := NewBiEncoder(DefaultConfig()); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewBiEncoder(models.DefaultConfig()); !errors.Is(err, models.ErrInvalidConfig) {
 		t.Fatalf("balanced profile as embedder: %v", err)
 	}
 }

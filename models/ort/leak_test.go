@@ -1,4 +1,4 @@
-package models_test
+package ort_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 )
 
 // residentBytes reads the resident set size from /proc/self/statm.
@@ -38,7 +39,7 @@ func TestRerankMemoryFlat(t *testing.T) {
 		t.Skip("10,000 calls are too slow under -race; run without -race")
 	}
 	cfg := cpuConfig(fastDir(t), models.ProfileFast)
-	ce, err := models.NewCrossEncoder(cfg)
+	ce, err := ort.NewCrossEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

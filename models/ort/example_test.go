@@ -1,4 +1,4 @@
-package models_test
+package ort_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 )
 
 // A cross-encoder from a Hugging Face ONNX export directory (or one written
@@ -17,7 +18,7 @@ func ExampleCrossEncoder() {
 	}
 	cfg.Dir = "models/balanced" // config.json, tokenizer.json or vocab.txt, onnx/model.onnx
 	cfg.Sigmoid = true          // scores in 0..1
-	ce, err := models.NewCrossEncoder(cfg)
+	ce, err := ort.NewCrossEncoder(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func ExampleCrossEncoder() {
 func ExampleBiEncoder() {
 	cfg := models.DefaultEmbedderConfig()
 	cfg.Dir = "models/embed"
-	be, err := models.NewBiEncoder(cfg)
+	be, err := ort.NewBiEncoder(cfg)
 	if err != nil {
 		log.Fatal(err)
 	}

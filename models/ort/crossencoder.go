@@ -1,8 +1,9 @@
-package models
+package ort
 
 import (
 	"context"
 	"fmt"
+	"github.com/hybrank/hybrank/models"
 	"math"
 	"strings"
 )
@@ -17,13 +18,13 @@ type CrossEncoder struct {
 	c *core
 }
 
-var _ Reranker = (*CrossEncoder)(nil)
+var _ models.Reranker = (*CrossEncoder)(nil)
 
 // NewCrossEncoder validates cfg and returns a cross-encoder that loads its
 // model directory on first use. Errors wrap ErrInvalidConfig or
 // ErrUnknownProfile; a bad directory is reported by the first call.
-func NewCrossEncoder(cfg Config) (*CrossEncoder, error) {
-	c, err := newCore(cfg, KindCrossEncoder, loadORT)
+func NewCrossEncoder(cfg models.Config) (*CrossEncoder, error) {
+	c, err := newCore(cfg, models.KindCrossEncoder, loadORT)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +36,7 @@ func NewCrossEncoder(cfg Config) (*CrossEncoder, error) {
 func (ce *CrossEncoder) Load() error { return ce.c.load() }
 
 // Config returns the configuration the cross-encoder was built with.
-func (ce *CrossEncoder) Config() Config { return ce.c.cfg }
+func (ce *CrossEncoder) Config() models.Config { return ce.c.cfg }
 
 // Provider returns the execution provider in use ("cpu", "cuda"), or ""
 // before the model has loaded.
@@ -43,10 +44,10 @@ func (ce *CrossEncoder) Provider() string { return ce.c.provider() }
 
 // Info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.
-func (ce *CrossEncoder) Info() (ModelDir, int, error) {
+func (ce *CrossEncoder) Info() (models.ModelDir, int, error) {
 	m, err := ce.c.acquire()
 	if err != nil {
-		return ModelDir{}, 0, err
+		return models.ModelDir{}, 0, err
 	}
 	defer ce.c.release()
 	return m.dir, m.maxLen, nil
@@ -70,27 +71,27 @@ func (ce *CrossEncoder) Score(ctx context.Context, query string, docs []string) 
 		return nil, errTooMany(len(docs), ce.c.cfg.MaxDocs)
 	}
 	if strings.TrimSpace(query) == "" {
-		return nil, ErrEmptyQuery
+		return nil, models.ErrEmptyQuery
 	}
-	pairs := make([]Pair, len(docs))
+	pairs := make([]models.Pair, len(docs))
 	for i, d := range docs {
-		pairs[i] = Pair{Query: query, Doc: d}
+		pairs[i] = models.Pair{Query: query, Doc: d}
 	}
 	scores, _, err := ce.scorePairs(ctx, pairs)
 	return scores, err
 }
 
 // ScoreWithUsage is Score that also reports the work done.
-func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs []string) ([]float32, Usage, error) {
+func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs []string) ([]float32, models.Usage, error) {
 	if len(docs) > ce.c.cfg.MaxDocs {
-		return nil, Usage{}, errTooMany(len(docs), ce.c.cfg.MaxDocs)
+		return nil, models.Usage{}, errTooMany(len(docs), ce.c.cfg.MaxDocs)
 	}
 	if strings.TrimSpace(query) == "" {
-		return nil, Usage{}, ErrEmptyQuery
+		return nil, models.Usage{}, models.ErrEmptyQuery
 	}
-	pairs := make([]Pair, len(docs))
+	pairs := make([]models.Pair, len(docs))
 	for i, d := range docs {
-		pairs[i] = Pair{Query: query, Doc: d}
+		pairs[i] = models.Pair{Query: query, Doc: d}
 	}
 	return ce.scorePairs(ctx, pairs)
 }
@@ -102,25 +103,25 @@ func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs [
 // into token-capped batches. A pair with an empty query is an error
 // wrapping ErrEmptyQuery that names its index. Text handling is as for
 // Score.
-func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error) {
+func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
 	for i, p := range pairs {
 		if strings.TrimSpace(p.Query) == "" {
-			return nil, Usage{}, fmt.Errorf("pair %d: %w", i, ErrEmptyQuery)
+			return nil, models.Usage{}, fmt.Errorf("pair %d: %w", i, models.ErrEmptyQuery)
 		}
 	}
 	return ce.scorePairs(ctx, pairs)
 }
 
-func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error) {
+func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
 	if len(pairs) == 0 {
-		return []float32{}, Usage{}, nil
+		return []float32{}, models.Usage{}, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	m, err := ce.c.acquire()
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	defer ce.c.release()
 	cfg := ce.c.cfg
@@ -138,11 +139,11 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []Pair) ([]float32
 		return m.enc.pair(lastClean, cleanText(pairs[i].Doc, cfg.MaxChars), m.maxLen)
 	})
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	batches := planBatches(lens, cfg.MaxBatchTokens)
 	scores := make([]float32, len(pairs))
-	usage := Usage{Pairs: len(pairs), Batches: len(batches)}
+	usage := models.Usage{Pairs: len(pairs), Batches: len(batches)}
 	padded := make([]int, len(batches))
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
@@ -153,7 +154,7 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []Pair) ([]float32
 		}
 		if len(shape) == 0 || shape[0] != int64(b.n) || len(out) != b.n {
 			return fmt.Errorf("%w: output %s has shape %v for a batch of %d (want [%d, 1])",
-				ErrUnsupportedModel, m.output, shape, b.n, b.n)
+				models.ErrUnsupportedModel, m.output, shape, b.n, b.n)
 		}
 		for r, i := range idx {
 			s := out[r]
@@ -166,7 +167,7 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []Pair) ([]float32
 		return nil
 	})
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	for i := range lens {
 		usage.Tokens += lens[i]

@@ -1,4 +1,4 @@
-package models_test
+package ort_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/wordpiece"
 	"github.com/hybrank/hybrank/onnx"
 )
@@ -146,7 +147,7 @@ func TestCrossEncoderMatchesReference(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := cpuConfig(g.dir, models.ProfileFast)
 			cfg.MaxLength, cfg.MaxBatchTokens, cfg.PoolSize, cfg.Sigmoid = tc.maxLen, tc.batchTokens, tc.pool, tc.sigmoid
-			ce, err := models.NewCrossEncoder(cfg)
+			ce, err := ort.NewCrossEncoder(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +195,7 @@ func TestBiEncoderMatchesReference(t *testing.T) {
 	g := generated(t, smallConfig(bertgen.BiEncoder))
 	cfg := cpuConfig(g.dir, models.ProfileEmbed)
 	cfg.MaxLength, cfg.MaxBatchTokens = 32, 64
-	be, err := models.NewBiEncoder(cfg)
+	be, err := ort.NewBiEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestFastProfileBadInput(t *testing.T) {
 	cfg := cpuConfig(dir, models.ProfileFast)
 	cfg.Provider = "auto" // no GPU here: must report cpu
 	cfg.IntraOpThreads = 0
-	ce, err := models.NewCrossEncoder(cfg)
+	ce, err := ort.NewCrossEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +289,7 @@ func TestFastProfileBadInput(t *testing.T) {
 	}
 	// Raising MaxDocs makes 10,000 documents work.
 	cfg.MaxDocs = 10000
-	big, err := models.NewCrossEncoder(cfg)
+	big, err := ort.NewCrossEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestCUDAProvider(t *testing.T) {
 	dir := fastDir(t)
 	cfg := cpuConfig(dir, models.ProfileFast)
 	cfg.Provider = "cuda"
-	ce, err := models.NewCrossEncoder(cfg)
+	ce, err := ort.NewCrossEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestCUDAProvider(t *testing.T) {
 	if ce.Provider() != "cuda" {
 		t.Fatalf("provider %q", ce.Provider())
 	}
-	cpu, err := models.NewCrossEncoder(cpuConfig(dir, models.ProfileFast))
+	cpu, err := ort.NewCrossEncoder(cpuConfig(dir, models.ProfileFast))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestCUDAProvider(t *testing.T) {
 }
 
 func TestCloseWhileScoring(t *testing.T) {
-	ce, err := models.NewCrossEncoder(cpuConfig(fastDir(t), models.ProfileFast))
+	ce, err := ort.NewCrossEncoder(cpuConfig(fastDir(t), models.ProfileFast))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +383,7 @@ func TestLongQueryKeepsHalf(t *testing.T) {
 	g := generated(t, smallConfig(bertgen.CrossEncoder))
 	cfg := cpuConfig(g.dir, models.ProfileFast)
 	cfg.MaxLength, cfg.MaxBatchTokens = 64, 128
-	ce, err := models.NewCrossEncoder(cfg)
+	ce, err := ort.NewCrossEncoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,5 +397,27 @@ func TestLongQueryKeepsHalf(t *testing.T) {
 	// (64-3)/2 = 30 query pieces; "tiny doc" is 2; the long doc fills 64.
 	if want := (3 + 30 + 2) + 64; usage.Tokens != want {
 		t.Fatalf("tokens %d, want %d", usage.Tokens, want)
+	}
+}
+
+func TestMissingDirReportedOnFirstUse(t *testing.T) {
+	cfg := models.DefaultConfig()
+	cfg.Dir = filepath.Join(t.TempDir(), "absent")
+	ce, err := ort.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	if err := ce.Load(); !errors.Is(err, models.ErrModelDir) {
+		t.Fatalf("Load() = %v, want ErrModelDir", err)
+	}
+	t.Setenv(models.ModelsEnv, "")
+	cfg.Dir = ""
+	ce2, err := ort.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ce2.Load(); !errors.Is(err, models.ErrModelDir) {
+		t.Fatalf("Load() without dir = %v, want ErrModelDir", err)
 	}
 }

@@ -1,8 +1,9 @@
-package models
+package ort
 
 import (
 	"context"
 	"fmt"
+	"github.com/hybrank/hybrank/models"
 
 	"github.com/hybrank/hybrank/simd"
 )
@@ -21,12 +22,12 @@ type BiEncoder struct {
 	c *core
 }
 
-var _ Embedder = (*BiEncoder)(nil)
+var _ models.Embedder = (*BiEncoder)(nil)
 
 // NewBiEncoder validates cfg and returns an embedder that loads its model
 // directory on first use (or Load).
-func NewBiEncoder(cfg Config) (*BiEncoder, error) {
-	c, err := newCore(cfg, KindEmbedder, loadORT)
+func NewBiEncoder(cfg models.Config) (*BiEncoder, error) {
+	c, err := newCore(cfg, models.KindEmbedder, loadORT)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +39,7 @@ func NewBiEncoder(cfg Config) (*BiEncoder, error) {
 func (be *BiEncoder) Load() error { return be.c.load() }
 
 // Config returns the configuration the embedder was built with.
-func (be *BiEncoder) Config() Config { return be.c.cfg }
+func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 
 // Provider returns the execution provider in use, or "" before load.
 func (be *BiEncoder) Provider() string { return be.c.provider() }
@@ -68,27 +69,27 @@ func (be *BiEncoder) Embed(ctx context.Context, texts []string) ([][]float32, er
 }
 
 // EmbedWithUsage is Embed that also reports the work done.
-func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, Usage, error) {
+func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
 	cfg := be.c.cfg
 	if len(texts) > cfg.MaxDocs {
-		return nil, Usage{}, errTooMany(len(texts), cfg.MaxDocs)
+		return nil, models.Usage{}, errTooMany(len(texts), cfg.MaxDocs)
 	}
 	if len(texts) == 0 {
-		return [][]float32{}, Usage{}, nil
+		return [][]float32{}, models.Usage{}, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	m, err := be.c.acquire()
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	defer be.c.release()
 	seqs, lens, err := tokenize(ctx, len(texts), func(i int) (seq, error) {
 		return m.enc.single(cleanText(texts[i], cfg.MaxChars), m.maxLen)
 	})
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
 	dim := m.dir.Config.HiddenSize
 	batches := planBatches(lens, cfg.MaxBatchTokens)
@@ -108,14 +109,14 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]fl
 		}
 		if m.pooled {
 			if len(shape) != 2 || shape[0] != int64(b.n) || shape[1] != int64(dim) {
-				return fmt.Errorf("%w: output %s has shape %v (want [%d, %d])", ErrUnsupportedModel, m.output, shape, b.n, dim)
+				return fmt.Errorf("%w: output %s has shape %v (want [%d, %d])", models.ErrUnsupportedModel, m.output, shape, b.n, dim)
 			}
 			for r, i := range idx {
 				copy(vecs[i], out[r*dim:(r+1)*dim])
 			}
 		} else {
 			if len(shape) != 3 || shape[0] != int64(b.n) || shape[1] != int64(b.seqLen) || shape[2] != int64(dim) {
-				return fmt.Errorf("%w: output %s has shape %v (want [%d, %d, %d])", ErrUnsupportedModel, m.output, shape, b.n, b.seqLen, dim)
+				return fmt.Errorf("%w: output %s has shape %v (want [%d, %d, %d])", models.ErrUnsupportedModel, m.output, shape, b.n, b.seqLen, dim)
 			}
 			rowSize := b.seqLen * dim
 			for r, i := range idx {
@@ -131,9 +132,9 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]fl
 		return nil
 	})
 	if err != nil {
-		return nil, Usage{}, err
+		return nil, models.Usage{}, err
 	}
-	usage := Usage{Pairs: len(texts), Batches: len(batches)}
+	usage := models.Usage{Pairs: len(texts), Batches: len(batches)}
 	for _, l := range lens {
 		usage.Tokens += l
 	}

@@ -1,8 +1,9 @@
-package models
+package ort
 
 import (
 	"context"
 	"fmt"
+	"github.com/hybrank/hybrank/models"
 	"slices"
 
 	"github.com/hybrank/hybrank/onnx"
@@ -20,8 +21,8 @@ const (
 	outTokenEmbeddings   = "token_embeddings"
 )
 
-// SessionConfig returns the runtime session settings cfg describes.
-func (c Config) SessionConfig() onnx.SessionConfig {
+// sessionConfig returns the runtime session settings c describes.
+func sessionConfig(c models.Config) onnx.SessionConfig {
 	sc := onnx.DefaultSessionConfig()
 	sc.Provider = onnx.Provider(c.Provider)
 	sc.IntraOpThreads = c.IntraOpThreads
@@ -37,12 +38,12 @@ func (c Config) SessionConfig() onnx.SessionConfig {
 }
 
 // loadORT is the real loader: model directory, tokenizer, runtime session.
-func loadORT(cfg Config, kind Kind) (*loaded, error) {
-	dir, err := cfg.resolveDir()
+func loadORT(cfg models.Config, kind models.Kind) (*loaded, error) {
+	dir, err := cfg.ResolveDir()
 	if err != nil {
 		return nil, err
 	}
-	md, err := OpenModelDir(dir)
+	md, err := models.OpenModelDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -55,13 +56,13 @@ func loadORT(cfg Config, kind Kind) (*loaded, error) {
 	}
 	ins, outs, err := onnx.ModelIO(md.ONNXPath)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrModelDir, dir, err)
+		return nil, fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
 	}
 	inputs, output, pooled, err := pickIO(md.ONNXPath, kind, ins, outs)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := onnx.NewSession(md.ONNXPath, inputs, []string{output}, cfg.SessionConfig())
+	sess, err := onnx.NewSession(md.ONNXPath, inputs, []string{output}, sessionConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
@@ -69,7 +70,7 @@ func loadORT(cfg Config, kind Kind) (*loaded, error) {
 		dir:    md,
 		enc:    enc,
 		run:    &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
-		maxLen: md.maxLength(cfg),
+		maxLen: md.SequenceLength(cfg),
 		output: output,
 		pooled: pooled,
 	}, nil
@@ -78,22 +79,22 @@ func loadORT(cfg Config, kind Kind) (*loaded, error) {
 // pickIO checks the model's inputs and chooses the output to read.
 // token_type_ids is fed only when the model declares it (some exports drop
 // it); any other input is unsupported.
-func pickIO(path string, kind Kind, ins, outs []onnx.IOInfo) (inputs []string, output string, pooled bool, err error) {
+func pickIO(path string, kind models.Kind, ins, outs []onnx.IOInfo) (inputs []string, output string, pooled bool, err error) {
 	have := map[string]bool{}
 	for _, in := range ins {
 		switch in.Name {
 		case inInputIDs, inAttentionMask, inTokenTypeIDs:
 			if in.Type != onnx.Int64 {
-				return nil, "", false, fmt.Errorf("%w: %s: input %s is %s, want int64", ErrUnsupportedModel, path, in.Name, in.Type)
+				return nil, "", false, fmt.Errorf("%w: %s: input %s is %s, want int64", models.ErrUnsupportedModel, path, in.Name, in.Type)
 			}
 			have[in.Name] = true
 		default:
 			return nil, "", false, fmt.Errorf("%w: %s: unexpected input %q (want input_ids, attention_mask and optionally token_type_ids)",
-				ErrUnsupportedModel, path, in.Name)
+				models.ErrUnsupportedModel, path, in.Name)
 		}
 	}
 	if !have[inInputIDs] || !have[inAttentionMask] {
-		return nil, "", false, fmt.Errorf("%w: %s: needs inputs input_ids and attention_mask", ErrUnsupportedModel, path)
+		return nil, "", false, fmt.Errorf("%w: %s: needs inputs input_ids and attention_mask", models.ErrUnsupportedModel, path)
 	}
 	inputs = []string{inInputIDs, inAttentionMask}
 	if have[inTokenTypeIDs] {
@@ -104,7 +105,7 @@ func pickIO(path string, kind Kind, ins, outs []onnx.IOInfo) (inputs []string, o
 		outNames[o.Name] = o
 	}
 	var want []string
-	if kind == KindCrossEncoder {
+	if kind == models.KindCrossEncoder {
 		want = []string{outLogits}
 	} else {
 		want = []string{outSentenceEmbedding, outLastHidden, outTokenEmbeddings}
@@ -113,11 +114,11 @@ func pickIO(path string, kind Kind, ins, outs []onnx.IOInfo) (inputs []string, o
 		if o, ok := outNames[w]; ok {
 			output = w
 			if o.Type != onnx.Float32 {
-				return nil, "", false, fmt.Errorf("%w: %s: output %s is %s, want float32", ErrUnsupportedModel, path, w, o.Type)
+				return nil, "", false, fmt.Errorf("%w: %s: output %s is %s, want float32", models.ErrUnsupportedModel, path, w, o.Type)
 			}
-			if kind == KindCrossEncoder && len(o.Shape) == 2 && o.Shape[1] != 1 && o.Shape[1] != -1 {
+			if kind == models.KindCrossEncoder && len(o.Shape) == 2 && o.Shape[1] != 1 && o.Shape[1] != -1 {
 				return nil, "", false, fmt.Errorf("%w: %s: logits have %d labels; only single-logit rerankers are supported",
-					ErrUnsupportedModel, path, o.Shape[1])
+					models.ErrUnsupportedModel, path, o.Shape[1])
 			}
 			return inputs, output, w == outSentenceEmbedding, nil
 		}
@@ -126,7 +127,7 @@ func pickIO(path string, kind Kind, ins, outs []onnx.IOInfo) (inputs []string, o
 	for i, o := range outs {
 		names[i] = o.Name
 	}
-	return nil, "", false, fmt.Errorf("%w: %s: no output among %v (outputs: %v)", ErrUnsupportedModel, path, want, names)
+	return nil, "", false, fmt.Errorf("%w: %s: no output among %v (outputs: %v)", models.ErrUnsupportedModel, path, want, names)
 }
 
 // ortRunner feeds padded batches to an onnx.Session.

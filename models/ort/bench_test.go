@@ -1,4 +1,4 @@
-package models_test
+package ort_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 )
 
 // BenchmarkScoreFast scores 32 documents of ~64 tokens per op with the
@@ -16,7 +17,7 @@ func BenchmarkScoreFast(b *testing.B) {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
 			cfg := cpuConfig(fastDir(b), models.ProfileFast)
 			cfg.IntraOpThreads = threads
-			ce, err := models.NewCrossEncoder(cfg)
+			ce, err := ort.NewCrossEncoder(cfg)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,0 +1,12 @@
+// Package layering holds no code: its tests keep the import rules of the
+// module that the compiler does not check.
+//
+//   - The retrieval engine, the server and the packages below them build
+//     without cgo, so a Go service that embeds the engine with its own
+//     embedder does not link ONNX Runtime. Only onnx/ (and models/ort,
+//     which wraps it) use cgo.
+//   - Commands link no test code: cmd/* do not depend on package testing.
+//
+// The tests run the go command, so they need the Go toolchain on PATH
+// (skipped with a message otherwise).
+package layering

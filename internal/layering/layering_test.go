@@ -1,0 +1,48 @@
+package layering_test
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hybrank/hybrank"
+
+// cgoFree are the packages (with everything below them) that must build
+// with CGO_ENABLED=0.
+var cgoFree = []string{
+	"./engine/...", "./server/...", "./postings/...", "./dense/...",
+	"./analysis/...", "./simd/...", "./models",
+}
+
+// goCmd runs the go command from the module root with extra environment.
+func goCmd(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not on PATH: the layering checks need the toolchain")
+	}
+	cmd := exec.Command(gobin, args...)
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestCgoFreePackagesBuildWithoutCgo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds packages: skipped in -short")
+	}
+	goCmd(t, []string{"CGO_ENABLED=0"}, append([]string{"build", "-o", os.DevNull}, cgoFree...)...)
+	deps := goCmd(t, []string{"CGO_ENABLED=1"}, append([]string{"list", "-deps", "-test=false"}, cgoFree...)...)
+	for _, forbidden := range []string{module + "/onnx", module + "/models/ort", "github.com/yalue/onnxruntime_go"} {
+		if slices.Contains(strings.Fields(deps), forbidden) {
+			t.Errorf("%s is imported by a package that must stay cgo-free (%v)", forbidden, cgoFree)
+		}
+	}
+}
