@@ -134,8 +134,66 @@ type Config struct {
 	MaxLength int `json:"max_length"`
 	// Sigmoid maps cross-encoder logits to 0..1 (cross-encoder only).
 	Sigmoid bool `json:"sigmoid,omitempty"`
-	// Normalize L2-normalises embeddings (embedder only).
+	// Normalize L2-normalises embeddings (embedder only). A directory whose
+	// sentence-transformers modules.json lists a Normalize module is
+	// normalised either way, as sentence-transformers does.
 	Normalize bool `json:"normalize,omitempty"`
+	// Pooling overrides the directory's pooling mode (embedder only); ""
+	// means the directory's (1_Pooling/config.json), else mean. Unused when
+	// the model outputs a pooled `sentence_embedding` itself.
+	Pooling Pooling `json:"pooling,omitempty"`
+	// QueryPrefix and DocumentPrefix are prepended to texts embedded as
+	// InputQuery and InputDocument (embedder only); "" means the directory's
+	// prompts (config_sentence_transformers.json), e.g. e5's "query: " and
+	// "passage: ". InputRaw texts get no prefix.
+	QueryPrefix    string `json:"query_prefix,omitempty"`
+	DocumentPrefix string `json:"document_prefix,omitempty"`
+	// NoDirPrompts ignores the directory's prompts: only QueryPrefix and
+	// DocumentPrefix apply.
+	NoDirPrompts bool `json:"no_dir_prompts,omitempty"`
+}
+
+// Embedding is what a Config and a model directory resolve to for an
+// embedder: the settings actually applied. A plain value.
+type Embedding struct {
+	Pooling        Pooling `json:"pooling"`
+	Normalize      bool    `json:"normalize"`
+	QueryPrefix    string  `json:"query_prefix,omitempty"`
+	DocumentPrefix string  `json:"document_prefix,omitempty"`
+}
+
+// Embedding resolves c against the directory's sentence-transformers
+// settings: c's fields win where set, the directory's fill the rest, mean
+// pooling is the last resort.
+func (md ModelDir) Embedding(c Config) Embedding {
+	e := Embedding{Pooling: c.Pooling, Normalize: c.Normalize || md.Sentence.Normalize,
+		QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix}
+	if e.Pooling == "" {
+		e.Pooling = md.Sentence.Pooling
+	}
+	if e.Pooling == "" {
+		e.Pooling = PoolingMean
+	}
+	if !c.NoDirPrompts {
+		if e.QueryPrefix == "" {
+			e.QueryPrefix = md.Sentence.QueryPrompt
+		}
+		if e.DocumentPrefix == "" {
+			e.DocumentPrefix = md.Sentence.DocumentPrompt
+		}
+	}
+	return e
+}
+
+// Prefix is the text prepended to an input of this kind.
+func (e Embedding) Prefix(in Input) string {
+	switch in {
+	case InputQuery:
+		return e.QueryPrefix
+	case InputDocument:
+		return e.DocumentPrefix
+	}
+	return ""
 }
 
 // DefaultConfig returns the configuration of the balanced cross-encoder.
@@ -209,6 +267,8 @@ func (c Config) Validate() error {
 		return bad("MaxLength %d (want 0 or at least 4)", c.MaxLength)
 	case c.MaxLength > MaxSupportedLength:
 		return bad("MaxLength %d > %d", c.MaxLength, MaxSupportedLength)
+	case !c.Pooling.Valid():
+		return bad("pooling %q (want mean, cls, max or mean_sqrt_len)", c.Pooling)
 	case c.MaxBatchTokens < 1:
 		return bad("MaxBatchTokens %d < 1", c.MaxBatchTokens)
 	case c.MaxLength > 0 && c.MaxBatchTokens < c.MaxLength:

@@ -36,4 +36,19 @@
 // `sentence_embedding` [batch, hidden] (preferred), `last_hidden_state` or
 // `token_embeddings` [batch, seq, hidden]. Anything else is an error
 // wrapping ErrModelDir or ErrUnsupportedModel that names the file.
+//
+// # Sentence-transformers semantics
+//
+// A bi-encoder directory may carry the sentence-transformers files:
+// modules.json (Transformer, then Pooling and optionally Normalize),
+// 1_Pooling/config.json (mean, CLS, max or mean-sqrt-len),
+// sentence_bert_config.json (max_seq_length, which caps the input as
+// sentence-transformers does) and config_sentence_transformers.json (the
+// "query" and "document"/"passage" prompts). ModelDir.Sentence holds what
+// they say and ModelDir.Embedding resolves it against a Config, whose
+// Pooling, QueryPrefix and DocumentPrefix override the directory. A text is
+// embedded as an Input: InputQuery and InputDocument get their prefix
+// (e5: "query: " / "passage: "; bge: an instruction before queries only),
+// InputRaw none. Directories without these files (bare ONNX exports) are
+// mean-pooled and normalised when Config.Normalize is set.
 package models

@@ -35,6 +35,10 @@ type ModelDir struct {
 	// file or the key is absent, as for bert-base-uncased). Used only with
 	// vocab.txt; tokenizer.json carries its own normaliser.
 	LowerCase bool
+	// Sentence holds the sentence-transformers settings (pooling,
+	// Normalize, max_seq_length, prompts); the zero value when the
+	// directory has no modules.json.
+	Sentence SentenceConfig
 }
 
 // OpenModelDir checks dir and resolves its files. Errors wrap ErrModelDir
@@ -90,13 +94,20 @@ func OpenModelDir(dir string) (ModelDir, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return md, fmt.Errorf("%w: %s: %v", ErrModelDir, dir, err)
 	}
+	if md.Sentence, err = readSentenceConfig(dir); err != nil {
+		return md, err
+	}
 	return md, nil
 }
 
-// SequenceLength is the token cap for this directory under cfg: cfg.MaxLength
-// (0 = max_position_embeddings), at most MaxSupportedLength.
+// SequenceLength is the token cap for this directory under cfg: cfg.MaxLength,
+// else sentence-transformers' max_seq_length, else max_position_embeddings;
+// at most MaxSupportedLength.
 func (md ModelDir) SequenceLength(cfg Config) int {
 	n := cfg.MaxLength
+	if n == 0 {
+		n = md.Sentence.MaxSeqLength
+	}
 	if n == 0 {
 		n = md.Config.MaxPositionEmbeddings
 	}

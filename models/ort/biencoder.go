@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hybrank/hybrank/models"
+	"math"
 
 	"github.com/hybrank/hybrank/simd"
 )
@@ -13,8 +14,13 @@ import (
 //
 // When the model has a `sentence_embedding` output it is used as is;
 // otherwise the token output (`last_hidden_state` or `token_embeddings`)
-// is mean-pooled over the attention mask. Vectors are L2-normalised when
-// Config.Normalize is set.
+// is pooled over the attention mask as the directory's sentence-transformers
+// Pooling module says (mean, CLS, max, mean-sqrt-len; mean when the
+// directory has none) or Config.Pooling overrides. Vectors are L2-normalised
+// when Config.Normalize is set or the directory has a Normalize module.
+// Queries and documents are embedded by EmbedInput with the model's prompts
+// (e5's "query: " / "passage: ", bge's query instruction); Embed embeds
+// texts as given.
 //
 // A BiEncoder is safe for concurrent use; see CrossEncoder for loading and
 // pool behaviour, which are the same.
@@ -59,17 +65,36 @@ func (be *BiEncoder) Dim() int {
 	return m.dir.Config.HiddenSize
 }
 
-// Embed returns one vector per text, in input order. No texts give an
-// empty slice; more than Config.MaxDocs texts is an error wrapping
-// ErrTooManyDocs. Texts are cleaned and cut as in CrossEncoder.Score;
-// an empty text embeds [CLS] [SEP].
+// Embed returns one vector per text, in input order, embedding the texts
+// as given (models.InputRaw: no prompt). No texts give an empty slice; more
+// than Config.MaxDocs texts is an error wrapping ErrTooManyDocs. Texts are
+// cleaned and cut as in CrossEncoder.Score; an empty text embeds [CLS] [SEP].
 func (be *BiEncoder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	v, _, err := be.EmbedWithUsage(ctx, texts)
+	v, _, err := be.EmbedInput(ctx, models.InputRaw, texts)
 	return v, err
 }
 
 // EmbedWithUsage is Embed that also reports the work done.
 func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
+	return be.EmbedInput(ctx, models.InputRaw, texts)
+}
+
+// Embedding returns the pooling, normalisation and prompts in use (it loads
+// the model if needed).
+func (be *BiEncoder) Embedding() (models.Embedding, error) {
+	m, err := be.c.acquire()
+	if err != nil {
+		return models.Embedding{}, err
+	}
+	defer be.c.release()
+	return m.embedding, nil
+}
+
+// EmbedInput is Embed for texts of a kind: models.InputQuery and
+// models.InputDocument texts get the model's query or document prefix
+// (models.Embedding.Prefix) before tokenizing, as sentence-transformers'
+// encode(prompt_name=...) does. It also reports the work done.
+func (be *BiEncoder) EmbedInput(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
 	cfg := be.c.cfg
 	if len(texts) > cfg.MaxDocs {
 		return nil, models.Usage{}, errTooMany(len(texts), cfg.MaxDocs)
@@ -85,8 +110,9 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]fl
 		return nil, models.Usage{}, err
 	}
 	defer be.c.release()
+	prefix := m.embedding.Prefix(in)
 	seqs, lens, err := tokenize(ctx, len(texts), func(i int) (seq, error) {
-		return m.enc.single(cleanText(texts[i], cfg.MaxChars), m.maxLen)
+		return m.enc.single(prefix+cleanText(texts[i], cfg.MaxChars), m.maxLen)
 	})
 	if err != nil {
 		return nil, models.Usage{}, err
@@ -120,10 +146,10 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]fl
 			}
 			rowSize := b.seqLen * dim
 			for r, i := range idx {
-				simd.MaskedMeanPool(vecs[i], out[r*rowSize:(r+1)*rowSize], b.mask[r*b.seqLen:(r+1)*b.seqLen])
+				pool(m.embedding.Pooling, vecs[i], out[r*rowSize:(r+1)*rowSize], b.mask[r*b.seqLen:(r+1)*b.seqLen])
 			}
 		}
-		if cfg.Normalize {
+		if m.embedding.Normalize {
 			for _, i := range idx {
 				simd.L2Normalize(vecs[i])
 			}
@@ -142,4 +168,45 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]fl
 		usage.PaddedTokens += p
 	}
 	return vecs, usage, nil
+}
+
+// pool writes into dst the sentence vector of one sequence's token vectors
+// h (row-major, len(mask) rows of len(dst)) under mode, counting only rows
+// whose mask is set. Padding rows are never read as tokens.
+func pool(mode models.Pooling, dst, h []float32, mask []int64) {
+	dim := len(dst)
+	switch mode {
+	case models.PoolingCLS:
+		copy(dst, h[:dim])
+	case models.PoolingMax:
+		first := true
+		for r, m := range mask {
+			if m == 0 {
+				continue
+			}
+			row := h[r*dim : (r+1)*dim]
+			if first {
+				copy(dst, row)
+				first = false
+				continue
+			}
+			for j, v := range row {
+				dst[j] = max(dst[j], v)
+			}
+		}
+		if first {
+			clear(dst)
+		}
+	case models.PoolingMeanSqrtLen:
+		simd.MaskedMeanPool(dst, h, mask)
+		n := 0
+		for _, m := range mask {
+			if m != 0 {
+				n++
+			}
+		}
+		simd.Scale(dst, float32(math.Sqrt(float64(n))))
+	default:
+		simd.MaskedMeanPool(dst, h, mask)
+	}
 }

@@ -38,7 +38,10 @@ type loaded struct {
 	run    runner
 	maxLen int
 	output string // output used: "logits", "sentence_embedding", "last_hidden_state", …
-	pooled bool   // output is already [batch, hidden] (no mean pooling)
+	pooled bool   // output is already [batch, hidden] (no pooling here)
+	// embedding is the pooling, normalisation and prompts an embedder
+	// applies (Config resolved against the directory).
+	embedding models.Embedding
 }
 
 // loaderFunc builds a loaded model for cfg; the real one is loadORT.

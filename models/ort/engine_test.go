@@ -136,13 +136,15 @@ func (r *fakeRunner) close() error     { r.closed.Add(1); return nil }
 
 func fakeLoader(r *fakeRunner, hidden, maxLen int) loaderFunc {
 	return func(cfg models.Config, kind models.Kind) (*loaded, error) {
+		md := models.ModelDir{Config: models.HFConfig{HiddenSize: hidden, MaxPositionEmbeddings: 512}}
 		return &loaded{
-			dir:    models.ModelDir{Config: models.HFConfig{HiddenSize: hidden, MaxPositionEmbeddings: 512}},
-			enc:    fakeEncoder{},
-			run:    r,
-			maxLen: maxLen,
-			output: "fake",
-			pooled: r.pooled,
+			dir:       md,
+			enc:       fakeEncoder{},
+			run:       r,
+			maxLen:    maxLen,
+			output:    "fake",
+			pooled:    r.pooled,
+			embedding: md.Embedding(cfg),
 		}, nil
 	}
 }

@@ -67,12 +67,13 @@ func loadORT(cfg models.Config, kind models.Kind) (*loaded, error) {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
 	return &loaded{
-		dir:    md,
-		enc:    enc,
-		run:    &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
-		maxLen: md.SequenceLength(cfg),
-		output: output,
-		pooled: pooled,
+		dir:       md,
+		enc:       enc,
+		run:       &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
+		maxLen:    md.SequenceLength(cfg),
+		output:    output,
+		pooled:    pooled,
+		embedding: md.Embedding(cfg),
 	}, nil
 }
 
