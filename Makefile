@@ -39,18 +39,25 @@ ASSETS        := $(DEPS)/assets
 
 DATASETS ?= $(abspath $(CURDIR)/../shared/datasets)
 
+# Peers run side by side by cmd/bench (bm25s, faiss-cpu, ONNX Runtime's Python
+# package with HF tokenizers): pinned with sha256 in bench/peers/requirements.txt.
+PYTHON    ?= python3
+PEERS_DIR := $(DEPS)/peers
+
 export HYBRANK_ORT_LIB ?= $(ORT_LIB)
 export HYBRANK_ASSETS  ?= $(ASSETS)
 export HYBRANK_HF_TOKENIZERS ?= $(HFTOK_DIR)
 export HYBRANK_DATASETS ?= $(DATASETS)
 # Generated model directories (random weights, Hugging Face layout), one per profile.
 export HYBRANK_MODELS ?= $(DEPS)/models
+# Python packages of the peers (make peers); the bench drivers put it on PYTHONPATH.
+export HYBRANK_PEERS ?= $(PEERS_DIR)
 
 # Request decoders fuzzed briefly by `make test` (longer: make fuzz FUZZTIME=5m).
 FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments
 FUZZTIME ?= 10s
 
-.PHONY: all prereqs deps runtime runtime-gpu assets hftokenizers build test test-short vet fmt-check fuzz bench bench-quick clean-deps
+.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers build test test-short vet fmt-check fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -99,6 +106,18 @@ $(ASSETS)/all-minilm-l6-v2-tokenizer.json:
 	  cp "$$dir/$(TOKJSON_FILE)" $@ && chmod 644 $@
 
 deps: prereqs runtime assets hftokenizers
+
+# peers: not needed by make test. pip installs exactly the hashed wheels (no
+# resolver, no other index) into a target folder, so no virtual environment
+# or system package changes are involved.
+peers: $(PEERS_DIR)/.installed
+$(PEERS_DIR)/.installed: bench/peers/requirements.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is required for the peers (apt-get install python3 python3-pip)"; exit 1; }
+	@rm -rf $(PEERS_DIR) && mkdir -p $(PEERS_DIR)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes --only-binary=:all: \
+	  --target $(PEERS_DIR) -r bench/peers/requirements.txt
+	@PYTHONPATH=$(PEERS_DIR) $(PYTHON) -c 'import bm25s, Stemmer, faiss, onnxruntime, tokenizers; print("peers: bm25s", bm25s.__version__, "faiss", faiss.__version__, "onnxruntime", onnxruntime.__version__, "tokenizers", tokenizers.__version__)'
+	@touch $@
 
 build: prereqs
 	$(GO) build -o bin/ ./cmd/...

@@ -1,0 +1,93 @@
+"""ONNX Runtime's Python package with Hugging Face tokenizers, scoring the
+same (query, document) pairs with the same ONNX file as hybrank's rerank
+driver — the way sentence-transformers' ONNX backend runs a CrossEncoder:
+pairs in input order, batches of a fixed size padded to their longest pair,
+longest_first truncation to max_length.
+
+Reads a JSONL file of {"query": ..., "doc": ...} and a model directory
+(tokenizer.json, onnx/model.onnx or model.onnx). For every batch size,
+scores all pairs (best of --rounds) on a session with the given intra-op
+threads and writes the logits (float32 LE) to OUT.b<size>.f32. Timings go to
+stdout as one JSON object; tokenization is inside the timing, as in hybrank.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+
+def model_path(d):
+    for p in (os.path.join(d, "onnx", "model.onnx"), os.path.join(d, "model.onnx")):
+        if os.path.exists(p):
+            return p
+    raise SystemExit(f"no onnx/model.onnx or model.onnx in {d}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", required=True, help="model directory")
+    ap.add_argument("--pairs", required=True, help="JSONL of {query, doc}")
+    ap.add_argument("--out", required=True, help="prefix of the score files")
+    ap.add_argument("--batch", default="16,32")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-length", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+
+    with open(args.pairs, encoding="utf-8") as f:
+        pairs = [json.loads(line) for line in f if line.strip()]
+    tok = Tokenizer.from_file(os.path.join(args.model, "tokenizer.json"))
+    tok.enable_truncation(max_length=args.max_length, strategy="longest_first")
+    tok.enable_padding(pad_id=tok.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = args.threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(model_path(args.model), so, providers=["CPUExecutionProvider"])
+    names = {i.name for i in sess.get_inputs()}
+
+    def score(batch):
+        enc = tok.encode_batch([(p["query"], p["doc"]) for p in batch])
+        feed = {
+            "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+        }
+        if "token_type_ids" in names:
+            feed["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
+        out = sess.run(None, feed)[0]
+        return out.reshape(len(batch), -1)[:, 0], int(feed["input_ids"].size), sum(sum(e.attention_mask) for e in enc)
+
+    score(pairs[: min(8, len(pairs))])  # warm-up: session init, arena
+    rows = []
+    for bs in [int(x) for x in args.batch.split(",") if x]:
+        best, scores, padded, real = None, None, 0, 0
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            got, padded, real = [], 0, 0
+            for i in range(0, len(pairs), bs):
+                s, p, r = score(pairs[i : i + bs])
+                got.append(s)
+                padded += p
+                real += r
+            dt = time.perf_counter() - t0
+            if best is None or dt < best:
+                best, scores = dt, np.concatenate(got)
+        path = f"{args.out}.b{bs}.f32"
+        scores.astype("<f4").tofile(path)
+        rows.append({"batch": bs, "seconds": best, "pairs_per_s": len(pairs) / best,
+                     "tokens": real, "padded_tokens": padded, "scores": path})
+    json.dump({
+        "peer": "onnxruntime-python", "onnxruntime": ort.__version__, "threads": args.threads,
+        "pairs": len(pairs), "max_length": args.max_length, "rows": rows,
+    }, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
