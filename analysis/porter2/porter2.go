@@ -258,6 +258,9 @@ func endsShort(b []byte) bool {
 
 // step0 removes the longest of the possessive suffixes 's' 's '.
 func step0(b []byte) []byte {
+	if len(b) == 0 || (b[len(b)-1] != '\'' && b[len(b)-1] != 's') {
+		return b
+	}
 	switch {
 	case hasSuffix(b, "'s'"):
 		return b[:len(b)-3]
@@ -303,20 +306,29 @@ func step1b(b []byte, p1 int) []byte {
 	}
 	var suffix int
 	eed := false
-	switch {
-	case hasSuffix(b, "eedly"):
-		suffix, eed = 5, true
-	case hasSuffix(b, "ingly"):
-		suffix = 5
-	case hasSuffix(b, "edly"):
-		suffix = 4
-	case hasSuffix(b, "ing"):
-		suffix = 3
-	case hasSuffix(b, "eed"):
-		suffix, eed = 3, true
-	case hasSuffix(b, "ed"):
-		suffix = 2
-	default:
+	switch b[n-1] {
+	case 'y':
+		switch {
+		case hasSuffix(b, "eedly"):
+			suffix, eed = 5, true
+		case hasSuffix(b, "ingly"):
+			suffix = 5
+		case hasSuffix(b, "edly"):
+			suffix = 4
+		}
+	case 'g':
+		if hasSuffix(b, "ing") {
+			suffix = 3
+		}
+	case 'd':
+		switch {
+		case hasSuffix(b, "eed"):
+			suffix, eed = 3, true
+		case hasSuffix(b, "ed"):
+			suffix = 2
+		}
+	}
+	if suffix == 0 {
 		return b
 	}
 	if eed {
@@ -485,30 +497,43 @@ func step3(b []byte, p1, p2 int) []byte {
 		suffix int
 		repl   string
 	)
-	switch {
-	case hasSuffix(b, "ational"):
-		suffix, repl = 7, "ate"
-	case hasSuffix(b, "tional"):
-		suffix, repl = 6, "tion"
-	case hasSuffix(b, "alize"):
-		suffix, repl = 5, "al"
-	case hasSuffix(b, "icate"), hasSuffix(b, "iciti"):
-		suffix, repl = 5, "ic"
-	case hasSuffix(b, "ative"):
-		if n-5 >= p1 && n-5 >= p2 {
-			return b[:n-5]
-		}
-		return b
-	case hasSuffix(b, "ical"):
-		suffix, repl = 4, "ic"
-	case hasSuffix(b, "ness"):
-		suffix = 4
-	case hasSuffix(b, "ful"):
-		suffix = 3
-	default:
+	if n == 0 {
 		return b
 	}
-	if n-suffix < p1 {
+	switch b[n-1] {
+	case 'l':
+		switch {
+		case hasSuffix(b, "ational"):
+			suffix, repl = 7, "ate"
+		case hasSuffix(b, "tional"):
+			suffix, repl = 6, "tion"
+		case hasSuffix(b, "ical"):
+			suffix, repl = 4, "ic"
+		case hasSuffix(b, "ful"):
+			suffix = 3
+		}
+	case 'e':
+		switch {
+		case hasSuffix(b, "alize"):
+			suffix, repl = 5, "al"
+		case hasSuffix(b, "icate"):
+			suffix, repl = 5, "ic"
+		case hasSuffix(b, "ative"):
+			if n-5 >= p1 && n-5 >= p2 {
+				return b[:n-5]
+			}
+			return b
+		}
+	case 'i':
+		if hasSuffix(b, "iciti") {
+			suffix, repl = 5, "ic"
+		}
+	case 's':
+		if hasSuffix(b, "ness") {
+			suffix = 4
+		}
+	}
+	if suffix == 0 || n-suffix < p1 {
 		return b
 	}
 	return replace(b, suffix, repl)
@@ -518,26 +543,58 @@ func step3(b []byte, p1, p2 int) []byte {
 // ion only after s or t.
 func step4(b []byte, p2 int) []byte {
 	n := len(b)
-	suffix := 0
-	switch {
-	case hasSuffix(b, "ement"):
-		suffix = 5
-	case hasSuffix(b, "ance"), hasSuffix(b, "ence"), hasSuffix(b, "able"), hasSuffix(b, "ible"), hasSuffix(b, "ment"):
-		suffix = 4
-	case hasSuffix(b, "ion"):
-		if n-3 < p2 || n < 4 || (b[n-4] != 's' && b[n-4] != 't') {
-			return b
-		}
-		suffix = 3
-	case hasSuffix(b, "ent"), hasSuffix(b, "ant"), hasSuffix(b, "ism"), hasSuffix(b, "ate"),
-		hasSuffix(b, "iti"), hasSuffix(b, "ous"), hasSuffix(b, "ive"), hasSuffix(b, "ize"):
-		suffix = 3
-	case hasSuffix(b, "al"), hasSuffix(b, "er"), hasSuffix(b, "ic"):
-		suffix = 2
-	default:
-		return b
+	if n < 2 || n-2 < p2 {
+		return b // every suffix is two letters or more
 	}
-	if n-suffix < p2 {
+	suffix := 0
+	switch b[n-1] {
+	case 't':
+		switch {
+		case hasSuffix(b, "ement"):
+			suffix = 5
+		case hasSuffix(b, "ment"):
+			suffix = 4
+		case hasSuffix(b, "ent"), hasSuffix(b, "ant"):
+			suffix = 3
+		}
+	case 'e':
+		switch {
+		case hasSuffix(b, "ance"), hasSuffix(b, "ence"), hasSuffix(b, "able"), hasSuffix(b, "ible"):
+			suffix = 4
+		case hasSuffix(b, "ate"), hasSuffix(b, "ive"), hasSuffix(b, "ize"):
+			suffix = 3
+		}
+	case 'n':
+		// ion only after s or t.
+		if hasSuffix(b, "ion") && n >= 4 && (b[n-4] == 's' || b[n-4] == 't') {
+			suffix = 3
+		}
+	case 'm':
+		if hasSuffix(b, "ism") {
+			suffix = 3
+		}
+	case 'i':
+		if hasSuffix(b, "iti") {
+			suffix = 3
+		}
+	case 's':
+		if hasSuffix(b, "ous") {
+			suffix = 3
+		}
+	case 'l':
+		if hasSuffix(b, "al") {
+			suffix = 2
+		}
+	case 'r':
+		if hasSuffix(b, "er") {
+			suffix = 2
+		}
+	case 'c':
+		if hasSuffix(b, "ic") {
+			suffix = 2
+		}
+	}
+	if suffix == 0 || n-suffix < p2 {
 		return b
 	}
 	return b[:n-suffix]
