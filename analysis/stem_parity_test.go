@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kljensen/snowball/english"
@@ -81,5 +83,24 @@ func readTokens(t *testing.T, path string, tok *analysis.Analyzer, seen map[stri
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestNoSnowballOrTestingDependency keeps kljensen/snowball a test-only
+// dependency: its romance package imports testing, which programs using
+// this package (cmd/bench, cmd/serve) must not link.
+func TestNoSnowballOrTestingDependency(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go command not on PATH: the dependency check needs the toolchain")
+	}
+	out, err := exec.Command(gobin, "list", "-deps", "-test=false", "github.com/hybrank/hybrank/analysis").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "testing" || strings.HasPrefix(p, "github.com/kljensen/snowball") {
+			t.Errorf("package analysis depends on %s", p)
+		}
 	}
 }
