@@ -10,15 +10,16 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/kljensen/snowball/english"
+	"github.com/hybrank/hybrank/analysis/porter2"
 )
 
 // Stemmer names accepted by Config.Stemmer.
 const (
 	// StemmerNone leaves tokens as they are.
 	StemmerNone = "none"
-	// StemmerSnowballEnglish is the Snowball English (Porter2) stemmer, the
-	// one PyStemmer's "english" runs; the default.
+	// StemmerSnowballEnglish is the Snowball English (Porter2) stemmer of
+	// package porter2, output-identical to kljensen/snowball's english.Stem
+	// with which our results match bm25s (PyStemmer "english"); the default.
 	StemmerSnowballEnglish = "snowball-en"
 )
 
@@ -360,7 +361,7 @@ func (a *Analyzer) term(w []byte, n int) string {
 	s := string(w)
 	t := s
 	if a.stem && n > 2 {
-		t = english.Stem(s, true)
+		t = porter2.Stem(s)
 	}
 	if a.cache != nil {
 		a.cache.put(s, t)
