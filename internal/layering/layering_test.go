@@ -46,3 +46,18 @@ func TestCgoFreePackagesBuildWithoutCgo(t *testing.T) {
 		}
 	}
 }
+func TestCommandsLinkNoTestCode(t *testing.T) {
+	for _, cmd := range []string{"./cmd/bench", "./cmd/serve"} {
+		deps := strings.Fields(goCmd(t, nil, "list", "-deps", cmd))
+		if slices.Contains(deps, "testing") {
+			why := goCmd(t, nil, "list", "-deps", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, cmd)
+			var importers []string
+			for _, line := range strings.Split(why, "\n") {
+				if name, imports, ok := strings.Cut(line, ": "); ok && slices.Contains(strings.Fields(imports), "testing") {
+					importers = append(importers, name)
+				}
+			}
+			t.Errorf("%s links package testing, imported by %v", cmd, importers)
+		}
+	}
+}
