@@ -99,11 +99,14 @@
 // Open(dir, ...) loads the snapshot in dir when there is one. Snapshot
 // writes a new generation directory (snap-NNNNNN with lexical/, dense/ and
 // docs.gob, each file written to a temp name, fsynced, renamed, directory
-// fsynced), then MANIFEST.json the same way, last; older generations are
-// deleted only after that. A crash leaves the old or the new snapshot. The
-// manifest carries the format version, the index-shaping configuration and
-// the size and BLAKE3 of the document file. Commits are not durable until
-// the next Snapshot.
+// fsynced), then MANIFEST the same way, last; older generations are
+// deleted only after that (internal/manifest, the scheme postings and
+// dense use too). A crash leaves the old or the new snapshot. The manifest
+// carries the format version, the index-shaping configuration and the size
+// and crc32c of the document file, and ends with the crc32c of its own
+// JSON. Directories written by version 1 (MANIFEST.json, BLAKE3) still
+// open; the next Snapshot converts them. Commits are not durable until the
+// next Snapshot.
 //
 // # Ownership
 //
