@@ -57,6 +57,9 @@ type persisted struct {
 	Config   Config `json:"config"`
 	DocCount int    `json:"doc_count"`
 	HasDense bool   `json:"has_dense"`
+	// LogPosition is the first write-ahead log record the snapshot does
+	// not hold: Open replays the log from there.
+	LogPosition uint64 `json:"log_position"`
 
 	// snapDir is the generation directory, and legacyDocs the document
 	// file's record with its BLAKE3, when read from a version-1 manifest.
@@ -116,7 +119,10 @@ type storedRecord struct {
 // file, fsync, rename and a directory fsync (see internal/manifest). A
 // crash at any point leaves the previous snapshot or the new one readable
 // by Open; older generations are removed only after the new manifest is
-// durable. Searches keep running; Commits wait.
+// durable. The manifest records the write-ahead log's position, and the log
+// segments the snapshot covers are deleted afterwards. Searches keep
+// running; Commits wait. The engine also snapshots by itself (see
+// DurabilityConfig).
 func (e *Engine) Snapshot() (err error) {
 	if e.dir == "" {
 		return ErrNoDir
@@ -136,6 +142,10 @@ func (e *Engine) Snapshot() (err error) {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	m := persisted{Config: e.cfg, DocCount: len(e.docs), HasDense: e.vec != nil}
+	if e.log != nil {
+		// commitMu is held: every record below Next is applied.
+		m.LogPosition = e.log.Next()
+	}
 	snap, err := w.Mkdir(snapKind)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -153,6 +163,12 @@ func (e *Engine) Snapshot() (err error) {
 	}
 	if err := w.Commit(&m); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
+	}
+	if e.log != nil {
+		e.snapPos.Store(m.LogPosition)
+		if err := e.log.TruncateBefore(m.LogPosition); err != nil {
+			return fmt.Errorf("snapshot: truncate write-ahead log: %w", err)
+		}
 	}
 	return nil
 }
@@ -178,7 +194,8 @@ func (e *Engine) writeDocs(w io.Writer) error {
 	return nil
 }
 
-// load opens the snapshot in dir; it reports false when there is none.
+// load opens the snapshot in dir and sets snapPos to its log position; it
+// reports false when there is none.
 func (e *Engine) load(dir string) (bool, error) {
 	var m persisted
 	err := layout.Read(dir, &m)
@@ -188,6 +205,7 @@ func (e *Engine) load(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	e.snapPos.Store(m.LogPosition)
 	if m.snapDir == "" {
 		m.snapDir = manifest.GenName(snapKind, m.Generation, "")
 	}

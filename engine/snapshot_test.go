@@ -53,6 +53,7 @@ func TestOpenVersion1(t *testing.T) {
 	js, _ := json.MarshalIndent(old, "", "  ")
 	os.WriteFile(filepath.Join(dir, "MANIFEST.json"), js, 0o644)
 	os.Remove(filepath.Join(dir, manifest.Name))
+	os.RemoveAll(filepath.Join(dir, "wal")) // version 1 had no log
 
 	e2 := open(t, dir, engine.WithEmbedder(emb))
 	if e2.Len() != len(corpus) {
@@ -81,6 +82,7 @@ func TestOpenVersion1(t *testing.T) {
 	}
 	e4.Close()
 	os.Remove(filepath.Join(dir2, manifest.Name))
+	os.RemoveAll(filepath.Join(dir2, "wal"))
 	old["has_dense"] = false
 	docs2, err := os.ReadFile(filepath.Join(dir2, "snap-000001", "docs.gob"))
 	if err != nil {
