@@ -97,8 +97,11 @@
 //
 // # Persistence
 //
-// Open(dir, ...) loads the newest snapshot in dir, then replays the
-// write-ahead log (dir/wal) from the snapshot's log position. Snapshot
+// Open(dir, ...) locks dir (flock on dir/LOCK, internal/dirlock: a second
+// Open of the same directory, in this process or another, fails with
+// ErrLocked until Close or the holder's death), loads the newest snapshot
+// in dir, then replays the write-ahead log (dir/wal) from the snapshot's
+// log position. Snapshot
 // writes a new generation directory (snap-NNNNNN with lexical/, dense/ and
 // docs.gob, each file written to a temp name, fsynced, renamed, directory
 // fsynced), then MANIFEST the same way, last; older generations are

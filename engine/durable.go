@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hybrank/hybrank/internal/dirlock"
 	"github.com/hybrank/hybrank/internal/wal"
 )
 
@@ -95,6 +96,14 @@ func (e *Engine) openDir() error {
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return err
 	}
+	lock, err := dirlock.Acquire(e.dir)
+	if errors.Is(err, dirlock.ErrLocked) {
+		return fmt.Errorf("%w: %w", ErrLocked, err)
+	}
+	if err != nil {
+		return err
+	}
+	e.lock = lock
 	loaded, err := e.load(e.dir)
 	if err != nil {
 		return err

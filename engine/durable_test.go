@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,29 @@ func TestDurabilityConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate = %v", name, err)
 		}
 	}
+}
+
+// TestDirectoryLock: a second Open of a directory that is open fails with
+// ErrLocked naming it; after Close it opens.
+func TestDirectoryLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	e := open(t, dir)
+	commit(t, e, corpus[0])
+	_, err := engine.Open(dir, engine.DefaultConfig())
+	if !errors.Is(err, engine.ErrLocked) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second Open = %v", err)
+	}
+	if e.Len() != 1 { // the failed Open left the first engine alone
+		t.Fatalf("first engine has %d documents", e.Len())
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := open(t, dir)
+	if e2.Len() != 1 {
+		t.Fatalf("reopened: %d documents", e2.Len())
+	}
+	// In-memory engines take no lock.
+	open(t, "")
+	open(t, "")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/internal/dirlock"
 	"github.com/hybrank/hybrank/internal/wal"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/postings"
@@ -49,6 +50,7 @@ type Engine struct {
 	// log is the write-ahead log (nil in memory); bg runs background
 	// snapshots (see durable.go).
 	log      *wal.Log
+	lock     *dirlock.Lock // on dir, held from Open to Close
 	bg       background
 	recovery Recovery      // what Open restored; read-only after Open
 	snapPos  atomic.Uint64 // log position of the newest snapshot
@@ -178,8 +180,8 @@ func (e *Engine) Close() error {
 	return e.release()
 }
 
-// release closes the log and the dense index. Called by Close with both
-// locks held, or by a failing Open.
+// release closes the log and the dense index and unlocks the directory.
+// Called by Close with both mutexes held, or by a failing Open.
 func (e *Engine) release() error {
 	var errs []error
 	if e.log != nil {
@@ -187,6 +189,9 @@ func (e *Engine) release() error {
 	}
 	if e.vec != nil {
 		errs = append(errs, e.vec.Close())
+	}
+	if e.lock != nil {
+		errs = append(errs, e.lock.Release())
 	}
 	return errors.Join(errs...)
 }
