@@ -44,5 +44,6 @@
 //
 // A Layout is read-only and safe for concurrent use. A Writer is not; two
 // Writers on one directory at once are the caller's bug (each owner
-// serialises its saves).
+// serialises its saves; the engine also locks its directory against a
+// second process, see internal/dirlock).
 package manifest

@@ -47,6 +47,10 @@
 // includes the active one). Open(dir, cfg, P) with P from the snapshot
 // starts an empty log at P, and refuses a log that begins after P.
 //
+// Records lists a log's valid records (segment, offset, size, sequence
+// number) without opening it for writing: for diagnostics, and for tests
+// that damage a log on purpose.
+//
 // # Concurrency
 //
 // A Log is safe for concurrent use. Close fsyncs what was written, stops

@@ -396,3 +396,28 @@ func TestTooLarge(t *testing.T) {
 		t.Fatalf("Write = %v", err)
 	}
 }
+
+func TestRecords(t *testing.T) {
+	dir := t.TempDir()
+	l := mustOpen(t, dir, testConfig(), 1)
+	appendN(t, l, 1, 30)
+	l.Close()
+	recs, err := Records(dir)
+	if err != nil || len(recs) != 30 {
+		t.Fatalf("Records: %d, %v", len(recs), err)
+	}
+	for i, r := range recs {
+		if r.Seq != uint64(i+1) || r.Size != headerSize+int64(len(payload(i+1))) {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+		if i > 0 && r.Segment == recs[i-1].Segment && r.Offset != recs[i-1].Offset+recs[i-1].Size {
+			t.Fatalf("record %d at %d, previous ends at %d", i, r.Offset, recs[i-1].Offset+recs[i-1].Size)
+		}
+	}
+	// Damage in the last record ends the listing before it.
+	last := recs[len(recs)-1]
+	os.Truncate(last.Segment, last.Offset+last.Size-1)
+	if recs, _ := Records(dir); len(recs) != 29 {
+		t.Fatalf("after a cut: %d records", len(recs))
+	}
+}
