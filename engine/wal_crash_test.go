@@ -1,12 +1,10 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -150,51 +148,28 @@ func TestEngineWALCrashChild(t *testing.T) {
 	os.Exit(0)
 }
 
-// runWALChild starts a child on dir, kills it after it is ready plus d,
-// and returns the highest commit it acknowledged per goroutine (merged
-// into acked).
+// runWALChild starts a child on dir, kills it when it has been ready for
+// d, and merges the highest commit it acknowledged per goroutine into
+// acked.
 func runWALChild(t *testing.T, dir string, policy engine.SyncPolicy, d time.Duration, acked *[walGoroutines]int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEngineWALCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), walCrashEnv+"="+dir, walCrashPolicy+"="+string(policy))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	ready := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "ready" {
-				close(ready)
-				continue
-			}
-			var g, n int
-			if _, err := fmt.Sscanf(line, "ack %d %d", &g, &n); err == nil && g >= 0 && g < walGoroutines {
-				acked[g] = max(acked[g], n)
-			}
+	env := []string{walCrashEnv + "=" + dir, walCrashPolicy + "=" + string(policy)}
+	c := startCrashChild(t, "TestEngineWALCrashChild", env, func(line string) {
+		var g, n int
+		if line == "ready" {
+			close(ready)
+		} else if _, err := fmt.Sscanf(line, "ack %d %d", &g, &n); err == nil && g >= 0 && g < walGoroutines {
+			acked[g] = max(acked[g], n)
 		}
-	}()
+	})
 	select {
 	case <-ready:
 		time.Sleep(d)
-	case <-done:
+	case <-c.done: // died early: kill reports it
 	case <-time.After(crashMaxLife):
 	}
-	_ = cmd.Process.Kill() // SIGKILL
-	<-done
-	err = cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
-		t.Fatalf("child did not die by the kill (%v); stderr:\n%s", err, stderr.String())
-	}
+	c.kill(t)
 }
 
 // damageLastRecord cuts the log's last record at a random byte or flips
