@@ -2,6 +2,7 @@ package dense_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -10,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/internal/manifest"
 )
 
 // clustered returns n vectors of dimension dim from a Gaussian mixture
@@ -482,8 +485,12 @@ func TestOpenCorrupt(t *testing.T) {
 		{"newer version", func(dir string) {
 			p := filepath.Join(dir, "MANIFEST")
 			b, _ := os.ReadFile(p)
-			b = []byte(replaceOnce(string(b), `"version": 1`, `"version": 99`))
-			os.WriteFile(p, b, 0o644)
+			body, err := manifest.Unseal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = []byte(replaceOnce(string(body), fmt.Sprintf(`"version":%d`, dense.FormatVersion), `"version":99`))
+			os.WriteFile(p, manifest.Seal(body), 0o644)
 		}, dense.ErrVersion},
 		{"no snapshot", func(dir string) { os.Remove(filepath.Join(dir, "MANIFEST")) }, os.ErrNotExist},
 	}
@@ -518,4 +525,52 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestOpenVersion1 opens a snapshot whose manifest is in the version-1
+// layout (plain indented JSON, one record per file, no checksum of its
+// own), as written before the shared manifest package.
+func TestOpenVersion1(t *testing.T) {
+	ix, queries := buildSmall(t, 200, 8)
+	dir := t.TempDir()
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, manifest.Name)
+	raw, _ := os.ReadFile(p)
+	body, err := manifest.Unseal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur struct {
+		manifest.Header
+		Config dense.Config `json:"config"`
+		Next   uint32       `json:"next"`
+	}
+	if err := json.Unmarshal(body, &cur); err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]any{"version": 1, "generation": cur.Generation, "config": cur.Config, "next": cur.Next}
+	for _, f := range cur.Files {
+		old[f.Name[:strings.IndexByte(f.Name, '-')]] = f
+	}
+	js, _ := json.MarshalIndent(old, "", "  ")
+	os.WriteFile(p, js, 0o644)
+	re, err := dense.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	for _, q := range queries {
+		a, err1 := ix.SearchExact(context.Background(), q, 10, nil)
+		b, err2 := re.SearchExact(context.Background(), q, 10, nil)
+		if err1 != nil || err2 != nil || !slices.Equal(a, b) {
+			t.Fatalf("version-1 reopen differs: %v %v\n%v\n%v", err1, err2, a, b)
+		}
+	}
+	// A damaged version-1 manifest is corrupt, not a newer version.
+	os.WriteFile(p, js[:len(js)/2], 0o644)
+	if _, err := dense.Open(dir); !errors.Is(err, dense.ErrCorrupt) {
+		t.Fatalf("torn version-1 manifest: %v", err)
+	}
 }

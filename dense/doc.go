@@ -62,13 +62,17 @@
 //
 // # Persistence
 //
-// Save writes a snapshot directory: generation-numbered items (IDs,
-// tenants, metadata of live nums), vectors (every num's row) and graph
-// files, and a MANIFEST written last, each via temp file, fsync, rename and directory
-// fsync. The manifest holds the format version, the configuration and the
-// size and CRC-32C of every file; Open verifies all of them and reports
-// ErrCorrupt, ErrVersion or a wrapped I/O error. Older generations are
-// removed only after the new manifest is durable.
+// Save writes a snapshot directory through internal/manifest (the
+// generation scheme shared with package postings and the engine):
+// generation-numbered items (IDs, tenants, metadata of live nums), vectors
+// (every num's row) and graph files, and a MANIFEST written last, each via
+// temp file, fsync, rename and directory fsync. The manifest holds the
+// format version, the configuration and the size and CRC-32C of every
+// file, and ends with the CRC-32C of its own JSON; Open verifies all of
+// them and reports ErrCorrupt, ErrVersion or a wrapped I/O error. Older
+// generations and stray temporaries are removed only after the new
+// manifest is durable. Version 1 snapshots (a plain JSON manifest without
+// its own checksum) still open.
 //
 // Both searches are deterministic for a given index state: the graph's
 // levels come from Config.Seed and ties are broken by ID.

@@ -5,47 +5,79 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 
-	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/manifest"
 )
 
 // FormatVersion is the snapshot format written by Save. Open accepts
 // versions up to it and reports ErrVersion for newer ones.
-const FormatVersion = 1
+//
+// Version 2 moved the manifest to internal/manifest's shared envelope (a
+// files list and a checksum line of its own); the data files are those of
+// version 1, whose plain-JSON manifest Open still reads.
+const FormatVersion = 2
 
 const (
-	manifestName = "MANIFEST"
 	itemsMagic   = "HRDENSE1"
+	itemsKind    = "items"
+	vectorsKind  = "vectors"
+	graphKind    = "graph"
+	legacyFormat = 1 // the last version without the shared envelope
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-type fileEntry struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	CRC32C uint32 `json:"crc32c"`
+// layout is the dense snapshot directory.
+var layout = manifest.Layout{
+	Format:     "hybrank-dense",
+	Version:    FormatVersion,
+	Kinds:      []string{itemsKind, vectorsKind, graphKind},
+	Legacy:     readLegacyManifest,
+	ErrCorrupt: ErrCorrupt,
+	ErrVersion: ErrVersion,
 }
 
-type manifest struct {
-	Version    int       `json:"version"`
-	Generation uint64    `json:"generation"`
-	Config     Config    `json:"config"`
-	Next       uint32    `json:"next"`
-	Items      fileEntry `json:"items"`
-	Vectors    fileEntry `json:"vectors"`
-	Graph      fileEntry `json:"graph"`
+// persisted is the dense manifest: the shared header plus the index
+// configuration and the number of nums allocated.
+type persisted struct {
+	manifest.Header
+	Config Config `json:"config"`
+	Next   uint32 `json:"next"`
+}
+
+// readLegacyManifest decodes a version-1 manifest (plain JSON, one record
+// per file) into m, a *persisted.
+func readLegacyManifest(raw []byte, m manifest.Manifest) error {
+	var old struct {
+		Version    int           `json:"version"`
+		Generation uint64        `json:"generation"`
+		Config     Config        `json:"config"`
+		Next       uint32        `json:"next"`
+		Items      manifest.File `json:"items"`
+		Vectors    manifest.File `json:"vectors"`
+		Graph      manifest.File `json:"graph"`
+	}
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return err
+	}
+	if old.Version != legacyFormat {
+		return fmt.Errorf("plain manifest of version %d", old.Version)
+	}
+	p, ok := m.(*persisted)
+	if !ok {
+		return fmt.Errorf("legacy manifest into %T", m)
+	}
+	*p = persisted{Config: old.Config, Next: old.Next}
+	p.Version, p.Generation = old.Version, old.Generation
+	p.Files = []manifest.File{old.Items, old.Vectors, old.Graph}
+	return nil
 }
 
 // Save writes a crash-safe snapshot of the index into dir (created if
-// needed). Searches may run meanwhile; writers wait. A crash at any point
-// leaves either the previous snapshot or the new one readable by Open.
+// needed) as a new generation (see internal/manifest). Searches may run
+// meanwhile; writers wait. A crash at any point leaves either the previous
+// snapshot or the new one readable by Open.
 func (ix *Index) Save(dir string) (err error) {
 	ix.saveMu.Lock()
 	defer ix.saveMu.Unlock()
@@ -54,56 +86,22 @@ func (ix *Index) Save(dir string) (err error) {
 	if ix.closed {
 		return ErrClosed
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	w, err := layout.Begin(dir)
+	if err != nil {
 		return fmt.Errorf("dense save: %w", err)
 	}
-	var gen uint64 = 1
-	if old, err := readManifest(dir); err == nil {
-		gen = old.Generation + 1
-	}
-	m := manifest{Version: FormatVersion, Generation: gen, Config: ix.cfg, Next: ix.next}
-	m.Items, err = writeAtomic(dir, fmt.Sprintf("items-%06d.bin", gen), ix.writeItems)
-	if err != nil {
-		return fmt.Errorf("dense save items: %w", err)
-	}
-	m.Vectors, err = writeAtomic(dir, fmt.Sprintf("vectors-%06d.bin", gen), ix.writeVectors)
-	if err != nil {
-		return fmt.Errorf("dense save vectors: %w", err)
-	}
-	m.Graph, err = writeAtomic(dir, fmt.Sprintf("graph-%06d.bin", gen), ix.g.writeTo)
-	if err != nil {
-		return fmt.Errorf("dense save graph: %w", err)
-	}
-	js, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("dense save manifest: %w", err)
-	}
-	if _, err := writeAtomic(dir, manifestName, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-		return fmt.Errorf("dense save manifest: %w", err)
-	}
-	// The new manifest is durable: older generations and stray temp files go.
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		n := e.Name()
-		ours := strings.HasPrefix(n, "items-") || strings.HasPrefix(n, "vectors-") || strings.HasPrefix(n, "graph-")
-		current := n == m.Items.Name || n == m.Vectors.Name || n == m.Graph.Name
-		stale := strings.HasSuffix(n, ".tmp") || (ours && !current)
-		if stale {
-			os.Remove(filepath.Join(dir, n))
+	for _, f := range []struct {
+		kind  string
+		write func(io.Writer) error
+	}{{itemsKind, ix.writeItems}, {vectorsKind, ix.writeVectors}, {graphKind, ix.g.writeTo}} {
+		if _, err := w.WriteFile(w.Name(f.kind, ".bin"), f.write); err != nil {
+			return fmt.Errorf("dense save %s: %w", f.kind, err)
 		}
 	}
-	return nil
-}
-
-// writeAtomic writes name in dir crash-safely (atomicfile.Write: temp file,
-// fsync, rename, directory fsync) and returns its size and crc32c.
-func writeAtomic(dir, name string, write func(io.Writer) error) (fileEntry, error) {
-	h := crc32.New(castagnoli)
-	n, err := atomicfile.Write(dir, name, func(w io.Writer) error { return write(io.MultiWriter(w, h)) })
-	if err != nil {
-		return fileEntry{}, err
+	if err := w.Commit(&persisted{Config: ix.cfg, Next: ix.next}); err != nil {
+		return fmt.Errorf("dense save: %w", err)
 	}
-	return fileEntry{Name: name, Size: n, CRC32C: h.Sum32()}, nil
+	return nil
 }
 
 // writeItems encodes the live records:
@@ -148,69 +146,22 @@ func (ix *Index) writeItems(w io.Writer) error {
 	return err
 }
 
-func readManifest(dir string) (manifest, error) {
-	var m manifest
-	js, err := os.ReadFile(filepath.Join(dir, manifestName))
-	if err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(js, &m); err != nil {
-		return m, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
-	}
-	return m, nil
-}
-
-// readChecked reads a file named by the manifest and verifies its size and
-// checksum.
-func readChecked(dir string, e fileEntry) ([]byte, error) {
-	if e.Name == "" || filepath.Base(e.Name) != e.Name {
-		return nil, fmt.Errorf("%w: bad file name %q", ErrCorrupt, e.Name)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, e.Name))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s missing", ErrCorrupt, e.Name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) != e.Size {
-		return nil, fmt.Errorf("%w: %s is %d bytes, manifest says %d", ErrCorrupt, e.Name, len(b), e.Size)
-	}
-	if c := crc32.Checksum(b, castagnoli); c != e.CRC32C {
-		return nil, fmt.Errorf("%w: %s checksum %08x, manifest says %08x", ErrCorrupt, e.Name, c, e.CRC32C)
-	}
-	return b, nil
-}
-
 // Open loads a snapshot written by Save. It returns ErrVersion for a newer
 // format, ErrCorrupt for missing, truncated or altered files, and wraps
 // fs.ErrNotExist when dir holds no snapshot.
 func Open(dir string) (*Index, error) {
-	m, err := readManifest(dir)
-	if err != nil {
+	var m persisted
+	if err := layout.Read(dir, &m); err != nil {
 		return nil, fmt.Errorf("dense open %s: %w", dir, err)
-	}
-	if m.Version > FormatVersion {
-		return nil, fmt.Errorf("dense open %s: %w: version %d, this build reads up to %d", dir, ErrVersion, m.Version, FormatVersion)
-	}
-	if m.Version < 1 {
-		return nil, fmt.Errorf("dense open %s: %w: version %d", dir, ErrCorrupt, m.Version)
 	}
 	if err := m.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("dense open %s: %w: %v", dir, ErrCorrupt, err)
 	}
-	items, err := readChecked(dir, m.Items)
+	data, err := layout.ReadFiles(dir, &m.Header, itemsKind, vectorsKind, graphKind)
 	if err != nil {
 		return nil, fmt.Errorf("dense open %s: %w", dir, err)
 	}
-	vectors, err := readChecked(dir, m.Vectors)
-	if err != nil {
-		return nil, fmt.Errorf("dense open %s: %w", dir, err)
-	}
-	graph, err := readChecked(dir, m.Graph)
-	if err != nil {
-		return nil, fmt.Errorf("dense open %s: %w", dir, err)
-	}
+	items, vectors, graph := data[0], data[1], data[2]
 	ix, err := New(m.Config)
 	if err != nil {
 		return nil, fmt.Errorf("dense open %s: %w", dir, err)

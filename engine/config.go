@@ -7,6 +7,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/internal/wal"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/postings"
 )
@@ -40,6 +41,49 @@ type Config struct {
 	EmbedBatch int `json:"embed_batch"`
 	// Rerank configures the budgeted rerank loop.
 	Rerank RerankConfig `json:"rerank"`
+	// Durability configures the write-ahead log and the background
+	// snapshots of an engine opened on a directory (unused in memory).
+	Durability DurabilityConfig `json:"durability"`
+}
+
+// SyncPolicy says when Commit returns relative to the write-ahead log's
+// fsync.
+type SyncPolicy string
+
+const (
+	// SyncEveryCommit: Commit returns once an fsync covers its log record.
+	// Concurrent Commits share fsyncs (group commit). Nothing acknowledged
+	// is lost, even to a power failure.
+	SyncEveryCommit SyncPolicy = SyncPolicy(wal.SyncEveryCommit)
+	// SyncInterval: Commit returns once its record is written to the
+	// operating system; the log is fsynced every SyncInterval. A killed
+	// process loses nothing acknowledged; an operating-system crash or
+	// power failure can lose up to SyncInterval of acknowledged commits.
+	SyncInterval SyncPolicy = SyncPolicy(wal.SyncInterval)
+)
+
+// DurabilityConfig configures the write-ahead log and when the engine
+// snapshots by itself (see the package doc, Persistence).
+type DurabilityConfig struct {
+	// Sync is the log's sync policy. Default SyncEveryCommit.
+	Sync SyncPolicy `json:"sync"`
+	// SyncInterval is the fsync period under SyncInterval. Default 100 ms.
+	SyncInterval time.Duration `json:"sync_interval"`
+	// SegmentBytes is the size of a log segment file, the unit that
+	// truncation after a snapshot removes. Default 64 MiB.
+	SegmentBytes int64 `json:"segment_bytes"`
+	// SnapshotLogBytes starts a background snapshot once the log holds
+	// this many bytes; 0 disables the trigger. Default 256 MiB.
+	SnapshotLogBytes int64 `json:"snapshot_log_bytes"`
+	// SnapshotAge starts a background snapshot when the log holds
+	// commits and the last snapshot (or Open) is this old; 0 disables the
+	// trigger. Default 10 minutes.
+	SnapshotAge time.Duration `json:"snapshot_age"`
+}
+
+// walConfig is the log's configuration.
+func (d DurabilityConfig) walConfig() wal.Config {
+	return wal.Config{Sync: wal.SyncPolicy(d.Sync), Interval: d.SyncInterval, SegmentBytes: d.SegmentBytes}
 }
 
 // RerankConfig sizes the batches of the budgeted rerank loop.
@@ -65,8 +109,10 @@ type RerankConfig struct {
 
 // DefaultConfig returns the analysis and postings defaults (bm25s
 // compatible), default dense settings, TopK 10, 100 candidates per
-// retriever, RRF with k = 60, alpha 0.5, embedding batches of 32, and rerank
-// batches of 4 first, then 2..32, EWMA 0.3, margin 2 ms + 5 % of the budget.
+// retriever, RRF with k = 60, alpha 0.5, embedding batches of 32, rerank
+// batches of 4 first, then 2..32, EWMA 0.3, margin 2 ms + 5 % of the budget,
+// and a log fsynced per commit in 64 MiB segments, snapshotted in the
+// background at 256 MiB of log or 10 minutes.
 func DefaultConfig() Config {
 	return Config{
 		Analysis:   analysis.DefaultConfig(),
@@ -85,6 +131,13 @@ func DefaultConfig() Config {
 			EWMAAlpha:      0.3,
 			Margin:         2 * time.Millisecond,
 			MarginFraction: 0.05,
+		},
+		Durability: DurabilityConfig{
+			Sync:             SyncEveryCommit,
+			SyncInterval:     wal.DefaultConfig().Interval,
+			SegmentBytes:     wal.DefaultConfig().SegmentBytes,
+			SnapshotLogBytes: 256 << 20,
+			SnapshotAge:      10 * time.Minute,
 		},
 	}
 }
@@ -127,6 +180,11 @@ func (c Config) Validate() error {
 		return bad("rerank ewma_alpha %v outside (0, 1]", r.EWMAAlpha)
 	case r.Margin < 0 || !(r.MarginFraction >= 0 && r.MarginFraction < 1):
 		return bad("rerank margin must be ≥ 0 and margin_fraction in [0, 1)")
+	case c.Durability.SnapshotLogBytes < 0 || c.Durability.SnapshotAge < 0:
+		return bad("durability snapshot_log_bytes and snapshot_age must be ≥ 0")
+	}
+	if err := c.Durability.walConfig().Validate(); err != nil {
+		return fmt.Errorf("%w: durability: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -86,8 +86,9 @@
 // the engine's write lock. Search holds the read lock from BM25 retrieval to
 // the end of expansion, so it sees every document of a batch or none of
 // them; later stages use immutable records and need no lock. Commits are
-// serialised with each other, with Snapshot and with Close. Readers may wait
-// for a commit's apply step (not for its embedding).
+// serialised with each other, with Snapshot and with Close, except for
+// their wait for the log's fsync. Readers may wait for a commit's apply
+// step (not for its embedding or its fsync).
 //
 // If the dense index refuses a write after the postings index accepted the
 // batch (which validation makes unexpected), the engine cannot roll back:
@@ -96,14 +97,48 @@
 //
 // # Persistence
 //
-// Open(dir, ...) loads the snapshot in dir when there is one. Snapshot
+// Open(dir, ...) locks dir (flock on dir/LOCK, internal/dirlock: a second
+// Open of the same directory, in this process or another, fails with
+// ErrLocked until Close or the holder's death), loads the newest snapshot
+// in dir, then replays the write-ahead log (dir/wal) from the snapshot's
+// log position. Snapshot
 // writes a new generation directory (snap-NNNNNN with lexical/, dense/ and
 // docs.gob, each file written to a temp name, fsynced, renamed, directory
-// fsynced), then MANIFEST.json the same way, last; older generations are
-// deleted only after that. A crash leaves the old or the new snapshot. The
-// manifest carries the format version, the index-shaping configuration and
-// the size and BLAKE3 of the document file. Commits are not durable until
-// the next Snapshot.
+// fsynced), then MANIFEST the same way, last; older generations are
+// deleted only after that (internal/manifest, the scheme postings and
+// dense use too). A crash leaves the old or the new snapshot. The manifest
+// carries the format version, the index-shaping configuration, the size
+// and crc32c of the document file and the log position, and ends with the
+// crc32c of its own JSON. Directories written by version 1 (MANIFEST.json,
+// BLAKE3, no log) still open; the next Snapshot converts them.
+//
+// # Durability
+//
+// Commit writes its batch (reduced to the final operation per ID, with
+// the vectors it computed) as one checksummed record to the write-ahead
+// log before applying it, and returns once the record is durable under
+// Config.Durability.Sync:
+//
+//   - SyncEveryCommit (the default): after an fsync covering the record.
+//     Concurrent Commits share fsyncs (group commit): each waits outside
+//     the commit lock for the next fsync, which one of them leads.
+//   - SyncInterval: after the write to the operating system; the log is
+//     fsynced every Durability.SyncInterval (default 100 ms). A killed
+//     process loses nothing acknowledged; a power failure can lose that
+//     interval.
+//
+// A search may see a batch as soon as it is applied, before Commit
+// returns. A crash mid-write leaves a torn record at the log's tail; Open
+// cuts it off and reports it (Durability().Recovery), as it does for a
+// tail record that fails its checksum. Replay does not call the embedder.
+//
+// The engine snapshots by itself, in the background, when the log passes
+// Durability.SnapshotLogBytes (default 256 MiB) or when it holds commits
+// and the last snapshot is Durability.SnapshotAge old (default 10
+// minutes); either trigger is disabled by 0. After a snapshot the log
+// segments it covers are deleted. A snapshot holds the commit lock while
+// it writes (commits wait; searches do not). Close stops the background
+// work and flushes the log; it does not snapshot.
 //
 // # Ownership
 //

@@ -8,10 +8,13 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/internal/dirlock"
+	"github.com/hybrank/hybrank/internal/wal"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/postings"
 )
@@ -38,11 +41,19 @@ type Engine struct {
 	counter   TokenCounter
 	costs     *costModel
 
-	// commitMu serialises Commit, Snapshot and Close; it guards broken and
-	// gen. It is taken before mu.
+	// commitMu serialises Commit, Snapshot and Close; it guards broken,
+	// gen and writes to log. It is taken before mu.
 	commitMu sync.Mutex
 	broken   error
 	gen      uint64
+
+	// log is the write-ahead log (nil in memory); bg runs background
+	// snapshots (see durable.go).
+	log      *wal.Log
+	lock     *dirlock.Lock // on dir, held from Open to Close
+	bg       background
+	recovery Recovery      // what Open restored; read-only after Open
+	snapPos  atomic.Uint64 // log position of the newest snapshot
 
 	// mu guards docs, nvec, closed and the contents of lex and vec: a
 	// Search holds it shared from retrieval to the end of expansion; the
@@ -56,9 +67,10 @@ type Engine struct {
 	closed bool
 }
 
-// Open opens the engine stored in dir, or creates an empty one when dir holds
-// no snapshot (dir is created if missing). dir "" gives an in-memory engine
-// that cannot Snapshot.
+// Open opens the engine stored in dir: the newest snapshot, then every
+// commit after it replayed from the write-ahead log. A dir with neither
+// gives an empty engine (dir is created if missing). dir "" gives an
+// in-memory engine that cannot Snapshot and has no log.
 //
 // When dir holds a snapshot, its index-shaping settings (cfg.Analysis,
 // cfg.Postings, cfg.Dense) replace those of cfg, since the stored terms and
@@ -88,18 +100,15 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 	if e.rerankers == nil {
 		e.rerankers = map[string]models.Reranker{}
 	}
-	loaded := false
-	if dir != "" {
-		var err error
-		loaded, err = e.load(dir)
-		if err != nil {
-			return nil, fmt.Errorf("open engine %s: %w", dir, err)
-		}
-	}
-	if !loaded {
+	if dir == "" {
 		if err := e.initIndexes(); err != nil {
 			return nil, err
 		}
+		return e, nil
+	}
+	if err := e.openDir(); err != nil {
+		e.release()
+		return nil, fmt.Errorf("open engine %s: %w", dir, err)
 	}
 	return e, nil
 }
@@ -153,10 +162,13 @@ func (e *Engine) Get(id string) (Document, bool) {
 	return r.doc.clone(), true
 }
 
-// Close releases the indexes. It waits for in-flight Commits and for
-// Searches in their retrieval stage, and is safe to call more than once.
-// Close does not snapshot: call Snapshot first to persist.
+// Close stops background snapshots, flushes and closes the write-ahead log
+// (every acknowledged commit is durable either way) and releases the
+// indexes. It waits for in-flight Commits and for Searches in their
+// retrieval stage, and is safe to call more than once. Close does not
+// snapshot: the next Open replays the log since the last snapshot.
 func (e *Engine) Close() error {
+	e.bg.stop()
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	e.mu.Lock()
@@ -165,11 +177,23 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	var err error
-	if e.vec != nil {
-		err = e.vec.Close()
+	return e.release()
+}
+
+// release closes the log and the dense index and unlocks the directory.
+// Called by Close with both mutexes held, or by a failing Open.
+func (e *Engine) release() error {
+	var errs []error
+	if e.log != nil {
+		errs = append(errs, e.log.Close())
 	}
-	return err
+	if e.vec != nil {
+		errs = append(errs, e.vec.Close())
+	}
+	if e.lock != nil {
+		errs = append(errs, e.lock.Release())
+	}
+	return errors.Join(errs...)
 }
 
 // Batch collects additions and deletions that Commit applies atomically.
@@ -207,9 +231,15 @@ func (b *Batch) Len() int { return len(b.ops) }
 
 // Commit applies b atomically: documents are validated, analyzed and (with
 // an embedder) embedded in batches of Config.EmbedBatch before anything
-// changes; then the lexical index, the dense index and the document store
-// switch together under the write lock. On any error before that point
-// nothing is applied. ctx bounds the embedding.
+// changes; then the batch is written to the write-ahead log and the
+// lexical index, the dense index and the document store switch together
+// under the write lock. On any error before that point nothing is applied.
+// Commit returns once the log record is durable under
+// Config.Durability.Sync; concurrent Commits share fsyncs. Searches may
+// see the batch before it is durable (as soon as it is applied). An error
+// from the log's fsync means the batch is applied but may not survive a
+// crash; the log then refuses further commits until the engine is
+// reopened. ctx bounds the embedding.
 func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if b == nil || len(b.ops) == 0 {
 		return nil
@@ -230,16 +260,30 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 		}
 		final[id] = i
 	}
+	ticket, err := e.commitLocked(ctx, b, order, final)
+	if err != nil || e.log == nil {
+		return err
+	}
+	if err := e.log.Wait(ticket); err != nil {
+		return fmt.Errorf("commit: write-ahead log: %w", err)
+	}
+	e.bg.afterCommit(e.log)
+	return nil
+}
+
+// commitLocked prepares, logs and applies the reduced batch under
+// commitMu, and returns the log record's ticket for Commit to wait on
+// outside the lock (so concurrent Commits can share an fsync).
+func (e *Engine) commitLocked(ctx context.Context, b *Batch, order []string, final map[string]int) (wal.Ticket, error) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.isClosed() {
-		return ErrClosed
+		return wal.Ticket{}, ErrClosed
 	}
 	if e.broken != nil {
-		return fmt.Errorf("commit: %w", e.broken)
+		return wal.Ticket{}, fmt.Errorf("commit: %w", e.broken)
 	}
 	var adds []*record
-	var addTerms [][]string
 	var dels []string
 	for _, id := range order {
 		o := b.ops[final[id]]
@@ -247,15 +291,51 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 			dels = append(dels, id)
 			continue
 		}
-		terms := e.analyzer.Analyze(docText(&o.doc))
-		adds = append(adds, &record{doc: o.doc, termSet: termSet(terms)})
-		addTerms = append(addTerms, terms)
+		adds = append(adds, &record{doc: o.doc})
 	}
+	addTerms := e.analyze(adds)
 	if e.embedder != nil && len(adds) > 0 {
 		if err := e.embed(ctx, adds); err != nil {
-			return fmt.Errorf("commit: %w", err)
+			return wal.Ticket{}, fmt.Errorf("commit: %w", err)
 		}
 	}
+	var ticket wal.Ticket
+	if e.log != nil {
+		// Logged before it is applied: a batch the lexical index refuses
+		// is refused again, identically, when the log is replayed.
+		payload, err := encodeLogRecord(adds, dels)
+		if err != nil {
+			return wal.Ticket{}, fmt.Errorf("commit: encode log record: %w", err)
+		}
+		if ticket, err = e.log.Write(payload); err != nil {
+			return wal.Ticket{}, fmt.Errorf("commit: write-ahead log: %w", err)
+		}
+	}
+	if err := e.apply(adds, addTerms, dels); err != nil {
+		return wal.Ticket{}, fmt.Errorf("commit: %w", err)
+	}
+	b.ops = b.ops[:0]
+	return ticket, nil
+}
+
+// analyze fills every record's termSet and returns its analyzed terms.
+func (e *Engine) analyze(adds []*record) [][]string {
+	terms := make([][]string, len(adds))
+	for i, r := range adds {
+		terms[i] = e.analyzer.Analyze(docText(&r.doc))
+		r.termSet = termSet(terms[i])
+	}
+	return terms
+}
+
+// errLexRefused marks a batch the lexical index refused; nothing of it was
+// applied.
+var errLexRefused = errors.New("lexical index refused the batch")
+
+// apply switches the lexical index, the dense index and the document store
+// to include a prepared batch, under the write lock. Called with commitMu
+// held (or during Open).
+func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error {
 	lb := e.lex.NewBatch()
 	for _, id := range dels {
 		lb.Delete(id)
@@ -274,11 +354,11 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	// Postings first: its Commit is atomic and validates everything, so a
 	// refusal here leaves all three stores untouched.
 	if err := e.lex.Commit(lb); err != nil {
-		return fmt.Errorf("commit: lexical index: %w", err)
+		return fmt.Errorf("%w: %w", errLexRefused, err)
 	}
 	if err := e.applyDense(adds, dels); err != nil {
 		e.broken = fmt.Errorf("%w: dense index: %w", ErrBroken, err)
-		return fmt.Errorf("commit: %w", e.broken)
+		return e.broken
 	}
 	for _, id := range dels {
 		if r := e.docs[id]; r != nil {
@@ -298,7 +378,6 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 		e.docs[r.doc.ID] = r
 	}
 	e.gen++
-	b.ops = b.ops[:0]
 	return nil
 }
 

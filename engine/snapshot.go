@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,36 +18,93 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
-	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/manifest"
 	"github.com/hybrank/hybrank/postings"
 )
 
 // FormatVersion is the version of the engine's snapshot layout. Open refuses
 // a manifest with a newer version.
-const FormatVersion = 1
+//
+// Version 2 moved the root manifest to internal/manifest's shared envelope
+// (MANIFEST with a checksum line; the document file checked by crc32c);
+// version 1 directories (MANIFEST.json, BLAKE3) still open, and the next
+// Snapshot replaces their manifest.
+const FormatVersion = 2
 
 const (
-	manifestName = "MANIFEST.json"
-	snapPrefix   = "snap-"
-	docsName     = "docs.gob"
-	lexicalDir   = "lexical"
-	denseDir     = "dense"
+	snapKind   = "snap" // generation directories snap-NNNNNN
+	docsName   = "docs.gob"
+	lexicalDir = "lexical"
+	denseDir   = "dense"
 )
 
-// manifest is the engine's root file; it is written last, so the snapshot it
-// names is complete whenever the manifest exists.
-type manifest struct {
-	Version    int    `json:"version"`
-	Generation uint64 `json:"generation"`
-	Snapshot   string `json:"snapshot"`
-	Config     Config `json:"config"`
-	Docs       struct {
-		Name   string `json:"name"`
-		Size   int64  `json:"size"`
-		Blake3 string `json:"blake3"`
-		Count  int    `json:"count"`
-	} `json:"docs"`
-	HasDense bool `json:"has_dense"`
+// layout is the engine's directory: MANIFEST naming one generation
+// directory that holds lexical/, dense/ and docs.gob.
+var layout = manifest.Layout{
+	Format:     "hybrank-engine",
+	Version:    FormatVersion,
+	Kinds:      []string{snapKind},
+	LegacyName: "MANIFEST.json",
+	Legacy:     readLegacyManifest,
+	ErrCorrupt: ErrCorrupt,
+	ErrVersion: ErrCorrupt,
+}
+
+// persisted is the engine's root manifest; it is written last, so the
+// snapshot it names is complete whenever the manifest exists.
+type persisted struct {
+	manifest.Header
+	Config   Config `json:"config"`
+	DocCount int    `json:"doc_count"`
+	HasDense bool   `json:"has_dense"`
+	// LogPosition is the first write-ahead log record the snapshot does
+	// not hold: Open replays the log from there.
+	LogPosition uint64 `json:"log_position"`
+
+	// snapDir is the generation directory, and legacyDocs the document
+	// file's record with its BLAKE3, when read from a version-1 manifest.
+	snapDir    string
+	legacyDocs *legacyDocs
+}
+
+// legacyDocs is a version-1 manifest's record of the document file.
+type legacyDocs struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	Blake3 string `json:"blake3"`
+	Count  int    `json:"count"`
+}
+
+// readLegacyManifest decodes a version-1 MANIFEST.json into m, a
+// *persisted.
+func readLegacyManifest(raw []byte, m manifest.Manifest) error {
+	var old struct {
+		Version    int        `json:"version"`
+		Generation uint64     `json:"generation"`
+		Snapshot   string     `json:"snapshot"`
+		Config     Config     `json:"config"`
+		Docs       legacyDocs `json:"docs"`
+		HasDense   bool       `json:"has_dense"`
+	}
+	if err := json.Unmarshal(raw, &old); err != nil {
+		return err
+	}
+	if old.Version != 1 {
+		return fmt.Errorf("MANIFEST.json of version %d", old.Version)
+	}
+	if kind, _, tmp, ok := manifest.ParseName(old.Snapshot); !ok || kind != snapKind || tmp || strings.ContainsAny(old.Snapshot, `/\`) {
+		return fmt.Errorf("manifest names snapshot %q", old.Snapshot)
+	}
+	if old.Docs.Name != docsName {
+		return fmt.Errorf("documents file %q", old.Docs.Name)
+	}
+	p, ok := m.(*persisted)
+	if !ok {
+		return fmt.Errorf("legacy manifest into %T", m)
+	}
+	*p = persisted{Config: old.Config, DocCount: old.Docs.Count, HasDense: old.HasDense, snapDir: old.Snapshot, legacyDocs: &old.Docs}
+	p.Version, p.Generation = old.Version, old.Generation
+	return nil
 }
 
 // storedRecord is the on-disk form of a record (terms are re-derived).
@@ -59,10 +116,13 @@ type storedRecord struct {
 // Snapshot writes the whole engine (lexical index, dense index, document
 // store and index configuration) into a new generation directory under the
 // engine's dir, then the manifest that names it, each file through a temp
-// file, fsync, rename and a directory fsync. A crash at any point leaves the
-// previous snapshot or the new one readable by Open; older generations are
-// removed only after the new manifest is durable. Searches keep running;
-// Commits wait.
+// file, fsync, rename and a directory fsync (see internal/manifest). A
+// crash at any point leaves the previous snapshot or the new one readable
+// by Open; older generations are removed only after the new manifest is
+// durable. The manifest records the write-ahead log's position, and the log
+// segments the snapshot covers are deleted afterwards. Searches keep
+// running; Commits wait. The engine also snapshots by itself (see
+// DurabilityConfig).
 func (e *Engine) Snapshot() (err error) {
 	if e.dir == "" {
 		return ErrNoDir
@@ -77,52 +137,39 @@ func (e *Engine) Snapshot() (err error) {
 	if e.broken != nil {
 		return fmt.Errorf("snapshot: %w", e.broken)
 	}
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+	w, err := layout.Begin(e.dir)
+	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	var m manifest
-	m.Version = FormatVersion
-	m.Generation = 1
-	if old, err := readManifest(e.dir); err == nil {
-		m.Generation = old.Generation + 1
+	m := persisted{Config: e.cfg, DocCount: len(e.docs), HasDense: e.vec != nil}
+	if e.log != nil {
+		// commitMu is held: every record below Next is applied.
+		m.LogPosition = e.log.Next()
 	}
-	m.Snapshot = fmt.Sprintf("%s%06d", snapPrefix, m.Generation)
-	m.Config = e.cfg
-	snap := filepath.Join(e.dir, m.Snapshot)
-	// A directory of this name can only be a leftover of a crashed attempt
-	// (the manifest names an older one).
-	if err := os.RemoveAll(snap); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	if err := os.MkdirAll(snap, 0o755); err != nil {
+	snap, err := w.Mkdir(snapKind)
+	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	if err := e.lex.Save(filepath.Join(snap, lexicalDir)); err != nil {
 		return fmt.Errorf("snapshot: lexical: %w", err)
 	}
 	if e.vec != nil {
-		m.HasDense = true
 		if err := e.vec.Save(filepath.Join(snap, denseDir)); err != nil {
 			return fmt.Errorf("snapshot: dense: %w", err)
 		}
 	}
-	m.Docs.Name, m.Docs.Count = docsName, len(e.docs)
-	size, sum, err := writeAtomic(snap, docsName, e.writeDocs)
-	if err != nil {
+	if _, err := w.WriteFile(path.Join(w.Name(snapKind, ""), docsName), e.writeDocs); err != nil {
 		return fmt.Errorf("snapshot: documents: %w", err)
 	}
-	m.Docs.Size, m.Docs.Blake3 = size, sum
-	if err := atomicfile.SyncDir(snap); err != nil {
+	if err := w.Commit(&m); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	js, err := json.MarshalIndent(&m, "", "  ")
-	if err != nil {
-		return fmt.Errorf("snapshot: manifest: %w", err)
+	if e.log != nil {
+		e.snapPos.Store(m.LogPosition)
+		if err := e.log.TruncateBefore(m.LogPosition); err != nil {
+			return fmt.Errorf("snapshot: truncate write-ahead log: %w", err)
+		}
 	}
-	if _, _, err := writeAtomic(e.dir, manifestName, func(w io.Writer) error { _, err := w.Write(js); return err }); err != nil {
-		return fmt.Errorf("snapshot: manifest: %w", err)
-	}
-	removeStale(e.dir, m.Snapshot)
 	return nil
 }
 
@@ -147,43 +194,20 @@ func (e *Engine) writeDocs(w io.Writer) error {
 	return nil
 }
 
-// removeStale deletes generation directories other than keep and temp files.
-func removeStale(dir, keep string) {
-	ents, _ := os.ReadDir(dir)
-	for _, ent := range ents {
-		n := ent.Name()
-		if (strings.HasPrefix(n, snapPrefix) && n != keep) || strings.HasSuffix(n, ".tmp") {
-			os.RemoveAll(filepath.Join(dir, n))
-		}
-	}
-}
-
-func readManifest(dir string) (*manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, manifestName))
-	if err != nil {
-		return nil, err
-	}
-	var m manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%w: manifest: %v", ErrCorrupt, err)
-	}
-	return &m, nil
-}
-
-// load opens the snapshot in dir; it reports false when there is none.
+// load opens the snapshot in dir and sets snapPos to its log position; it
+// reports false when there is none.
 func (e *Engine) load(dir string) (bool, error) {
-	m, err := readManifest(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	var m persisted
+	err := layout.Read(dir, &m)
+	if errors.Is(err, manifest.ErrNoManifest) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if m.Version > FormatVersion || m.Version < 1 {
-		return false, fmt.Errorf("%w: format version %d, this build reads 1..%d", ErrCorrupt, m.Version, FormatVersion)
-	}
-	if strings.ContainsAny(m.Snapshot, `/\`) || !strings.HasPrefix(m.Snapshot, snapPrefix) {
-		return false, fmt.Errorf("%w: manifest names snapshot %q", ErrCorrupt, m.Snapshot)
+	e.snapPos.Store(m.LogPosition)
+	if m.snapDir == "" {
+		m.snapDir = manifest.GenName(snapKind, m.Generation, "")
 	}
 	e.cfg.Analysis, e.cfg.Postings, e.cfg.Dense = m.Config.Analysis, m.Config.Postings, m.Config.Dense
 	if err := e.cfg.Validate(); err != nil {
@@ -197,7 +221,7 @@ func (e *Engine) load(dir string) (bool, error) {
 		return false, fmt.Errorf("%w: analyzer version %q, index built with %q", ErrCorrupt, a.Version(), e.cfg.Postings.AnalyzerVersion)
 	}
 	e.analyzer = a
-	snap := filepath.Join(dir, m.Snapshot)
+	snap := filepath.Join(dir, m.snapDir)
 	lex, err := postings.Open(filepath.Join(snap, lexicalDir), e.cfg.Postings)
 	if err != nil {
 		return false, fmt.Errorf("lexical: %w", err)
@@ -222,7 +246,7 @@ func (e *Engine) load(dir string) (bool, error) {
 		}
 		e.vec = v
 	}
-	if err := e.readDocs(snap, m); err != nil {
+	if err := e.readDocs(dir, &m); err != nil {
 		if e.vec != nil {
 			e.vec.Close()
 		}
@@ -231,23 +255,29 @@ func (e *Engine) load(dir string) (bool, error) {
 	return true, nil
 }
 
-func (e *Engine) readDocs(snap string, m *manifest) error {
-	name := filepath.Join(snap, m.Docs.Name)
-	if m.Docs.Name != docsName {
-		return fmt.Errorf("%w: documents file %q", ErrCorrupt, m.Docs.Name)
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return fmt.Errorf("%w: documents: %w", ErrCorrupt, err)
-	}
-	sum := blake3.Sum256(b)
-	if int64(len(b)) != m.Docs.Size || hex.EncodeToString(sum[:]) != m.Docs.Blake3 {
-		return fmt.Errorf("%w: documents: size or checksum mismatch", ErrCorrupt)
+// readDocs loads the document store of the snapshot m names in dir.
+func (e *Engine) readDocs(dir string, m *persisted) error {
+	var b []byte
+	if ld := m.legacyDocs; ld != nil {
+		var err error
+		if b, err = os.ReadFile(filepath.Join(dir, m.snapDir, ld.Name)); err != nil {
+			return fmt.Errorf("%w: documents: %w", ErrCorrupt, err)
+		}
+		sum := blake3.Sum256(b)
+		if int64(len(b)) != ld.Size || hex.EncodeToString(sum[:]) != ld.Blake3 {
+			return fmt.Errorf("%w: documents: size or checksum mismatch", ErrCorrupt)
+		}
+	} else {
+		data, err := layout.ReadFiles(dir, &m.Header, snapKind)
+		if err != nil {
+			return fmt.Errorf("documents: %w", err)
+		}
+		b = data[0]
 	}
 	dec := gob.NewDecoder(bytes.NewReader(b))
 	var n int
-	if err := dec.Decode(&n); err != nil || n != m.Docs.Count {
-		return fmt.Errorf("%w: documents: count %d, manifest %d (%v)", ErrCorrupt, n, m.Docs.Count, err)
+	if err := dec.Decode(&n); err != nil || n != m.DocCount {
+		return fmt.Errorf("%w: documents: count %d, manifest %d (%v)", ErrCorrupt, n, m.DocCount, err)
 	}
 	for i := 0; i < n; i++ {
 		var s storedRecord
@@ -261,15 +291,4 @@ func (e *Engine) readDocs(snap string, m *manifest) error {
 		e.docs[s.Doc.ID] = r
 	}
 	return nil
-}
-
-// writeAtomic writes name in dir crash-safely (atomicfile.Write: temp file,
-// fsync, rename, directory fsync). It returns the size and BLAKE3 hex digest.
-func writeAtomic(dir, name string, write func(io.Writer) error) (size int64, sum string, err error) {
-	h := blake3.New(32, nil)
-	size, err = atomicfile.Write(dir, name, func(w io.Writer) error { return write(io.MultiWriter(w, h)) })
-	if err != nil {
-		return 0, "", err
-	}
-	return size, hex.EncodeToString(h.Sum(nil)), nil
 }

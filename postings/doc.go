@@ -101,16 +101,19 @@
 // Save(dir) writes generation g as docs-g.bin (IDs, lengths, hashes,
 // deleted set, filter bitmaps) and postings-g.bin (per term: name, bound,
 // tf bytes, overflow, roaring bitmap), both with a magic and FormatVersion
-// header. Each is written to a .tmp file, fsynced and renamed; the
-// directory is fsynced; then MANIFEST — JSON naming the format version,
-// generation, analyzer version, scoring config, build avgdl and every
-// file's size and crc32c, followed by the crc32c of that JSON — is written
-// the same way and the directory fsynced again. Only then are other
-// generations' files deleted. The MANIFEST rename is the commit point: a
-// crash before it leaves the old MANIFEST, whose files are untouched (new
-// generations never reuse a name); a crash after it finds every file of
-// the new generation durable. Open reads whole files in bulk and verifies
-// every checksum before decoding.
+// header, through internal/manifest (the generation scheme shared with
+// package dense and the engine): each file is written to a .tmp file,
+// fsynced and renamed; the directory is fsynced; then MANIFEST — JSON
+// naming the format version, generation, analyzer version, scoring config,
+// build avgdl and every file's size and crc32c, followed by the crc32c of
+// that JSON — is written the same way and the directory fsynced again.
+// Only then are other generations' files and stray temporaries deleted.
+// The MANIFEST rename is the commit point: a crash before it leaves the
+// old MANIFEST, whose files are untouched (a new generation is numbered
+// above every one named in the directory); a crash after it finds every
+// file of the new generation durable. Open reads whole files in bulk and
+// verifies every checksum before decoding. Version 1 snapshots (ten-digit
+// generation names) open unchanged.
 //
 // # Errors
 //

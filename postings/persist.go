@@ -3,163 +3,88 @@ package postings
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/manifest"
 )
 
 // FormatVersion is the snapshot format written by Save. Open reads this
 // version and older ones, and refuses newer ones with ErrVersion.
-const FormatVersion = 1
+//
+// Version 2 names generation files with internal/manifest's shared scheme
+// (docs-NNNNNN.bin; version 1 used ten digits); the manifest envelope and
+// the data files are otherwise unchanged, and version 1 snapshots open as
+// before.
+const FormatVersion = 2
 
 const (
-	manifestName  = "MANIFEST"
-	manifestMagic = "hybrank-postings"
-	docsMagic     = "HBPD"
-	postsMagic    = "HBPP"
-	crcLinePrefix = "\ncrc32c:"
+	docsMagic  = "HBPD"
+	postsMagic = "HBPP"
+	docsKind   = "docs"
+	postsKind  = "postings"
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// genFile matches the data files of a generation (and their temporaries).
-var genFile = regexp.MustCompile(`^(docs|postings)-([0-9]{10})\.bin(\.tmp)?$`)
-
-type manifestFile struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	CRC32C uint32 `json:"crc32c"`
+// layout is the postings snapshot directory: MANIFEST plus the docs and
+// postings files of the current generation.
+var layout = manifest.Layout{
+	Format:        "hybrank-postings",
+	Version:       FormatVersion,
+	Kinds:         []string{docsKind, postsKind},
+	ErrNoManifest: ErrNoSnapshot,
+	ErrCorrupt:    ErrCorrupt,
+	ErrVersion:    ErrVersion,
 }
 
-type manifest struct {
-	Format          string         `json:"format"`
-	Version         int            `json:"version"`
-	Generation      uint64         `json:"generation"`
-	AnalyzerVersion string         `json:"analyzer_version"`
-	Variant         Variant        `json:"variant"`
-	K1              float64        `json:"k1"`
-	B               float64        `json:"b"`
-	Delta           float64        `json:"delta"`
-	AvgDLBuild      float64        `json:"avgdl_build"`
-	Docs            uint32         `json:"doc_nums"`
-	Files           []manifestFile `json:"files"`
+// persisted is the postings manifest: the shared header plus the scoring
+// parameters and counts the data files are read with.
+type persisted struct {
+	manifest.Header
+	AnalyzerVersion string  `json:"analyzer_version"`
+	Variant         Variant `json:"variant"`
+	K1              float64 `json:"k1"`
+	B               float64 `json:"b"`
+	Delta           float64 `json:"delta"`
+	AvgDLBuild      float64 `json:"avgdl_build"`
+	Docs            uint32  `json:"doc_nums"`
 }
 
 // Save writes the current snapshot to dir (created if needed) as a new
-// generation: data files are written to temporaries, fsynced and renamed,
-// the directory is fsynced, then MANIFEST (naming the files with sizes and
-// crc32c) replaces the old one the same way; files of older generations are
-// removed last. A crash at any point leaves either the previous or the new
-// snapshot readable by Open. Save holds the writer lock (Commit waits;
-// Search does not).
+// generation (see internal/manifest): data files are written to
+// temporaries, fsynced and renamed, the directory is fsynced, then MANIFEST
+// (naming the files with sizes and crc32c) replaces the old one the same
+// way; files of older generations and stray temporaries are removed last.
+// A crash at any point leaves either the previous or the new snapshot
+// readable by Open. Save holds the writer lock (Commit waits; Search does
+// not).
 func (ix *Index) Save(dir string) (err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	s := ix.cur.Load()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	w, err := layout.Begin(dir)
+	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	gen := nextGeneration(dir)
-	m := manifest{
-		Format: manifestMagic, Version: FormatVersion, Generation: gen,
+	m := persisted{
 		AnalyzerVersion: ix.cfg.AnalyzerVersion, Variant: ix.cfg.Variant,
 		K1: ix.cfg.K1, B: ix.cfg.B, Delta: ix.cfg.Delta, AvgDLBuild: s.avgdlBuild, Docs: s.numDocs,
 	}
 	for _, f := range []struct {
 		kind string
 		data []byte
-	}{{"docs", encodeDocs(s)}, {"postings", encodePostings(s)}} {
-		name := fmt.Sprintf("%s-%010d.bin", f.kind, gen)
-		if err := atomicfile.WriteBytesNoSyncDir(dir, name, f.data); err != nil {
+	}{{docsKind, encodeDocs(s)}, {postsKind, encodePostings(s)}} {
+		name := w.Name(f.kind, ".bin")
+		if _, err := w.WriteBytes(name, f.data); err != nil {
 			return fmt.Errorf("save %s: %w", name, err)
 		}
-		m.Files = append(m.Files, manifestFile{Name: name, Size: int64(len(f.data)), CRC32C: crc32.Checksum(f.data, castagnoli)})
 	}
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return fmt.Errorf("save: sync dir: %w", err)
-	}
-	body, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("save manifest: %w", err)
-	}
-	body = fmt.Appendf(body, "%s%08x\n", crcLinePrefix, crc32.Checksum(body, castagnoli))
-	if err := atomicfile.WriteBytesNoSyncDir(dir, manifestName, body); err != nil {
-		return fmt.Errorf("save manifest: %w", err)
-	}
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return fmt.Errorf("save: sync dir: %w", err)
-	}
-	// The new generation is durable; drop the others (best effort).
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		mm := genFile.FindStringSubmatch(e.Name())
-		if mm == nil {
-			continue
-		}
-		if g, _ := strconv.ParseUint(mm[2], 10, 64); g != gen || mm[3] != "" {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
+	if err := w.Commit(&m); err != nil {
+		return fmt.Errorf("save: %w", err)
 	}
 	return nil
-}
-
-// nextGeneration is one above every generation named in dir, so a new
-// generation never overwrites a file the current manifest points to.
-func nextGeneration(dir string) uint64 {
-	var top uint64
-	if m, err := readManifest(dir); err == nil {
-		top = m.Generation
-	}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if mm := genFile.FindStringSubmatch(e.Name()); mm != nil {
-			if g, _ := strconv.ParseUint(mm[2], 10, 64); g > top {
-				top = g
-			}
-		}
-	}
-	return top + 1
-}
-
-func readManifest(dir string) (*manifest, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, manifestName))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrNoSnapshot, dir, err)
-		}
-		return nil, fmt.Errorf("read manifest: %w", err)
-	}
-	i := bytes.LastIndex(raw, []byte(crcLinePrefix))
-	if i < 0 {
-		return nil, fmt.Errorf("%w: manifest has no checksum line", ErrCorrupt)
-	}
-	body, tail := raw[:i], bytes.TrimSpace(raw[i+len(crcLinePrefix):])
-	want, perr := strconv.ParseUint(string(tail), 16, 32)
-	if perr != nil || uint32(want) != crc32.Checksum(body, castagnoli) {
-		return nil, fmt.Errorf("%w: manifest checksum mismatch", ErrCorrupt)
-	}
-	var m manifest
-	if err := json.Unmarshal(body, &m); err != nil || m.Format != manifestMagic {
-		return nil, fmt.Errorf("%w: manifest does not decode", ErrCorrupt)
-	}
-	if m.Version > FormatVersion {
-		return nil, fmt.Errorf("%w: snapshot version %d, this build reads up to %d", ErrVersion, m.Version, FormatVersion)
-	}
-	if m.Version < 1 {
-		return nil, fmt.Errorf("%w: bad format version %d", ErrCorrupt, m.Version)
-	}
-	return &m, nil
 }
 
 // Open loads the snapshot in dir. cfg supplies the scoring parameters (they
@@ -172,8 +97,8 @@ func Open(dir string, cfg Config) (*Index, error) {
 		return nil, err
 	}
 	cfg = cfg.normalized()
-	m, err := readManifest(dir)
-	if err != nil {
+	var m persisted
+	if err := layout.Read(dir, &m); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	if m.AnalyzerVersion != cfg.AnalyzerVersion {
@@ -182,19 +107,9 @@ func Open(dir string, cfg Config) (*Index, error) {
 	if len(m.Files) != 2 {
 		return nil, fmt.Errorf("open %s: %w: manifest lists %d files", dir, ErrCorrupt, len(m.Files))
 	}
-	var data [2][]byte
-	for i, f := range m.Files {
-		if filepath.Base(f.Name) != f.Name || !genFile.MatchString(f.Name) {
-			return nil, fmt.Errorf("open %s: %w: bad file name %q", dir, ErrCorrupt, f.Name)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, f.Name))
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w: %w", dir, ErrCorrupt, err)
-		}
-		if int64(len(b)) != f.Size || crc32.Checksum(b, castagnoli) != f.CRC32C {
-			return nil, fmt.Errorf("open %s: %w: %s fails size/checksum", dir, ErrCorrupt, f.Name)
-		}
-		data[i] = b
+	data, err := layout.ReadFiles(dir, &m.Header, docsKind, postsKind)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	ix := &Index{cfg: cfg, byID: make(map[string]uint32), pruneGate: defaultPruneGate}
 	s := &snapshot{sc: newScorer(cfg), dict: newTermDict(), avgdlBuild: m.AvgDLBuild}

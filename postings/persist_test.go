@@ -1,6 +1,7 @@
 package postings
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -10,6 +11,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hybrank/hybrank/internal/manifest"
 )
 
 func buildRandom(t *testing.T, cfg Config, seed uint64) (*Index, *rand.Rand) {
@@ -155,19 +158,22 @@ func TestOpenErrors(t *testing.T) {
 		add("flip middle "+n, mutate(n, flip(func(n int) int { return n / 2 })), cfg, ErrCorrupt)
 		add("flip last "+n, mutate(n, flip(func(n int) int { return n - 2 })), cfg, ErrCorrupt)
 		add("truncate "+n, mutate(n, func(b []byte) []byte { return b[:len(b)*2/3] }), cfg, ErrCorrupt)
-		if n != manifestName {
+		if n != manifest.Name {
 			add("remove "+n, func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, n)) }, cfg, ErrCorrupt)
 		}
 	}
-	add("newer version", mutate(manifestName, func(b []byte) []byte {
-		body := b[:strings.LastIndex(string(b), crcLinePrefix)]
+	add("newer version", mutate(manifest.Name, func(b []byte) []byte {
+		body, err := manifest.Unseal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		body = []byte(strings.Replace(string(body), fmt.Sprintf(`"version":%d`, FormatVersion), fmt.Sprintf(`"version":%d`, FormatVersion+1), 1))
-		return fmt.Appendf(body, "%s%08x\n", crcLinePrefix, crc32.Checksum(body, castagnoli))
+		return manifest.Seal(body)
 	}), cfg, ErrVersion)
 	other := cfg
 	other.AnalyzerVersion = "an-v2"
 	add("analyzer mismatch", func(*testing.T, string) {}, other, ErrAnalyzerMismatch)
-	add("no snapshot", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, manifestName)) }, cfg, ErrNoSnapshot)
+	add("no snapshot", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, manifest.Name)) }, cfg, ErrNoSnapshot)
 	bad := cfg
 	bad.B = 3
 	add("bad config", func(*testing.T, string) {}, bad, ErrConfig)
@@ -183,5 +189,68 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := Open(copyDir(t), cfg); err != nil {
 		t.Fatalf("pristine copy: %v", err)
+	}
+}
+
+// TestOpenVersion1 opens a snapshot in the version-1 layout (ten-digit
+// generation names, data files stamped version 1), as written before the
+// shared manifest package, and compares it with the index it came from.
+func TestOpenVersion1(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.AnalyzerVersion = "an-v1"
+	ix, r := buildRandom(t, cfg, 4)
+	dir := t.TempDir()
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := manifest.Unseal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(body), fmt.Sprintf(`"version":%d`, FormatVersion), `"version":1`, 1)
+	for _, kind := range []string{docsKind, postsKind} {
+		from, to := manifest.GenName(kind, 1, ".bin"), fmt.Sprintf("%s-%010d.bin", kind, 1)
+		b, err := os.ReadFile(filepath.Join(dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(docsMagic)] = 1 // the header's little-endian version
+		os.Remove(filepath.Join(dir, from))
+		if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s = strings.Replace(s, from, to, 1)
+	}
+	if err := os.WriteFile(filepath.Join(dir, manifest.Name), manifest.Seal([]byte(s)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The rewritten headers changed the checksums: fix them in the manifest.
+	var m persisted
+	if err := layout.Read(dir, &m); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range m.Files {
+		b, _ := os.ReadFile(filepath.Join(dir, f.Name))
+		m.Files[i].CRC32C = crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+	}
+	js, _ := json.Marshal(&m)
+	os.WriteFile(filepath.Join(dir, manifest.Name), manifest.Seal(js), 0o644)
+
+	got, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameResults(t, ix, got, r)
+	// Saving again moves the directory to the current layout.
+	if err := got.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 3 {
+		t.Fatalf("dir has %d entries after re-save, want MANIFEST + 2 files", len(ents))
 	}
 }

@@ -1,0 +1,250 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hybrank/hybrank/internal/dirlock"
+	"github.com/hybrank/hybrank/internal/wal"
+)
+
+// walDir is the write-ahead log's directory inside the engine's dir.
+const walDir = "wal"
+
+// logRecord is one Commit in the write-ahead log: the batch reduced to its
+// final operation per ID, with the vectors computed at commit time (replay
+// never calls the embedder). Deletions apply before additions.
+type logRecord struct {
+	Deletes []string
+	Adds    []storedRecord
+}
+
+func encodeLogRecord(adds []*record, dels []string) ([]byte, error) {
+	rec := logRecord{Deletes: dels, Adds: make([]storedRecord, len(adds))}
+	for i, r := range adds {
+		rec.Adds[i] = storedRecord{Doc: r.doc, Vec: r.vec}
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&rec); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Recovery reports what Open restored from the directory.
+type Recovery struct {
+	// SnapshotPosition is the log position of the snapshot loaded (the
+	// first log record it does not hold); 0 when there was none.
+	SnapshotPosition uint64 `json:"snapshot_position"`
+	// Replayed is the number of log records (commits) applied after it.
+	Replayed int `json:"replayed"`
+	// Refused counts logged batches the lexical index refused on replay,
+	// as it had refused them when they were committed (their Commit
+	// returned an error and applied nothing).
+	Refused int `json:"refused"`
+	// DroppedBytes is the size of the torn or corrupt log tail that was
+	// cut off (a commit being written when the process died, or a damaged
+	// record, and everything after it), at DroppedOffset of the segment
+	// file DroppedSegment; DroppedReason says what was wrong. A dropped
+	// tail under SyncEveryCommit normally holds no acknowledged commit.
+	DroppedBytes   int64  `json:"dropped_bytes"`
+	DroppedOffset  int64  `json:"dropped_offset"`
+	DroppedSegment string `json:"dropped_segment,omitempty"`
+	DroppedReason  string `json:"dropped_reason,omitempty"`
+}
+
+// DurabilityStats describes the write-ahead log and background snapshots.
+type DurabilityStats struct {
+	// Recovery is what Open restored.
+	Recovery Recovery `json:"recovery"`
+	// LogBytes is the size of the log's segments (what a snapshot would
+	// truncate); LogNext the position of the next record.
+	LogBytes int64  `json:"log_bytes"`
+	LogNext  uint64 `json:"log_next"`
+	// LogSyncs counts the log's fsyncs since Open; Commits the commits
+	// logged since Open (so Commits/LogSyncs is the group commit factor).
+	LogSyncs uint64 `json:"log_syncs"`
+	Commits  uint64 `json:"commits"`
+	// BackgroundSnapshots counts snapshots the engine took by itself;
+	// LastSnapshotError is the error of the last failed one ("" if none
+	// failed since the last success).
+	BackgroundSnapshots int    `json:"background_snapshots"`
+	LastSnapshotError   string `json:"last_snapshot_error,omitempty"`
+}
+
+// Durability returns the log's and background snapshots' state. An
+// in-memory engine reports zeros.
+func (e *Engine) Durability() DurabilityStats {
+	st := DurabilityStats{Recovery: e.recovery}
+	if e.log != nil {
+		ls := e.log.Stats()
+		st.LogBytes, st.LogSyncs, st.Commits, st.LogNext = ls.Bytes, ls.Syncs, ls.Records, e.log.Next()
+	}
+	st.BackgroundSnapshots, st.LastSnapshotError = e.bg.status()
+	return st
+}
+
+// openDir loads the newest snapshot in e.dir (or builds empty indexes),
+// opens the log and replays it, and starts background snapshots.
+func (e *Engine) openDir() error {
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := dirlock.Acquire(e.dir)
+	if errors.Is(err, dirlock.ErrLocked) {
+		return fmt.Errorf("%w: %w", ErrLocked, err)
+	}
+	if err != nil {
+		return err
+	}
+	e.lock = lock
+	loaded, err := e.load(e.dir)
+	if err != nil {
+		return err
+	}
+	pos := e.snapPos.Load()
+	if !loaded {
+		if err := e.initIndexes(); err != nil {
+			return err
+		}
+	}
+	e.recovery.SnapshotPosition = pos
+	e.snapPos.Store(max(pos, 1))
+	if e.log, err = wal.Open(filepath.Join(e.dir, walDir), e.cfg.Durability.walConfig(), max(pos, 1)); err != nil {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	r := e.log.Recovery()
+	e.recovery.DroppedBytes, e.recovery.DroppedOffset = r.DroppedBytes, r.DroppedOffset
+	e.recovery.DroppedSegment, e.recovery.DroppedReason = r.DroppedSegment, r.DroppedReason
+	if err := e.log.Replay(max(pos, 1), e.replayRecord); err != nil {
+		return fmt.Errorf("replay write-ahead log: %w", err)
+	}
+	e.bg.start(e)
+	return nil
+}
+
+// replayRecord applies one logged batch during Open.
+func (e *Engine) replayRecord(seq uint64, payload []byte) error {
+	var rec logRecord
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&rec); err != nil {
+		return fmt.Errorf("%w: log record %d: %v", ErrCorrupt, seq, err)
+	}
+	adds := make([]*record, len(rec.Adds))
+	for i, s := range rec.Adds {
+		if err := s.Doc.Validate(); err != nil {
+			return fmt.Errorf("%w: log record %d: %w", ErrCorrupt, seq, err)
+		}
+		r := &record{doc: s.Doc, vec: s.Vec}
+		switch {
+		case e.vec == nil:
+			r.vec = nil // no dense index to hold it
+		case r.vec != nil && len(r.vec) != e.cfg.Dense.Dim:
+			return fmt.Errorf("%w: log record %d holds vectors of dim %d, the index has %d", ErrInvalidConfig, seq, len(r.vec), e.cfg.Dense.Dim)
+		}
+		adds[i] = r
+	}
+	err := e.apply(adds, e.analyze(adds), rec.Deletes)
+	switch {
+	case errors.Is(err, errLexRefused):
+		e.recovery.Refused++
+		return nil
+	case err != nil:
+		return fmt.Errorf("log record %d: %w", seq, err)
+	}
+	e.recovery.Replayed++
+	return nil
+}
+
+// background runs the snapshots the engine takes by itself: when the log
+// passes Durability.SnapshotLogBytes (checked after each Commit) or when
+// it holds commits and the last snapshot is Durability.SnapshotAge old.
+// Its methods are safe for concurrent use.
+type background struct {
+	kick     chan struct{} // buffered 1: a size-triggered request
+	done     chan struct{} // closed by stop
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	maxBytes int64
+
+	mu      sync.Mutex // guards taken and lastErr
+	taken   int
+	lastErr error
+}
+
+func (b *background) start(e *Engine) {
+	b.kick, b.done = make(chan struct{}, 1), make(chan struct{})
+	b.maxBytes = e.cfg.Durability.SnapshotLogBytes
+	b.wg.Add(1)
+	go b.run(e, e.cfg.Durability.SnapshotAge)
+}
+
+// afterCommit requests a snapshot when the log has grown past the limit.
+func (b *background) afterCommit(l *wal.Log) {
+	if b.kick == nil || b.maxBytes <= 0 || l.Stats().Bytes < b.maxBytes {
+		return
+	}
+	select {
+	case b.kick <- struct{}{}:
+	default: // one is already requested
+	}
+}
+
+func (b *background) run(e *Engine, age time.Duration) {
+	defer b.wg.Done()
+	var tick <-chan time.Time
+	if age > 0 {
+		// Check four times per period, so a snapshot is at most 1.25 ×
+		// age late.
+		t := time.NewTicker(max(age/4, time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	last := time.Now()
+	for {
+		select {
+		case <-b.done:
+			return
+		case <-b.kick:
+		case <-tick:
+			if time.Since(last) < age || e.log.Next() <= e.snapPos.Load() {
+				continue
+			}
+		}
+		err := e.Snapshot()
+		if errors.Is(err, ErrClosed) {
+			return
+		}
+		last = time.Now()
+		b.mu.Lock()
+		if err == nil {
+			b.taken++
+		}
+		b.lastErr = err
+		b.mu.Unlock()
+	}
+}
+
+// stop ends the background goroutine and waits for a snapshot in progress.
+func (b *background) stop() {
+	b.stopOnce.Do(func() {
+		if b.done != nil {
+			close(b.done)
+		}
+	})
+	b.wg.Wait()
+}
+
+func (b *background) status() (int, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lastErr != nil {
+		return b.taken, b.lastErr.Error()
+	}
+	return b.taken, ""
+}

@@ -1,0 +1,157 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/engine/enginetest"
+)
+
+func openCfg(t *testing.T, dir string, cfg engine.Config, opts ...engine.Option) *engine.Engine {
+	t.Helper()
+	e, err := engine.Open(dir, cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestCommitsDurableWithoutSnapshot: commits and deletes survive a Close
+// and reopen with no Snapshot at all (log replay), under both policies,
+// and a Snapshot truncates the log so only later commits are replayed.
+func TestCommitsDurableWithoutSnapshot(t *testing.T) {
+	for _, pol := range []engine.SyncPolicy{engine.SyncEveryCommit, engine.SyncInterval} {
+		t.Run(string(pol), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "idx")
+			cfg := engine.DefaultConfig()
+			cfg.Durability.Sync = pol
+			emb := enginetest.NewHashEmbedder(8)
+			e := openCfg(t, dir, cfg, engine.WithEmbedder(emb))
+			commit(t, e, corpus...)
+			b := e.NewBatch()
+			b.Delete("rs1")
+			b.Add(engine.Document{ID: "go2", Tenant: "acme", Text: "replaced select text"})
+			if err := e.Commit(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			e2 := openCfg(t, dir, cfg, engine.WithEmbedder(emb))
+			st := e2.Durability()
+			if st.Recovery.Replayed != 2 || st.Recovery.SnapshotPosition != 0 || st.Recovery.DroppedBytes != 0 {
+				t.Fatalf("recovery %+v", st.Recovery)
+			}
+			if _, ok := e2.Get("rs1"); ok || e2.Len() != len(corpus)-1 {
+				t.Fatalf("deleted rs1 back or wrong count %d", e2.Len())
+			}
+			if d, _ := e2.Get("go2"); d.Text != "replaced select text" {
+				t.Fatalf("go2 = %q", d.Text)
+			}
+			res, err := e2.Search(context.Background(), engine.Request{Query: "replaced select", Tenant: "acme"})
+			if err != nil || len(res.Hits) == 0 || res.Hits[0].Document.ID != "go2" || len(res.Fallbacks) != 0 {
+				t.Fatalf("search after replay: %v %+v", err, res)
+			}
+			// Snapshot, one more commit: only that one is replayed.
+			if err := e2.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			commit(t, e2, engine.Document{ID: "late", Tenant: "acme", Text: "late arrival"})
+			e2.Close()
+			e3 := openCfg(t, dir, cfg, engine.WithEmbedder(emb))
+			if r := e3.Durability().Recovery; r.Replayed != 1 || r.SnapshotPosition != 3 {
+				t.Fatalf("after snapshot: recovery %+v", r)
+			}
+			if _, ok := e3.Get("late"); !ok || e3.Len() != len(corpus) {
+				t.Fatalf("after snapshot + replay: %d documents", e3.Len())
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds; the deadline only bounds a hung test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
+func TestBackgroundSnapshots(t *testing.T) {
+	t.Run("log size", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "idx")
+		cfg := engine.DefaultConfig()
+		cfg.Durability.SnapshotLogBytes, cfg.Durability.SnapshotAge = 1, 0
+		e := openCfg(t, dir, cfg)
+		commit(t, e, corpus...)
+		waitFor(t, "a size-triggered snapshot", func() bool { return e.Durability().BackgroundSnapshots > 0 })
+		if st := e.Durability(); st.LastSnapshotError != "" {
+			t.Fatal(st.LastSnapshotError)
+		}
+		e.Close()
+		e2 := openCfg(t, dir, cfg)
+		if r := e2.Durability().Recovery; r.SnapshotPosition != 2 || r.Replayed != 0 || e2.Len() != len(corpus) {
+			t.Fatalf("recovery %+v, %d documents", r, e2.Len())
+		}
+	})
+	t.Run("age", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "idx")
+		cfg := engine.DefaultConfig()
+		cfg.Durability.SnapshotLogBytes, cfg.Durability.SnapshotAge = 0, time.Millisecond
+		e := openCfg(t, dir, cfg)
+		commit(t, e, corpus...)
+		waitFor(t, "an age-triggered snapshot", func() bool { return e.Durability().BackgroundSnapshots > 0 })
+		if st := e.Durability(); st.LogNext != 2 {
+			t.Fatalf("log next %d", st.LogNext)
+		}
+	})
+}
+
+func TestDurabilityConfigValidate(t *testing.T) {
+	for name, edit := range map[string]func(*engine.DurabilityConfig){
+		"unknown policy":    func(d *engine.DurabilityConfig) { d.Sync = "never" },
+		"zero interval":     func(d *engine.DurabilityConfig) { d.SyncInterval = 0 },
+		"tiny segments":     func(d *engine.DurabilityConfig) { d.SegmentBytes = 10 },
+		"negative log size": func(d *engine.DurabilityConfig) { d.SnapshotLogBytes = -1 },
+		"negative age":      func(d *engine.DurabilityConfig) { d.SnapshotAge = -time.Second },
+	} {
+		cfg := engine.DefaultConfig()
+		edit(&cfg.Durability)
+		if err := cfg.Validate(); !errors.Is(err, engine.ErrInvalidConfig) {
+			t.Errorf("%s: Validate = %v", name, err)
+		}
+	}
+}
+
+// TestDirectoryLock: a second Open of a directory that is open fails with
+// ErrLocked naming it; after Close it opens.
+func TestDirectoryLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	e := open(t, dir)
+	commit(t, e, corpus[0])
+	_, err := engine.Open(dir, engine.DefaultConfig())
+	if !errors.Is(err, engine.ErrLocked) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second Open = %v", err)
+	}
+	if e.Len() != 1 { // the failed Open left the first engine alone
+		t.Fatalf("first engine has %d documents", e.Len())
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2 := open(t, dir)
+	if e2.Len() != 1 {
+		t.Fatalf("reopened: %d documents", e2.Len())
+	}
+	// In-memory engines take no lock.
+	open(t, "")
+	open(t, "")
+}
