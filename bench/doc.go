@@ -9,7 +9,7 @@
 // Metrics follow pytrec_eval as called by BEIR's EvaluateRetrieval.evaluate:
 // linear gains, ideal DCG over every judged relevant document, judgments
 // with score ≤ 0 are not relevant, and every retrieved document counts, as
-// in trec_eval and in bm25s's published figures (EvalOptions.DropIdenticalIDs
+// in trec_eval and in bm25s's published figures (eval.Options.DropIdenticalIDs
 // applies BEIR's ignore_identical_ids, which drops a document whose id
 // equals the query id). Queries are
 // averaged over those that have at least one judgment.

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
@@ -120,7 +120,7 @@ type HybridOptions struct {
 	// RerankModels are the cross-encoders by profile name.
 	RerankModels map[string]models.Config `json:"rerank_models"`
 	// Eval selects evaluation conventions.
-	Eval EvalOptions `json:"eval"`
+	Eval eval.Options `json:"eval"`
 	// Progress forces a progress bar.
 	Progress bool `json:"-"`
 }
@@ -165,7 +165,7 @@ type HybridResult struct {
 	// are then meaningless.
 	RealWeights  bool          `json:"real_weights"`
 	Budget       time.Duration `json:"budget_ns"`
-	Scores       Scores        `json:"scores"`
+	Scores       eval.Scores   `json:"scores"`
 	QPS          float64       `json:"qps"`
 	Latency      Latency       `json:"latency"`
 	DegradedFrac float64       `json:"degraded_frac"`
@@ -208,7 +208,7 @@ func (r HybridResult) Row() map[string]any {
 // embedder, a hybrid engine with every reranker attached. It is not safe for
 // concurrent use (runs are sequential so latencies do not interfere).
 type HybridBench struct {
-	ds      *Dataset
+	ds      *eval.Dataset
 	opt     HybridOptions
 	lexical *engine.Engine
 	hybrid  *engine.Engine // nil without an embedder
@@ -222,7 +222,7 @@ type HybridBench struct {
 // OpenHybridBench loads the models and commits ds (title and text, one
 // batch) into the engines. realDirs says, per profile ("embed", "fast", …),
 // whether the model directory holds real weights (see RealWeights).
-func OpenHybridBench(ctx context.Context, ds *Dataset, opt HybridOptions, realDirs map[string]bool) (_ *HybridBench, err error) {
+func OpenHybridBench(ctx context.Context, ds *eval.Dataset, opt HybridOptions, realDirs map[string]bool) (_ *HybridBench, err error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (h *HybridBench) Close() error {
 	return err
 }
 
-func (h *HybridBench) queries(n int) []Query {
+func (h *HybridBench) queries(n int) []eval.Query {
 	qs := h.ds.Queries
 	if n <= 0 || n == len(qs) {
 		return qs
@@ -316,7 +316,7 @@ func (h *HybridBench) queries(n int) []Query {
 	if len(qs) == 0 {
 		return nil
 	}
-	out := make([]Query, n) // cycle through the judged queries when n exceeds them
+	out := make([]eval.Query, n) // cycle through the judged queries when n exceeds them
 	for i := range out {
 		out[i] = qs[i%len(qs)]
 	}
@@ -350,7 +350,7 @@ func (h *HybridBench) Run(ctx context.Context, c HybridConfig) (HybridResult, er
 	}
 	res := HybridResult{Config: c, Dataset: h.ds.Name, Docs: len(h.ds.Docs), RealWeights: real, Budget: budget,
 		Fallbacks: map[engine.FallbackCode]int{}}
-	run := Run{}
+	run := eval.Run{}
 	lat := make([]time.Duration, 0, len(qs))
 	var st engine.Timings
 	degraded, reranked := 0, 0
@@ -371,7 +371,7 @@ func (h *HybridBench) Run(ctx context.Context, c HybridConfig) (HybridResult, er
 			return res, fmt.Errorf("bench hybrid %s %s: query %s: %w", h.ds.Name, c.Name, q.ID, err)
 		}
 		if c.Name == "bm25" {
-			run[q.ID] = trecOrder(r.Hits)
+			run[q.ID] = eval.TrecOrder(r.Hits, func(h engine.Hit) string { return h.Document.ID }, func(h engine.Hit) float64 { return h.Provenance.BM25Score })
 		} else {
 			ids := make([]string, len(r.Hits))
 			for i, hit := range r.Hits {
@@ -404,12 +404,12 @@ func (h *HybridBench) Run(ctx context.Context, c HybridConfig) (HybridResult, er
 		res.DegradedFrac = float64(degraded) / float64(n)
 		res.MeanReranked = float64(reranked) / float64(n)
 	}
-	res.Scores = Evaluate(h.ds.Qrels, run, h.opt.Eval)
+	res.Scores = eval.Evaluate(h.ds.Qrels, run, h.opt.Eval)
 	res.Latency = LatencyStats(lat)
 	return res, nil
 }
 
-func (h *HybridBench) warm(ctx context.Context, e *engine.Engine, qs []Query, req func(string) engine.Request) error {
+func (h *HybridBench) warm(ctx context.Context, e *engine.Engine, qs []eval.Query, req func(string) engine.Request) error {
 	for i := 0; i < h.opt.Warmup && len(qs) > 0; i++ {
 		_, err := e.Search(ctx, req(qs[len(qs)-1-i%len(qs)].Text))
 		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) { // a timeout is fine here
@@ -417,24 +417,6 @@ func (h *HybridBench) warm(ctx context.Context, e *engine.Engine, qs []Query, re
 		}
 	}
 	return nil
-}
-
-// trecOrder orders BM25-only hits as RunLexicalBEIR does (TrecRanking: BM25
-// score descending, ties by ID descending), so the bm25 row reproduces
-// lexical.md's figure; only the order of tied scores changes.
-func trecOrder(hits []engine.Hit) []string {
-	h := slices.Clone(hits)
-	slices.SortStableFunc(h, func(a, b engine.Hit) int {
-		if c := cmp.Compare(b.Provenance.BM25Score, a.Provenance.BM25Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.Document.ID, a.Document.ID)
-	})
-	ids := make([]string, len(h))
-	for i := range h {
-		ids[i] = h[i].Document.ID
-	}
-	return ids
 }
 
 // BudgetPoint is one budget of a budget sweep.

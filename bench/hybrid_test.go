@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -90,17 +91,24 @@ func TestBudgetPlot(t *testing.T) {
 
 // hybridDataset is a small BEIR collection where each query's words appear
 // in its relevant document only.
-func hybridDataset(t *testing.T) *Dataset {
-	var corpus, queries, qrels strings.Builder
-	qrels.WriteString("query-id\tcorpus-id\tscore\n")
+func hybridDataset(t *testing.T) *eval.Dataset {
+	var docs []eval.Doc
+	var queries []eval.Query
+	qrels := eval.Qrels{}
 	for i := range 40 {
-		fmt.Fprintf(&corpus, `{"_id":"d%d","title":"topic %d","text":"alpha%d beta%d common words about retrieval number %d"}`+"\n", i, i, i, i, i)
+		docs = append(docs, eval.Doc{ID: fmt.Sprintf("d%d", i), Title: fmt.Sprintf("topic %d", i),
+			Text: fmt.Sprintf("alpha%d beta%d common words about retrieval number %d", i, i, i)})
 		if i < 10 {
-			fmt.Fprintf(&queries, `{"_id":"q%d","text":"alpha%d beta%d"}`+"\n", i, i, i)
-			fmt.Fprintf(&qrels, "q%d\td%d\t1\n", i, i)
+			q := fmt.Sprintf("q%d", i)
+			queries = append(queries, eval.Query{ID: q, Text: fmt.Sprintf("alpha%d beta%d", i, i)})
+			qrels[q] = map[string]int{fmt.Sprintf("d%d", i): 1}
 		}
 	}
-	ds, err := LoadBEIR(writeBEIR(t, corpus.String(), queries.String(), qrels.String()))
+	dir := t.TempDir()
+	if err := eval.WriteBEIR(dir, docs, queries, qrels); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := eval.LoadBEIR(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"runtime"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/analysis"
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/postings"
 )
 
@@ -26,7 +26,7 @@ type LexicalOptions struct {
 	// Exhaustive disables MaxScore pruning in the index.
 	Exhaustive bool
 	// Eval selects the evaluation conventions (BEIR's by default).
-	Eval EvalOptions
+	Eval eval.Options
 	// ChunkDocs is the number of documents per committed batch for
 	// synthetic corpora; 0 commits the whole corpus as one batch (a bulk
 	// build, like bm25s's). BEIR corpora are always committed in one batch.
@@ -155,7 +155,7 @@ func newLexicalIndex(opt LexicalOptions) (*analysis.Analyzer, *postings.Index, e
 
 // RunLexicalBEIR indexes ds (title + " " + text per document, one batch)
 // and runs every judged query.
-func RunLexicalBEIR(ctx context.Context, ds *Dataset, opt LexicalOptions) (LexicalResult, error) {
+func RunLexicalBEIR(ctx context.Context, ds *eval.Dataset, opt LexicalOptions) (LexicalResult, error) {
 	if err := opt.Validate(); err != nil {
 		return LexicalResult{}, err
 	}
@@ -249,7 +249,7 @@ func RunLexicalSynthetic(ctx context.Context, syn *Synthetic, opt LexicalOptions
 
 // finishLexical times the queries and evaluates the first round's results.
 func finishLexical(ctx context.Context, name string, docs int, ix *postings.Index, an *analysis.Analyzer,
-	qs []lexQuery, qrels Qrels, build time.Duration, opt LexicalOptions) (LexicalResult, error) {
+	qs []lexQuery, qrels eval.Qrels, build time.Duration, opt LexicalOptions) (LexicalResult, error) {
 	res := LexicalResult{
 		Dataset: name, Docs: docs, Queries: len(qs), Variant: string(opt.Index.Variant),
 		K1: opt.Index.K1, B: opt.Index.B, Exhaustive: opt.Exhaustive,
@@ -296,15 +296,15 @@ func finishLexical(ctx context.Context, name string, docs int, ix *postings.Inde
 	l := LatencyStats(bestLat)
 	res.P50Ms, res.P90Ms, res.P99Ms = Round(Ms(l.P50), 4), Round(Ms(l.P90), 4), Round(Ms(l.P99), 4)
 
-	run := make(Run, len(qs))
+	run := make(eval.Run, len(qs))
 	for i, q := range qs {
-		run[q.id] = TrecRanking(first[i])
+		run[q.id] = eval.TrecOrder(first[i], func(h postings.Hit) string { return h.ID }, func(h postings.Hit) float64 { return float64(h.Score) })
 	}
-	sc := Evaluate(qrels, run, opt.Eval)
+	sc := eval.Evaluate(qrels, run, opt.Eval)
 	other := opt.Eval
 	other.DropIdenticalIDs = !other.DropIdenticalIDs
 	res.NDCG10, res.Recall100, res.MRR10 = Round(sc.NDCG10, 5), Round(sc.Recall100, 5), Round(sc.MRR10, 5)
-	osc := Evaluate(qrels, run, other)
+	osc := eval.Evaluate(qrels, run, other)
 	res.NDCG10OtherID, res.Recall100OtherID = Round(osc.NDCG10, 5), Round(osc.Recall100, 5)
 
 	st := ix.Stats()
@@ -314,23 +314,4 @@ func finishLexical(ctx context.Context, name string, docs int, ix *postings.Inde
 		res.BytesPerP = Round(float64(st.IndexBytes)/float64(st.Postings), 3)
 	}
 	return res, nil
-}
-
-// TrecRanking returns the ids of hits in the order trec_eval (and so
-// pytrec_eval and BEIR) evaluates them: by score descending, ties by
-// document id descending (strcmp). The index's own tie order (insertion
-// order) would otherwise shift nDCG slightly on tied scores.
-func TrecRanking(hits []postings.Hit) []string {
-	h := slices.Clone(hits)
-	slices.SortStableFunc(h, func(a, b postings.Hit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
-	ids := make([]string, len(h))
-	for i := range h {
-		ids[i] = h[i].ID
-	}
-	return ids
 }

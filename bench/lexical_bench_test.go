@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/analysis"
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/postings"
 )
@@ -13,7 +14,7 @@ import (
 // SciFact, cycling through the judged queries; the figure behind the QPS of
 // `bench lexical`, in a form `go test -cpuprofile` can profile.
 func BenchmarkLexicalSciFact(b *testing.B) {
-	ds, err := LoadBEIR(testenv.NeedDataset(b, "scifact"))
+	ds, err := eval.LoadBEIR(testenv.NeedDataset(b, "scifact"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,24 +3,11 @@ package bench
 import (
 	"context"
 	"math"
-	"slices"
 	"testing"
 
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/postings"
 )
-
-func TestTrecRanking(t *testing.T) {
-	hits := []postings.Hit{{ID: "a", Score: 1}, {ID: "c", Score: 2}, {ID: "b", Score: 1}, {ID: "10", Score: 1}}
-	// Score descending, then id descending as strings (trec_eval strcmp).
-	want := []string{"c", "b", "a", "10"}
-	if got := TrecRanking(hits); !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-	if hits[0].ID != "a" {
-		t.Errorf("input reordered")
-	}
-}
 
 // TestLexicalSynthetic runs the whole driver on a small generated corpus:
 // planted documents must be found, every figure must be filled in, and
@@ -75,7 +62,7 @@ func TestLexicalBEIRAnchors(t *testing.T) {
 			if (testing.Short() || raceEnabled) && tt.name == "scifact" {
 				t.Skip("indexes 5K documents; skipped with -short and -race")
 			}
-			ds, err := LoadBEIR(dir)
+			ds, err := eval.LoadBEIR(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

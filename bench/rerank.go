@@ -13,10 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/wordpiece"
 	"github.com/hybrank/hybrank/onnx"
 )
@@ -240,7 +241,7 @@ func (mb *ModelBench) makeText(cfg RerankConfig, dir string, tok *wordpiece.Toke
 	r := rand.New(rand.NewPCG(cfg.Seed, 0x72657261))
 	var bt benchText
 	if cfg.Data != "" {
-		ds, err := LoadBEIR(cfg.Data)
+		ds, err := eval.LoadBEIR(cfg.Data)
 		if err != nil {
 			return bt, err
 		}

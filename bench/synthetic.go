@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+
+	"github.com/hybrank/hybrank/bench/eval"
 )
 
 // SyntheticConfig describes a generated corpus. The same config (seed
@@ -78,7 +80,7 @@ type Synthetic struct {
 	vocab   []string
 	sampler zipfTable
 	queries []SynthQuery
-	qrels   Qrels
+	qrels   eval.Qrels
 	planted map[int][]int // doc index → query indices planted in it
 }
 
@@ -87,7 +89,7 @@ func NewSynthetic(cfg SyntheticConfig) (*Synthetic, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Synthetic{cfg: cfg, qrels: make(Qrels), planted: make(map[int][]int)}
+	s := &Synthetic{cfg: cfg, qrels: make(eval.Qrels), planted: make(map[int][]int)}
 	s.vocab = make([]string, cfg.Vocab)
 	for r := range s.vocab {
 		s.vocab[r] = termName(r)
@@ -164,7 +166,7 @@ func (s *Synthetic) Config() SyntheticConfig { return s.cfg }
 func (s *Synthetic) Queries() []SynthQuery { return s.queries }
 
 // Qrels returns the planted judgments (shared; do not modify).
-func (s *Synthetic) Qrels() Qrels { return s.qrels }
+func (s *Synthetic) Qrels() eval.Qrels { return s.qrels }
 
 // Vocab returns the vocabulary, most frequent first (shared; do not modify).
 func (s *Synthetic) Vocab() []string { return s.vocab }

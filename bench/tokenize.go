@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/models/wordpiece"
 )
 
@@ -106,7 +107,7 @@ func tokenizeLoad(cfg TokenizeConfig, cacheSize int) (*wordpiece.Tokenizer, erro
 // by a fixed stride, so runs are repeatable; pairs of one query are
 // consecutive (cfg.DocsPerQuery of them) for the EncodePairs row.
 func tokenizePairs(cfg TokenizeConfig) ([][2]string, error) {
-	ds, err := LoadBEIR(cfg.Data)
+	ds, err := eval.LoadBEIR(cfg.Data)
 	if err != nil {
 		return nil, err
 	}

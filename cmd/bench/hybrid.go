@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/models"
 )
 
@@ -126,7 +127,7 @@ func runHybrid(ctx context.Context, args []string) error {
 	var rows, sweepRows []map[string]any
 	var points []bench.BudgetPoint
 	for _, dir := range data {
-		ds, err := bench.LoadBEIR(dir)
+		ds, err := eval.LoadBEIR(dir)
 		if err != nil {
 			return err
 		}

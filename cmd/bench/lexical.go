@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/postings"
 )
 
@@ -92,7 +93,7 @@ func runLexical(ctx context.Context, args []string) error {
 		return enc.Encode(r)
 	}
 	for _, dir := range data {
-		ds, err := bench.LoadBEIR(dir)
+		ds, err := eval.LoadBEIR(dir)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package bench
+package eval
 
 import (
 	"math"
@@ -96,9 +96,9 @@ func MRR(ranked []string, qrels map[string]int, k int) float64 {
 // Run maps a query id to its ranked document ids, best first.
 type Run map[string][]string
 
-// EvalOptions selects evaluation conventions. The zero value is
+// Options selects evaluation conventions. The zero value is
 // trec_eval's (pytrec_eval's): every retrieved document counts.
-type EvalOptions struct {
+type Options struct {
 	// DropIdenticalIDs drops retrieved documents whose id equals the query
 	// id before scoring, as BEIR's EvaluateRetrieval.evaluate does by
 	// default (ignore_identical_ids=True). It matters where query and
@@ -119,7 +119,7 @@ type Scores struct {
 // Evaluate averages nDCG@10, Recall@100 and MRR@10 over every query of
 // run that has judgments. Queries missing from run are not counted, as
 // with pytrec_eval; a query present with an empty list scores 0.
-func Evaluate(qrels Qrels, run Run, opt EvalOptions) Scores {
+func Evaluate(qrels Qrels, run Run, opt Options) Scores {
 	var s Scores
 	for qid, ranked := range run {
 		rel, ok := qrels[qid]

@@ -1,7 +1,8 @@
-package bench
+package eval
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -194,4 +195,54 @@ func (ds *Dataset) QueryIDs() []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// WriteBEIR writes docs, queries and qrels to dir in the layout LoadBEIR
+// reads (dir/corpus.jsonl, dir/queries.jsonl, dir/qrels/test.tsv),
+// creating dir: small fixtures and subsets of a collection.
+func WriteBEIR(dir string, docs []Doc, queries []Query, qrels Qrels) error {
+	if err := os.MkdirAll(filepath.Join(dir, "qrels"), 0o755); err != nil {
+		return fmt.Errorf("write beir %s: %w", dir, err)
+	}
+	var corpus, qs, rel bytes.Buffer
+	enc := json.NewEncoder(&corpus)
+	for _, d := range docs {
+		if err := enc.Encode(map[string]string{"_id": d.ID, "title": d.Title, "text": d.Text}); err != nil {
+			return err
+		}
+	}
+	enc = json.NewEncoder(&qs)
+	for _, q := range queries {
+		if err := enc.Encode(map[string]string{"_id": q.ID, "text": q.Text}); err != nil {
+			return err
+		}
+	}
+	rel.WriteString("query-id\tcorpus-id\tscore\n")
+	qids := make([]string, 0, len(qrels))
+	for q := range qrels {
+		qids = append(qids, q)
+	}
+	sort.Strings(qids)
+	for _, q := range qids {
+		if strings.ContainsAny(q, "\t\n") {
+			return fmt.Errorf("write beir: %w: query id %q", ErrMalformed, q)
+		}
+		dids := make([]string, 0, len(qrels[q]))
+		for d := range qrels[q] {
+			dids = append(dids, d)
+		}
+		sort.Strings(dids)
+		for _, d := range dids {
+			if strings.ContainsAny(d, "\t\n") {
+				return fmt.Errorf("write beir: %w: document id %q", ErrMalformed, d)
+			}
+			fmt.Fprintf(&rel, "%s\t%s\t%d\n", q, d, qrels[q][d])
+		}
+	}
+	for name, b := range map[string][]byte{"corpus.jsonl": corpus.Bytes(), "queries.jsonl": qs.Bytes(), "qrels/test.tsv": rel.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("write beir: %w", err)
+		}
+	}
+	return nil
 }

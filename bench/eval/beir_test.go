@@ -1,4 +1,4 @@
-package bench
+package eval
 
 import (
 	"errors"
@@ -71,5 +71,28 @@ func TestLoadBEIRErrors(t *testing.T) {
 	}
 	if _, err := LoadBEIR(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing files: %v", err)
+	}
+}
+
+func TestWriteBEIRRoundTrip(t *testing.T) {
+	docs := []Doc{{ID: "d1", Title: "T", Text: "one \"quoted\"\nline"}, {ID: "d2", Text: "two"}}
+	queries := []Query{{ID: "q1", Text: "first"}, {ID: "q2", Text: "unjudged"}}
+	qrels := Qrels{"q1": {"d2": 2, "d1": 0}}
+	dir := filepath.Join(t.TempDir(), "set")
+	if err := WriteBEIR(dir, docs, queries, qrels); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := LoadBEIR(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Name != "set" || len(ds.Docs) != 2 || ds.Docs[0] != docs[0] || ds.Docs[1] != docs[1] {
+		t.Errorf("docs %+v", ds.Docs)
+	}
+	if len(ds.Queries) != 1 || ds.Queries[0] != queries[0] || ds.Qrels["q1"]["d2"] != 2 || len(ds.Qrels["q1"]) != 2 {
+		t.Errorf("queries %+v qrels %+v", ds.Queries, ds.Qrels)
+	}
+	if err := WriteBEIR(t.TempDir(), nil, nil, Qrels{"q\t1": {"d": 1}}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("tab in id: %v", err)
 	}
 }

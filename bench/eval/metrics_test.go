@@ -1,9 +1,8 @@
-package bench
+package eval
 
 import (
 	"math"
 	"testing"
-	"time"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-4 }
@@ -49,38 +48,15 @@ func TestMetrics(t *testing.T) {
 func TestEvaluateIdenticalIDs(t *testing.T) {
 	qrels := Qrels{"1": {"5": 1}, "2": {"2": 1}}
 	run := Run{"1": {"1", "5"}, "2": {"2", "9"}, "3": {"5"}}
-	beir := Evaluate(qrels, run, EvalOptions{DropIdenticalIDs: true})
+	beir := Evaluate(qrels, run, Options{DropIdenticalIDs: true})
 	// BEIR drops doc "1" for query "1" (→ "5" at rank 1, nDCG 1) and doc
 	// "2" for query "2" (→ nothing relevant, 0); query "3" has no qrels.
 	if beir.Queries != 2 || !near(beir.NDCG10, 0.5) || !near(beir.MRR10, 0.5) {
 		t.Errorf("BEIR convention: %+v", beir)
 	}
-	keep := Evaluate(qrels, run, EvalOptions{})
+	keep := Evaluate(qrels, run, Options{})
 	// q1: "5" at rank 2 → 1/log2(3) = 0.63093; q2: "2" at rank 1 → 1.
 	if !near(keep.NDCG10, (1/math.Log2(3)+1)/2) || !near(keep.MRR10, 0.75) || !near(keep.Recall100, 1) {
 		t.Errorf("keep identical: %+v", keep)
-	}
-}
-
-func TestLatencyStats(t *testing.T) {
-	var ds []time.Duration
-	for i := 100; i >= 1; i-- {
-		ds = append(ds, time.Duration(i)*time.Millisecond)
-	}
-	l := LatencyStats(ds)
-	if l.N != 100 || l.P50 != 50*time.Millisecond || l.P90 != 90*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond {
-		t.Errorf("got %+v", l)
-	}
-	if l.Mean != 50500*time.Microsecond {
-		t.Errorf("mean %v", l.Mean)
-	}
-	if ds[0] != 100*time.Millisecond {
-		t.Errorf("input was sorted in place")
-	}
-	if one := LatencyStats([]time.Duration{7}); one.P50 != 7 || one.P99 != 7 {
-		t.Errorf("single: %+v", one)
-	}
-	if z := LatencyStats(nil); z.N != 0 {
-		t.Errorf("empty: %+v", z)
 	}
 }
