@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/simd"
 )
@@ -184,8 +186,8 @@ func RunDense(ctx context.Context, o DenseOptions, emit func(map[string]any) err
 			}
 			row := base("hnsw")
 			row["m"], row["ef_construction"], row["ef_search"] = m, o.EfConstruction, ef
-			row["build_s"] = Round(build.Seconds(), 2)
-			row["recall_at_k"] = Round(denseRecall(got, truth), 4)
+			row["build_s"] = measure.Round(build.Seconds(), 2)
+			row["recall_at_k"] = measure.Round(denseRecall(got, truth), 4)
 			denseLatency(row, lat)
 			if err := add(row); err != nil {
 				ix.Close()
@@ -200,7 +202,7 @@ func RunDense(ctx context.Context, o DenseOptions, emit func(map[string]any) err
 // denseBuild adds data one item per call (as a streaming writer would) and
 // returns the wall time.
 func denseBuild(ctx context.Context, ix *dense.Index, data [][]float32, label string, force bool) (time.Duration, error) {
-	p := NewProgress(label, len(data), force)
+	p := measure.NewProgress(label, len(data), force)
 	start := time.Now()
 	for i, v := range data {
 		if i%1024 == 0 {
@@ -239,10 +241,10 @@ func denseLatency(row map[string]any, lat []time.Duration) {
 	for _, d := range lat {
 		sum += d
 	}
-	s := LatencyStats(lat)
-	row["qps"] = Round(float64(len(lat))/sum.Seconds(), 1)
-	row["p50_ms"] = Round(Ms(s.P50), 3)
-	row["p99_ms"] = Round(Ms(s.P99), 3)
+	s := measure.LatencyStats(lat)
+	row["qps"] = measure.Round(float64(len(lat))/sum.Seconds(), 1)
+	row["p50_ms"] = measure.Round(measure.Ms(s.P50), 3)
+	row["p99_ms"] = measure.Round(measure.Ms(s.P99), 3)
 }
 
 func denseIDs(hits []dense.Hit) []string {
@@ -272,9 +274,9 @@ func denseRecall(got, truth [][]string) float64 {
 }
 
 // DenseReport renders rows for bench/results/dense.md.
-func DenseReport(o DenseOptions, command string, rows []map[string]any) Report {
+func DenseReport(o DenseOptions, command string, rows []map[string]any) report.Report {
 	def := dense.DefaultConfig(o.Dim)
-	return Report{
+	return report.Report{
 		Title:   "Dense vector search: HNSW sweep and exact flat search",
 		Command: command,
 		Notes: []string{
@@ -284,6 +286,6 @@ func DenseReport(o DenseOptions, command string, rows []map[string]any) Report {
 		},
 		Config:  o,
 		Columns: []string{"kind", "m", "ef_search", "build_s", "recall_at_k", "qps", "p50_ms", "p99_ms"},
-		Rows:    rows,
+		Rows:    anyRows(rows),
 	}
 }

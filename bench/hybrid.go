@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
@@ -163,13 +165,13 @@ type HybridResult struct {
 	// RealWeights is false when a model the configuration uses (embedder,
 	// reranker) is a generated random-weight stand-in: its quality figures
 	// are then meaningless.
-	RealWeights  bool          `json:"real_weights"`
-	Budget       time.Duration `json:"budget_ns"`
-	Scores       eval.Scores   `json:"scores"`
-	QPS          float64       `json:"qps"`
-	Latency      Latency       `json:"latency"`
-	DegradedFrac float64       `json:"degraded_frac"`
-	MeanReranked float64       `json:"mean_reranked"`
+	RealWeights  bool            `json:"real_weights"`
+	Budget       time.Duration   `json:"budget_ns"`
+	Scores       eval.Scores     `json:"scores"`
+	QPS          float64         `json:"qps"`
+	Latency      measure.Latency `json:"latency"`
+	DegradedFrac float64         `json:"degraded_frac"`
+	MeanReranked float64         `json:"mean_reranked"`
 	// MeanStages are mean per-stage times over the queries.
 	MeanStages engine.Timings `json:"mean_stages"`
 	// Fallbacks counts fallback codes over the queries.
@@ -193,13 +195,13 @@ func (r HybridResult) Row() map[string]any {
 	}
 	return map[string]any{
 		"config": r.Config.Name, "dataset": r.Dataset, "queries": r.Scores.Queries, "real_weights": r.RealWeights,
-		"budget_ms": Ms(r.Budget),
-		"ndcg@10":   Round(r.Scores.NDCG10, 4), "recall@100": Round(r.Scores.Recall100, 4), "mrr@10": Round(r.Scores.MRR10, 4),
-		"p50_ms": Round(Ms(r.Latency.P50), 3), "p99_ms": Round(Ms(r.Latency.P99), 3), "qps": Round(r.QPS, 1),
-		"degraded_frac": Round(r.DegradedFrac, 3), "mean_reranked": Round(r.MeanReranked, 1),
-		"bm25_ms": Round(Ms(r.MeanStages.BM25), 3), "dense_ms": Round(Ms(r.MeanStages.Dense), 3),
-		"fusion_ms": Round(Ms(r.MeanStages.Fusion), 3), "rerank_ms": Round(Ms(r.MeanStages.Rerank), 3),
-		"mmr_ms": Round(Ms(r.MeanStages.MMR), 3), "fallbacks": fb, "timeouts": r.Timeouts,
+		"budget_ms": measure.Ms(r.Budget),
+		"ndcg@10":   measure.Round(r.Scores.NDCG10, 4), "recall@100": measure.Round(r.Scores.Recall100, 4), "mrr@10": measure.Round(r.Scores.MRR10, 4),
+		"p50_ms": measure.Round(measure.Ms(r.Latency.P50), 3), "p99_ms": measure.Round(measure.Ms(r.Latency.P99), 3), "qps": measure.Round(r.QPS, 1),
+		"degraded_frac": measure.Round(r.DegradedFrac, 3), "mean_reranked": measure.Round(r.MeanReranked, 1),
+		"bm25_ms": measure.Round(measure.Ms(r.MeanStages.BM25), 3), "dense_ms": measure.Round(measure.Ms(r.MeanStages.Dense), 3),
+		"fusion_ms": measure.Round(measure.Ms(r.MeanStages.Fusion), 3), "rerank_ms": measure.Round(measure.Ms(r.MeanStages.Rerank), 3),
+		"mmr_ms": measure.Round(measure.Ms(r.MeanStages.MMR), 3), "fallbacks": fb, "timeouts": r.Timeouts,
 	}
 }
 
@@ -289,7 +291,7 @@ func OpenHybridBench(ctx context.Context, ds *eval.Dataset, opt HybridOptions, r
 		return nil, err
 	}
 	h.closers = append(h.closers, h.hybrid.Close)
-	bar := NewProgress("embed "+ds.Name, 1, opt.Progress)
+	bar := measure.NewProgress("embed "+ds.Name, 1, opt.Progress)
 	h.CommitHybrid, err = add(h.hybrid)
 	bar.Done()
 	if err != nil {
@@ -354,7 +356,7 @@ func (h *HybridBench) Run(ctx context.Context, c HybridConfig) (HybridResult, er
 	lat := make([]time.Duration, 0, len(qs))
 	var st engine.Timings
 	degraded, reranked := 0, 0
-	bar := NewProgress(fmt.Sprintf("hybrid %s %s", h.ds.Name, c.Name), len(qs), h.opt.Progress)
+	bar := measure.NewProgress(fmt.Sprintf("hybrid %s %s", h.ds.Name, c.Name), len(qs), h.opt.Progress)
 	wall := time.Now()
 	for _, q := range qs {
 		t0 := time.Now()
@@ -405,7 +407,7 @@ func (h *HybridBench) Run(ctx context.Context, c HybridConfig) (HybridResult, er
 		res.MeanReranked = float64(reranked) / float64(n)
 	}
 	res.Scores = eval.Evaluate(h.ds.Qrels, run, h.opt.Eval)
-	res.Latency = LatencyStats(lat)
+	res.Latency = measure.LatencyStats(lat)
 	return res, nil
 }
 
@@ -421,13 +423,13 @@ func (h *HybridBench) warm(ctx context.Context, e *engine.Engine, qs []eval.Quer
 
 // BudgetPoint is one budget of a budget sweep.
 type BudgetPoint struct {
-	Profile      string        `json:"profile"`
-	Budget       time.Duration `json:"budget_ns"`
-	Searches     int           `json:"searches"`
-	Candidates   int           `json:"candidates"`
-	Latency      Latency       `json:"latency"`
-	DegradedFrac float64       `json:"degraded_frac"`
-	MeanReranked float64       `json:"mean_reranked"`
+	Profile      string          `json:"profile"`
+	Budget       time.Duration   `json:"budget_ns"`
+	Searches     int             `json:"searches"`
+	Candidates   int             `json:"candidates"`
+	Latency      measure.Latency `json:"latency"`
+	DegradedFrac float64         `json:"degraded_frac"`
+	MeanReranked float64         `json:"mean_reranked"`
 	// MaxOverrun is the largest Timings.Total − Budget (≤ 0 when every
 	// search met the budget).
 	MaxOverrun time.Duration `json:"max_overrun_ns"`
@@ -448,10 +450,10 @@ var BudgetColumns = []string{"config", "profile", "budget_ms", "searches", "cand
 // Row renders p for the report.
 func (p BudgetPoint) Row() map[string]any {
 	return map[string]any{
-		"config": "sweep rrf+" + p.Profile, "profile": p.Profile, "budget_ms": Ms(p.Budget), "searches": p.Searches,
-		"candidates": p.Candidates, "p50_ms": Round(Ms(p.Latency.P50), 3), "p99_ms": Round(Ms(p.Latency.P99), 3),
-		"max_ms": Round(Ms(p.Latency.Max), 3), "degraded_frac": Round(p.DegradedFrac, 3),
-		"mean_reranked": Round(p.MeanReranked, 1), "degraded_unmarked": p.DegradedUnmarked, "timeouts": p.Timeouts,
+		"config": "sweep rrf+" + p.Profile, "profile": p.Profile, "budget_ms": measure.Ms(p.Budget), "searches": p.Searches,
+		"candidates": p.Candidates, "p50_ms": measure.Round(measure.Ms(p.Latency.P50), 3), "p99_ms": measure.Round(measure.Ms(p.Latency.P99), 3),
+		"max_ms": measure.Round(measure.Ms(p.Latency.Max), 3), "degraded_frac": measure.Round(p.DegradedFrac, 3),
+		"mean_reranked": measure.Round(p.MeanReranked, 1), "degraded_unmarked": p.DegradedUnmarked, "timeouts": p.Timeouts,
 	}
 }
 
@@ -485,7 +487,7 @@ func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets [
 		p := BudgetPoint{Profile: profile, Budget: b, Searches: len(qs), Candidates: h.opt.Candidates, MaxOverrun: -b}
 		lat := make([]time.Duration, 0, len(qs))
 		degraded, reranked := 0, 0
-		bar := NewProgress(fmt.Sprintf("budget %v %s", b, profile), len(qs), h.opt.Progress)
+		bar := measure.NewProgress(fmt.Sprintf("budget %v %s", b, profile), len(qs), h.opt.Progress)
 		for _, q := range qs {
 			t0 := time.Now()
 			r, err := e.Search(ctx, req(q.Text))
@@ -512,7 +514,7 @@ func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets [
 			bar.Add(1)
 		}
 		bar.Done()
-		p.Latency = LatencyStats(lat)
+		p.Latency = measure.LatencyStats(lat)
 		p.DegradedFrac = float64(degraded) / float64(len(qs))
 		p.MeanReranked = float64(reranked) / float64(len(qs))
 		out = append(out, p)
@@ -523,7 +525,7 @@ func (h *HybridBench) BudgetSweep(ctx context.Context, profile string, budgets [
 // BudgetPlot renders budget sweeps (one line per profile): p50/p99 latency
 // against the budget with the y = x line, and the mean candidates reranked
 // against the budget.
-func BudgetPlot(points []BudgetPoint) []Plot {
+func BudgetPlot(points []BudgetPoint) []report.Plot {
 	var profiles []string
 	by := map[string][]BudgetPoint{}
 	for _, p := range points {
@@ -532,24 +534,24 @@ func BudgetPlot(points []BudgetPoint) []Plot {
 		}
 		by[p.Profile] = append(by[p.Profile], p)
 	}
-	lat := Plot{Title: "Search latency vs budget (100 candidates offered to the reranker)", XLabel: "budget (ms)", YLabel: "latency (ms)"}
-	rr := Plot{Title: "Candidates reranked vs budget", XLabel: "budget (ms)", YLabel: "mean candidates reranked"}
+	lat := report.Plot{Title: "Search latency vs budget (100 candidates offered to the reranker)", XLabel: "budget (ms)", YLabel: "latency (ms)"}
+	rr := report.Plot{Title: "Candidates reranked vs budget", XLabel: "budget (ms)", YLabel: "mean candidates reranked"}
 	var all []float64
 	for _, prof := range profiles {
 		var x, p50, p99, n []float64
 		for _, p := range by[prof] {
-			x = append(x, Ms(p.Budget))
-			p50 = append(p50, Ms(p.Latency.P50))
-			p99 = append(p99, Ms(p.Latency.P99))
+			x = append(x, measure.Ms(p.Budget))
+			p50 = append(p50, measure.Ms(p.Latency.P50))
+			p99 = append(p99, measure.Ms(p.Latency.P99))
 			n = append(n, p.MeanReranked)
 		}
 		all = append(all, x...)
-		lat.Series = append(lat.Series, Series{Name: prof + " p99", X: x, Y: p99}, Series{Name: prof + " p50", X: x, Y: p50})
-		rr.Series = append(rr.Series, Series{Name: prof, X: x, Y: n})
+		lat.Series = append(lat.Series, report.Series{Name: prof + " p99", X: x, Y: p99}, report.Series{Name: prof + " p50", X: x, Y: p50})
+		rr.Series = append(rr.Series, report.Series{Name: prof, X: x, Y: n})
 	}
 	all = slices.Compact(slices.Sorted(slices.Values(all)))
-	lat.Series = append(lat.Series, Series{Name: "y = x (budget)", X: all, Y: all})
-	return []Plot{lat, rr}
+	lat.Series = append(lat.Series, report.Series{Name: "y = x (budget)", X: all, Y: all})
+	return []report.Plot{lat, rr}
 }
 
 // ParseDurations parses a comma-free list of durations ("25ms").

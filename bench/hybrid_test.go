@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -73,8 +75,8 @@ func TestParseDurations(t *testing.T) {
 
 func TestBudgetPlot(t *testing.T) {
 	pts := []BudgetPoint{
-		{Profile: "balanced", Budget: 50 * time.Millisecond, Latency: Latency{P50: 40 * time.Millisecond, P99: 49 * time.Millisecond}, MeanReranked: 8},
-		{Profile: "balanced", Budget: 100 * time.Millisecond, Latency: Latency{P50: 90 * time.Millisecond, P99: 99 * time.Millisecond}, MeanReranked: 17},
+		{Profile: "balanced", Budget: 50 * time.Millisecond, Latency: measure.Latency{P50: 40 * time.Millisecond, P99: 49 * time.Millisecond}, MeanReranked: 8},
+		{Profile: "balanced", Budget: 100 * time.Millisecond, Latency: measure.Latency{P50: 90 * time.Millisecond, P99: 99 * time.Millisecond}, MeanReranked: 17},
 	}
 	pts = append(pts, BudgetPoint{Profile: "fast", Budget: 50 * time.Millisecond, MeanReranked: 60})
 	ps := BudgetPlot(pts)
@@ -83,7 +85,7 @@ func TestBudgetPlot(t *testing.T) {
 		t.Fatalf("plots %+v", ps)
 	}
 	var b bytes.Buffer
-	RenderSVG(&b, ps...)
+	report.RenderSVG(&b, ps...)
 	if !strings.Contains(b.String(), "y = x") {
 		t.Fatal("no y = x line")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/postings"
 )
 
@@ -164,7 +165,7 @@ func RunLexicalBEIR(ctx context.Context, ds *eval.Dataset, opt LexicalOptions) (
 		return LexicalResult{}, err
 	}
 	runtime.GC()
-	bar := NewProgress("index "+ds.Name, len(ds.Docs), opt.Progress)
+	bar := measure.NewProgress("index "+ds.Name, len(ds.Docs), opt.Progress)
 	start := time.Now()
 	b := ix.NewBatch()
 	for i := range ds.Docs {
@@ -204,7 +205,7 @@ func RunLexicalSynthetic(ctx context.Context, syn *Synthetic, opt LexicalOptions
 	n := syn.Config().Docs
 	name := fmt.Sprintf("synthetic-%d", n)
 	runtime.GC()
-	bar := NewProgress("index "+name, n, opt.Progress)
+	bar := measure.NewProgress("index "+name, n, opt.Progress)
 	start := time.Now()
 	chunk := opt.ChunkDocs
 	if chunk == 0 {
@@ -253,13 +254,13 @@ func finishLexical(ctx context.Context, name string, docs int, ix *postings.Inde
 	res := LexicalResult{
 		Dataset: name, Docs: docs, Queries: len(qs), Variant: string(opt.Index.Variant),
 		K1: opt.Index.K1, B: opt.Index.B, Exhaustive: opt.Exhaustive,
-		IndexS: Round(build.Seconds(), 4),
+		IndexS: measure.Round(build.Seconds(), 4),
 	}
 	if res.Variant == "" {
 		res.Variant = string(postings.Lucene)
 	}
 	if build > 0 {
-		res.DocsPerS = Round(float64(docs)/build.Seconds(), 0)
+		res.DocsPerS = measure.Round(float64(docs)/build.Seconds(), 0)
 	}
 	first := make([][]postings.Hit, len(qs))
 	lat := make([]time.Duration, len(qs))
@@ -292,9 +293,9 @@ func finishLexical(ctx context.Context, name string, docs int, ix *postings.Inde
 			bestLat = slices.Clone(lat)
 		}
 	}
-	res.QPS = Round(float64(len(qs))/best.Seconds(), 0)
-	l := LatencyStats(bestLat)
-	res.P50Ms, res.P90Ms, res.P99Ms = Round(Ms(l.P50), 4), Round(Ms(l.P90), 4), Round(Ms(l.P99), 4)
+	res.QPS = measure.Round(float64(len(qs))/best.Seconds(), 0)
+	l := measure.LatencyStats(bestLat)
+	res.P50Ms, res.P90Ms, res.P99Ms = measure.Round(measure.Ms(l.P50), 4), measure.Round(measure.Ms(l.P90), 4), measure.Round(measure.Ms(l.P99), 4)
 
 	run := make(eval.Run, len(qs))
 	for i, q := range qs {
@@ -303,15 +304,15 @@ func finishLexical(ctx context.Context, name string, docs int, ix *postings.Inde
 	sc := eval.Evaluate(qrels, run, opt.Eval)
 	other := opt.Eval
 	other.DropIdenticalIDs = !other.DropIdenticalIDs
-	res.NDCG10, res.Recall100, res.MRR10 = Round(sc.NDCG10, 5), Round(sc.Recall100, 5), Round(sc.MRR10, 5)
+	res.NDCG10, res.Recall100, res.MRR10 = measure.Round(sc.NDCG10, 5), measure.Round(sc.Recall100, 5), measure.Round(sc.MRR10, 5)
 	osc := eval.Evaluate(qrels, run, other)
-	res.NDCG10OtherID, res.Recall100OtherID = Round(osc.NDCG10, 5), Round(osc.Recall100, 5)
+	res.NDCG10OtherID, res.Recall100OtherID = measure.Round(osc.NDCG10, 5), measure.Round(osc.Recall100, 5)
 
 	st := ix.Stats()
 	res.Postings, res.Terms = st.Postings, st.Terms
-	res.IndexMB = Round(float64(st.IndexBytes)/(1<<20), 2)
+	res.IndexMB = measure.Round(float64(st.IndexBytes)/(1<<20), 2)
 	if st.Postings > 0 {
-		res.BytesPerP = Round(float64(st.IndexBytes)/float64(st.Postings), 3)
+		res.BytesPerP = measure.Round(float64(st.IndexBytes)/float64(st.Postings), 3)
 	}
 	return res, nil
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"sort"
 	"strings"
+
+	"github.com/hybrank/hybrank/bench/report"
 )
 
 // LexicalTable renders rows as a markdown table with LexicalColumns.
@@ -16,7 +18,7 @@ func LexicalTable(rows []map[string]any) string {
 	for _, r := range rows {
 		cells := make([]string, len(LexicalColumns))
 		for i, c := range LexicalColumns {
-			cells[i] = FormatValue(r[c])
+			cells[i] = report.FormatValue(r[c])
 		}
 		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 	}
@@ -24,12 +26,12 @@ func LexicalTable(rows []map[string]any) string {
 }
 
 // LexicalReport is the report written to bench/results/lexical.md.
-func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) Report {
+func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) report.Report {
 	idconv := "documents whose id equals the query id are kept, as trec_eval does (BEIR's ignore_identical_ids=False)"
 	if opt.Eval.DropIdenticalIDs {
 		idconv = "documents whose id equals the query id are dropped before scoring (BEIR's ignore_identical_ids=True)"
 	}
-	return Report{
+	return report.Report{
 		Title:   "Lexical BM25",
 		Command: command,
 		Notes: []string{
@@ -44,7 +46,7 @@ func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) Re
 		},
 		Config:  opt,
 		Columns: LexicalColumns,
-		Rows:    rows,
+		Rows:    anyRows(rows),
 	}
 }
 
@@ -62,8 +64,8 @@ func WriteLexicalScaling(path string, results []LexicalResult) error {
 		names = append(names, v)
 	}
 	sort.Strings(names)
-	qps := Plot{Title: "BM25 QPS vs corpus size (1 goroutine, top-100)", XLabel: "documents", YLabel: "queries / s", LogX: true, LogY: true}
-	p99 := Plot{Title: "BM25 p99 latency vs corpus size", XLabel: "documents", YLabel: "p99 ms", LogX: true, LogY: true}
+	qps := report.Plot{Title: "BM25 QPS vs corpus size (1 goroutine, top-100)", XLabel: "documents", YLabel: "queries / s", LogX: true, LogY: true}
+	p99 := report.Plot{Title: "BM25 p99 latency vs corpus size", XLabel: "documents", YLabel: "p99 ms", LogX: true, LogY: true}
 	for _, v := range names {
 		rs := byVar[v]
 		sort.Slice(rs, func(i, j int) bool { return rs[i].Docs < rs[j].Docs })
@@ -73,8 +75,8 @@ func WriteLexicalScaling(path string, results []LexicalResult) error {
 			q = append(q, r.QPS)
 			p = append(p, r.P99Ms)
 		}
-		qps.Series = append(qps.Series, Series{Name: v, X: x, Y: q})
-		p99.Series = append(p99.Series, Series{Name: v, X: x, Y: p})
+		qps.Series = append(qps.Series, report.Series{Name: v, X: x, Y: q})
+		p99.Series = append(p99.Series, report.Series{Name: v, X: x, Y: p})
 	}
-	return WriteSVGFile(path, qps, p99)
+	return report.WriteSVGFile(path, qps, p99)
 }

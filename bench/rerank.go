@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
@@ -136,10 +138,10 @@ func (r RerankResult) Row() map[string]any {
 	return map[string]any{
 		"profile": r.Profile, "kind": r.Kind, "provider": r.Provider, "threads": r.Threads, "pool_size": r.PoolSize,
 		"graph_optimization": r.GraphOpt, "arena": r.Arena, "spinning": r.Spinning, "batch_tokens": r.BatchTokens, "batch_pairs": r.BatchPairs,
-		"doc_tokens": r.DocTokens, "seq_len": Round(r.SeqLen, 1), "pairs": r.Pairs, "calls": r.Calls,
-		"pairs_per_s": Round(r.PairsPerS, 2), "tokens_per_s": Round(r.TokensPerS, 0),
-		"p50_ms": Round(r.P50Ms, 2), "p99_ms": Round(r.P99Ms, 2),
-		"gflops": Round(r.GFLOPs, 2), "gflops_best": Round(r.GFLOPsBest, 2), "peak_gflops": Round(r.PeakGFLOPs, 2), "efficiency": Round(r.Efficiency, 3),
+		"doc_tokens": r.DocTokens, "seq_len": measure.Round(r.SeqLen, 1), "pairs": r.Pairs, "calls": r.Calls,
+		"pairs_per_s": measure.Round(r.PairsPerS, 2), "tokens_per_s": measure.Round(r.TokensPerS, 0),
+		"p50_ms": measure.Round(r.P50Ms, 2), "p99_ms": measure.Round(r.P99Ms, 2),
+		"gflops": measure.Round(r.GFLOPs, 2), "gflops_best": measure.Round(r.GFLOPsBest, 2), "peak_gflops": measure.Round(r.PeakGFLOPs, 2), "efficiency": measure.Round(r.Efficiency, 3),
 		"real_weights": r.RealWeights, "data": r.Data,
 	}
 }
@@ -418,14 +420,14 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 	seqLen := float64(usage.Tokens) / float64(usage.Pairs)
 	// FLOPs of the real (unpadded) tokens: what the model must compute.
 	flops := float64(usage.Pairs) * bertgen.FLOPs(shape, int(seqLen+0.5))
-	ls := LatencyStats(lat)
+	ls := measure.LatencyStats(lat)
 	res := RerankResult{
 		Profile: cfg.Profile, Kind: string(kind), Provider: provider(), Threads: cfg.Threads, PoolSize: cfg.PoolSize,
 		GraphOpt: orDefault(cfg.GraphOptimization, "all"), Arena: !cfg.DisableArena, Spinning: !cfg.DisableSpinning,
 		BatchTokens: mc.MaxBatchTokens, BatchPairs: int(float64(mc.MaxBatchTokens) / seqLen),
 		DocTokens: cfg.DocTokens, SeqLen: seqLen, Pairs: cfg.Pairs, Calls: len(lat),
 		PairsPerS: float64(usage.Pairs) / elapsed, TokensPerS: float64(usage.Tokens) / elapsed,
-		P50Ms: Ms(ls.P50), P99Ms: Ms(ls.P99), GFLOPs: flops / elapsed / 1e9,
+		P50Ms: measure.Ms(ls.P50), P99Ms: measure.Ms(ls.P99), GFLOPs: flops / elapsed / 1e9,
 		GFLOPsBest:  flops / float64(len(lat)) / slices.Min(lat).Seconds() / 1e9,
 		RealWeights: RealWeights(dir), Data: orDefault(filepath.Base(cfg.Data), "synthetic"),
 	}
@@ -603,14 +605,14 @@ func WriteModelReport(dir, name, command string, results []RerankResult, notes [
 			"gflops_best uses the fastest call; peak_gflops is the best of 5 runs of an n×n float32 MatMul through the same runtime and thread count, measured right after each row's model runs; efficiency = gflops / peak_gflops.",
 		"real_weights=false: generated models with seeded random weights (bertgen) — the shape and ONNX operators of the "+
 			"Hugging Face exports, so speed is representative and scores are meaningless.")
-	path, err := WriteReport(dir, name, Report{
-		Title: title, Command: command, Notes: notes, Columns: RerankColumns, Rows: rows,
+	path, err := report.Write(dir, name, report.Report{
+		Title: title, Command: command, Notes: notes, Columns: RerankColumns, Rows: anyRows(rows),
 	})
 	if err != nil {
 		return "", err
 	}
 	// One panel per profile, one line per (doc tokens, threads, pool).
-	var panels []Plot
+	var panels []report.Plot
 	panelOf := map[string]int{}
 	seriesOf := map[string]int{}
 	for _, r := range results {
@@ -618,7 +620,7 @@ func WriteModelReport(dir, name, command string, results []RerankResult, notes [
 		if !ok {
 			pi = len(panels)
 			panelOf[r.Profile] = pi
-			panels = append(panels, Plot{Title: title + ": " + r.Profile, XLabel: "batch size (" + unit + " per runtime call)",
+			panels = append(panels, report.Plot{Title: title + ": " + r.Profile, XLabel: "batch size (" + unit + " per runtime call)",
 				YLabel: unit + "/s", LogX: true, LogY: true})
 		}
 		name := fmt.Sprintf("%d tokens, %d threads", r.DocTokens, r.Threads)
@@ -630,13 +632,13 @@ func WriteModelReport(dir, name, command string, results []RerankResult, notes [
 		if !ok {
 			si = len(panels[pi].Series)
 			seriesOf[k] = si
-			panels[pi].Series = append(panels[pi].Series, Series{Name: name})
+			panels[pi].Series = append(panels[pi].Series, report.Series{Name: name})
 		}
 		s := &panels[pi].Series[si]
 		s.X = append(s.X, float64(r.BatchPairs))
 		s.Y = append(s.Y, r.PairsPerS)
 	}
-	if err := WriteSVGFile(filepath.Join(dir, svgName), panels...); err != nil {
+	if err := report.WriteSVGFile(filepath.Join(dir, svgName), panels...); err != nil {
 		return path, err
 	}
 	return path, nil

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/server"
@@ -104,9 +105,9 @@ func (r ServeResult) Row() map[string]any {
 	return map[string]any{
 		"run": "serve", "route": r.Route, "profile": r.Profile, "provider": r.Provider, "threads": r.Threads, "clients": r.Clients,
 		"batching": r.Batching, "docs": r.Docs, "doc_tokens": r.DocTokens, "requests": r.Requests,
-		"rps": Round(r.RPS, 2), "pairs_per_s": Round(r.PairsPerS, 1), "p50_ms": Round(r.P50Ms, 2), "p99_ms": Round(r.P99Ms, 2),
-		"errors": string(errs), "model_calls": r.ModelCalls, "pairs_per_call": Round(r.PairsPerCall, 1),
-		"library_pairs_per_s": Round(r.LibraryPairsPerS, 1), "real_weights": r.RealWeights,
+		"rps": measure.Round(r.RPS, 2), "pairs_per_s": measure.Round(r.PairsPerS, 1), "p50_ms": measure.Round(r.P50Ms, 2), "p99_ms": measure.Round(r.P99Ms, 2),
+		"errors": string(errs), "model_calls": r.ModelCalls, "pairs_per_call": measure.Round(r.PairsPerCall, 1),
+		"library_pairs_per_s": measure.Round(r.LibraryPairsPerS, 1), "real_weights": r.RealWeights,
 	}
 }
 
@@ -311,12 +312,12 @@ func (mb *ModelBench) RunServe(ctx context.Context, cfg ServeConfig, batching bo
 		return ServeResult{}, err
 	}
 	calls := int(calls1.Load() - calls0.Load())
-	ls := LatencyStats(lat)
+	ls := measure.LatencyStats(lat)
 	res := ServeResult{
 		Route: "/v1/rerank", Profile: rc.Profile, Provider: ce.Provider(), Threads: rc.Threads,
 		Clients: cfg.Clients, Batching: batching, Docs: cfg.Docs, DocTokens: rc.DocTokens,
 		Requests: ok, RPS: float64(ok) / elapsed, PairsPerS: float64(ok*cfg.Docs) / elapsed,
-		P50Ms: Ms(ls.P50), P99Ms: Ms(ls.P99), Errors: errs, ModelCalls: calls,
+		P50Ms: measure.Ms(ls.P50), P99Ms: measure.Ms(ls.P99), Errors: errs, ModelCalls: calls,
 		RealWeights: RealWeights(dir),
 	}
 	if calls > 0 {
@@ -364,7 +365,7 @@ type CurvePoint struct {
 func (p CurvePoint) Row(profile string, threads, docTokens int, real bool) map[string]any {
 	return map[string]any{
 		"run": "library", "profile": profile, "threads": threads, "doc_tokens": docTokens, "batch_size": p.BatchSize,
-		"requests": p.Calls, "pairs_per_s": Round(p.PairsPerS, 1), "p50_ms": Round(p.MsPerCall, 1), "real_weights": real,
+		"requests": p.Calls, "pairs_per_s": measure.Round(p.PairsPerS, 1), "p50_ms": measure.Round(p.MsPerCall, 1), "real_weights": real,
 	}
 }
 
@@ -416,7 +417,7 @@ func (mb *ModelBench) RunServeCurve(ctx context.Context, cfg ServeConfig, sizes 
 		}
 		el := time.Since(start)
 		out = append(out, CurvePoint{BatchSize: n, Calls: calls,
-			PairsPerS: float64(calls*n) / el.Seconds(), MsPerCall: Ms(el) / float64(calls)})
+			PairsPerS: float64(calls*n) / el.Seconds(), MsPerCall: measure.Ms(el) / float64(calls)})
 	}
 	return out, nil
 }
@@ -529,9 +530,9 @@ func (r OverloadResult) Row() map[string]any {
 	}
 	return map[string]any{
 		"run": "overload", "profile": r.Profile, "threads": r.Threads, "clients": r.Clients, "batching": r.Batching,
-		"docs": r.Docs, "requests": r.Statuses["200"], "rps": Round(r.OKPerS, 2), "pairs_per_s": Round(r.OKPerS*float64(r.Docs), 1),
-		"p50_ms": Round(r.P50Ms, 1), "p99_ms": Round(r.P99Ms, 1), "errors": string(st),
-		"rss_start_mib": Round(r.RSSStartMiB, 1), "rss_peak_mib": Round(r.RSSPeakMiB, 1), "rss_end_mib": Round(r.RSSEndMiB, 1),
+		"docs": r.Docs, "requests": r.Statuses["200"], "rps": measure.Round(r.OKPerS, 2), "pairs_per_s": measure.Round(r.OKPerS*float64(r.Docs), 1),
+		"p50_ms": measure.Round(r.P50Ms, 1), "p99_ms": measure.Round(r.P99Ms, 1), "errors": string(st),
+		"rss_start_mib": measure.Round(r.RSSStartMiB, 1), "rss_peak_mib": measure.Round(r.RSSPeakMiB, 1), "rss_end_mib": measure.Round(r.RSSEndMiB, 1),
 		"verdict": verdict, "real_weights": r.RealWeights,
 	}
 }
@@ -660,9 +661,9 @@ func (mb *ModelBench) RunOverload(ctx context.Context, cfg OverloadConfig, batch
 		return res, err
 	}
 	res.NoRetryAfter = noRetry
-	ls, rs := LatencyStats(okLat), LatencyStats(rejLat)
+	ls, rs := measure.LatencyStats(okLat), measure.LatencyStats(rejLat)
 	res.OKPerS = float64(len(okLat)) / res.Seconds
-	res.P50Ms, res.P99Ms, res.RejectP99Ms = Ms(ls.P50), Ms(ls.P99), Ms(rs.P99)
+	res.P50Ms, res.P99Ms, res.RejectP99Ms = measure.Ms(ls.P50), measure.Ms(ls.P99), measure.Ms(rs.P99)
 
 	// Healthy afterwards.
 	var bad []string

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -79,7 +80,7 @@ func TestSyntheticShape(t *testing.T) {
 	for _, q := range s.Queries()[:20] {
 		for id, grade := range s.Qrels()[q.ID] {
 			var i int
-			if _, err := fmtSscan(id, &i); err != nil {
+			if _, err := fmt.Sscanf(id, "d%d", &i); err != nil {
 				t.Fatal(err)
 			}
 			has := 0

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models/wordpiece"
 )
 
@@ -237,8 +239,8 @@ func tokenizeSame(e wordpiece.Encoding, ids, types []int32) bool {
 func tokenizeRow(impl, mode string, pairs, tokens int, d time.Duration, note string) TokenizeRow {
 	s := d.Seconds()
 	return TokenizeRow{
-		Impl: impl, Mode: mode, Threads: 1, Seconds: Round(s, 4), Tokens: tokens, Note: note,
-		PairsPerSec: Round(float64(pairs)/s, 1), TokensPerS: Round(float64(tokens)/s, 0),
+		Impl: impl, Mode: mode, Threads: 1, Seconds: measure.Round(s, 4), Tokens: tokens, Note: note,
+		PairsPerSec: measure.Round(float64(pairs)/s, 1), TokensPerS: measure.Round(float64(tokens)/s, 0),
 	}
 }
 
@@ -394,12 +396,12 @@ func WriteTokenizeReport(dir, name, command string, res TokenizeResult) (string,
 			"HF's encodeBatch row tokenizes q and d as separate texts (the Node binding has no pair batch API), so it skips pair truncation and post-processing: it flatters HF slightly.",
 			"Both sides run one after the other on the same machine; on a shared or loaded machine compare the ratio, not the absolute figures.")
 	}
-	return WriteReport(dir, name, Report{
+	return report.Write(dir, name, report.Report{
 		Title:   "Tokenizer throughput: hybrank wordpiece vs Hugging Face tokenizers",
 		Command: command,
 		Notes:   notes,
 		Config:  res.Config,
 		Columns: []string{"impl", "mode", "threads", "pairs/s", "tokens/s", "best round s", "tokens", "note"},
-		Rows:    rows,
+		Rows:    anyRows(rows),
 	})
 }

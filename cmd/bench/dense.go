@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/report"
 )
 
 func init() {
@@ -76,7 +77,7 @@ func runDense(ctx context.Context, args []string) error {
 		for _, r := range rows {
 			cells := make([]string, len(rep.Columns))
 			for i, c := range rep.Columns {
-				cells[i] = bench.FormatValue(r[c])
+				cells[i] = report.FormatValue(r[c])
 			}
 			fmt.Printf("| %s |\n", strings.Join(cells, " | "))
 		}
@@ -84,7 +85,7 @@ func runDense(ctx context.Context, args []string) error {
 	if *out == "" {
 		return nil
 	}
-	path, err := bench.WriteReport(*out, "dense", rep)
+	path, err := report.Write(*out, "dense", rep)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 )
 
@@ -124,7 +126,7 @@ func runHybrid(ctx context.Context, args []string) error {
 	}
 
 	enc := json.NewEncoder(os.Stdout)
-	var rows, sweepRows []map[string]any
+	var rows, sweepRows []any
 	var points []bench.BudgetPoint
 	for _, dir := range data {
 		ds, err := eval.LoadBEIR(dir)
@@ -146,9 +148,9 @@ func runHybrid(ctx context.Context, args []string) error {
 				return joinClose(err, h)
 			}
 			row := r.Row()
-			row["commit_s"] = bench.Round(h.CommitLexical.Seconds(), 2)
+			row["commit_s"] = measure.Round(h.CommitLexical.Seconds(), 2)
 			if c.Dense {
-				row["commit_s"] = bench.Round(h.CommitHybrid.Seconds(), 2)
+				row["commit_s"] = measure.Round(h.CommitHybrid.Seconds(), 2)
 				row["max_doc_tokens"] = *maxDocTokens
 			}
 			rows = append(rows, row)
@@ -158,7 +160,7 @@ func runHybrid(ctx context.Context, args []string) error {
 				}
 			} else {
 				fmt.Fprintf(os.Stderr, "%-22s ndcg@10 %.4f recall@100 %.4f p50 %.1fms p99 %.1fms degraded %.2f reranked %.1f\n",
-					c.Name, r.Scores.NDCG10, r.Scores.Recall100, bench.Ms(r.Latency.P50), bench.Ms(r.Latency.P99), r.DegradedFrac, r.MeanReranked)
+					c.Name, r.Scores.NDCG10, r.Scores.Recall100, measure.Ms(r.Latency.P50), measure.Ms(r.Latency.P99), r.DegradedFrac, r.MeanReranked)
 			}
 		}
 		for _, prof := range sweepProfiles {
@@ -188,7 +190,7 @@ func runHybrid(ctx context.Context, args []string) error {
 						verdict = "FAIL"
 					}
 					fmt.Fprintf(os.Stderr, "done-when check (%s, budget 100ms, %s, %d candidates, %d searches): p99 %.1f ms (≤ 110 ms), %d degraded, %d without a correct Degraded mark, %d retrieval timeouts: %s\n",
-						ds.Name, p.Profile, p.Candidates, p.Searches, bench.Ms(p.Latency.P99), int(p.DegradedFrac*float64(p.Searches)+0.5), p.DegradedUnmarked, p.Timeouts, verdict)
+						ds.Name, p.Profile, p.Candidates, p.Searches, measure.Ms(p.Latency.P99), int(p.DegradedFrac*float64(p.Searches)+0.5), p.DegradedUnmarked, p.Timeouts, verdict)
 				}
 			}
 			points = append(points, pts...)
@@ -208,7 +210,7 @@ func runHybrid(ctx context.Context, args []string) error {
 	if !allReal {
 		weights = "**Models with real_weights = false are generated random-weight stand-ins (bench models): for those rows the dense and rerank quality columns (ndcg@10, recall@100, mrr@10) are meaningless — only latency, degradation and reranked-count figures are real. The bm25 row does not use a model. Pass real exports with --models-root or --embed-dir/--rerank-dir to get real quality figures.**"
 	}
-	rep := bench.Report{
+	rep := report.Report{
 		Title:   "Hybrid engine: configuration matrix and rerank budget",
 		Command: "bench hybrid " + strings.Join(args, " "),
 		Notes: append([]string{
@@ -229,12 +231,12 @@ func runHybrid(ctx context.Context, args []string) error {
 			return err
 		}
 		svg := filepath.Join(*out, "hybrid_budget.svg")
-		if err := bench.WriteSVGFile(svg, bench.BudgetPlot(points)...); err != nil {
+		if err := report.WriteSVGFile(svg, bench.BudgetPlot(points)...); err != nil {
 			return err
 		}
 		fmt.Fprintln(os.Stderr, "wrote", svg)
 	}
-	path, err := bench.WriteReport(*out, "hybrid", rep)
+	path, err := report.Write(*out, "hybrid", rep)
 	if err != nil {
 		return err
 	}

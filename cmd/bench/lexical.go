@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/postings"
 )
 
@@ -137,7 +138,7 @@ func runLexical(ctx context.Context, args []string) error {
 	}
 	rep := bench.LexicalReport(opt, "bench lexical "+strings.Join(args, " "), rows)
 	rep.Notes = append(rep.Notes, notes...)
-	path, err := bench.WriteReport(*out, *name, rep)
+	path, err := report.Write(*out, *name, rep)
 	if err != nil {
 		return err
 	}

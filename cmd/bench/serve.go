@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/server"
@@ -90,7 +91,7 @@ func runServeBench(ctx context.Context, args []string) error {
 	mb := bench.NewModelBench()
 	defer mb.Close()
 	var (
-		rows    []map[string]any
+		rows    []any
 		results = map[bool]bench.ServeResult{}
 		checks  []string
 	)
@@ -173,7 +174,7 @@ func runServeBench(ctx context.Context, args []string) error {
 	if *note != "" {
 		notes = append([]string{*note}, notes...)
 	}
-	path, err := bench.WriteReport(*out, "serve", bench.Report{
+	path, err := report.Write(*out, "serve", report.Report{
 		Title:   "HTTP serving: rerank over loopback",
 		Command: "bench serve " + strings.Join(args, " "),
 		Notes:   notes,

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"math"
@@ -52,3 +52,9 @@ func percentile(s []time.Duration, p float64) time.Duration {
 
 // Ms converts a duration to float milliseconds, for JSON results.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Round rounds x to n decimals, for tidy result fields.
+func Round(x float64, n int) float64 {
+	p := math.Pow(10, float64(n))
+	return math.Round(x*p) / p
+}

@@ -1,23 +1,20 @@
-package bench
+package report
 
 import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 )
-
-func fmtSscan(id string, i *int) (int, error) { return fmt.Sscanf(id, "d%d", i) }
 
 func TestReportMarkdown(t *testing.T) {
 	r := Report{
 		Title: "lexical", Command: "bench lexical", Notes: []string{"note"},
 		Config:  map[string]any{"k1": 1.2},
 		Columns: []string{"dataset", "ndcg@10", "qps"},
-		Rows:    []map[string]any{{"dataset": "scifact", "ndcg@10": 0.68021, "qps": 35123.4}},
+		Rows:    []any{map[string]any{"dataset": "scifact", "ndcg@10": 0.68021, "qps": 35123.4}},
 	}
 	var b bytes.Buffer
 	if err := r.Markdown(&b, MachineInfo{CPU: "cpu"}, time.Unix(0, 0)); err != nil {
@@ -78,19 +75,5 @@ func TestMachine(t *testing.T) {
 	}
 	if !strings.Contains(m.String(), m.Go) {
 		t.Errorf("String() = %q", m.String())
-	}
-}
-
-func TestProgress(t *testing.T) {
-	var nilBar *Progress
-	nilBar.Add(3) // must not panic
-	nilBar.Done()
-	var b bytes.Buffer
-	p := &Progress{w: &b, label: "idx", total: 10, start: time.Now()}
-	p.Add(4)
-	p.Add(6)
-	p.Done()
-	if out := b.String(); !strings.Contains(out, "idx [") || !strings.Contains(out, "10/10") || !strings.HasSuffix(out, "\n") {
-		t.Errorf("progress output %q", out)
 	}
 }
