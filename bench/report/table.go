@@ -207,3 +207,22 @@ func formatFloat(x float64) string {
 		return fmt.Sprintf("%.0f", x)
 	}
 }
+
+// Line renders row's columns on one line ("dataset=scifact qps=36900 …"),
+// for progress logs.
+func Line(row any) string {
+	m, err := Cells(row)
+	if err != nil {
+		return fmt.Sprint(row)
+	}
+	var b strings.Builder
+	for _, c := range Columns(row) {
+		if v, ok := m[c]; ok {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(c + "=" + FormatValue(v))
+		}
+	}
+	return b.String()
+}

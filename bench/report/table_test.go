@@ -133,3 +133,10 @@ func TestWriteWithFigures(t *testing.T) {
 		t.Error("non-struct row rendered")
 	}
 }
+
+func TestLine(t *testing.T) {
+	got := Line(rowB{Run: "x", Batch: 2, PerS: 12.5})
+	if want := "run=x batch_size=2 pairs/s=12.5 rss_mib=0.0000 real_weights=false"; got != want {
+		t.Errorf("Line = %q, want %q", got, want)
+	}
+}

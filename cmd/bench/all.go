@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,8 +62,8 @@ func allSteps(datasets, out, models string, quick bool) []step {
 	}
 }
 
-func runAll(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+func runAll(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("all")
 	datasets := fs.String("datasets", "../shared/datasets", "folder of BEIR datasets (scifact, cisi, cran); steps that need it are skipped when absent")
 	out := fs.String("out", "bench/results", "folder for the reports")
 	models := fs.String("models", ".deps/models", "folder for the generated model directories (one per profile)")
@@ -100,7 +99,7 @@ func runAll(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "== %s\n   bench %s %s\n", s.name, s.cmd, strings.Join(s.args, " "))
 		start := time.Now()
-		err := c.run(ctx, s.args)
+		err := c.run(ctx, cl, s.args)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

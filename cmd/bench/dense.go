@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -44,9 +43,9 @@ func (l *denseInts) Set(v string) error {
 	return nil
 }
 
-func runDense(ctx context.Context, args []string) error {
+func runDense(ctx context.Context, cl *cli, args []string) error {
 	o := bench.DefaultDenseOptions()
-	fs := flag.NewFlagSet("dense", flag.ContinueOnError)
+	fs := cl.flags("dense")
 	fs.IntVar(&o.N, "n", o.N, "indexed vectors")
 	fs.IntVar(&o.Dim, "dim", o.Dim, "dimension")
 	fs.IntVar(&o.Queries, "queries", o.Queries, "held-out query vectors")

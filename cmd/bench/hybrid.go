@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,8 +24,8 @@ func init() {
 	})
 }
 
-func runHybrid(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("hybrid", flag.ContinueOnError)
+func runHybrid(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("hybrid")
 	var data, configs, profiles, sweep listFlag
 	fs.Var(&data, "data", "BEIR dataset folder (repeatable or comma list)")
 	fs.Var(&configs, "configs", `configurations to run (comma list of names or path.Match patterns, e.g. "bm25,rrf*"; default all; "none" = only the sweep)`)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -18,8 +17,8 @@ func init() {
 	})
 }
 
-func runModels(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("models", flag.ContinueOnError)
+func runModels(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("models")
 	cfg := bench.ModelsConfig{}
 	fs.StringVar(&cfg.Out, "out", "", "folder receiving OUT/<profile> directories (required)")
 	profiles := fs.String("profiles", "", "comma list of profiles (default all)")

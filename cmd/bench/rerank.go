@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,8 +17,8 @@ func init() {
 	register(subcommand{
 		name:    "rerank",
 		summary: "cross-encoder pairs/s, tokens/s, latency and effective GFLOP/s vs measured peak (profiles fast, balanced, accurate)",
-		run: func(ctx context.Context, args []string) error {
-			return runModelBench(ctx, "rerank", models.KindCrossEncoder, args)
+		run: func(ctx context.Context, cl *cli, args []string) error {
+			return runModelBench(ctx, cl, "rerank", models.KindCrossEncoder, args)
 		},
 	})
 }
@@ -47,8 +46,8 @@ func modelIntList(s string) ([]int, error) {
 }
 
 // runModelBench is `bench rerank` and `bench embed`: flags → bench.ModelBench.
-func runModelBench(ctx context.Context, name string, kind models.Kind, args []string) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+func runModelBench(ctx context.Context, cl *cli, name string, kind models.Kind, args []string) error {
+	fs := cl.flags(name)
 	cfg := bench.DefaultRerankConfig()
 	if kind == models.KindEmbedder {
 		cfg = bench.DefaultEmbedConfig()

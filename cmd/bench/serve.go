@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -25,8 +24,8 @@ func init() {
 	})
 }
 
-func runServeBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+func runServeBench(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("serve")
 	cfg := bench.DefaultServeConfig()
 	m := &cfg.Model
 	fs.StringVar(&m.Profile, "profile", m.Profile, "cross-encoder profile: fast, balanced, accurate")

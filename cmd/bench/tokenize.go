@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -20,8 +19,8 @@ func init() {
 	})
 }
 
-func runTokenize(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
+func runTokenize(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("tokenize")
 	cfg := bench.DefaultTokenizeConfig()
 	fs.StringVar(&cfg.Data, "data", artifacts.Dataset("scifact"), "BEIR dataset folder")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, "number of (query, document) pairs")

@@ -1,4 +1,4 @@
-package bench
+package synth
 
 import (
 	"context"
@@ -8,38 +8,39 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
 )
 
-// SyntheticConfig describes a generated corpus. The same config (seed
+// CorpusConfig describes a generated corpus. The same config (seed
 // included) always yields the same documents, queries and judgments.
-type SyntheticConfig struct {
+type CorpusConfig struct {
 	// Docs is the number of documents (≥ 1).
-	Docs int
+	Docs int `json:"docs"`
 	// Vocab is the vocabulary size (≥ 100). Term of rank r (0 = most
 	// frequent) is drawn with probability ∝ 1/(r+1)^ZipfS.
-	Vocab int
+	Vocab int `json:"vocab"`
 	// ZipfS is the Zipf exponent (> 0); about 1 for English text.
-	ZipfS float64
+	ZipfS float64 `json:"zipf_s"`
 	// MedianLen and LenSigma give the log-normal document length in terms:
 	// exp(ln(MedianLen) + LenSigma·N(0,1)), clamped to [MinLen, MaxLen].
-	MedianLen float64
-	LenSigma  float64
-	MinLen    int
-	MaxLen    int
+	MedianLen float64 `json:"median_len"`
+	LenSigma  float64 `json:"len_sigma"`
+	MinLen    int     `json:"min_len"`
+	MaxLen    int     `json:"max_len"`
 	// Queries is the number of queries; each has QueryTerms mid-frequency
 	// terms and RelPerQuery planted relevant documents.
-	Queries     int
-	QueryTerms  int
-	RelPerQuery int
+	Queries     int `json:"queries"`
+	QueryTerms  int `json:"query_terms"`
+	RelPerQuery int `json:"rel_per_query"`
 	// Seed selects the corpus.
-	Seed uint64
+	Seed uint64 `json:"seed"`
 }
 
-// DefaultSyntheticConfig returns a corpus of n documents shaped roughly
+// DefaultCorpusConfig returns a corpus of n documents shaped roughly
 // like an abstract collection (median 120 terms, 200K-term vocabulary).
-func DefaultSyntheticConfig(n int) SyntheticConfig {
-	return SyntheticConfig{
+func DefaultCorpusConfig(n int) CorpusConfig {
+	return CorpusConfig{
 		Docs: n, Vocab: 200_000, ZipfS: 1.05,
 		MedianLen: 120, LenSigma: 0.6, MinLen: 8, MaxLen: 2000,
 		Queries: 1000, QueryTerms: 4, RelPerQuery: 3, Seed: 1,
@@ -47,49 +48,49 @@ func DefaultSyntheticConfig(n int) SyntheticConfig {
 }
 
 // Validate reports whether c can generate a corpus.
-func (c SyntheticConfig) Validate() error {
+func (c CorpusConfig) Validate() error {
 	switch {
 	case c.Docs < 1:
-		return fmt.Errorf("%w: synthetic Docs %d < 1", ErrBadOption, c.Docs)
+		return fmt.Errorf("%w: synthetic Docs %d < 1", bench.ErrBadOption, c.Docs)
 	case c.Vocab < 100:
-		return fmt.Errorf("%w: synthetic Vocab %d < 100", ErrBadOption, c.Vocab)
+		return fmt.Errorf("%w: synthetic Vocab %d < 100", bench.ErrBadOption, c.Vocab)
 	case !(c.ZipfS > 0):
-		return fmt.Errorf("%w: synthetic ZipfS %v", ErrBadOption, c.ZipfS)
+		return fmt.Errorf("%w: synthetic ZipfS %v", bench.ErrBadOption, c.ZipfS)
 	case !(c.MedianLen >= 1) || c.LenSigma < 0 || c.MinLen < 1 || c.MaxLen < c.MinLen:
-		return fmt.Errorf("%w: synthetic length model median=%v sigma=%v min=%d max=%d", ErrBadOption, c.MedianLen, c.LenSigma, c.MinLen, c.MaxLen)
+		return fmt.Errorf("%w: synthetic length model median=%v sigma=%v min=%d max=%d", bench.ErrBadOption, c.MedianLen, c.LenSigma, c.MinLen, c.MaxLen)
 	case c.Queries < 0 || (c.Queries > 0 && (c.QueryTerms < 1 || c.RelPerQuery < 1 || c.RelPerQuery > c.Docs)):
-		return fmt.Errorf("%w: synthetic queries=%d terms=%d rel=%d", ErrBadOption, c.Queries, c.QueryTerms, c.RelPerQuery)
+		return fmt.Errorf("%w: synthetic queries=%d terms=%d rel=%d", bench.ErrBadOption, c.Queries, c.QueryTerms, c.RelPerQuery)
 	case c.QueryTerms > c.MinLen:
-		return fmt.Errorf("%w: synthetic QueryTerms %d > MinLen %d", ErrBadOption, c.QueryTerms, c.MinLen)
+		return fmt.Errorf("%w: synthetic QueryTerms %d > MinLen %d", bench.ErrBadOption, c.QueryTerms, c.MinLen)
 	}
 	return nil
 }
 
-// SynthQuery is a generated query: its terms and the text they join to.
-type SynthQuery struct {
+// Query is a generated query: its terms and the text they join to.
+type Query struct {
 	ID    string
 	Terms []string
 	Text  string
 }
 
-// Synthetic is a generated corpus. Documents are produced on demand by
+// Corpus is a generated corpus. Documents are produced on demand by
 // Each; only the vocabulary, the queries and the judgments are held in
 // memory. Safe for concurrent use (Each may run on several goroutines).
-type Synthetic struct {
-	cfg     SyntheticConfig
+type Corpus struct {
+	cfg     CorpusConfig
 	vocab   []string
 	sampler zipfTable
-	queries []SynthQuery
+	queries []Query
 	qrels   eval.Qrels
 	planted map[int][]int // doc index → query indices planted in it
 }
 
-// NewSynthetic builds the vocabulary, queries and judgments for cfg.
-func NewSynthetic(cfg SyntheticConfig) (*Synthetic, error) {
+// NewCorpus builds the vocabulary, queries and judgments for cfg.
+func NewCorpus(cfg CorpusConfig) (*Corpus, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Synthetic{cfg: cfg, qrels: make(eval.Qrels), planted: make(map[int][]int)}
+	s := &Corpus{cfg: cfg, qrels: make(eval.Qrels), planted: make(map[int][]int)}
 	s.vocab = make([]string, cfg.Vocab)
 	for r := range s.vocab {
 		s.vocab[r] = termName(r)
@@ -101,7 +102,7 @@ func NewSynthetic(cfg SyntheticConfig) (*Synthetic, error) {
 	// documents, so ranking has work to do, rare enough to discriminate.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1<<62))
 	for q := 0; q < cfg.Queries; q++ {
-		sq := SynthQuery{ID: "q" + strconv.Itoa(q)}
+		sq := Query{ID: "q" + strconv.Itoa(q)}
 		used := map[int]bool{}
 		for len(sq.Terms) < cfg.QueryTerms {
 			lo, hi := 100, min(cfg.Vocab, 50_000)
@@ -160,24 +161,24 @@ func termName(r int) string {
 }
 
 // Config returns the configuration.
-func (s *Synthetic) Config() SyntheticConfig { return s.cfg }
+func (s *Corpus) Config() CorpusConfig { return s.cfg }
 
 // Queries returns the generated queries (shared; do not modify).
-func (s *Synthetic) Queries() []SynthQuery { return s.queries }
+func (s *Corpus) Queries() []Query { return s.queries }
 
 // Qrels returns the planted judgments (shared; do not modify).
-func (s *Synthetic) Qrels() eval.Qrels { return s.qrels }
+func (s *Corpus) Qrels() eval.Qrels { return s.qrels }
 
 // Vocab returns the vocabulary, most frequent first (shared; do not modify).
-func (s *Synthetic) Vocab() []string { return s.vocab }
+func (s *Corpus) Vocab() []string { return s.vocab }
 
 // Each calls fn for documents [from, to) in order with the document's index
 // and terms. terms is reused after fn returns; copy it to keep it. Each
 // stops at the first error from fn or when ctx is done (polled every 1024
 // documents).
-func (s *Synthetic) Each(ctx context.Context, from, to int, fn func(i int, terms []string) error) error {
+func (s *Corpus) Each(ctx context.Context, from, to int, fn func(i int, terms []string) error) error {
 	if from < 0 || to > s.cfg.Docs || from > to {
-		return fmt.Errorf("%w: synthetic range [%d,%d) of %d docs", ErrBadOption, from, to, s.cfg.Docs)
+		return fmt.Errorf("%w: synthetic range [%d,%d) of %d docs", bench.ErrBadOption, from, to, s.cfg.Docs)
 	}
 	var pcg rand.PCG
 	rng := rand.New(&pcg)

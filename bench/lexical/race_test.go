@@ -1,6 +1,6 @@
 //go:build race
 
-package bench
+package lexical
 
 // raceEnabled is true under -race; the slowest parity checks are skipped
 // there (they test arithmetic, not concurrency).

@@ -1,4 +1,4 @@
-package bench
+package lexical
 
 import (
 	"sort"
@@ -7,31 +7,14 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 )
 
-// LexicalTable renders rows as a markdown table with LexicalColumns.
-func LexicalTable(rows []map[string]any) string {
-	var b strings.Builder
-	b.WriteString("| " + strings.Join(LexicalColumns, " | ") + " |\n|")
-	for range LexicalColumns {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, r := range rows {
-		cells := make([]string, len(LexicalColumns))
-		for i, c := range LexicalColumns {
-			cells[i] = report.FormatValue(r[c])
-		}
-		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
-	}
-	return b.String()
-}
-
-// LexicalReport is the report written to bench/results/lexical.md.
-func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) report.Report {
+// Report is the report of res (bench/results/lexical.md and friends), with
+// lexical_scaling.svg when res has synthetic rows.
+func Report(cfg Config, res Result, command string) report.Report {
 	idconv := "documents whose id equals the query id are kept, as trec_eval does (BEIR's ignore_identical_ids=False)"
-	if opt.Eval.DropIdenticalIDs {
+	if cfg.Eval.DropIdenticalIDs {
 		idconv = "documents whose id equals the query id are dropped before scoring (BEIR's ignore_identical_ids=True)"
 	}
-	return report.Report{
+	rep := report.Report{
 		Title:   "Lexical BM25",
 		Command: command,
 		Notes: []string{
@@ -44,20 +27,29 @@ func LexicalReport(opt LexicalOptions, command string, rows []map[string]any) re
 				"BEIR's drop (--drop-identical-ids) lowers cisi to 0.3781 / 0.4342 and cran to 0.3695 / 0.7352 (scifact unchanged).",
 			"bytes_per_posting: postings.Stats IndexBytes (term bitmaps, tf arrays, norms, bounds) / postings; bm25s's scipy CSC is 8.",
 		},
-		Config:  opt,
-		Columns: LexicalColumns,
-		Rows:    anyRows(rows),
+		Config:  cfg,
+		Columns: report.Columns(Row{}),
 	}
+	for _, r := range res.Rows {
+		rep.Rows = append(rep.Rows, r)
+	}
+	if panels := scaling(res.Rows); panels != nil {
+		rep.Figures = []report.Figure{{File: "lexical_scaling.svg", Alt: "BM25 QPS and p99 against corpus size", Panels: panels}}
+	}
+	return rep
 }
 
-// WriteLexicalScaling plots QPS and p99 against corpus size for the
-// synthetic results (one line per variant) as an SVG file.
-func WriteLexicalScaling(path string, results []LexicalResult) error {
-	byVar := map[string][]LexicalResult{}
-	for _, r := range results {
+// scaling plots QPS and p99 against corpus size for the synthetic rows
+// (one line per variant); nil without synthetic rows.
+func scaling(rows []Row) []report.Plot {
+	byVar := map[string][]Row{}
+	for _, r := range rows {
 		if strings.HasPrefix(r.Dataset, "synthetic-") {
 			byVar[r.Variant] = append(byVar[r.Variant], r)
 		}
+	}
+	if len(byVar) == 0 {
+		return nil
 	}
 	names := make([]string, 0, len(byVar))
 	for v := range byVar {
@@ -78,5 +70,5 @@ func WriteLexicalScaling(path string, results []LexicalResult) error {
 		qps.Series = append(qps.Series, report.Series{Name: v, X: x, Y: q})
 		p99.Series = append(p99.Series, report.Series{Name: v, X: x, Y: p})
 	}
-	return report.WriteSVGFile(path, qps, p99)
+	return []report.Plot{qps, p99}
 }

@@ -1,4 +1,4 @@
-package bench
+package lexical
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/synth"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/postings"
 )
@@ -55,13 +56,13 @@ func BenchmarkLexicalSciFact(b *testing.B) {
 // documents (no analysis: the terms come from the generator).
 func BenchmarkLexicalBuildSynthetic(b *testing.B) {
 	const n = 10_000
-	syn, err := NewSynthetic(DefaultSyntheticConfig(n))
+	syn, err := synth.NewCorpus(synth.DefaultCorpusConfig(n))
 	if err != nil {
 		b.Fatal(err)
 	}
 	var docs []postings.Doc
 	if err := syn.Each(context.Background(), 0, n, func(i int, terms []string) error {
-		docs = append(docs, postings.Doc{ID: DocID(i), Terms: append([]string(nil), terms...)})
+		docs = append(docs, postings.Doc{ID: synth.DocID(i), Terms: append([]string(nil), terms...)})
 		return nil
 	}); err != nil {
 		b.Fatal(err)

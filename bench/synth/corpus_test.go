@@ -1,4 +1,4 @@
-package bench
+package synth
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/hybrank/hybrank/bench"
 )
 
-func collect(t *testing.T, s *Synthetic, from, to int) [][]string {
+func collect(t *testing.T, s *Corpus, from, to int) [][]string {
 	t.Helper()
 	var out [][]string
 	if err := s.Each(context.Background(), from, to, func(i int, terms []string) error {
@@ -22,13 +24,13 @@ func collect(t *testing.T, s *Synthetic, from, to int) [][]string {
 }
 
 func TestSyntheticDeterministic(t *testing.T) {
-	cfg := DefaultSyntheticConfig(500)
+	cfg := DefaultCorpusConfig(500)
 	cfg.Vocab, cfg.Queries = 20_000, 50
-	a, err := NewSynthetic(cfg)
+	a, err := NewCorpus(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := NewSynthetic(cfg)
+	b, _ := NewCorpus(cfg)
 	da, db := collect(t, a, 0, 500), collect(t, b, 0, 500)
 	for i := range da {
 		if !slices.Equal(da[i], db[i]) {
@@ -40,16 +42,16 @@ func TestSyntheticDeterministic(t *testing.T) {
 		t.Errorf("range generation differs")
 	}
 	cfg.Seed = 2
-	c, _ := NewSynthetic(cfg)
+	c, _ := NewCorpus(cfg)
 	if slices.Equal(collect(t, c, 0, 1)[0], da[0]) {
 		t.Errorf("seed does not change the corpus")
 	}
 }
 
 func TestSyntheticShape(t *testing.T) {
-	cfg := DefaultSyntheticConfig(3000)
+	cfg := DefaultCorpusConfig(3000)
 	cfg.Vocab, cfg.Queries = 20_000, 100
-	s, err := NewSynthetic(cfg)
+	s, err := NewCorpus(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,23 +99,23 @@ func TestSyntheticShape(t *testing.T) {
 }
 
 func TestSyntheticValidate(t *testing.T) {
-	bad := []func(*SyntheticConfig){
-		func(c *SyntheticConfig) { c.Docs = 0 },
-		func(c *SyntheticConfig) { c.Vocab = 10 },
-		func(c *SyntheticConfig) { c.ZipfS = 0 },
-		func(c *SyntheticConfig) { c.MaxLen = 1 },
-		func(c *SyntheticConfig) { c.RelPerQuery = 0 },
-		func(c *SyntheticConfig) { c.QueryTerms = 100 },
+	bad := []func(*CorpusConfig){
+		func(c *CorpusConfig) { c.Docs = 0 },
+		func(c *CorpusConfig) { c.Vocab = 10 },
+		func(c *CorpusConfig) { c.ZipfS = 0 },
+		func(c *CorpusConfig) { c.MaxLen = 1 },
+		func(c *CorpusConfig) { c.RelPerQuery = 0 },
+		func(c *CorpusConfig) { c.QueryTerms = 100 },
 	}
 	for i, f := range bad {
-		c := DefaultSyntheticConfig(10)
+		c := DefaultCorpusConfig(10)
 		f(&c)
-		if _, err := NewSynthetic(c); !errors.Is(err, ErrBadOption) {
+		if _, err := NewCorpus(c); !errors.Is(err, bench.ErrBadOption) {
 			t.Errorf("case %d: err = %v", i, err)
 		}
 	}
-	s, _ := NewSynthetic(DefaultSyntheticConfig(10))
-	if err := s.Each(context.Background(), 5, 11, func(int, []string) error { return nil }); !errors.Is(err, ErrBadOption) {
+	s, _ := NewCorpus(DefaultCorpusConfig(10))
+	if err := s.Each(context.Background(), 5, 11, func(int, []string) error { return nil }); !errors.Is(err, bench.ErrBadOption) {
 		t.Errorf("bad range: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,8 +125,8 @@ func TestSyntheticValidate(t *testing.T) {
 	}
 }
 
-func BenchmarkSynthetic(b *testing.B) {
-	s, err := NewSynthetic(DefaultSyntheticConfig(100_000))
+func BenchmarkCorpus(b *testing.B) {
+	s, err := NewCorpus(DefaultCorpusConfig(100_000))
 	if err != nil {
 		b.Fatal(err)
 	}

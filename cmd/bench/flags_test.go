@@ -1,0 +1,27 @@
+package main
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestListFlags(t *testing.T) {
+	var l listFlag
+	_ = l.Set("a, b,,c")
+	_ = l.Set("d")
+	if !slices.Equal(l, listFlag{"a", "b", "c", "d"}) {
+		t.Errorf("list %v", l)
+	}
+	n := intsFlag{8, 16}
+	if err := n.Set("1,4, 16"); err != nil || !slices.Equal(n, intsFlag{1, 4, 16}) || n.String() != "1,4,16" {
+		t.Errorf("ints %v %v", n, err)
+	}
+	if err := n.Set("1,0"); err == nil {
+		t.Error("0 accepted")
+	}
+	var r repeated
+	_ = r.Set("quiet box, no other jobs")
+	if len(r) != 1 {
+		t.Errorf("note split: %v", r)
+	}
+}
