@@ -1,8 +1,9 @@
 // Package synth generates the seeded synthetic data of the benchmarks:
 // text corpora with a Zipf vocabulary, log-normal document lengths and
-// planted relevance judgments (Corpus, for the lexical scaling runs). The
-// same configuration, seed included, always yields the same data, so
-// figures from different machines describe the same work.
+// planted relevance judgments (Corpus, for the lexical scaling runs), and
+// clustered vectors shaped like text embeddings (Vectors, for the dense
+// runs). The same configuration, seed included, always yields the same
+// data, so figures from different machines describe the same work.
 //
 // # Concurrency and ownership
 //

@@ -93,3 +93,22 @@ func TestLexicalSubcommand(t *testing.T) {
 		t.Fatalf("exit %d, table:\n%s", code, stdout)
 	}
 }
+
+func TestDenseSubcommand(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "dense", "--n", "300", "--dim", "8", "--queries", "10", "--clusters", "4", "--rank", "2",
+		"--m", "4", "--ef", "8,16", "--efc", "16", "--json", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	rows := jsonLines(t, stdout)
+	if len(rows) != 3 || rows[0]["kind"] != "flat" || rows[2]["ef_search"] != 16.0 {
+		t.Fatalf("rows %v", rows)
+	}
+	if _, err := os.Stat(filepath.Join(out, "dense.md")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := run(t, "dense", "--m", "4,x"); code != 2 {
+		t.Errorf("bad --m: exit %d", code)
+	}
+}
