@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
@@ -166,7 +167,7 @@ func TestHybridWithModels(t *testing.T) {
 	opt := DefaultHybridOptions()
 	opt.EmbedModel, opt.RerankModels = ec, map[string]models.Config{"fast": rc}
 	opt.Budget, opt.Candidates, opt.K, opt.Warmup = 0, 20, 20, 1
-	real := map[string]bool{"embed": RealWeights(ec.Dir), "fast": RealWeights(rc.Dir)}
+	real := map[string]bool{"embed": modeldir.RealWeights(ec.Dir), "fast": modeldir.RealWeights(rc.Dir)}
 	ctx := context.Background()
 	h, err := OpenHybridBench(ctx, hybridDataset(t), opt, real)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -200,7 +201,7 @@ func (mb *ModelBench) modelDir(cfg RerankConfig) (string, error) {
 		}
 		return "", fmt.Errorf("no model directory for %s under %s and no vocab/tokenizer assets to generate one (run `make assets`)", cfg.Profile, root)
 	}
-	return WriteModel(root, cfg.Profile, cfg.VocabTxt, cfg.TokenizerJSON, false)
+	return modeldir.Write(root, cfg.Profile, cfg.VocabTxt, cfg.TokenizerJSON, false)
 }
 
 // vocabWords returns the whole-word entries of the tokenizer's vocabulary
@@ -413,7 +414,7 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 	}
 	elapsed := time.Since(start).Seconds()
 
-	shape := ShapeOf(md, kind)
+	shape := modeldir.Shape(md, kind)
 	if m, ok, err := bertgen.ReadMarker(dir); err == nil && ok {
 		shape = m.Config
 	}
@@ -429,7 +430,7 @@ func (mb *ModelBench) run(ctx context.Context, cfg RerankConfig, kind models.Kin
 		PairsPerS: float64(usage.Pairs) / elapsed, TokensPerS: float64(usage.Tokens) / elapsed,
 		P50Ms: measure.Ms(ls.P50), P99Ms: measure.Ms(ls.P99), GFLOPs: flops / elapsed / 1e9,
 		GFLOPsBest:  flops / float64(len(lat)) / slices.Min(lat).Seconds() / 1e9,
-		RealWeights: RealWeights(dir), Data: orDefault(filepath.Base(cfg.Data), "synthetic"),
+		RealWeights: modeldir.RealWeights(dir), Data: orDefault(filepath.Base(cfg.Data), "synthetic"),
 	}
 	if cfg.Data == "" {
 		res.Data = "synthetic"

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -124,7 +125,7 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := WriteModel(cfg.ModelsRoot, "fast", cfg.VocabTxt, cfg.TokenizerJSON, false); err != nil {
+	if _, err := modeldir.Write(cfg.ModelsRoot, "fast", cfg.VocabTxt, cfg.TokenizerJSON, false); err != nil {
 		t.Fatal(err)
 	}
 	st2, _ := os.Stat(filepath.Join(cfg.ModelsRoot, "fast", "config.json"))

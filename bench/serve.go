@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/server"
@@ -318,7 +319,7 @@ func (mb *ModelBench) RunServe(ctx context.Context, cfg ServeConfig, batching bo
 		Clients: cfg.Clients, Batching: batching, Docs: cfg.Docs, DocTokens: rc.DocTokens,
 		Requests: ok, RPS: float64(ok) / elapsed, PairsPerS: float64(ok*cfg.Docs) / elapsed,
 		P50Ms: measure.Ms(ls.P50), P99Ms: measure.Ms(ls.P99), Errors: errs, ModelCalls: calls,
-		RealWeights: RealWeights(dir),
+		RealWeights: modeldir.RealWeights(dir),
 	}
 	if calls > 0 {
 		res.PairsPerCall = float64(ok*cfg.Docs) / float64(calls)
@@ -586,7 +587,7 @@ func (mb *ModelBench) RunOverload(ctx context.Context, cfg OverloadConfig, batch
 	client := &http.Client{Transport: tr, Timeout: 2 * time.Duration(scfg.RequestTimeout)}
 
 	res := OverloadResult{Profile: m.rc.Profile, Threads: m.rc.Threads, Clients: cfg.Clients, Batching: batching,
-		Docs: docs, Statuses: map[string]int{}, RealWeights: RealWeights(m.dir)}
+		Docs: docs, Statuses: map[string]int{}, RealWeights: modeldir.RealWeights(m.dir)}
 	runtime.GC()
 	res.RSSStartMiB = residentMiB()
 	t0 := time.Now()

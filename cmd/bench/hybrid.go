@@ -12,6 +12,7 @@ import (
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 )
@@ -109,7 +110,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 			return err
 		}
 		c.Provider, c.MaxLength = *provider, *maxDocTokens
-		opt.EmbedModel, real[models.ProfileEmbed] = c, bench.RealWeights(c.Dir)
+		opt.EmbedModel, real[models.ProfileEmbed] = c, modeldir.RealWeights(c.Dir)
 	}
 	opt.RerankModels = map[string]models.Config{}
 	for p := range needRerank {
@@ -121,7 +122,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 			return err
 		}
 		c.Provider = *provider
-		opt.RerankModels[p], real[p] = c, bench.RealWeights(c.Dir)
+		opt.RerankModels[p], real[p] = c, modeldir.RealWeights(c.Dir)
 	}
 
 	enc := json.NewEncoder(os.Stdout)

@@ -16,12 +16,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/hybrank/hybrank/bench"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/hybrank/hybrank/bench"
 )
 
 // subcommand is one `bench NAME` entry.

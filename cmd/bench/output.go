@@ -19,9 +19,14 @@ type output struct {
 // register adds --json, --out (default folder bench/results; what says
 // which files land there) and --note to fs.
 func (o *output) register(fs *flag.FlagSet, what string) {
-	fs.BoolVar(&o.json, "json", false, "print the result rows as JSON lines (one object per row) instead of the table")
+	o.registerJSON(fs)
 	fs.StringVar(&o.out, "out", "bench/results", "folder for "+what+` ("" = do not write)`)
 	fs.Var(&o.notes, "note", "paragraph added to the report, e.g. measurement conditions (repeatable)")
+}
+
+// registerJSON adds only --json, for a subcommand that writes no report.
+func (o *output) registerJSON(fs *flag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "print the result rows as JSON lines (one object per row) instead of the table")
 }
 
 // finish prints rep's rows (JSON lines with --json, else the table) and

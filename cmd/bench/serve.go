@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
@@ -114,7 +115,7 @@ func runServeBench(ctx context.Context, cl *cli, args []string) error {
 			return err
 		}
 		curvePts = pts
-		real := bench.RealWeights(m.ModelDir)
+		real := modeldir.RealWeights(m.ModelDir)
 		for _, p := range pts {
 			line, _ := json.Marshal(p)
 			fmt.Println("library curve", string(line))
