@@ -38,7 +38,7 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 }
 
 // noJSONYet are the subcommands that get --json with their driver.
-var noJSONYet = map[string]bool{"serve": true, "all": true}
+var noJSONYet = map[string]bool{"all": true}
 
 func TestHelpExitsZero(t *testing.T) {
 	names := make([]string, 0, len(subcommands))
