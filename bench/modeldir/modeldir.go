@@ -2,21 +2,16 @@ package modeldir
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 )
-
-// errBadConfig is wrapped by Config.Validate.
-// TODO(bench): wrap bench.ErrBadOption once the old drivers leave package
-// bench (it imports this package until then).
-var errBadConfig = errors.New("bench: invalid option")
 
 // Source says where a benchmark's model directories come from.
 type Source struct {
@@ -202,13 +197,13 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.Out == "":
-		return fmt.Errorf("%w: models: empty output folder", errBadConfig)
+		return fmt.Errorf("%w: models: empty output folder", bench.ErrBadOption)
 	case c.VocabTxt == "" || c.TokenizerJSON == "":
-		return fmt.Errorf("%w: models: need the vocab.txt and tokenizer.json assets", errBadConfig)
+		return fmt.Errorf("%w: models: need the vocab.txt and tokenizer.json assets", bench.ErrBadOption)
 	}
 	for _, p := range c.Profiles {
 		if _, err := Generator(p); err != nil {
-			return fmt.Errorf("%w: models: %w", errBadConfig, err)
+			return fmt.Errorf("%w: models: %w", bench.ErrBadOption, err)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -42,7 +43,7 @@ func TestGeneratorConfigMatchesProfiles(t *testing.T) {
 	if _, err := Generator("huge"); !errors.Is(err, models.ErrUnknownProfile) {
 		t.Fatalf("unknown profile: %v", err)
 	}
-	if _, err := Run(context.Background(), Config{}); !errors.Is(err, errBadConfig) {
+	if _, err := Run(context.Background(), Config{}); !errors.Is(err, bench.ErrBadOption) {
 		t.Fatalf("Run without Out: %v", err)
 	}
 }
@@ -64,7 +65,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ok
 			tt.mod(&c)
-			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, errBadConfig) {
+			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
 			}
 		})

@@ -10,11 +10,16 @@ import (
 )
 
 func TestReportMarkdown(t *testing.T) {
+	type row struct {
+		Dataset string  `json:"dataset" table:""`
+		NDCG10  float64 `json:"ndcg@10" table:""`
+		QPS     float64 `json:"qps" table:""`
+	}
 	r := Report{
 		Title: "lexical", Command: "bench lexical", Notes: []string{"note"},
 		Config:  map[string]any{"k1": 1.2},
-		Columns: []string{"dataset", "ndcg@10", "qps"},
-		Rows:    []any{map[string]any{"dataset": "scifact", "ndcg@10": 0.68021, "qps": 35123.4}},
+		Columns: Columns(row{}),
+		Rows:    []any{row{Dataset: "scifact", NDCG10: 0.68021, QPS: 35123.4}},
 	}
 	var b bytes.Buffer
 	if err := r.Markdown(&b, MachineInfo{CPU: "cpu"}, time.Unix(0, 0)); err != nil {

@@ -113,13 +113,9 @@ func Columns(rowTypes ...any) []string {
 	return out
 }
 
-// Cells returns row's values by header: the fields of a struct (see the
-// tags above) or the entries of a map[string]any. A zero omitempty field
-// has no entry.
+// Cells returns a row's values by header: the fields of a struct (see the
+// tags above). A zero omitempty field has no entry.
 func Cells(row any) (map[string]any, error) {
-	if m, ok := row.(map[string]any); ok {
-		return m, nil
-	}
 	v := reflect.ValueOf(row)
 	for v.Kind() == reflect.Pointer && !v.IsNil() {
 		v = v.Elem()

@@ -3,7 +3,26 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 )
+
+func TestDurationsFlag(t *testing.T) {
+	var got durationsFlag
+	for _, v := range []string{"25ms", "0.5s", "40"} {
+		if err := got.Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 3 || got[0] != 25*time.Millisecond || got[1] != 500*time.Millisecond || got[2] != 40*time.Millisecond {
+		t.Fatalf("%v", got)
+	}
+	for _, bad := range []string{"x", "0ms", "-5ms"} {
+		var d durationsFlag
+		if err := d.Set(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
 
 func TestListFlags(t *testing.T) {
 	var l listFlag

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"strings"
 
 	"github.com/hybrank/hybrank/bench/embed"
 	"github.com/hybrank/hybrank/bench/report"
@@ -75,9 +76,9 @@ func runThroughput(ctx context.Context, cl *cli, name string, args []string, d t
 	fs.IntVar(&cfg.PeakN, "peak-n", cfg.PeakN, "MatMul size for the peak GFLOP/s measurement (0 = skip)")
 	sw := d.sweep()
 	sweep := fs.Bool("sweep", false, "sweep batch sizes × threads × doc tokens × profiles and write the report")
-	profiles := listFlag(sw.Profiles)
+	var profiles listFlag
 	batches, threads, docs := intsFlag(sw.BatchPairs), intsFlag(sw.Threads), intsFlag(sw.DocTokens)
-	fs.Var(&profiles, "sweep-profiles", "profiles to sweep")
+	fs.Var(&profiles, "sweep-profiles", "profiles to sweep (default "+strings.Join(sw.Profiles, ",")+")")
 	fs.Var(&batches, "sweep-batches", "batch sizes to sweep, in "+unit+" per runtime call")
 	fs.Var(&threads, "sweep-threads", "intra-op thread counts to sweep")
 	fs.Var(&docs, "sweep-doc-tokens", "document lengths to sweep")
@@ -88,7 +89,10 @@ func runThroughput(ctx context.Context, cl *cli, name string, args []string, d t
 		return err
 	}
 	if *sweep {
-		cfg.Sweep = throughput.Sweep{Profiles: profiles, BatchPairs: batches, Threads: threads, DocTokens: docs}
+		cfg.Sweep = throughput.Sweep{Profiles: sw.Profiles, BatchPairs: batches, Threads: threads, DocTokens: docs}
+		if len(profiles) > 0 {
+			cfg.Sweep.Profiles = profiles
+		}
 	} else if *reportFrom == "" {
 		o.out = "" // one measurement is printed, not written over the sweep's report
 	}

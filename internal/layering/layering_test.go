@@ -46,3 +46,15 @@ func TestCgoFreePackagesBuildWithoutCgo(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadgenDoesNotImportServer keeps bench/loadgen usable from the
+// server's own tests (an import of server there would be a cycle).
+func TestLoadgenDoesNotImportServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list: skipped in -short")
+	}
+	deps := goCmd(t, nil, "list", "-deps", "-test=false", "./bench/loadgen")
+	if slices.Contains(strings.Fields(deps), module+"/server") {
+		t.Errorf("bench/loadgen imports %s/server", module)
+	}
+}
