@@ -37,9 +37,6 @@ func jsonLines(t *testing.T, out string) []map[string]any {
 	return rows
 }
 
-// noJSONYet are the subcommands that get --json with their driver.
-var noJSONYet = map[string]bool{"all": true}
-
 func TestHelpExitsZero(t *testing.T) {
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
@@ -52,7 +49,7 @@ func TestHelpExitsZero(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
-			if !strings.Contains(stderr, "-json") && !noJSONYet[n] {
+			if !strings.Contains(stderr, "-json") {
 				t.Errorf("no --json flag:\n%s", stderr)
 			}
 		})
@@ -110,5 +107,22 @@ func TestDenseSubcommand(t *testing.T) {
 	}
 	if code, _, _ := run(t, "dense", "--m", "4,x"); code != 2 {
 		t.Errorf("bad --m: exit %d", code)
+	}
+}
+
+// TestAllStepsParse checks every step of the main job against its
+// subcommand's flags: with -h last, the flag package reads every flag
+// before it and stops at -h (exit 0) only when all were known and valid.
+func TestAllStepsParse(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		for _, s := range allSteps("/data", "/out", "/models", quick) {
+			args := append(append([]string{s.cmd}, s.args...), "--json", "-h")
+			if code, _, stderr := run(t, args...); code != 0 {
+				t.Errorf("quick=%v step %s: exit %d\n%s", quick, s.name, code, stderr)
+			}
+		}
+	}
+	if code, _, _ := run(t, "all", "--only", "none-of-them", "--datasets", t.TempDir(), "--json"); code != 0 {
+		t.Errorf("all with no step selected: exit %d", code)
 	}
 }
