@@ -131,9 +131,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	add := func(r Row) {
 		r.Impl, r.N, r.Dim, r.Queries, r.K, r.SIMD = "hybrank", cfg.N, cfg.Dim, cfg.Queries, cfg.K, simd.Dispatch()
 		res.Rows = append(res.Rows, r)
-		if cfg.Log != nil {
-			fmt.Fprintln(cfg.Log, report.Line(r))
-		}
+		report.Log(cfg.Log, r)
 	}
 	var truth [][]string
 	for mi, m := range cfg.Ms {
@@ -285,7 +283,7 @@ func recall(got, truth [][]string) float64 {
 // Report renders res for bench/results/dense.md.
 func Report(cfg Config, res Result, command string) report.Report {
 	def := dense.DefaultConfig(cfg.Dim)
-	rep := report.Report{
+	return report.Report{
 		Title:   "Dense vector search: HNSW sweep and exact flat search",
 		Command: command,
 		Notes: []string{
@@ -295,9 +293,6 @@ func Report(cfg Config, res Result, command string) report.Report {
 		},
 		Config:  cfg,
 		Columns: report.Columns(Row{}),
+		Rows:    report.Rows(res.Rows),
 	}
-	for _, r := range res.Rows {
-		rep.Rows = append(rep.Rows, r)
-	}
-	return rep
 }

@@ -2,39 +2,24 @@ package dense
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 )
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"default", func(*Config) {}, true},
-		{"zero n", func(c *Config) { c.N = 0 }, false},
-		{"zero k", func(c *Config) { c.K = 0 }, false},
-		{"no M", func(c *Config) { c.Ms = nil }, false},
-		{"M 1", func(c *Config) { c.Ms = []int{1} }, false},
-		{"ef 0", func(c *Config) { c.Efs = []int{16, 0} }, false},
-		{"no clusters", func(c *Config) { c.Clusters = 0 }, false},
-		{"negative noise", func(c *Config) { c.Noise = -1 }, false},
-		{"zero efc", func(c *Config) { c.EfConstruction = 0 }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.mod(&c)
-			err := c.Validate()
-			if (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, DefaultConfig(),
+		configtest.OK("default", func(*Config) {}),
+		configtest.Bad("zero n", func(c *Config) { c.N = 0 }),
+		configtest.Bad("zero k", func(c *Config) { c.K = 0 }),
+		configtest.Bad("no M", func(c *Config) { c.Ms = nil }),
+		configtest.Bad("M 1", func(c *Config) { c.Ms = []int{1} }),
+		configtest.Bad("ef 0", func(c *Config) { c.Efs = []int{16, 0} }),
+		configtest.Bad("no clusters", func(c *Config) { c.Clusters = 0 }),
+		configtest.Bad("negative noise", func(c *Config) { c.Noise = -1 }),
+		configtest.Bad("zero efc", func(c *Config) { c.EfConstruction = 0 }),
+	)
 }
 
 // TestRunSmall sweeps a tiny index: the flat row is the truth, recall grows

@@ -57,39 +57,18 @@ func LoadBEIR(dir string) (*Dataset, error) {
 		return nil, err
 	}
 	if err = readJSONL(filepath.Join(dir, "corpus.jsonl"), func(line int, raw []byte) error {
-		var r struct {
-			ID    json.RawMessage `json:"_id"`
-			Title string          `json:"title"`
-			Text  string          `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		id, err := parseID(r.ID)
-		if err != nil {
-			return err
-		}
-		ds.Docs = append(ds.Docs, Doc{ID: id, Title: r.Title, Text: r.Text})
-		return nil
+		d, err := parseRecord(raw)
+		ds.Docs = append(ds.Docs, d)
+		return err
 	}); err != nil {
 		return nil, err
 	}
 	if err = readJSONL(filepath.Join(dir, "queries.jsonl"), func(line int, raw []byte) error {
-		var r struct {
-			ID   json.RawMessage `json:"_id"`
-			Text string          `json:"text"`
+		q, err := parseRecord(raw)
+		if _, judged := ds.Qrels[q.ID]; judged && err == nil {
+			ds.Queries = append(ds.Queries, Query{ID: q.ID, Text: q.Text})
 		}
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
-		id, err := parseID(r.ID)
-		if err != nil {
-			return err
-		}
-		if _, judged := ds.Qrels[id]; judged {
-			ds.Queries = append(ds.Queries, Query{ID: id, Text: r.Text})
-		}
-		return nil
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -97,6 +76,20 @@ func LoadBEIR(dir string) (*Dataset, error) {
 		return nil, fmt.Errorf("load %s: %w", dir, ErrNoQueries)
 	}
 	return ds, nil
+}
+
+// parseRecord decodes one corpus or queries line (a query has no title).
+func parseRecord(raw []byte) (Doc, error) {
+	var r struct {
+		ID    json.RawMessage `json:"_id"`
+		Title string          `json:"title"`
+		Text  string          `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Doc{}, err
+	}
+	id, err := parseID(r.ID)
+	return Doc{ID: id, Title: r.Title, Text: r.Text}, err
 }
 
 // parseID accepts a JSON string or number (some BEIR exports write numeric

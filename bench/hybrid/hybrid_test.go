@@ -3,15 +3,14 @@ package hybrid
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
@@ -105,36 +104,22 @@ func hybridDataset(t *testing.T) string {
 func TestConfigValidate(t *testing.T) {
 	ok := DefaultConfig()
 	ok.Datasets = []string{"d"}
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"default with a dataset", func(*Config) {}, true},
-		{"with a sweep", func(c *Config) { c.Sweep.Budgets = []time.Duration{50 * time.Millisecond} }, true},
-		{"no dataset", func(c *Config) { c.Datasets = nil }, false},
-		{"zero k", func(c *Config) { c.K = 0 }, false},
-		{"negative budget", func(c *Config) { c.Budget = -1 }, false},
-		{"negative warmup", func(c *Config) { c.Warmup = -1 }, false},
-		{"embed as a reranker", func(c *Config) { c.Profiles = []string{"embed"} }, false},
-		{"unknown sweep profile", func(c *Config) { c.Sweep.Profiles = []string{"huge"} }, false},
-		{"zero budget in the sweep", func(c *Config) { c.Sweep.Budgets = []time.Duration{0} }, false},
-		{"sweep without searches", func(c *Config) { c.Sweep.Budgets, c.Sweep.Searches = []time.Duration{time.Second}, 0 }, false},
-		{"unknown setup", func(c *Config) { c.Setups = []string{"bm26"} }, false},
-		{"bad pattern", func(c *Config) { c.Setups = []string{"["} }, false},
-		{"negative target", func(c *Config) { c.Targets.MaxP99 = -1 }, false},
-		{"bad engine", func(c *Config) { c.Engine.RRFK = -1 }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.mod(&c)
-			err := c.Validate()
-			if (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, ok,
+		configtest.OK("default with a dataset", func(*Config) {}),
+		configtest.OK("with a sweep", func(c *Config) { c.Sweep.Budgets = []time.Duration{50 * time.Millisecond} }),
+		configtest.Bad("no dataset", func(c *Config) { c.Datasets = nil }),
+		configtest.Bad("zero k", func(c *Config) { c.K = 0 }),
+		configtest.Bad("negative budget", func(c *Config) { c.Budget = -1 }),
+		configtest.Bad("negative warmup", func(c *Config) { c.Warmup = -1 }),
+		configtest.Bad("embed as a reranker", func(c *Config) { c.Profiles = []string{"embed"} }),
+		configtest.Bad("unknown sweep profile", func(c *Config) { c.Sweep.Profiles = []string{"huge"} }),
+		configtest.Bad("zero budget in the sweep", func(c *Config) { c.Sweep.Budgets = []time.Duration{0} }),
+		configtest.Bad("sweep without searches", func(c *Config) { c.Sweep.Budgets, c.Sweep.Searches = []time.Duration{time.Second}, 0 }),
+		configtest.Bad("unknown setup", func(c *Config) { c.Setups = []string{"bm26"} }),
+		configtest.Bad("bad pattern", func(c *Config) { c.Setups = []string{"["} }),
+		configtest.Bad("negative target", func(c *Config) { c.Targets.MaxP99 = -1 }),
+		configtest.Bad("bad engine", func(c *Config) { c.Engine.RRFK = -1 }),
+	)
 }
 
 func TestTargetsCheck(t *testing.T) {

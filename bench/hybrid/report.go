@@ -33,18 +33,14 @@ func Report(cfg Config, res Result, command string) report.Report {
 		},
 		Config:  cfg,
 		Columns: report.Columns(Row{}),
-	}
-	for _, r := range res.Rows {
-		rep.Rows = append(rep.Rows, r)
+		Rows:    report.Rows(res.Rows),
 	}
 	if len(res.Sweep) == 0 {
 		return rep
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("Budget sweep (table rows named sweep …, plot hybrid_budget.svg): searches cycle through the judged queries, rrf fusion, all candidates offered to the reranker; max_ms is the slowest search; degraded_unmarked counts searches whose Degraded flag disagrees with reranked < candidates (must be 0); timeouts counts searches whose retrieval itself (query embedding, BM25, dense) missed the budget, which the engine reports as an error, not a degraded result. Target: budget %v, %s, p99 ≤ %v.", cfg.Targets.Budget, cfg.Targets.Profile, cfg.Targets.MaxP99))
 	rep.Columns = report.Columns(Row{}, BudgetPoint{})
-	for _, p := range res.Sweep {
-		rep.Rows = append(rep.Rows, p)
-	}
+	rep.Rows = append(rep.Rows, report.Rows(res.Sweep)...)
 	rep.Figures = []report.Figure{{File: "hybrid_budget.svg", Alt: "budget sweep: latency and candidates reranked against the budget", Panels: budgetPlot(res.Sweep)}}
 	return rep
 }

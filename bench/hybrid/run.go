@@ -57,7 +57,7 @@ func runDataset(ctx context.Context, cfg Config, dir string, setups []Setup, ms 
 			return err
 		}
 		res.Rows = append(res.Rows, row)
-		h.logf("%s", report.Line(row))
+		report.Log(h.cfg.Log, row)
 	}
 	for _, p := range cfg.Sweep.Profiles {
 		if len(cfg.Sweep.Budgets) == 0 {
@@ -68,7 +68,7 @@ func runDataset(ctx context.Context, cfg Config, dir string, setups []Setup, ms 
 			return err
 		}
 		for _, pt := range pts {
-			h.logf("%s", report.Line(pt))
+			report.Log(h.cfg.Log, pt)
 		}
 		res.Sweep = append(res.Sweep, pts...)
 	}

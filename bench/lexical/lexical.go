@@ -155,9 +155,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	add := func(r Row) {
 		res.Rows = append(res.Rows, r)
-		if cfg.Log != nil {
-			fmt.Fprintln(cfg.Log, report.Line(r))
-		}
+		report.Log(cfg.Log, r)
 	}
 	for _, dir := range cfg.Datasets {
 		ds, err := eval.LoadBEIR(dir)

@@ -2,12 +2,11 @@ package lexical
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"testing"
 
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/bench/synth"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/postings"
@@ -99,32 +98,18 @@ func TestLexicalBEIRAnchors(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	ok := DefaultConfig()
 	ok.Datasets = []string{"d"}
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"default with a dataset", func(*Config) {}, true},
-		{"synthetic only", func(c *Config) { c.Datasets, c.Synthetic = nil, []synth.CorpusConfig{synth.DefaultCorpusConfig(10)} }, true},
-		{"all variants", func(c *Config) {
+	configtest.Check(t, ok,
+		configtest.OK("default with a dataset", func(*Config) {}),
+		configtest.OK("synthetic only", func(c *Config) { c.Datasets, c.Synthetic = nil, []synth.CorpusConfig{synth.DefaultCorpusConfig(10)} }),
+		configtest.OK("all variants", func(c *Config) {
 			c.Variants = Variants
-		}, true},
-		{"no corpus", func(c *Config) { c.Datasets = nil }, false},
-		{"unknown variant", func(c *Config) { c.Variants = []postings.Variant{"bm26"} }, false},
-		{"bad synthetic", func(c *Config) { c.Synthetic = []synth.CorpusConfig{{Docs: 0}} }, false},
-		{"zero k", func(c *Config) { c.K = 0 }, false},
-		{"zero rounds", func(c *Config) { c.Rounds = 0 }, false},
-		{"negative chunk", func(c *Config) { c.ChunkDocs = -1 }, false},
-		{"bad k1", func(c *Config) { c.Index.K1 = -1 }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.mod(&c)
-			err := c.Validate()
-			if (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+		}),
+		configtest.Bad("no corpus", func(c *Config) { c.Datasets = nil }),
+		configtest.Bad("unknown variant", func(c *Config) { c.Variants = []postings.Variant{"bm26"} }),
+		configtest.Bad("bad synthetic", func(c *Config) { c.Synthetic = []synth.CorpusConfig{{Docs: 0}} }),
+		configtest.Bad("zero k", func(c *Config) { c.K = 0 }),
+		configtest.Bad("zero rounds", func(c *Config) { c.Rounds = 0 }),
+		configtest.Bad("negative chunk", func(c *Config) { c.ChunkDocs = -1 }),
+		configtest.Bad("bad k1", func(c *Config) { c.Index.K1 = -1 }),
+	)
 }

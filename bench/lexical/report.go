@@ -29,9 +29,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 		},
 		Config:  cfg,
 		Columns: report.Columns(Row{}),
-	}
-	for _, r := range res.Rows {
-		rep.Rows = append(rep.Rows, r)
+		Rows:    report.Rows(res.Rows),
 	}
 	if panels := scaling(res.Rows); panels != nil {
 		rep.Figures = []report.Figure{{File: "lexical_scaling.svg", Alt: "BM25 QPS and p99 against corpus size", Panels: panels}}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 )
 
 // server answers 200 to bodies "ok", 429 with Retry-After to "busy", 429
@@ -107,27 +107,13 @@ func TestRunTransportErrorsAndCancel(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	ok := Config{URL: "http://x", Clients: 1, Duration: time.Second}
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"ok", func(*Config) {}, true},
-		{"no url", func(c *Config) { c.URL = "" }, false},
-		{"no clients", func(c *Config) { c.Clients = 0 }, false},
-		{"no duration", func(c *Config) { c.Duration = 0 }, false},
-		{"negative warmup", func(c *Config) { c.Warmup = -1 }, false},
-		{"negative backoff", func(c *Config) { c.Backoff = -1 }, false},
-		{"negative max requests", func(c *Config) { c.MaxRequestsPerClient = -1 }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.mod(&c)
-			err := c.Validate()
-			if (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, ok,
+		configtest.OK("ok", func(*Config) {}),
+		configtest.Bad("no url", func(c *Config) { c.URL = "" }),
+		configtest.Bad("no clients", func(c *Config) { c.Clients = 0 }),
+		configtest.Bad("no duration", func(c *Config) { c.Duration = 0 }),
+		configtest.Bad("negative warmup", func(c *Config) { c.Warmup = -1 }),
+		configtest.Bad("negative backoff", func(c *Config) { c.Backoff = -1 }),
+		configtest.Bad("negative max requests", func(c *Config) { c.MaxRequestsPerClient = -1 }),
+	)
 }

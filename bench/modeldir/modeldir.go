@@ -251,9 +251,5 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // Report lists res's directories (cmd prints it; `bench models` writes no
 // report file).
 func Report(cfg Config, res Result, command string) report.Report {
-	rep := report.Report{Title: "Model directories", Command: command, Config: cfg, Columns: report.Columns(Row{})}
-	for _, r := range res.Rows {
-		rep.Rows = append(rep.Rows, r)
-	}
-	return rep
+	return report.Report{Title: "Model directories", Command: command, Config: cfg, Columns: report.Columns(Row{}), Rows: report.Rows(res.Rows)}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -50,26 +51,13 @@ func TestGeneratorConfigMatchesProfiles(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	ok := Config{Out: "o", VocabTxt: "v", TokenizerJSON: "t"}
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"ok", func(*Config) {}, true},
-		{"some profiles", func(c *Config) { c.Profiles = []string{"fast", "embed"} }, true},
-		{"no out", func(c *Config) { c.Out = "" }, false},
-		{"no vocab", func(c *Config) { c.VocabTxt = "" }, false},
-		{"unknown profile", func(c *Config) { c.Profiles = []string{"huge"} }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.mod(&c)
-			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, ok,
+		configtest.OK("ok", func(*Config) {}),
+		configtest.OK("some profiles", func(c *Config) { c.Profiles = []string{"fast", "embed"} }),
+		configtest.Bad("no out", func(c *Config) { c.Out = "" }),
+		configtest.Bad("no vocab", func(c *Config) { c.VocabTxt = "" }),
+		configtest.Bad("unknown profile", func(c *Config) { c.Profiles = []string{"huge"} }),
+	)
 }
 
 // TestResolver generates a missing directory once, reuses it, takes an

@@ -222,3 +222,20 @@ func Line(row any) string {
 	}
 	return b.String()
 }
+
+// Rows converts typed rows into a Report's rows.
+func Rows[T any](rows []T) []any {
+	out := make([]any, len(rows))
+	for i, r := range rows {
+		out[i] = r
+	}
+	return out
+}
+
+// Log writes Line(row) and a newline to w, a driver's progress log; a nil
+// w writes nothing.
+func Log(w io.Writer, row any) {
+	if w != nil {
+		fmt.Fprintln(w, Line(row))
+	}
+}

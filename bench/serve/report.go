@@ -18,12 +18,8 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Config:  cfg,
 		Columns: report.Columns(ServeRow{}, CurvePoint{}, OverloadRow{}),
 	}
-	for _, r := range res.Serve {
-		rep.Rows = append(rep.Rows, r)
-	}
-	for _, p := range res.Curve {
-		rep.Rows = append(rep.Rows, p)
-	}
+	rep.Rows = append(rep.Rows, report.Rows(res.Serve)...)
+	rep.Rows = append(rep.Rows, report.Rows(res.Curve)...)
 	if res.Overload != nil {
 		rep.Rows = append(rep.Rows, *res.Overload)
 	}

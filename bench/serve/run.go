@@ -39,25 +39,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return res, err
 	}
 	defer m.ce.Close()
-	logRow := func(row any) {
-		if cfg.Log != nil {
-			fmt.Fprintln(cfg.Log, report.Line(row))
-		}
-	}
 	for _, on := range cfg.Batching {
 		row, err := runServe(ctx, cfg, m, on)
 		if err != nil {
 			return res, err
 		}
 		res.Serve = append(res.Serve, row)
-		logRow(row)
+		report.Log(cfg.Log, row)
 	}
 	if len(cfg.CurveSizes) > 0 {
 		if res.Curve, err = runCurve(ctx, cfg, m); err != nil {
 			return res, err
 		}
 		for _, p := range res.Curve {
-			logRow(p)
+			report.Log(cfg.Log, p)
 		}
 	}
 	res.Checks = cfg.Targets.Check(res, cfg.Docs)
@@ -68,7 +63,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		res.Overload = &row
 		res.Checks = append(res.Checks, row.Checks...)
-		logRow(row)
+		report.Log(cfg.Log, row)
 	}
 	return res, nil
 }

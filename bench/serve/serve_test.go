@@ -2,13 +2,12 @@ package serve
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
@@ -16,60 +15,34 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"default", func(*Config) {}, true},
-		{"no clients", func(c *Config) { c.Clients = 0 }, false},
-		{"no docs", func(c *Config) { c.Docs = 0 }, false},
-		{"no duration", func(c *Config) { c.Duration = 0 }, false},
-		{"bad model", func(c *Config) { c.Model.DocTokens = 600 }, false},
-		{"embedder", func(c *Config) { c.Model.Profile = models.ProfileEmbed }, false},
-		{"curve size 0", func(c *Config) { c.CurveSizes = []int{1, 0} }, false},
-		{"curve without time", func(c *Config) { c.CurveMinTime = 0 }, false},
-		{"no curve, no time", func(c *Config) { c.CurveSizes, c.CurveMinTime = nil, 0 }, true},
-		{"share above 1", func(c *Config) { c.Targets.MinLibraryShare = 1.2 }, false},
-		{"negative gain", func(c *Config) { c.Targets.MinBatchingGain = -1 }, false},
-		{"with overload", func(c *Config) { o := DefaultOverloadConfig(); c.Overload = &o }, true},
-		{"bad overload", func(c *Config) { o := DefaultOverloadConfig(); o.Clients = 0; c.Overload = &o }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tt.mod(&c)
-			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, DefaultConfig(),
+		configtest.OK("default", func(*Config) {}),
+		configtest.Bad("no clients", func(c *Config) { c.Clients = 0 }),
+		configtest.Bad("no docs", func(c *Config) { c.Docs = 0 }),
+		configtest.Bad("no duration", func(c *Config) { c.Duration = 0 }),
+		configtest.Bad("bad model", func(c *Config) { c.Model.DocTokens = 600 }),
+		configtest.Bad("embedder", func(c *Config) { c.Model.Profile = models.ProfileEmbed }),
+		configtest.Bad("curve size 0", func(c *Config) { c.CurveSizes = []int{1, 0} }),
+		configtest.Bad("curve without time", func(c *Config) { c.CurveMinTime = 0 }),
+		configtest.OK("no curve, no time", func(c *Config) { c.CurveSizes, c.CurveMinTime = nil, 0 }),
+		configtest.Bad("share above 1", func(c *Config) { c.Targets.MinLibraryShare = 1.2 }),
+		configtest.Bad("negative gain", func(c *Config) { c.Targets.MinBatchingGain = -1 }),
+		configtest.OK("with overload", func(c *Config) { o := DefaultOverloadConfig(); c.Overload = &o }),
+		configtest.Bad("bad overload", func(c *Config) { o := DefaultOverloadConfig(); o.Clients = 0; c.Overload = &o }),
+	)
 }
 
 func TestOverloadConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		mod  func(*OverloadConfig)
-		ok   bool
-	}{
-		{"default", func(*OverloadConfig) {}, true},
-		{"no clients", func(c *OverloadConfig) { c.Clients = 0 }, false},
-		{"no duration", func(c *OverloadConfig) { c.Duration = 0 }, false},
-		{"no request bound", func(c *OverloadConfig) { c.MaxRequestsPerClient = 0 }, false},
-		{"no queue", func(c *OverloadConfig) { c.QueueItems = 0 }, false},
-		{"no in-flight", func(c *OverloadConfig) { c.MaxConcurrentRequests = 0 }, false},
-		{"negative backoff", func(c *OverloadConfig) { c.Backoff = -1 }, false},
-		{"negative growth", func(c *OverloadConfig) { c.Targets.MaxRSSGrowth = -0.1 }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultOverloadConfig()
-			tt.mod(&c)
-			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, DefaultOverloadConfig(),
+		configtest.OK("default", func(*OverloadConfig) {}),
+		configtest.Bad("no clients", func(c *OverloadConfig) { c.Clients = 0 }),
+		configtest.Bad("no duration", func(c *OverloadConfig) { c.Duration = 0 }),
+		configtest.Bad("no request bound", func(c *OverloadConfig) { c.MaxRequestsPerClient = 0 }),
+		configtest.Bad("no queue", func(c *OverloadConfig) { c.QueueItems = 0 }),
+		configtest.Bad("no in-flight", func(c *OverloadConfig) { c.MaxConcurrentRequests = 0 }),
+		configtest.Bad("negative backoff", func(c *OverloadConfig) { c.Backoff = -1 }),
+		configtest.Bad("negative growth", func(c *OverloadConfig) { c.Targets.MaxRSSGrowth = -0.1 }),
+	)
 }
 
 func TestTargetsCheck(t *testing.T) {

@@ -18,8 +18,9 @@ func Report(name string, cfg Config, res Result, command string) report.Report {
 	if cfg.Kind == models.KindEmbedder {
 		unit, title = "texts", "Bi-encoder embedding throughput"
 	}
-	rep := report.Report{
+	return report.Report{
 		Title: title, Command: command, Config: cfg, Columns: report.Columns(Row{}),
+		Rows: report.Rows(res.Rows),
 		Notes: []string{
 			"gflops is effective: pairs × bertgen.FLOPs(shape, real sequence length) / time (padding not counted); " +
 				"gflops_best uses the fastest call; peak_gflops is the best of 5 runs of an n×n float32 MatMul through the same runtime and thread count, measured right after each row's model runs; efficiency = gflops / peak_gflops.",
@@ -28,10 +29,6 @@ func Report(name string, cfg Config, res Result, command string) report.Report {
 		},
 		Figures: []report.Figure{{File: name + ".svg", Alt: unit + "/s against batch size", Panels: plot(res.Rows, title, unit)}},
 	}
-	for _, r := range res.Rows {
-		rep.Rows = append(rep.Rows, r)
-	}
-	return rep
 }
 
 // plot draws one panel per profile, one line per (doc tokens, threads,

@@ -83,9 +83,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 						return res, fmt.Errorf("%s doc_tokens=%d threads=%d batch=%d: %w", p, dt, th, bp, err)
 					}
 					res.Rows = append(res.Rows, row)
-					if cfg.Log != nil {
-						fmt.Fprintln(cfg.Log, report.Line(row))
-					}
+					report.Log(cfg.Log, row)
 				}
 			}
 		}

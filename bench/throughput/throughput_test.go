@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
@@ -35,36 +36,23 @@ func TestJoinPieces(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		mod  func(*Config)
-		ok   bool
-	}{
-		{"default", func(*Config) {}, true},
-		{"no model", func(c *Config) { c.Profile = "" }, false},
-		{"zero pairs", func(c *Config) { c.Pairs = 0 }, false},
-		{"too long", func(c *Config) { c.DocTokens = 510 }, false},
-		{"zero pool", func(c *Config) { c.PoolSize = 0 }, false},
-		{"negative peak", func(c *Config) { c.PeakN = -1 }, false},
-		{"model dir only", func(c *Config) { c.Profile, c.ModelDir = "", "/m" }, true},
-		{"custom name with a dir", func(c *Config) { c.Profile, c.ModelDir = "bge-reranker", "/m" }, true},
-		{"unknown profile", func(c *Config) { c.Profile = "huge" }, false},
-		{"embedder profile", func(c *Config) { c.Profile = "embed" }, false},
-		{"sweep of the wrong kind", func(c *Config) { c.Sweep.Profiles = []string{"fast", "embed"} }, false},
-		{"default sweep", func(c *Config) { c.Sweep = DefaultSweep(c.Kind) }, true},
-		{"sweep batch 0", func(c *Config) { c.Sweep.BatchPairs = []int{0} }, false},
-		{"sweep too long", func(c *Config) { c.Sweep.DocTokens = []int{128, 600} }, false},
-		{"no kind", func(c *Config) { c.Kind = "" }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfig(models.KindCrossEncoder)
-			tt.mod(&c)
-			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, DefaultConfig(models.KindCrossEncoder),
+		configtest.OK("default", func(*Config) {}),
+		configtest.Bad("no model", func(c *Config) { c.Profile = "" }),
+		configtest.Bad("zero pairs", func(c *Config) { c.Pairs = 0 }),
+		configtest.Bad("too long", func(c *Config) { c.DocTokens = 510 }),
+		configtest.Bad("zero pool", func(c *Config) { c.PoolSize = 0 }),
+		configtest.Bad("negative peak", func(c *Config) { c.PeakN = -1 }),
+		configtest.OK("model dir only", func(c *Config) { c.Profile, c.ModelDir = "", "/m" }),
+		configtest.OK("custom name with a dir", func(c *Config) { c.Profile, c.ModelDir = "bge-reranker", "/m" }),
+		configtest.Bad("unknown profile", func(c *Config) { c.Profile = "huge" }),
+		configtest.Bad("embedder profile", func(c *Config) { c.Profile = "embed" }),
+		configtest.Bad("sweep of the wrong kind", func(c *Config) { c.Sweep.Profiles = []string{"fast", "embed"} }),
+		configtest.OK("default sweep", func(c *Config) { c.Sweep = DefaultSweep(c.Kind) }),
+		configtest.Bad("sweep batch 0", func(c *Config) { c.Sweep.BatchPairs = []int{0} }),
+		configtest.Bad("sweep too long", func(c *Config) { c.Sweep.DocTokens = []int{128, 600} }),
+		configtest.Bad("no kind", func(c *Config) { c.Kind = "" }),
+	)
 }
 
 // TestRerankAndEmbedRuns runs the drivers end to end on the generated fast

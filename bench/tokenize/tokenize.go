@@ -333,16 +333,13 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"HF's encodeBatch row tokenizes q and d as separate texts (the Node binding has no pair batch API), so it skips pair truncation and post-processing: it flatters HF slightly.",
 			"Both sides run one after the other on the same machine; on a shared or loaded machine compare the ratio, not the absolute figures.")
 	}
-	rep := report.Report{
+	return report.Report{
 		Title:   "Tokenizer throughput: hybrank wordpiece vs Hugging Face tokenizers",
 		Command: command,
 		Checks:  res.Checks,
 		Notes:   notes,
 		Config:  cfg,
 		Columns: report.Columns(Row{}),
+		Rows:    report.Rows(res.Rows),
 	}
-	for _, r := range res.Rows {
-		rep.Rows = append(rep.Rows, r)
-	}
-	return rep
 }

@@ -2,13 +2,12 @@ package tokenize
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
 )
@@ -16,31 +15,18 @@ import (
 func TestConfigValidate(t *testing.T) {
 	ok := DefaultConfig()
 	ok.Data, ok.Tokenizer = "d", "t"
-	tests := []struct {
-		name string
-		mut  func(*Config)
-		ok   bool
-	}{
-		{"ok", func(*Config) {}, true},
-		{"no data", func(c *Config) { c.Data = "" }, false},
-		{"no tokenizer", func(c *Config) { c.Tokenizer = "" }, false},
-		{"zero pairs", func(c *Config) { c.Pairs = 0 }, false},
-		{"max len 2", func(c *Config) { c.MaxLen = 2 }, false},
-		{"bad truncation", func(c *Config) { c.Truncation = "sideways" }, false},
-		{"zero rounds", func(c *Config) { c.Rounds = 0 }, false},
-		{"zero docs per query", func(c *Config) { c.DocsPerQuery = 0 }, false},
-		{"parity above 1", func(c *Config) { c.Targets.MinParity = 1.5 }, false},
-		{"negative parity", func(c *Config) { c.Targets.MinParity = -0.1 }, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := ok
-			tt.mut(&c)
-			if err := c.Validate(); (err == nil) != tt.ok || err != nil && !errors.Is(err, bench.ErrBadOption) {
-				t.Errorf("Validate() = %v, want ok %v", err, tt.ok)
-			}
-		})
-	}
+	configtest.Check(t, ok,
+		configtest.OK("ok", func(*Config) {}),
+		configtest.Bad("no data", func(c *Config) { c.Data = "" }),
+		configtest.Bad("no tokenizer", func(c *Config) { c.Tokenizer = "" }),
+		configtest.Bad("zero pairs", func(c *Config) { c.Pairs = 0 }),
+		configtest.Bad("max len 2", func(c *Config) { c.MaxLen = 2 }),
+		configtest.Bad("bad truncation", func(c *Config) { c.Truncation = "sideways" }),
+		configtest.Bad("zero rounds", func(c *Config) { c.Rounds = 0 }),
+		configtest.Bad("zero docs per query", func(c *Config) { c.DocsPerQuery = 0 }),
+		configtest.Bad("parity above 1", func(c *Config) { c.Targets.MinParity = 1.5 }),
+		configtest.Bad("negative parity", func(c *Config) { c.Targets.MinParity = -0.1 }),
+	)
 }
 
 // TestRunTokenizeNoHF runs the benchmark on a tiny BEIR folder without HF and
