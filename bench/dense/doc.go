@@ -8,6 +8,8 @@
 //
 // # Concurrency
 //
-// Run builds and searches on one goroutine so figures are not disturbed by
-// the harness; it shares nothing with other calls.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run builds and searches on one
+// goroutine so figures are not disturbed by the harness; it shares nothing
+// with other calls.
 package dense

@@ -9,5 +9,7 @@
 //
 // # Concurrency
 //
-// Run measures one model at a time and shares nothing with other calls.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run measures one model at a time
+// and shares nothing with other calls.
 package embed

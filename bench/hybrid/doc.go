@@ -13,6 +13,7 @@
 //
 // # Concurrency
 //
-// Run searches sequentially so latencies do not interfere; it shares
-// nothing with other calls.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run searches sequentially so
+// latencies do not interfere; it shares nothing with other calls.
 package hybrid

@@ -10,7 +10,8 @@
 //
 // # Concurrency
 //
-// Run measures on one goroutine, one corpus at a time, so latencies do not
-// interfere; concurrent Runs would disturb each other's figures but share
-// nothing.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run measures on one goroutine, one
+// corpus at a time, so latencies do not interfere; concurrent Runs would
+// disturb each other's figures but share nothing.
 package lexical

@@ -14,7 +14,9 @@
 //
 // # Concurrency
 //
-// A Resolver is for one goroutine (one driver run); Close removes its
-// temporary folder and is safe to call twice. The other functions are safe
-// for concurrent use on different directories.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. A Resolver is for one goroutine
+// (one driver run); Close removes its temporary folder and is safe to call
+// twice. The other functions are safe for concurrent use on different
+// directories.
 package modeldir

@@ -14,6 +14,8 @@
 //
 // # Concurrency
 //
-// Run owns its server, clients and model; concurrent Runs share nothing
-// but would disturb each other's figures.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run owns its server, clients and
+// model; concurrent Runs share nothing but would disturb each other's
+// figures.
 package serve

@@ -12,7 +12,9 @@
 //
 // # Concurrency
 //
-// Run measures one model at a time on the calling goroutine (the runtime
-// uses Spec.Threads intra-op threads); it shares nothing with other calls,
-// which would only disturb each other's figures.
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run measures one model at a time on
+// the calling goroutine (the runtime uses Spec.Threads intra-op threads); it
+// shares nothing with other calls, which would only disturb each other's
+// figures.
 package throughput
