@@ -1,24 +1,29 @@
-// Package bench is hybrank's benchmark harness: dataset loading (BEIR
-// layout), retrieval metrics with trec_eval / BEIR conventions, a seeded
-// synthetic corpus generator, latency percentiles, machine description,
-// result writers (markdown + JSON lines, SVG line plots) and the
-// benchmark drivers that cmd/bench calls (one file per subcommand).
+// Package bench is the root of hybrank's benchmark harness. It holds only
+// ErrBadOption, the error every benchmark's Config.Validate wraps; the
+// harness lives in subpackages, one layer each, imports pointing down:
 //
-// # Conventions
+//	cmd/bench                      flags → Config → Run → Report, per subcommand
+//	lexical, dense, tokenize,      one driver per benchmark: Run(ctx, Config) (Result, error),
+//	rerank, embed, hybrid, serve,  Config with DefaultConfig and Validate (and Targets where the
+//	modeldir (bench models)        benchmark has them), Report(Config, Result, command)
+//	throughput                     the measuring engine shared by rerank, embed (and serve's model)
+//	loadgen                        the one closed-loop HTTP load generator (no server import)
+//	modeldir                       model directories: resolution, generation, real or generated
+//	eval, synth                    BEIR datasets and metrics; seeded synthetic corpora and vectors
+//	report, measure                reports, tables, plots, machine info, checks; latency, rounding, progress
 //
-// Metrics follow pytrec_eval as called by BEIR's EvaluateRetrieval.evaluate:
-// linear gains, ideal DCG over every judged relevant document, judgments
-// with score ≤ 0 are not relevant, and every retrieved document counts, as
-// in trec_eval and in bm25s's published figures (EvalOptions.DropIdenticalIDs
-// applies BEIR's ignore_identical_ids, which drops a document whose id
-// equals the query id). Queries are
-// averaged over those that have at least one judgment.
+// # Results
 //
-// # Concurrency and ownership
+// Each driver's rows are structs whose JSON tags name the values and whose
+// `table` tags mark the report's columns (package report), so one
+// definition serves the --json lines, the markdown table and the raw JSON
+// of bench/results/NAME.md. Targets (PASS/FAIL thresholds) are fields of
+// the drivers' configs, turned into report.Checks by one function per
+// driver.
 //
-// Loaded datasets and generated corpora are plain values, read-only once
-// returned, and safe to share between goroutines. The metric functions
-// are pure. Writers (Progress, result files) are for one goroutine each
-// unless their doc says otherwise. Functions that take a context poll it
-// every 1024 items.
+// # Concurrency
+//
+// Drivers measure sequentially on the calling goroutine (load generators
+// and model runtimes use their own goroutines and threads) so figures are
+// not disturbed by the harness; configs and results are plain values.
 package bench

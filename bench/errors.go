@@ -2,12 +2,8 @@ package bench
 
 import "errors"
 
-var (
-	// ErrMalformed is wrapped by loaders for a line or field that cannot be
-	// parsed; the message names the file and line.
-	ErrMalformed = errors.New("bench: malformed input")
-	// ErrNoQueries means a dataset has no query with relevance judgments.
-	ErrNoQueries = errors.New("bench: no judged queries")
-	// ErrBadOption is wrapped for an invalid benchmark option.
-	ErrBadOption = errors.New("bench: invalid option")
-)
+// ErrBadOption is wrapped by every benchmark's Config.Validate (and by the
+// generators' and the load generator's configs) for an option that cannot
+// be used; the message names the option and its value. cmd/bench exits 2
+// on it.
+var ErrBadOption = errors.New("bench: invalid option")

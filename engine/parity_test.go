@@ -1,14 +1,15 @@
 package engine_test
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"slices"
 	"testing"
 
 	"github.com/hybrank/hybrank/analysis"
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/lexical"
+	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/postings"
@@ -18,12 +19,13 @@ import (
 // embedder) is the lexical index: on scifact every query returns the same
 // top-100 IDs in the same order, with the same scores, as package postings
 // fed with package analysis directly (title + " " + text, as bench lexical
-// indexes), and the nDCG@10 / recall@100 figures equal bench.RunLexicalBEIR's.
+// indexes), and the nDCG@10 / recall@100 figures equal bench lexical's.
 func TestBM25ParityScifact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("indexes scifact twice (seconds); skipped under -short")
 	}
-	ds, err := bench.LoadBEIR(testenv.NeedDataset(t, "scifact"))
+	dir := testenv.NeedDataset(t, "scifact")
+	ds, err := eval.LoadBEIR(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,7 @@ func TestBM25ParityScifact(t *testing.T) {
 	}
 
 	// The lexical index directly, configured as bench lexical's default.
-	lopt := bench.DefaultLexicalOptions()
+	lopt := lexical.DefaultConfig()
 	an, err := analysis.New(lopt.Analyzer)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestBM25ParityScifact(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	run := bench.Run{}
+	run := eval.Run{}
 	mismatches := 0
 	for _, q := range ds.Queries {
 		res, err := e.Search(ctx, engine.Request{Query: q.Text, TopK: k, Candidates: k})
@@ -97,32 +99,23 @@ func TestBM25ParityScifact(t *testing.T) {
 				t.Fatalf("query %s rank %d: engine bm25 %v (rank %d), postings %v", q.ID, i+1, h.Provenance.BM25Score, h.Provenance.BM25Rank, hits[i].Score)
 			}
 		}
-		// The engine's ranking in trec_eval order (as RunLexicalBEIR
+		// The engine's ranking in trec_eval order (as bench lexical
 		// evaluates): BM25 score descending, ties by ID descending.
-		eh := slices.Clone(res.Hits)
-		slices.SortStableFunc(eh, func(a, b engine.Hit) int {
-			if c := cmp.Compare(b.Provenance.BM25Score, a.Provenance.BM25Score); c != 0 {
-				return c
-			}
-			return cmp.Compare(b.Document.ID, a.Document.ID)
-		})
-		ids := make([]string, len(eh))
-		for i, h := range eh {
-			ids[i] = h.Document.ID
-		}
-		run[q.ID] = ids
+		run[q.ID] = eval.TrecOrder(res.Hits, func(h engine.Hit) string { return h.Document.ID },
+			func(h engine.Hit) float64 { return h.Provenance.BM25Score })
 	}
 	if mismatches > 0 {
 		t.Fatalf("%d of %d queries differ", mismatches, len(ds.Queries))
 	}
 
-	lopt.Rounds = 1
-	lex, err := bench.RunLexicalBEIR(ctx, ds, lopt)
+	lopt.Rounds, lopt.Datasets = 1, []string{dir}
+	lres, err := lexical.Run(ctx, lopt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := bench.Evaluate(ds.Qrels, run, lopt.Eval)
-	if bench.Round(sc.NDCG10, 5) != lex.NDCG10 || bench.Round(sc.Recall100, 5) != lex.Recall100 {
+	lex := lres.Rows[0]
+	sc := eval.Evaluate(ds.Qrels, run, lopt.Eval)
+	if measure.Round(sc.NDCG10, 5) != lex.NDCG10 || measure.Round(sc.Recall100, 5) != lex.Recall100 {
 		t.Fatalf("engine nDCG@10 %.5f recall@100 %.5f, bench lexical %.5f / %.5f", sc.NDCG10, sc.Recall100, lex.NDCG10, lex.Recall100)
 	}
 	t.Logf("scifact BM25: engine = lexical, nDCG@10 %.5f recall@100 %.5f over %d queries", lex.NDCG10, lex.Recall100, len(ds.Queries))

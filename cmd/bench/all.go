@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,59 +63,66 @@ func allSteps(datasets, out, models string, quick bool) []step {
 	}
 }
 
-func runAll(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("all", flag.ContinueOnError)
+func runAll(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("all")
 	datasets := fs.String("datasets", "../shared/datasets", "folder of BEIR datasets (scifact, cisi, cran); steps that need it are skipped when absent")
 	out := fs.String("out", "bench/results", "folder for the reports")
 	models := fs.String("models", ".deps/models", "folder for the generated model directories (one per profile)")
 	quick := fs.Bool("quick", false, "smaller corpora and shorter runs (minutes instead of tens of minutes)")
-	only := fs.String("only", "", "comma list of step commands to run (default all), e.g. lexical,rerank")
+	var only listFlag
+	fs.Var(&only, "only", "comma list of step commands to run (default all), e.g. lexical,rerank")
 	keepGoing := fs.Bool("keep-going", true, "run the remaining steps after one fails (the exit status still reports the failure)")
-	if err := fs.Parse(args); err != nil {
+	var o output
+	o.registerJSON(fs)
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	haveData := true
 	if _, err := os.Stat(filepath.Join(*datasets, "scifact", "corpus.jsonl")); err != nil {
 		haveData = false
-		fmt.Fprintf(os.Stderr, "bench all: no datasets at %s: running the synthetic and generated-model steps only\n", *datasets)
-	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(*only, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			want[s] = true
-		}
+		fmt.Fprintf(cl.stderr, "bench all: no datasets at %s: running the synthetic and generated-model steps only\n", *datasets)
 	}
 	var failed []string
 	for _, s := range allSteps(*datasets, *out, *models, *quick) {
-		if len(want) > 0 && !want[s.cmd] {
+		switch {
+		case len(only) > 0 && !slices.Contains(only, s.cmd):
+			continue
+		case s.data && !haveData:
+			fmt.Fprintf(cl.stderr, "== skip %s: needs %s\n", s.name, *datasets)
 			continue
 		}
-		if s.data && !haveData {
-			fmt.Fprintf(os.Stderr, "== skip %s: needs %s\n", s.name, *datasets)
-			continue
+		if o.json {
+			s.args = append(s.args, "--json")
 		}
-		c, ok := subcommands[s.cmd]
-		if !ok {
-			return fmt.Errorf("step %s: unknown subcommand %q", s.name, s.cmd)
-		}
-		fmt.Fprintf(os.Stderr, "== %s\n   bench %s %s\n", s.name, s.cmd, strings.Join(s.args, " "))
-		start := time.Now()
-		err := c.run(ctx, s.args)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "== %s FAILED after %s: %v\n", s.name, time.Since(start).Round(time.Second), err)
+		if err := runStep(ctx, cl, s); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			failed = append(failed, s.name)
 			if !*keepGoing {
 				break
 			}
-			continue
 		}
-		fmt.Fprintf(os.Stderr, "== %s done in %s\n", s.name, time.Since(start).Round(time.Second))
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d step(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
+	return nil
+}
+
+// runStep runs one step as the subcommand it names, logging its command
+// line, outcome and time.
+func runStep(ctx context.Context, cl *cli, s step) error {
+	c, ok := subcommands[s.cmd]
+	if !ok {
+		return fmt.Errorf("step %s: unknown subcommand %q", s.name, s.cmd)
+	}
+	fmt.Fprintf(cl.stderr, "== %s\n   bench %s %s\n", s.name, s.cmd, strings.Join(s.args, " "))
+	start := time.Now()
+	if err := c.run(ctx, cl, s.args); err != nil {
+		fmt.Fprintf(cl.stderr, "== %s FAILED after %s: %v\n", s.name, time.Since(start).Round(time.Second), err)
+		return err
+	}
+	fmt.Fprintf(cl.stderr, "== %s done in %s\n", s.name, time.Since(start).Round(time.Second))
 	return nil
 }

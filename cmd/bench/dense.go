@@ -2,14 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/dense"
 )
 
 func init() {
@@ -20,74 +14,32 @@ func init() {
 	})
 }
 
-// denseInts parses a comma list of integers.
-type denseInts []int
-
-func (l *denseInts) String() string {
-	s := make([]string, len(*l))
-	for i, v := range *l {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, ",")
-}
-
-func (l *denseInts) Set(v string) error {
-	*l = (*l)[:0]
-	for _, s := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			return fmt.Errorf("%q: want comma-separated integers", v)
-		}
-		*l = append(*l, n)
-	}
-	return nil
-}
-
-func runDense(ctx context.Context, args []string) error {
-	o := bench.DefaultDenseOptions()
-	fs := flag.NewFlagSet("dense", flag.ContinueOnError)
-	fs.IntVar(&o.N, "n", o.N, "indexed vectors")
-	fs.IntVar(&o.Dim, "dim", o.Dim, "dimension")
-	fs.IntVar(&o.Queries, "queries", o.Queries, "held-out query vectors")
-	fs.IntVar(&o.K, "k", o.K, "recall@k cut-off")
-	ms, efs := denseInts(o.Ms), denseInts(o.Efs)
+func runDense(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("dense")
+	cfg := dense.DefaultConfig()
+	fs.IntVar(&cfg.N, "n", cfg.N, "indexed vectors")
+	fs.IntVar(&cfg.Dim, "dim", cfg.Dim, "dimension")
+	fs.IntVar(&cfg.Queries, "queries", cfg.Queries, "held-out query vectors")
+	fs.IntVar(&cfg.K, "k", cfg.K, "recall@k cut-off")
+	ms, efs := intsFlag(cfg.Ms), intsFlag(cfg.Efs)
 	fs.Var(&ms, "m", "graph degrees M to build (comma list)")
 	fs.Var(&efs, "ef", "efSearch values to search each build with (comma list)")
-	fs.IntVar(&o.EfConstruction, "efc", o.EfConstruction, "efConstruction of every build")
-	fs.IntVar(&o.Clusters, "clusters", o.Clusters, "mixture components")
-	fs.IntVar(&o.Rank, "rank", o.Rank, "per-cluster subspace rank (local intrinsic dimension)")
-	fs.Float64Var(&o.Noise, "noise", o.Noise, "isotropic noise sigma")
-	fs.Uint64Var(&o.Seed, "seed", o.Seed, "data seed")
-	fs.BoolVar(&o.Progress, "progress", false, "show progress even when stderr is not a terminal")
-	jsonOnly := fs.Bool("json", false, "print only JSON lines (no table)")
-	out := fs.String("out", "bench/results", `folder for dense.md ("" = do not write)`)
-	if err := fs.Parse(args); err != nil {
+	fs.IntVar(&cfg.EfConstruction, "efc", cfg.EfConstruction, "efConstruction of every build")
+	fs.IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "mixture components")
+	fs.IntVar(&cfg.Rank, "rank", cfg.Rank, "per-cluster subspace rank (local intrinsic dimension)")
+	fs.Float64Var(&cfg.Noise, "noise", cfg.Noise, "isotropic noise sigma")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "data seed")
+	fs.BoolVar(&cfg.Progress, "progress", false, "show progress even when stderr is not a terminal")
+	name := fs.String("name", "dense", "report file name (without .md) under --out")
+	var o output
+	o.register(fs, "the report")
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	o.Ms, o.Efs = ms, efs
-	enc := json.NewEncoder(os.Stdout)
-	rows, err := bench.RunDense(ctx, o, func(row map[string]any) error { return enc.Encode(row) })
+	cfg.Ms, cfg.Efs, cfg.Log = ms, efs, cl.stderr
+	res, err := dense.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	rep := bench.DenseReport(o, "bench dense "+strings.Join(args, " "), rows)
-	if !*jsonOnly {
-		fmt.Printf("\n| %s |\n", strings.Join(rep.Columns, " | "))
-		for _, r := range rows {
-			cells := make([]string, len(rep.Columns))
-			for i, c := range rep.Columns {
-				cells[i] = bench.FormatValue(r[c])
-			}
-			fmt.Printf("| %s |\n", strings.Join(cells, " | "))
-		}
-	}
-	if *out == "" {
-		return nil
-	}
-	path, err := bench.WriteReport(*out, "dense", rep)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "wrote", path)
-	return nil
+	return o.finish(cl, *name, dense.Report(cfg, res, command("dense", args)))
 }

@@ -1,7 +1,9 @@
 // Command bench is hybrank's benchmark harness: quality (nDCG, recall) and
 // speed (QPS, pairs/s, latency percentiles, scaling) on real and synthetic
-// data. Each subcommand lives in its own file, parses its flags and calls
-// into package bench; no benchmark logic lives here.
+// data. Each subcommand lives in its own file and is flags → config → Run →
+// report: it fills a driver's Config (packages under bench/) from its
+// flags, calls the driver's Run and prints or writes the driver's report.
+// No benchmark logic, threshold or model lookup lives here.
 //
 // Usage:
 //
@@ -11,18 +13,36 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/hybrank/hybrank/bench"
 )
 
 // subcommand is one `bench NAME` entry.
 type subcommand struct {
 	name    string
 	summary string
-	run     func(ctx context.Context, args []string) error
+	run     func(ctx context.Context, cl *cli, args []string) error
+}
+
+// cli is where a subcommand writes: results on stdout, logs on stderr.
+type cli struct {
+	stdout, stderr io.Writer
+}
+
+// flags returns an empty flag set for a subcommand that reports parse
+// errors and -h on the CLI's stderr.
+func (cl *cli) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(cl.stderr)
+	return fs
 }
 
 var subcommands = map[string]subcommand{}
@@ -35,37 +55,79 @@ func register(c subcommand) {
 	subcommands[c.name] = c
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: bench <subcommand> [flags]\n\nsubcommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bench <subcommand> [flags]\n\nsubcommands:")
 	names := make([]string, 0, len(subcommands))
 	for n := range subcommands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", n, subcommands[n].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", n, subcommands[n].summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nrun `bench <subcommand> -h` for its flags")
+	fmt.Fprintln(w, "\nrun `bench <subcommand> -h` for its flags")
+}
+
+// dispatch runs the subcommand named by args[0] and returns the exit
+// status: 0 on success and for -h, 2 for a usage error, 1 when the
+// subcommand failed.
+func dispatch(ctx context.Context, cl *cli, args []string) int {
+	if len(args) == 0 {
+		usage(cl.stderr)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(cl.stderr)
+		return 0
+	}
+	c, ok := subcommands[args[0]]
+	if !ok {
+		fmt.Fprintf(cl.stderr, "bench: unknown subcommand %q\n\n", args[0])
+		usage(cl.stderr)
+		return 2
+	}
+	err := c.run(ctx, cl, args[1:])
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errFlags): // the flag package has said why
+		return 2
+	case errors.Is(err, errUsage), errors.Is(err, bench.ErrBadOption):
+		fmt.Fprintf(cl.stderr, "bench %s: %v\n", c.name, err)
+		return 2
+	default:
+		fmt.Fprintf(cl.stderr, "bench %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+var (
+	// errUsage is wrapped by subcommands for flag values that cannot be
+	// used.
+	errUsage = errors.New("usage")
+	// errFlags is returned by parse for flags the flag package rejected
+	// (it has printed the error and the usage).
+	errFlags = errors.New("bad flags")
+)
+
+// parse parses args into fs: flag.ErrHelp for -h, errFlags for flags the
+// flag package rejected, errUsage for positional arguments.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errFlags
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	return nil
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "help" || os.Args[1] == "-h" || os.Args[1] == "--help" {
-		usage()
-		if len(os.Args) < 2 {
-			os.Exit(2)
-		}
-		return
-	}
-	c, ok := subcommands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "bench: unknown subcommand %q\n\n", os.Args[1])
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := c.run(ctx, os.Args[2:]); err != nil {
-		fmt.Fprintf(os.Stderr, "bench %s: %v\n", c.name, err)
-		os.Exit(1)
-	}
+	code := dispatch(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
 }

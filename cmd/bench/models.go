@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"strings"
 
-	"github.com/hybrank/hybrank/bench"
-	"github.com/hybrank/hybrank/internal/artifacts"
+	"github.com/hybrank/hybrank/bench/modeldir"
 )
 
 func init() {
@@ -18,26 +14,24 @@ func init() {
 	})
 }
 
-func runModels(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("models", flag.ContinueOnError)
-	cfg := bench.ModelsConfig{}
+func runModels(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("models")
+	cfg := modeldir.DefaultConfig()
 	fs.StringVar(&cfg.Out, "out", "", "folder receiving OUT/<profile> directories (required)")
-	profiles := fs.String("profiles", "", "comma list of profiles (default all)")
-	fs.StringVar(&cfg.VocabTxt, "vocab", artifacts.VocabTxt(), "bert-base-uncased vocab.txt")
-	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", artifacts.TokenizerJSON(), "all-MiniLM-L6-v2 tokenizer.json")
+	var profiles listFlag
+	fs.Var(&profiles, "profiles", "comma list of profiles (default all)")
+	fs.StringVar(&cfg.VocabTxt, "vocab", cfg.VocabTxt, "bert-base-uncased vocab.txt")
+	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", cfg.TokenizerJSON, "all-MiniLM-L6-v2 tokenizer.json")
 	fs.BoolVar(&cfg.Force, "force", false, "rewrite directories that already hold a model")
-	if err := fs.Parse(args); err != nil {
+	var o output
+	o.registerJSON(fs)
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if cfg.Out == "" {
-		return fmt.Errorf("--out is required")
+	cfg.Profiles = profiles
+	res, err := modeldir.Run(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	if *profiles != "" {
-		cfg.Profiles = strings.Split(*profiles, ",")
-	}
-	dirs, err := bench.WriteModels(ctx, cfg)
-	for _, d := range dirs {
-		fmt.Println(d)
-	}
-	return err
+	return o.finish(cl, "", modeldir.Report(cfg, res, command("models", args)))
 }

@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
-	"os"
-	"strconv"
 	"strings"
 
-	"github.com/hybrank/hybrank/bench"
-	"github.com/hybrank/hybrank/internal/artifacts"
+	"github.com/hybrank/hybrank/bench/embed"
+	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/bench/rerank"
+	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
 )
 
@@ -18,147 +16,96 @@ func init() {
 	register(subcommand{
 		name:    "rerank",
 		summary: "cross-encoder pairs/s, tokens/s, latency and effective GFLOP/s vs measured peak (profiles fast, balanced, accurate)",
-		run: func(ctx context.Context, args []string) error {
-			return runModelBench(ctx, "rerank", models.KindCrossEncoder, args)
+		run: func(ctx context.Context, cl *cli, args []string) error {
+			return runThroughput(ctx, cl, "rerank", args, throughputDriver{
+				config: rerank.DefaultConfig, sweep: rerank.DefaultSweep, run: rerank.Run, report: rerank.Report,
+			})
+		},
+	})
+	register(subcommand{
+		name:    "embed",
+		summary: "bi-encoder texts/s, tokens/s, latency and effective GFLOP/s vs measured peak (profile embed)",
+		run: func(ctx context.Context, cl *cli, args []string) error {
+			return runThroughput(ctx, cl, "embed", args, throughputDriver{
+				config: embed.DefaultConfig, sweep: embed.DefaultSweep, run: embed.Run, report: embed.Report,
+			})
 		},
 	})
 }
 
-// modelNotes collects repeated --note paragraphs.
-type modelNotes []string
-
-func (n *modelNotes) String() string     { return strings.Join(*n, " ") }
-func (n *modelNotes) Set(v string) error { *n = append(*n, v); return nil }
-
-// modelIntList parses a comma list of positive integers.
-func modelIntList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q: want positive integers", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+// throughputDriver is the rerank or embed driver.
+type throughputDriver struct {
+	config func() throughput.Config
+	sweep  func() throughput.Sweep
+	run    func(context.Context, throughput.Config) (throughput.Result, error)
+	report func(throughput.Config, throughput.Result, string) report.Report
 }
 
-// runModelBench is `bench rerank` and `bench embed`: flags → bench.ModelBench.
-func runModelBench(ctx context.Context, name string, kind models.Kind, args []string) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	cfg := bench.DefaultRerankConfig()
-	if kind == models.KindEmbedder {
-		cfg = bench.DefaultEmbedConfig()
-	}
+// modelFlags registers the model and text flags shared by rerank, embed
+// and serve.
+func modelFlags(fs *flag.FlagSet, s *throughput.Spec) {
+	fs.StringVar(&s.Profile, "profile", s.Profile, "model profile: fast, balanced, accurate (cross-encoders) or embed")
+	fs.StringVar(&s.ModelDir, "model-dir", "", "model directory (HF ONNX layout); default: the profile's under --models-root")
+	fs.StringVar(&s.Models.Root, "models-root", "", "folder of model directories, one per profile, generated when missing (kept between runs); default $"+models.ModelsEnv+", else a temporary folder")
+	fs.StringVar(&s.Provider, "provider", s.Provider, "execution provider: cpu, cuda or auto")
+	fs.IntVar(&s.Threads, "threads", s.Threads, "intra-op threads (0 = runtime default)")
+	fs.IntVar(&s.PoolSize, "pool", s.PoolSize, "runtime sessions (batches of one call, or the server's model calls, run concurrently)")
+	fs.IntVar(&s.DocTokens, "doc-tokens", s.DocTokens, "tokens per document/text (no special tokens)")
+	fs.IntVar(&s.QueryTokens, "query-tokens", s.QueryTokens, "tokens per synthetic query")
+	fs.Uint64Var(&s.Seed, "seed", s.Seed, "synthetic text seed")
+}
+
+// runThroughput is `bench rerank` and `bench embed`: one run, or with
+// --sweep every combination and the report.
+func runThroughput(ctx context.Context, cl *cli, name string, args []string, d throughputDriver) error {
+	fs := cl.flags(name)
+	cfg := d.config()
 	unit := "pairs"
-	if kind == models.KindEmbedder {
+	if cfg.Kind == models.KindEmbedder {
 		unit = "texts"
 	}
-	fs.StringVar(&cfg.Profile, "profile", cfg.Profile, "model profile: fast, balanced, accurate (rerank) or embed")
-	fs.StringVar(&cfg.ModelDir, "model-dir", "", "model directory (HF ONNX layout); default: generated under --models-root")
-	fs.StringVar(&cfg.ModelsRoot, "models-root", "", "folder of generated model directories (kept between runs); default $"+models.ModelsEnv+", else a temporary folder")
-	fs.StringVar(&cfg.Provider, "provider", cfg.Provider, "execution provider: cpu, cuda or auto")
-	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "intra-op threads (0 = runtime default)")
-	fs.IntVar(&cfg.PoolSize, "pool", cfg.PoolSize, "runtime sessions (batches of one call run concurrently)")
+	modelFlags(fs, &cfg.Spec)
 	fs.StringVar(&cfg.GraphOptimization, "graph-opt", "", "graph optimisation: disable, basic, extended, all (default all)")
 	fs.BoolVar(&cfg.DisableArena, "no-arena", false, "disable the runtime's CPU memory arena")
 	fs.BoolVar(&cfg.DisableSpinning, "no-spin", false, "stop intra-op threads from busy-waiting between operators")
 	fs.IntVar(&cfg.BatchTokens, "batch-tokens", cfg.BatchTokens, "max padded tokens per runtime call")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, unit+" per call")
-	fs.IntVar(&cfg.DocTokens, "doc-tokens", cfg.DocTokens, "tokens per document/text (no special tokens)")
-	fs.IntVar(&cfg.QueryTokens, "query-tokens", cfg.QueryTokens, "tokens per synthetic query")
 	fs.StringVar(&cfg.Data, "data", "", "BEIR dataset folder for real text (e.g. ../shared/datasets/scifact); default: vocabulary words")
 	fs.DurationVar(&cfg.MinTime, "min-time", cfg.MinTime, "measure at least this long per run")
 	fs.IntVar(&cfg.MinCalls, "min-calls", cfg.MinCalls, "measure at least this many calls per run")
 	fs.IntVar(&cfg.PeakN, "peak-n", cfg.PeakN, "MatMul size for the peak GFLOP/s measurement (0 = skip)")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "synthetic text seed")
-	jsonOnly := fs.Bool("json", false, "print only JSON lines")
-	sweep := fs.Bool("sweep", false, "sweep batch sizes × threads × doc tokens × profiles and write a report")
-	sweepProfiles := fs.String("sweep-profiles", "", "profiles to sweep (default: fast,balanced,accurate for rerank; embed)")
-	sweepBatches := fs.String("sweep-batches", "1,4,16,64", "batch sizes to sweep, in "+unit+" per runtime call")
-	sweepThreads := fs.String("sweep-threads", "1,2", "intra-op thread counts to sweep")
-	sweepDocs := fs.String("sweep-doc-tokens", "128,256", "document lengths to sweep")
-	var notes modelNotes
-	fs.Var(&notes, "note", "paragraph added to the report (repeatable)")
+	sw := d.sweep()
+	sweep := fs.Bool("sweep", false, "sweep batch sizes × threads × doc tokens × profiles and write the report")
+	var profiles listFlag
+	batches, threads, docs := intsFlag(sw.BatchPairs), intsFlag(sw.Threads), intsFlag(sw.DocTokens)
+	fs.Var(&profiles, "sweep-profiles", "profiles to sweep (default "+strings.Join(sw.Profiles, ",")+")")
+	fs.Var(&batches, "sweep-batches", "batch sizes to sweep, in "+unit+" per runtime call")
+	fs.Var(&threads, "sweep-threads", "intra-op thread counts to sweep")
+	fs.Var(&docs, "sweep-doc-tokens", "document lengths to sweep")
 	reportFrom := fs.String("report-from", "", "re-render "+name+".md/.svg from saved --json lines instead of running")
-	out := fs.String("out", "bench/results", `folder for `+name+`.md and `+name+`.svg with --sweep ("" = do not write)`)
-	if err := fs.Parse(args); err != nil {
+	var o output
+	o.register(fs, name+".md and "+name+".svg (with --sweep or --report-from)")
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	// Assets for generating model directories (`make assets`).
-	cfg.VocabTxt, cfg.TokenizerJSON = artifacts.VocabTxt(), artifacts.TokenizerJSON()
-	if *reportFrom != "" {
-		results, err := bench.ReadModelResults(*reportFrom)
-		if err != nil {
-			return err
+	if *sweep {
+		cfg.Sweep = throughput.Sweep{Profiles: sw.Profiles, BatchPairs: batches, Threads: threads, DocTokens: docs}
+		if len(profiles) > 0 {
+			cfg.Sweep.Profiles = profiles
 		}
-		path, err := bench.WriteModelReport(*out, name, "bench "+name+" --report-from "+*reportFrom, results, notes)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(os.Stderr, "wrote", path)
-		return nil
+	} else if *reportFrom == "" {
+		o.out = "" // one measurement is printed, not written over the sweep's report
 	}
-	mb := bench.NewModelBench()
-	defer mb.Close()
-	enc := json.NewEncoder(os.Stdout)
-	emit := func(r bench.RerankResult) {
-		if *jsonOnly {
-			enc.Encode(r)
-			return
-		}
-		fmt.Printf("%-8s %s thr=%d pool=%d batch_tokens=%d (%d %s) doc_tokens=%d: %.1f %s/s, %.0f tok/s, p50 %.1f ms, p99 %.1f ms, %.1f GFLOP/s of peak %.1f (%.0f%%) real_weights=%v\n",
-			r.Profile, r.Provider, r.Threads, r.PoolSize, r.BatchTokens, r.BatchPairs, unit, r.DocTokens, r.PairsPerS, unit,
-			r.TokensPerS, r.P50Ms, r.P99Ms, r.GFLOPs, r.PeakGFLOPs, 100*r.Efficiency, r.RealWeights)
-	}
-	if !*sweep {
-		var res bench.RerankResult
-		var err error
-		if kind == models.KindEmbedder {
-			res, err = mb.RunEmbed(ctx, cfg)
-		} else {
-			res, err = mb.RunRerank(ctx, cfg)
-		}
-		if err != nil {
-			return err
-		}
-		emit(res)
-		return nil
-	}
-	var sc bench.SweepConfig
+	cfg.Log = cl.stderr
+	var res throughput.Result
 	var err error
-	if sc.BatchPairs, err = modelIntList(*sweepBatches); err != nil {
-		return fmt.Errorf("--sweep-batches %w", err)
+	if *reportFrom != "" {
+		res.Rows, err = throughput.ReadRows(*reportFrom)
+	} else {
+		res, err = d.run(ctx, cfg)
 	}
-	if sc.Threads, err = modelIntList(*sweepThreads); err != nil {
-		return fmt.Errorf("--sweep-threads %w", err)
-	}
-	if sc.DocTokens, err = modelIntList(*sweepDocs); err != nil {
-		return fmt.Errorf("--sweep-doc-tokens %w", err)
-	}
-	switch {
-	case *sweepProfiles != "":
-		sc.Profiles = strings.Split(*sweepProfiles, ",")
-	case kind == models.KindEmbedder:
-		sc.Profiles = []string{models.ProfileEmbed}
-	default:
-		sc.Profiles = []string{models.ProfileFast, models.ProfileBalanced, models.ProfileAccurate}
-	}
-	results, err := mb.RerankSweep(ctx, cfg, sc, kind, emit)
 	if err != nil {
 		return err
 	}
-	if *out == "" {
-		return nil
-	}
-	path, err := bench.WriteModelReport(*out, name, "bench "+name+" "+strings.Join(args, " "), results,
-		append(notes, fmt.Sprintf("Run config: `%+v`.", cfg)))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "wrote", path)
-	return nil
+	return o.finish(cl, name, d.report(cfg, res, command(name, args)))
 }

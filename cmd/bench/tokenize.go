@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
-	"os"
-	"strings"
 
-	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/tokenize"
 	"github.com/hybrank/hybrank/internal/artifacts"
 )
 
@@ -20,9 +15,9 @@ func init() {
 	})
 }
 
-func runTokenize(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
-	cfg := bench.DefaultTokenizeConfig()
+func runTokenize(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("tokenize")
+	cfg := tokenize.DefaultConfig()
 	fs.StringVar(&cfg.Data, "data", artifacts.Dataset("scifact"), "BEIR dataset folder")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, "number of (query, document) pairs")
 	fs.IntVar(&cfg.MaxLen, "max-len", cfg.MaxLen, "max length including special tokens")
@@ -32,33 +27,15 @@ func runTokenize(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Node, "node", cfg.Node, "node binary")
 	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "timed rounds; the best is reported")
 	fs.IntVar(&cfg.DocsPerQuery, "docs-per-query", cfg.DocsPerQuery, "documents per query for the EncodePairs row")
-	jsonOnly := fs.Bool("json", false, "print only JSON (no table)")
-	out := fs.String("out", "bench/results", `folder for tokenize.md ("" = do not write)`)
-	if err := fs.Parse(args); err != nil {
+	fs.Float64Var(&cfg.Targets.MinParity, "min-parity", cfg.Targets.MinParity, "target: least share of pairs with ids identical to HF's")
+	var o output
+	o.register(fs, "tokenize.md")
+	if err := parse(fs, args); err != nil {
 		return err
 	}
-	res, err := bench.RunTokenize(ctx, cfg)
+	res, err := tokenize.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if *jsonOnly {
-		enc := json.NewEncoder(os.Stdout)
-		return enc.Encode(res)
-	}
-	for _, r := range res.Rows {
-		fmt.Printf("%-45s %-30s %10.0f pairs/s %12.0f tokens/s  %s\n", r.Impl, r.Mode, r.PairsPerSec, r.TokensPerS, r.Note)
-	}
-	if res.HFSkipped != "" {
-		fmt.Println("HF skipped:", res.HFSkipped)
-	} else {
-		fmt.Printf("parity: %d/%d pairs identical; ratio ours/HF: %.2fx\n", res.ParityEqual, res.ParityTotal, res.Ratio)
-	}
-	if *out != "" {
-		path, err := bench.WriteTokenizeReport(*out, "tokenize", "bench tokenize "+strings.Join(args, " "), res)
-		if err != nil {
-			return err
-		}
-		fmt.Println("wrote", path)
-	}
-	return nil
+	return o.finish(cl, "tokenize", tokenize.Report(cfg, res, command("tokenize", args)))
 }

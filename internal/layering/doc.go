@@ -6,6 +6,8 @@
 //     embedder does not link ONNX Runtime. Only onnx/ (and models/ort,
 //     which wraps it) use cgo.
 //   - Commands link no test code: cmd/* do not depend on package testing.
+//   - bench/loadgen does not import the server, so that the server's tests
+//     can use it.
 //
 // The tests run the go command, so they need the Go toolchain on PATH
 // (skipped with a message otherwise).

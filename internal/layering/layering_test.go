@@ -46,6 +46,7 @@ func TestCgoFreePackagesBuildWithoutCgo(t *testing.T) {
 		}
 	}
 }
+
 func TestCommandsLinkNoTestCode(t *testing.T) {
 	for _, cmd := range []string{"./cmd/bench", "./cmd/serve"} {
 		deps := strings.Fields(goCmd(t, nil, "list", "-deps", cmd))
@@ -59,5 +60,17 @@ func TestCommandsLinkNoTestCode(t *testing.T) {
 			}
 			t.Errorf("%s links package testing, imported by %v", cmd, importers)
 		}
+	}
+}
+
+// TestLoadgenDoesNotImportServer keeps bench/loadgen usable from the
+// server's own tests (an import of server there would be a cycle).
+func TestLoadgenDoesNotImportServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list: skipped in -short")
+	}
+	deps := goCmd(t, nil, "list", "-deps", "-test=false", "./bench/loadgen")
+	if slices.Contains(strings.Fields(deps), module+"/server") {
+		t.Errorf("bench/loadgen imports %s/server", module)
 	}
 }

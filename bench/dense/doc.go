@@ -1,0 +1,15 @@
+// Package dense is the driver of `bench dense`: HNSW build time, recall@K,
+// single-goroutine QPS and latency percentiles of the dense index over a
+// sweep of M × efSearch, next to exact flat search, on seeded clustered
+// vectors (synth.Vectors).
+//
+// Run(ctx, Config) returns the flat row and one row per M × ef; Report
+// renders them as bench/results/dense.md.
+//
+// # Concurrency
+//
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run builds and searches on one
+// goroutine so figures are not disturbed by the harness; it shares nothing
+// with other calls.
+package dense

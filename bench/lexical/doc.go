@@ -1,0 +1,17 @@
+// Package lexical is the driver of `bench lexical`: BM25 quality (nDCG@10,
+// Recall@100, MRR@10 with trec_eval conventions) and speed (index build,
+// single-goroutine QPS, latency percentiles, bytes per posting) of the
+// postings index, on BEIR datasets and on seeded synthetic corpora of any
+// size, once per BM25 variant.
+//
+// Run(ctx, Config) returns one Row per corpus × variant; Report renders
+// them as bench/results/lexical.md (with lexical_scaling.svg for synthetic
+// corpora).
+//
+// # Concurrency
+//
+// Config, Result and the row types are plain values: safe to share for
+// reading between goroutines once built. Run measures on one goroutine, one
+// corpus at a time, so latencies do not interfere; concurrent Runs would
+// disturb each other's figures but share nothing.
+package lexical

@@ -1,0 +1,60 @@
+package measure
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Latency summarises a set of per-operation durations.
+type Latency struct {
+	N    int           `json:"n"`
+	Mean time.Duration `json:"mean_ns"`
+	P50  time.Duration `json:"p50_ns"`
+	P90  time.Duration `json:"p90_ns"`
+	P99  time.Duration `json:"p99_ns"`
+	Max  time.Duration `json:"max_ns"`
+}
+
+// LatencyStats computes percentiles by the nearest-rank method (the
+// smallest sample with at least p% of samples ≤ it). ds is not modified.
+func LatencyStats(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return Latency{
+		N:    len(s),
+		Mean: sum / time.Duration(len(s)),
+		P50:  percentile(s, 50),
+		P90:  percentile(s, 90),
+		P99:  percentile(s, 99),
+		Max:  s[len(s)-1],
+	}
+}
+
+// percentile of sorted s by nearest rank.
+func percentile(s []time.Duration, p float64) time.Duration {
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > len(s) {
+		rank = len(s)
+	}
+	return s[rank-1]
+}
+
+// Ms converts a duration to float milliseconds, for JSON results.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Round rounds x to n decimals, for tidy result fields.
+func Round(x float64, n int) float64 {
+	p := math.Pow(10, float64(n))
+	return math.Round(x*p) / p
+}

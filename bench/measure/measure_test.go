@@ -1,0 +1,57 @@
+package measure
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLatencyStats(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := LatencyStats(ds)
+	if l.N != 100 || l.P50 != 50*time.Millisecond || l.P90 != 90*time.Millisecond || l.P99 != 99*time.Millisecond || l.Max != 100*time.Millisecond {
+		t.Errorf("got %+v", l)
+	}
+	if l.Mean != 50500*time.Microsecond {
+		t.Errorf("mean %v", l.Mean)
+	}
+	if ds[0] != 100*time.Millisecond {
+		t.Errorf("input was sorted in place")
+	}
+	if one := LatencyStats([]time.Duration{7}); one.P50 != 7 || one.P99 != 7 {
+		t.Errorf("single: %+v", one)
+	}
+	if z := LatencyStats(nil); z.N != 0 {
+		t.Errorf("empty: %+v", z)
+	}
+}
+
+func TestRound(t *testing.T) {
+	if got := Round(1.23456, 2); got != 1.23 {
+		t.Errorf("Round(1.23456, 2) = %v", got)
+	}
+	if got := Round(1234.5, 0); got != 1235 {
+		t.Errorf("Round(1234.5, 0) = %v", got)
+	}
+	if got := Ms(1500 * time.Microsecond); got != 1.5 {
+		t.Errorf("Ms = %v", got)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var nilBar *Progress
+	nilBar.Add(3) // must not panic
+	nilBar.Done()
+	var b bytes.Buffer
+	p := &Progress{w: &b, label: "idx", total: 10, start: time.Now()}
+	p.Add(4)
+	p.Add(6)
+	p.Done()
+	if out := b.String(); !strings.Contains(out, "idx [") || !strings.Contains(out, "10/10") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("progress output %q", out)
+	}
+}

@@ -1,7 +1,0 @@
-//go:build race
-
-package bench
-
-// raceEnabled is true under -race; the slowest parity checks are skipped
-// there (they test arithmetic, not concurrency).
-const raceEnabled = true

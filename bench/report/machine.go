@@ -1,0 +1,91 @@
+package report
+
+import (
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// MachineInfo describes where a benchmark ran; printed next to every
+// result so figures from different machines are not compared by mistake.
+type MachineInfo struct {
+	CPU        string   `json:"cpu"`
+	Cores      int      `json:"physical_cores"`
+	Threads    int      `json:"logical_cores"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	Features   []string `json:"features"`
+	OS         string   `json:"os"`
+	Arch       string   `json:"arch"`
+	Go         string   `json:"go"`
+	Commit     string   `json:"commit"`
+	Dirty      bool     `json:"dirty"`
+}
+
+// interesting CPU features for this project's kernels.
+var interestingFeatures = []cpuid.FeatureID{
+	cpuid.SSE4, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.BMI2, cpuid.POPCNT,
+	cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI, cpuid.AVXVNNI,
+	cpuid.AVX512BF16, cpuid.AMXINT8, cpuid.ASIMD, cpuid.SVE,
+}
+
+// Machine returns information about this machine and build. The commit
+// comes from the binary's VCS stamp when present, else from
+// `git rev-parse HEAD` in the working directory (go test binaries carry
+// no stamp); it is "" when neither works.
+func Machine() MachineInfo {
+	m := MachineInfo{
+		CPU:        strings.TrimSpace(cpuid.CPU.BrandName),
+		Cores:      cpuid.CPU.PhysicalCores,
+		Threads:    cpuid.CPU.LogicalCores,
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		OS:         runtime.GOOS,
+		Arch:       runtime.GOARCH,
+		Go:         runtime.Version(),
+	}
+	if m.Threads == 0 {
+		m.Threads = runtime.NumCPU()
+	}
+	for _, f := range interestingFeatures {
+		if cpuid.CPU.Supports(f) {
+			m.Features = append(m.Features, f.String())
+		}
+	}
+	sort.Strings(m.Features)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				m.Commit = s.Value
+			case "vcs.modified":
+				m.Dirty = s.Value == "true"
+			}
+		}
+	}
+	if m.Commit == "" {
+		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+			m.Commit = strings.TrimSpace(string(out))
+			if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+				m.Dirty = len(strings.TrimSpace(string(st))) > 0
+			}
+		}
+	}
+	return m
+}
+
+// String is a one-line summary.
+func (m MachineInfo) String() string {
+	c := m.Commit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if m.Dirty {
+		c += "+dirty"
+	}
+	return strings.Join([]string{m.CPU, strconv.Itoa(m.Cores) + "c/" + strconv.Itoa(m.Threads) + "t", "GOMAXPROCS=" + strconv.Itoa(m.GOMAXPROCS),
+		m.OS + "/" + m.Arch, m.Go, "features=" + strings.Join(m.Features, ","), "commit=" + c}, " | ")
+}

@@ -1,0 +1,114 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Report is one benchmark's results as written to bench/results/NAME.md
+// (and its figures beside it). It is a plain value; Write and Markdown only
+// read it.
+type Report struct {
+	// Title is the heading.
+	Title string
+	// Command is the command line that produced the report.
+	Command string
+	// Checks are the benchmark's targets against what it measured, printed
+	// as a list under the command.
+	Checks []Check
+	// Notes are paragraphs printed under the checks (conventions, caveats).
+	Notes []string
+	// Config is printed as indented JSON (nil to omit).
+	Config any
+	// Columns are the table's column headers, in order; Columns(rowTypes…)
+	// derives them from the row types' struct tags.
+	Columns []string
+	// Rows are the results, one struct each (see Columns for the tags that
+	// name their cells); each row is also printed as one JSON line.
+	Rows []any
+	// Figures are written as SVG files next to the report and linked from
+	// it.
+	Figures []Figure
+}
+
+// Figure is one SVG file of a report: panels stacked vertically.
+type Figure struct {
+	// File is the file name, relative to the report's folder ("rerank.svg").
+	File string
+	// Alt is the image's alternative text in the markdown link.
+	Alt    string
+	Panels []Plot
+}
+
+// Write writes r as dir/name.md (creating dir) with machine info from
+// Machine, then each figure as dir/FILE, and returns the report's path.
+func Write(dir, name string, r Report) (string, error) {
+	var b bytes.Buffer
+	if err := r.Markdown(&b, Machine(), time.Now()); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("write report %s: %w", name, err)
+	}
+	path := filepath.Join(dir, name+".md")
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+	for _, f := range r.Figures {
+		if err := WriteSVGFile(filepath.Join(dir, f.File), f.Panels...); err != nil {
+			return path, err
+		}
+	}
+	return path, nil
+}
+
+// Markdown renders the report: heading, machine and time, command, checks,
+// notes, figure links, config, table and the rows as JSON lines.
+func (r Report) Markdown(b *bytes.Buffer, m MachineInfo, at time.Time) error {
+	fmt.Fprintf(b, "# %s\n\n", r.Title)
+	fmt.Fprintf(b, "Generated %s on: %s\n\n", at.UTC().Format(time.RFC3339), m)
+	if r.Command != "" {
+		fmt.Fprintf(b, "Command: `%s`\n\n", r.Command)
+	}
+	if len(r.Checks) > 0 {
+		b.WriteString("Checks:\n\n")
+		for _, c := range r.Checks {
+			fmt.Fprintf(b, "- %s\n", c)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "%s\n\n", n)
+	}
+	for _, f := range r.Figures {
+		fmt.Fprintf(b, "![%s](%s)\n\n", f.Alt, f.File)
+	}
+	if r.Config != nil {
+		cj, err := json.MarshalIndent(r.Config, "", "  ")
+		if err != nil {
+			return fmt.Errorf("report config: %w", err)
+		}
+		fmt.Fprintf(b, "Config:\n\n```json\n%s\n```\n\n", cj)
+	}
+	if len(r.Columns) > 0 {
+		if err := WriteTable(b, r.Columns, r.Rows); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("Raw results (JSON lines):\n\n```json\n")
+	for _, row := range r.Rows {
+		j, err := json.Marshal(row)
+		if err != nil {
+			return fmt.Errorf("report row: %w", err)
+		}
+		b.Write(j)
+		b.WriteString("\n")
+	}
+	b.WriteString("```\n")
+	return nil
+}

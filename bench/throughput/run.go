@@ -1,0 +1,267 @@
+package throughput
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/modeldir"
+	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/models/ort"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// Row is one measurement: a line of rerank.md or embed.md.
+type Row struct {
+	// Impl is who ran the model: "hybrank" (models/ort); a peer (ONNX
+	// Runtime from Python) adds rows of its own.
+	Impl        string `json:"impl"`
+	Profile     string `json:"profile" table:""`
+	Kind        string `json:"kind"`
+	Provider    string `json:"provider" table:""`
+	Threads     int    `json:"threads" table:""`
+	PoolSize    int    `json:"pool_size" table:""`
+	GraphOpt    string `json:"graph_optimization"`
+	Arena       bool   `json:"arena"`
+	Spinning    bool   `json:"spinning"`
+	BatchTokens int    `json:"batch_tokens" table:""`
+	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
+	BatchPairs int `json:"batch_pairs" table:""`
+	DocTokens  int `json:"doc_tokens" table:""`
+	// SeqLen is the mean real sequence length, special tokens included.
+	SeqLen     float64 `json:"seq_len" table:""`
+	Pairs      int     `json:"pairs"`
+	Calls      int     `json:"calls"`
+	PairsPerS  float64 `json:"pairs_per_s" table:""`
+	TokensPerS float64 `json:"tokens_per_s" table:""`
+	P50Ms      float64 `json:"p50_ms" table:""`
+	P99Ms      float64 `json:"p99_ms" table:""`
+	GFLOPs     float64 `json:"gflops" table:""`
+	// GFLOPsBest is the fastest call's rate: less sensitive to other load.
+	GFLOPsBest  float64 `json:"gflops_best" table:""`
+	PeakGFLOPs  float64 `json:"peak_gflops" table:""`
+	Efficiency  float64 `json:"efficiency" table:""` // GFLOPs / PeakGFLOPs
+	RealWeights bool    `json:"real_weights" table:""`
+	Data        string  `json:"data"`
+}
+
+// Result is the rows of one Run, in sweep order.
+type Result struct {
+	Rows []Row `json:"rows"`
+}
+
+// Run measures cfg.Spec, or every combination of cfg.Sweep (profiles × doc
+// tokens × threads × batch sizes), each with the machine's peak GFLOP/s
+// through the same runtime and thread count.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	var res Result
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	r := modeldir.NewResolver(cfg.Models)
+	defer r.Close()
+	for _, p := range orList(cfg.Sweep.Profiles, cfg.Profile) {
+		for _, dt := range orInts(cfg.Sweep.DocTokens, cfg.DocTokens) {
+			for _, th := range orInts(cfg.Sweep.Threads, cfg.Threads) {
+				for _, bp := range orInts(cfg.Sweep.BatchPairs, 0) {
+					s := cfg.Spec
+					s.Profile, s.DocTokens, s.Threads = p, dt, th
+					if bp > 0 {
+						s.BatchTokens = bp * s.seqLen(cfg.Kind)
+					}
+					row, err := measureOne(ctx, r, s, cfg.Kind)
+					if err != nil {
+						return res, fmt.Errorf("%s doc_tokens=%d threads=%d batch=%d: %w", p, dt, th, bp, err)
+					}
+					res.Rows = append(res.Rows, row)
+					report.Log(cfg.Log, row)
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// RunKind is Run for a driver of one kind of model: a Config of another
+// kind is an error rather than a run of the wrong benchmark.
+func RunKind(ctx context.Context, cfg Config, kind models.Kind) (Result, error) {
+	if cfg.Kind != kind {
+		return Result{}, fmt.Errorf("%w: this benchmark measures %s models, not %q", bench.ErrBadOption, kind, cfg.Kind)
+	}
+	return Run(ctx, cfg)
+}
+
+// model is a loaded model and one call of it on the prepared text.
+type model struct {
+	call     func(ctx context.Context, i int) (models.Usage, error)
+	provider func() string
+	close    func() error
+}
+
+// open loads the model of kind with mc and binds it to t.
+func open(mc models.Config, kind models.Kind, t Text) (model, error) {
+	if kind == models.KindCrossEncoder {
+		ce, err := ort.NewCrossEncoder(mc)
+		if err != nil {
+			return model{}, err
+		}
+		return model{call: func(ctx context.Context, i int) (models.Usage, error) {
+			_, u, err := ce.ScoreWithUsage(ctx, t.Queries[i%len(t.Queries)], t.Docs)
+			return u, err
+		}, provider: ce.Provider, close: ce.Close}, nil
+	}
+	be, err := ort.NewBiEncoder(mc)
+	if err != nil {
+		return model{}, err
+	}
+	return model{call: func(ctx context.Context, _ int) (models.Usage, error) {
+		_, u, err := be.EmbedWithUsage(ctx, t.Docs)
+		return u, err
+	}, provider: be.Provider, close: be.Close}, nil
+}
+
+// measureOne runs one Spec: resolve the model, make the text, warm up, call
+// until MinCalls and MinTime are reached, then measure the peak.
+func measureOne(ctx context.Context, r *modeldir.Resolver, s Spec, kind models.Kind) (Row, error) {
+	dir, err := r.Dir(s.Profile, s.ModelDir)
+	if err != nil {
+		return Row{}, err
+	}
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		return Row{}, err
+	}
+	tok, err := md.Tokenizer()
+	if err != nil {
+		return Row{}, err
+	}
+	t, err := MakeText(s, tok)
+	if err != nil {
+		return Row{}, err
+	}
+	mc := s.ModelConfig(dir, kind)
+	m, err := open(mc, kind, t)
+	if err != nil {
+		return Row{}, err
+	}
+	defer m.close()
+	// Warm-up: loads the model and lets the runtime plan its memory.
+	if _, err := m.call(ctx, 0); err != nil {
+		return Row{}, err
+	}
+	var lat []time.Duration
+	var usage models.Usage
+	start := time.Now()
+	for i := 0; i < s.MinCalls || time.Since(start) < s.MinTime; i++ {
+		t0 := time.Now()
+		u, err := m.call(ctx, i)
+		if err != nil {
+			return Row{}, err
+		}
+		lat = append(lat, time.Since(t0))
+		usage.Add(u)
+	}
+	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
+	if s.PeakN > 0 {
+		// Measured right after the model, under the same conditions (other
+		// load on the machine lowers both).
+		peak, err := PeakGFLOPs(ctx, s.PeakN, s.Threads, s.Provider, 5)
+		if err != nil {
+			return row, err
+		}
+		row.PeakGFLOPs = measure.Round(peak, 2)
+		if peak > 0 {
+			row.Efficiency = measure.Round(row.GFLOPs/peak, 3)
+		}
+	}
+	return row, nil
+}
+
+// newRow turns the calls' usage and latencies into a row.
+func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
+	seqLen := float64(usage.Tokens) / float64(usage.Pairs)
+	// FLOPs of the real (unpadded) tokens: what the model must compute.
+	flops := float64(usage.Pairs) * bertgen.FLOPs(modeldir.Shape(md, kind), int(seqLen+0.5))
+	ls := measure.LatencyStats(lat)
+	sec := elapsed.Seconds()
+	row := Row{
+		Impl: "hybrank", Profile: s.Profile, Kind: string(kind), Provider: provider, Threads: s.Threads, PoolSize: s.PoolSize,
+		GraphOpt: orDefault(s.GraphOptimization, "all"), Arena: !s.DisableArena, Spinning: !s.DisableSpinning,
+		BatchTokens: mc.MaxBatchTokens, BatchPairs: max(1, int(float64(mc.MaxBatchTokens)/seqLen)),
+		DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), Pairs: s.Pairs, Calls: len(lat),
+		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
+		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),
+		GFLOPs:      measure.Round(flops/sec/1e9, 2),
+		GFLOPsBest:  measure.Round(flops/float64(len(lat))/slices.Min(lat).Seconds()/1e9, 2),
+		RealWeights: modeldir.RealWeights(md.Dir), Data: "synthetic",
+	}
+	if s.Data != "" {
+		row.Data = orDefault(filepath.Base(s.Data), "synthetic")
+	}
+	return row
+}
+
+func orDefault(s, d string) string {
+	if s == "" || s == "." {
+		return d
+	}
+	return s
+}
+
+// PeakGFLOPs writes a random n×n MatMul model (onnxpb.MatMulModel) to a
+// temporary file, runs it runs times on an n×n input after one warm-up
+// and returns the best GFLOP/s: the ceiling, which other load on the
+// machine can only lower.
+func PeakGFLOPs(ctx context.Context, n, threads int, provider string, runs int) (float64, error) {
+	if err := onnx.Init(onnx.RuntimeConfig{}); err != nil {
+		return 0, err
+	}
+	m, err := onnxpb.MatMulModel(n, 1)
+	if err != nil {
+		return 0, err
+	}
+	tmp, err := os.MkdirTemp("", "hybrank-peak-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	path := filepath.Join(tmp, "matmul.onnx")
+	if err := m.WriteFile(path); err != nil {
+		return 0, err
+	}
+	sc := onnx.DefaultSessionConfig()
+	sc.Provider = onnx.Provider(orDefault(provider, "cpu"))
+	sc.IntraOpThreads = threads
+	sess, err := onnx.NewSession(path, []string{"x"}, []string{"y"}, sc)
+	if err != nil {
+		return 0, err
+	}
+	defer sess.Close()
+	x := make([]float32, n*n)
+	r := rand.New(rand.NewPCG(2, 3))
+	for i := range x {
+		x[i] = r.Float32() - 0.5
+	}
+	in := []onnx.Input{{Name: "x", Shape: []int64{int64(n), int64(n)}, Float32: x}}
+	if _, err := sess.Run(ctx, in); err != nil {
+		return 0, err
+	}
+	rates := make([]float64, 0, runs)
+	for range max(runs, 1) {
+		t0 := time.Now()
+		if _, err := sess.Run(ctx, in); err != nil {
+			return 0, err
+		}
+		rates = append(rates, 2*float64(n)*float64(n)*float64(n)/time.Since(t0).Seconds()/1e9)
+	}
+	return slices.Max(rates), nil
+}

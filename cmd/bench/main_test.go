@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// run calls the dispatcher in process and returns its exit status and
+// output.
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = dispatch(context.Background(), &cli{stdout: &o, stderr: &e}, args)
+	return code, o.String(), e.String()
+}
+
+// jsonLines decodes every stdout line as one JSON object.
+func jsonLines(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var rows []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	names := make([]string, 0, len(subcommands))
+	for n := range subcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Run(n, func(t *testing.T) {
+			code, _, stderr := run(t, n, "-h")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			if !strings.Contains(stderr, "-json") {
+				t.Errorf("no --json flag:\n%s", stderr)
+			}
+		})
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}} {
+		if code, _, stderr := run(t, args...); code != 0 || !strings.Contains(stderr, "lexical") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
+	for _, args := range [][]string{{}, {"nope"}, {"lexical", "--no-such-flag"}, {"lexical", "stray"}, {"lexical"}} {
+		if code, _, _ := run(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestLexicalSubcommand(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "lexical", "--synthetic", "2000", "--synthetic-queries", "20", "--rounds", "1",
+		"--json", "--out", out, "--note", "test run, no figures")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	rows := jsonLines(t, stdout)
+	if len(rows) != 1 || rows[0]["dataset"] != "synthetic-2000" || rows[0]["queries"] != 20.0 {
+		t.Fatalf("rows %v", rows)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "lexical.md"))
+	if err != nil || !strings.Contains(string(md), "test run, no figures") || !strings.Contains(string(md), "| dataset | docs |") {
+		t.Fatalf("report: %v\n%s", err, md)
+	}
+	if _, err := os.Stat(filepath.Join(out, "lexical_scaling.svg")); err != nil {
+		t.Fatal(err)
+	}
+	// Without --json the table is printed.
+	code, stdout, _ = run(t, "lexical", "--synthetic", "2000", "--synthetic-queries", "5", "--rounds", "1", "--out", "")
+	if code != 0 || !strings.HasPrefix(stdout, "| dataset | docs |") {
+		t.Fatalf("exit %d, table:\n%s", code, stdout)
+	}
+}
+
+func TestDenseSubcommand(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := run(t, "dense", "--n", "300", "--dim", "8", "--queries", "10", "--clusters", "4", "--rank", "2",
+		"--m", "4", "--ef", "8,16", "--efc", "16", "--json", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	rows := jsonLines(t, stdout)
+	if len(rows) != 3 || rows[0]["kind"] != "flat" || rows[2]["ef_search"] != 16.0 {
+		t.Fatalf("rows %v", rows)
+	}
+	if _, err := os.Stat(filepath.Join(out, "dense.md")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := run(t, "dense", "--m", "4,x"); code != 2 {
+		t.Errorf("bad --m: exit %d", code)
+	}
+}
+
+// TestAllStepsParse checks every step of the main job against its
+// subcommand's flags: with -h last, the flag package reads every flag
+// before it and stops at -h (exit 0) only when all were known and valid.
+func TestAllStepsParse(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		for _, s := range allSteps("/data", "/out", "/models", quick) {
+			args := append(append([]string{s.cmd}, s.args...), "--json", "-h")
+			if code, _, stderr := run(t, args...); code != 0 {
+				t.Errorf("quick=%v step %s: exit %d\n%s", quick, s.name, code, stderr)
+			}
+		}
+	}
+	if code, _, _ := run(t, "all", "--only", "none-of-them", "--datasets", t.TempDir(), "--json"); code != 0 {
+		t.Errorf("all with no step selected: exit %d", code)
+	}
+}
