@@ -424,7 +424,7 @@ func (e *Engine) embed(ctx context.Context, recs []*record) error {
 		for _, r := range recs[lo:hi] {
 			texts = append(texts, docText(&r.doc))
 		}
-		vecs, err := e.embedder.Embed(ctx, texts)
+		vecs, err := e.embedder.Embed(ctx, models.InputDocument, texts)
 		if err != nil {
 			return fmt.Errorf("%w: documents %d..%d: %w", ErrEmbed, lo, hi, err)
 		}
@@ -518,7 +518,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	case nvec == 0:
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoVectors, Detail: "BM25 only"})
 	default:
-		vs, err := e.embedder.Embed(sctx, []string{req.Query})
+		vs, err := e.embedder.Embed(sctx, models.InputQuery, []string{req.Query})
 		if err == nil && (len(vs) != 1 || len(vs[0]) != e.embedder.Dim()) {
 			err = errors.New("embedder returned a malformed vector")
 		}

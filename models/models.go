@@ -12,11 +12,13 @@ type Reranker interface {
 
 // Embedder turns texts into fixed-size vectors with a bi-encoder.
 //
-// Embed returns one vector per text, in input order; vectors are L2
-// normalised unless the embedder's config says otherwise. Implementations are
-// safe for concurrent use.
+// Embed returns one vector per text, in input order; in says what the texts
+// are, so that the model's prompts apply (queries and documents of e5 and
+// bge are embedded differently; InputRaw embeds the texts as given). Vectors
+// are L2 normalised unless the embedder's config says otherwise.
+// Implementations are safe for concurrent use.
 type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Embed(ctx context.Context, in Input, texts []string) ([][]float32, error)
 	// Dim is the length of every vector Embed returns.
 	Dim() int
 }

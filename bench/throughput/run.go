@@ -124,7 +124,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 		return model{}, err
 	}
 	return model{call: func(ctx context.Context, _ int) (models.Usage, error) {
-		_, u, err := be.EmbedWithUsage(ctx, t.Docs)
+		_, u, err := be.EmbedWithUsage(ctx, models.InputDocument, t.Docs)
 		return u, err
 	}, provider: be.Provider, close: be.Close}, nil
 }

@@ -25,7 +25,7 @@ func (s scorer) ScorePairs(ctx context.Context, pairs []server.Pair) ([]float32,
 type embedder struct{ be *ort.BiEncoder }
 
 func (e embedder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, server.Usage, error) {
-	v, u, err := e.be.EmbedWithUsage(ctx, texts)
+	v, u, err := e.be.EmbedWithUsage(ctx, models.InputRaw, texts)
 	return v, server.Usage{Tokens: u.Tokens, Pairs: u.Pairs, Batches: u.Batches}, err
 }
 

@@ -8,6 +8,7 @@ package enginetest
 
 import (
 	"context"
+	"github.com/hybrank/hybrank/models"
 	"hash/fnv"
 	"math"
 	"strings"
@@ -41,8 +42,9 @@ func NewHashEmbedder(d int) *HashEmbedder { return &HashEmbedder{D: d} }
 // Dim returns D.
 func (h *HashEmbedder) Dim() int { return h.D }
 
-// Embed implements models.Embedder.
-func (h *HashEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+// Embed implements models.Embedder. The input kind is ignored: queries and
+// documents share one space, as with a model that has no prompts.
+func (h *HashEmbedder) Embed(ctx context.Context, _ models.Input, texts []string) ([][]float32, error) {
 	if h.Err != nil {
 		return nil, h.Err
 	}

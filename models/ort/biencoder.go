@@ -18,9 +18,8 @@ import (
 // Pooling module says (mean, CLS, max, mean-sqrt-len; mean when the
 // directory has none) or Config.Pooling overrides. Vectors are L2-normalised
 // when Config.Normalize is set or the directory has a Normalize module.
-// Queries and documents are embedded by EmbedInput with the model's prompts
-// (e5's "query: " / "passage: ", bge's query instruction); Embed embeds
-// texts as given.
+// Queries and documents are embedded with the model's prompts (e5's
+// "query: " / "passage: ", bge's query instruction); raw input as given.
 //
 // A BiEncoder is safe for concurrent use; see CrossEncoder for loading and
 // pool behaviour, which are the same.
@@ -65,18 +64,16 @@ func (be *BiEncoder) Dim() int {
 	return m.dir.Config.HiddenSize
 }
 
-// Embed returns one vector per text, in input order, embedding the texts
-// as given (models.InputRaw: no prompt). No texts give an empty slice; more
-// than Config.MaxDocs texts is an error wrapping ErrTooManyDocs. Texts are
-// cleaned and cut as in CrossEncoder.Score; an empty text embeds [CLS] [SEP].
-func (be *BiEncoder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	v, _, err := be.EmbedInput(ctx, models.InputRaw, texts)
+// Embed returns one vector per text, in input order. Texts of kind
+// models.InputQuery and models.InputDocument get the model's query or
+// document prefix (models.Embedding.Prefix) before tokenizing, as
+// sentence-transformers' encode(prompt_name=...) does; models.InputRaw texts
+// are embedded as given. No texts give an empty slice; more than
+// Config.MaxDocs texts is an error wrapping ErrTooManyDocs. Texts are cleaned
+// and cut as in CrossEncoder.Score; an empty text embeds [CLS] [SEP].
+func (be *BiEncoder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
+	v, _, err := be.EmbedWithUsage(ctx, in, texts)
 	return v, err
-}
-
-// EmbedWithUsage is Embed that also reports the work done.
-func (be *BiEncoder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
-	return be.EmbedInput(ctx, models.InputRaw, texts)
 }
 
 // Embedding returns the pooling, normalisation and prompts in use (it loads
@@ -90,11 +87,8 @@ func (be *BiEncoder) Embedding() (models.Embedding, error) {
 	return m.embedding, nil
 }
 
-// EmbedInput is Embed for texts of a kind: models.InputQuery and
-// models.InputDocument texts get the model's query or document prefix
-// (models.Embedding.Prefix) before tokenizing, as sentence-transformers'
-// encode(prompt_name=...) does. It also reports the work done.
-func (be *BiEncoder) EmbedInput(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+// EmbedWithUsage is Embed that also reports the work done.
+func (be *BiEncoder) EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
 	cfg := be.c.cfg
 	if len(texts) > cfg.MaxDocs {
 		return nil, models.Usage{}, errTooMany(len(texts), cfg.MaxDocs)

@@ -497,7 +497,7 @@ func TestEmbedPooling(t *testing.T) {
 				be := &BiEncoder{c: c}
 				defer be.Close()
 				texts := []string{"a bb ccc", "", "dddd", strings.Repeat("e ", 40)}
-				vecs, usage, err := be.EmbedWithUsage(context.Background(), texts)
+				vecs, usage, err := be.EmbedWithUsage(context.Background(), models.InputRaw, texts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -533,10 +533,10 @@ func TestEmbedPooling(t *testing.T) {
 						}
 					}
 				}
-				if _, err := be.Embed(context.Background(), make([]string, cfg.MaxDocs+1)); !errors.Is(err, models.ErrTooManyDocs) {
+				if _, err := be.Embed(context.Background(), models.InputRaw, make([]string, cfg.MaxDocs+1)); !errors.Is(err, models.ErrTooManyDocs) {
 					t.Fatalf("too many: %v", err)
 				}
-				if v, err := be.Embed(context.Background(), nil); err != nil || v == nil || len(v) != 0 {
+				if v, err := be.Embed(context.Background(), models.InputRaw, nil); err != nil || v == nil || len(v) != 0 {
 					t.Fatalf("no texts: %v %v", v, err)
 				}
 			})

@@ -42,7 +42,7 @@ func ExampleBiEncoder() {
 		log.Fatal(err)
 	}
 	defer be.Close()
-	vecs, err := be.Embed(context.Background(), []string{"hybrid retrieval"})
+	vecs, err := be.Embed(context.Background(), models.InputQuery, []string{"hybrid retrieval"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func TestBiEncoderMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	vecs, err := be.Embed(context.Background(), testDocs)
+	vecs, err := be.Embed(context.Background(), models.InputRaw, testDocs)
 	if err != nil {
 		t.Fatal(err)
 	}

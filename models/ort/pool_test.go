@@ -83,15 +83,15 @@ func TestEmbedInputPrefixes(t *testing.T) {
 				kind   models.Input
 				prefix string
 			}{{models.InputQuery, tt.query}, {models.InputDocument, tt.doc}, {models.InputRaw, ""}} {
-				got, _, err := be.EmbedInput(ctx, in.kind, []string{text})
+				got, _, err := be.EmbedWithUsage(ctx, in.kind, []string{text})
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := be.Embed(ctx, []string{in.prefix + text})
+				want, err := be.Embed(ctx, models.InputRaw, []string{in.prefix + text})
 				if err != nil {
 					t.Fatal(err)
 				}
-				raw, err := be.Embed(ctx, []string{text})
+				raw, err := be.Embed(ctx, models.InputRaw, []string{text})
 				if err != nil {
 					t.Fatal(err)
 				}
