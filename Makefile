@@ -54,7 +54,7 @@ export HYBRANK_MODELS ?= $(DEPS)/models
 export HYBRANK_PEERS ?= $(PEERS_DIR)
 
 # Request decoders fuzzed briefly by `make test` (longer: make fuzz FUZZTIME=5m).
-FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments
+FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments FuzzDecodeTokenize
 FUZZTIME ?= 10s
 
 .PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers build test test-short vet fmt-check fuzz bench bench-quick clean-deps

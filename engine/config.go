@@ -217,7 +217,7 @@ func WithReranker(profile string, r models.Reranker) Option {
 }
 
 // WithTokenCounter sets the counter used by packing. Without one the engine
-// counts ⌈1.3 × whitespace-separated words⌉.
+// estimates with models.EstimateTokens.
 func WithTokenCounter(tc TokenCounter) Option {
 	return func(o *options) { o.counter = tc }
 }

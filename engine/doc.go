@@ -9,6 +9,10 @@
 // TokenCounter (WithTokenCounter) at Open; package enginetest has small
 // deterministic fakes for tests.
 //
+// Request, Result and Document are also the HTTP server's wire types: their
+// JSON tags are the API, with durations in milliseconds (Request.Budget as
+// "budget_ms", Timings as fractional milliseconds).
+//
 // # Pipeline
 //
 // Search(ctx, req) runs, recording each stage's wall time in
@@ -39,7 +43,7 @@
 //     may still fit); the taken hits of one Source whose Spans touch or
 //     overlap coalesce into one Passage (union span, merged text, every part
 //     listed). Tokens are counted with the TokenCounter or, without one,
-//     as ⌈1.3 × whitespace words⌉.
+//     estimated by models.EstimateTokens (an approximate WordPiece count).
 //
 // # Final order and scores
 //

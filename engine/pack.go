@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"math"
 	"sort"
 	"strings"
-	"unicode"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // TokenCounter counts the tokens a text costs in the caller's model context,
@@ -15,21 +15,11 @@ type TokenCounter interface {
 }
 
 // wordCounter is the fallback TokenCounter used when none is configured:
-// ⌈1.3 × whitespace-separated words⌉, a common rule of thumb for English
-// subword vocabularies (about 0.75 words per token).
+// models.EstimateTokens, the approximate WordPiece count the server uses
+// too (one definition of "tokens without a tokenizer").
 type wordCounter struct{}
 
-func (wordCounter) CountTokens(text string) int {
-	words, in := 0, false
-	for _, r := range text {
-		space := unicode.IsSpace(r)
-		if !space && !in {
-			words++
-		}
-		in = !space
-	}
-	return int(math.Ceil(1.3 * float64(words)))
-}
+func (wordCounter) CountTokens(text string) int { return models.EstimateTokens(text) }
 
 // pack selects passages from hits (final order) greedily: each hit whose
 // text still fits into budget tokens is taken, in order, and a hit that does

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -152,6 +153,9 @@ const DefaultDecay = 0.5
 
 // Request is one search. The zero value of every optional field means "use
 // the engine's configured default"; see Config.
+//
+// Its JSON form is the body of the server's POST /search: the field tags
+// below, with Budget carried as "budget_ms" (see MarshalJSON).
 type Request struct {
 	// Query is the user's text; it must contain at least one non-space
 	// character.
@@ -185,13 +189,56 @@ type Request struct {
 	// Rerank is the reranker profile name ("" = no reranking).
 	Rerank string `json:"rerank,omitempty"`
 	// Budget bounds the wall time of the search (0 = only ctx's deadline).
-	// The effective deadline is min(ctx deadline, start + Budget).
-	Budget time.Duration `json:"budget,omitempty"`
+	// The effective deadline is min(ctx deadline, start + Budget). In JSON
+	// it is "budget_ms", whole milliseconds.
+	Budget time.Duration `json:"-"`
 	// TokenBudget bounds the tokens of Result.Passages (0 = no packing
 	// limit: every hit becomes a passage).
 	TokenBudget int `json:"token_budget,omitempty"`
 	// Reserve is held back from TokenBudget for the caller's prompt.
 	Reserve int `json:"reserve,omitempty"`
+}
+
+// requestFields is Request without its methods, so the JSON methods can
+// reuse the tagged fields and add budget_ms beside them.
+type requestFields Request
+
+// maxBudgetMS is the largest budget_ms that fits a time.Duration.
+const maxBudgetMS = math.MaxInt64 / int64(time.Millisecond)
+
+// MarshalJSON writes r with Budget as "budget_ms" (omitted when zero),
+// rounded up to whole milliseconds so that a positive budget stays one.
+func (r Request) MarshalJSON() ([]byte, error) {
+	ms := int64(r.Budget / time.Millisecond)
+	if r.Budget%time.Millisecond > 0 {
+		ms++
+	}
+	return json.Marshal(struct {
+		requestFields
+		BudgetMS int64 `json:"budget_ms,omitempty"`
+	}{requestFields(r), ms})
+}
+
+// UnmarshalJSON reads r with Budget from "budget_ms", an integer number of
+// milliseconds. A budget too large for a time.Duration is an error; a
+// negative one is left for Validate to reject. The tagged fields and
+// budget_ms are read in two passes so that a type error names the field as
+// the client wrote it.
+func (r *Request) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, (*requestFields)(r)); err != nil {
+		return err
+	}
+	var w struct {
+		BudgetMS int64 `json:"budget_ms"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.BudgetMS > maxBudgetMS || w.BudgetMS < -maxBudgetMS {
+		return fmt.Errorf("budget_ms %d is outside [0, %d]", w.BudgetMS, maxBudgetMS)
+	}
+	r.Budget = time.Duration(w.BudgetMS) * time.Millisecond
+	return nil
 }
 
 // Float returns a pointer to v, for Request.Alpha.
@@ -348,7 +395,9 @@ type Fallback struct {
 	Detail string       `json:"detail,omitempty"`
 }
 
-// Timings are per-stage wall times of one search.
+// Timings are per-stage wall times of one search. In JSON each is a number
+// of milliseconds (fractional), the unit of the server's API; see
+// MarshalJSON.
 type Timings struct {
 	Analysis  time.Duration `json:"analysis"`
 	BM25      time.Duration `json:"bm25"`
@@ -361,7 +410,52 @@ type Timings struct {
 	Total     time.Duration `json:"total"`
 }
 
-// Result is the answer to one Search.
+// timingsMS is Timings as JSON carries it: milliseconds.
+type timingsMS struct {
+	Analysis  float64 `json:"analysis"`
+	BM25      float64 `json:"bm25"`
+	Dense     float64 `json:"dense"`
+	Fusion    float64 `json:"fusion"`
+	Expansion float64 `json:"expansion"`
+	MMR       float64 `json:"mmr"`
+	Rerank    float64 `json:"rerank"`
+	Packing   float64 `json:"packing"`
+	Total     float64 `json:"total"`
+}
+
+// fields lists t's durations and ms's fields in the same order, so the
+// two directions of the conversion cannot disagree.
+func (t *Timings) fields(ms *timingsMS) ([]*time.Duration, []*float64) {
+	return []*time.Duration{&t.Analysis, &t.BM25, &t.Dense, &t.Fusion, &t.Expansion, &t.MMR, &t.Rerank, &t.Packing, &t.Total},
+		[]*float64{&ms.Analysis, &ms.BM25, &ms.Dense, &ms.Fusion, &ms.Expansion, &ms.MMR, &ms.Rerank, &ms.Packing, &ms.Total}
+}
+
+// MarshalJSON writes every stage as fractional milliseconds.
+func (t Timings) MarshalJSON() ([]byte, error) {
+	var ms timingsMS
+	ds, fs := t.fields(&ms)
+	for i, d := range ds {
+		*fs[i] = float64(*d) / float64(time.Millisecond)
+	}
+	return json.Marshal(ms)
+}
+
+// UnmarshalJSON reads stages written by MarshalJSON (milliseconds, rounded
+// to the nanosecond).
+func (t *Timings) UnmarshalJSON(b []byte) error {
+	var ms timingsMS
+	if err := json.Unmarshal(b, &ms); err != nil {
+		return err
+	}
+	ds, fs := t.fields(&ms)
+	for i, f := range fs {
+		*ds[i] = time.Duration(math.Round(*f * float64(time.Millisecond)))
+	}
+	return nil
+}
+
+// Result is the answer to one Search. Its JSON form is the server's
+// /search response.
 type Result struct {
 	// Hits in final order, at most TopK.
 	Hits []Hit `json:"hits"`

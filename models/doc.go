@@ -2,6 +2,10 @@
 // plain types around them: the Reranker (cross-encoder) and Embedder
 // (bi-encoder) interfaces, Pair and Usage, the documented errors, the model
 // Config with its profiles, and ModelDir, the reader of a model directory.
+// It also holds the two small numeric definitions the runtime, the engine
+// and the server share: Sigmoid (logit to relevance probability) and
+// EstimateTokens (an approximate WordPiece count for when no tokenizer is
+// at hand).
 //
 // It has no cgo and no runtime: the engine and the server depend on it
 // alone, so a Go service that embeds the engine with its own models does not

@@ -6,10 +6,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // runFunc is one model call over a batch of inputs.
-type runFunc[In, Out any] func(ctx context.Context, in []In) ([]Out, Usage, error)
+type runFunc[In, Out any] func(ctx context.Context, in []In) ([]Out, models.Usage, error)
 
 // batchObserver receives batcher statistics; any field may be nil.
 type batchObserver struct {
@@ -59,7 +61,7 @@ type job[In, Out any] struct {
 	out     []Out
 	next    int // first item not yet dispatched
 	pending int // items not yet completed
-	usage   Usage
+	usage   models.Usage
 	err     error
 	done    chan struct{}
 	closed  bool // done has been closed
@@ -91,9 +93,9 @@ func newBatcher[In, Out any](base context.Context, cfg BatchConfig, run runFunc[
 // order, with the usage attributed to this call. With batching disabled it
 // calls the model directly. It returns ErrQueueFull when the queue is at
 // capacity, ErrClosed after Close, and ctx's error if ctx ends first.
-func (b *batcher[In, Out]) Submit(ctx context.Context, in []In) ([]Out, Usage, error) {
+func (b *batcher[In, Out]) Submit(ctx context.Context, in []In) ([]Out, models.Usage, error) {
 	if len(in) == 0 {
-		return nil, Usage{}, nil
+		return nil, models.Usage{}, nil
 	}
 	if !b.cfg.Enabled {
 		return b.direct(ctx, in)
@@ -107,10 +109,10 @@ func (b *batcher[In, Out]) Submit(ctx context.Context, in []In) ([]Out, Usage, e
 	switch {
 	case b.closed:
 		b.mu.Unlock()
-		return nil, Usage{}, ErrClosed
+		return nil, models.Usage{}, ErrClosed
 	case b.queued > 0 && b.queued+len(in) > b.cfg.MaxQueueItems:
 		b.mu.Unlock()
-		return nil, Usage{}, ErrQueueFull
+		return nil, models.Usage{}, ErrQueueFull
 	}
 	if b.queued == 0 {
 		b.oldest = j.queued
@@ -133,15 +135,15 @@ func (b *batcher[In, Out]) Submit(ctx context.Context, in []In) ([]Out, Usage, e
 		b.mu.Lock()
 		b.dropLocked(j)
 		b.mu.Unlock()
-		return nil, Usage{}, ctx.Err()
+		return nil, models.Usage{}, ctx.Err()
 	}
 }
 
-func (b *batcher[In, Out]) direct(ctx context.Context, in []In) ([]Out, Usage, error) {
+func (b *batcher[In, Out]) direct(ctx context.Context, in []In) ([]Out, models.Usage, error) {
 	select {
 	case b.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, Usage{}, ctx.Err()
+		return nil, models.Usage{}, ctx.Err()
 	}
 	defer func() { <-b.sem }()
 	if b.obs.batch != nil {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 func testBatchConfig() BatchConfig {
@@ -15,7 +17,7 @@ func testBatchConfig() BatchConfig {
 		ChunkItems: 4, MaxQueueItems: 1 << 20, Workers: 2}
 }
 
-func unitCost(Pair) int { return 1 }
+func unitCost(models.Pair) int { return 1 }
 
 // TestBatcherCorrectness: many concurrent requests of random sizes each get
 // exactly their own scores, in their own order, however they were batched.
@@ -34,9 +36,9 @@ func TestBatcherCorrectness(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					rng := rand.New(rand.NewPCG(uint64(r), 1))
-					pairs := make([]Pair, 1+rng.IntN(40))
+					pairs := make([]models.Pair, 1+rng.IntN(40))
 					for i := range pairs {
-						pairs[i] = Pair{Query: fmt.Sprintf("q%d w%d", r, i%3), Doc: fmt.Sprintf("doc %d of request %d w%d", i, r, rng.IntN(3))}
+						pairs[i] = models.Pair{Query: fmt.Sprintf("q%d w%d", r, i%3), Doc: fmt.Sprintf("doc %d of request %d w%d", i, r, rng.IntN(3))}
 					}
 					out, u, err := b.Submit(context.Background(), pairs)
 					if err != nil {
@@ -82,9 +84,9 @@ func TestBatcherMerges(t *testing.T) {
 	var wg sync.WaitGroup
 	submit := func(n int) {
 		defer wg.Done()
-		pairs := make([]Pair, n)
+		pairs := make([]models.Pair, n)
 		for i := range pairs {
-			pairs[i] = Pair{Query: "q", Doc: fmt.Sprint(n, i)}
+			pairs[i] = models.Pair{Query: "q", Doc: fmt.Sprint(n, i)}
 		}
 		if _, _, err := b.Submit(context.Background(), pairs); err != nil {
 			t.Error(err)
@@ -131,16 +133,16 @@ func TestBatcherFairness(t *testing.T) {
 	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
 	defer b.Close()
 
-	big := make([]Pair, 1000)
+	big := make([]models.Pair, 1000)
 	for i := range big {
-		big[i] = Pair{Query: "big", Doc: fmt.Sprint("b", i)}
+		big[i] = models.Pair{Query: "big", Doc: fmt.Sprint("b", i)}
 	}
 	bigDone := make(chan error, 1)
 	go func() { _, _, err := b.Submit(context.Background(), big); bigDone <- err }()
 	<-sc.started // first batch (big only) is running
 	waitQueued(t, b, 1000-32)
 
-	small := []Pair{{Query: "small", Doc: "s0"}, {Query: "small", Doc: "s1"}}
+	small := []models.Pair{{Query: "small", Doc: "s0"}, {Query: "small", Doc: "s1"}}
 	smallDone := make(chan int, 1)
 	go func() {
 		out, u, err := b.Submit(context.Background(), small)
@@ -151,18 +153,42 @@ func TestBatcherFairness(t *testing.T) {
 	}()
 	waitQueued(t, b, 1000-32+2)
 	// Release batches one at a time; the small request must ride in batch 2.
+	// With one worker a batch starts only after the previous one has
+	// scattered its results, so once a batch after the small request's has
+	// started, the small request's answer is on its way: wait for it then
+	// (its goroutine may not have run yet) instead of releasing more. (The
+	// old loop released on, and under load ran past its bound first.)
+	smallRan := func() bool {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		ran := 0
+		for _, batch := range sc.batches[:len(sc.batches)-1] {
+			for _, p := range batch {
+				if p.Query == "small" {
+					ran++
+				}
+			}
+		}
+		return ran == len(small)
+	}
 	for released := 0; ; released++ {
 		if released > 5 {
+			close(sc.gate) // let the deferred Close finish
 			t.Fatal("small request starved")
 		}
 		sc.gate <- struct{}{}
+		var n int
 		select {
-		case n := <-smallDone:
-			if n != 1 {
-				t.Fatalf("small request spread over %d batches", n)
-			}
+		case n = <-smallDone:
 		case <-sc.started:
-			continue
+			if !smallRan() {
+				continue
+			}
+			n = <-smallDone
+		}
+		if n != 1 {
+			close(sc.gate)
+			t.Fatalf("small request spread over %d batches", n)
 		}
 		break
 	}
@@ -195,12 +221,12 @@ func TestBatcherTokenCap(t *testing.T) {
 	sc := &fakeScorer{}
 	cfg := testBatchConfig()
 	cfg.MaxTokens, cfg.MaxItems, cfg.ChunkItems, cfg.Workers = 100, 1000, 1000, 1
-	cost := func(p Pair) int { return len(p.Doc) }
+	cost := func(p models.Pair) int { return len(p.Doc) }
 	b := newBatcher(context.Background(), cfg, sc.ScorePairs, cost, batchObserver{})
 	defer b.Close()
-	pairs := []Pair{{Doc: string(make([]byte, 150))}}
+	pairs := []models.Pair{{Doc: string(make([]byte, 150))}}
 	for i := range 30 {
-		pairs = append(pairs, Pair{Doc: string(make([]byte, 10+i))})
+		pairs = append(pairs, models.Pair{Doc: string(make([]byte, 10+i))})
 	}
 	out, _, err := b.Submit(context.Background(), pairs)
 	if err != nil || len(out) != len(pairs) {
@@ -233,7 +259,7 @@ func TestBatcherCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := b.Submit(ctx, []Pair{{Doc: "a"}, {Doc: "b"}, {Doc: "c"}, {Doc: "d"}, {Doc: "e"}, {Doc: "f"}})
+		_, _, err := b.Submit(ctx, []models.Pair{{Doc: "a"}, {Doc: "b"}, {Doc: "c"}, {Doc: "d"}, {Doc: "e"}, {Doc: "f"}})
 		first <- err
 	}()
 	<-sc.started
@@ -247,9 +273,9 @@ func TestBatcherCancel(t *testing.T) {
 	// the single worker frees up without the gate being opened and the next
 	// request's batch starts.
 	res := make(chan error, 1)
-	p := Pair{Query: "x", Doc: "x y"}
+	p := models.Pair{Query: "x", Doc: "x y"}
 	go func() {
-		out, _, err := b.Submit(context.Background(), []Pair{p})
+		out, _, err := b.Submit(context.Background(), []models.Pair{p})
 		if err == nil && out[0] != fakeScore(p) {
 			err = fmt.Errorf("score %v", out[0])
 		}
@@ -273,9 +299,9 @@ func TestBatcherClose(t *testing.T) {
 	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
 	running := make(chan error, 1)
 	queued := make(chan error, 1)
-	go func() { _, _, err := b.Submit(context.Background(), []Pair{{Doc: "a"}}); running <- err }()
+	go func() { _, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "a"}}); running <- err }()
 	<-sc.started
-	go func() { _, _, err := b.Submit(context.Background(), []Pair{{Doc: "b"}}); queued <- err }()
+	go func() { _, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "b"}}); queued <- err }()
 	waitQueued(t, b, 1)
 	closed := make(chan error)
 	go func() { closed <- b.Close() }()
@@ -290,7 +316,7 @@ func TestBatcherClose(t *testing.T) {
 	if err := <-queued; !errors.Is(err, ErrClosed) {
 		t.Fatalf("queued job after Close: %v", err)
 	}
-	if _, _, err := b.Submit(context.Background(), []Pair{{Doc: "c"}}); !errors.Is(err, ErrClosed) {
+	if _, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "c"}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Submit after Close: %v", err)
 	}
 	if err := b.Close(); err != nil {
@@ -299,14 +325,14 @@ func TestBatcherClose(t *testing.T) {
 }
 
 func TestBatcherBackendErrors(t *testing.T) {
-	bad := func(ctx context.Context, p []Pair) ([]float32, Usage, error) {
-		return make([]float32, len(p)-1), Usage{}, nil
+	bad := func(ctx context.Context, p []models.Pair) ([]float32, models.Usage, error) {
+		return make([]float32, len(p)-1), models.Usage{}, nil
 	}
 	for _, enabled := range []bool{true, false} {
 		cfg := testBatchConfig()
 		cfg.Enabled = enabled
 		b := newBatcher(context.Background(), cfg, bad, unitCost, batchObserver{})
-		_, _, err := b.Submit(context.Background(), []Pair{{Doc: "a"}, {Doc: "b"}})
+		_, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "a"}, {Doc: "b"}})
 		if !errors.Is(err, ErrBackend) {
 			t.Fatalf("enabled=%v: short result gave %v, want ErrBackend", enabled, err)
 		}
@@ -315,8 +341,8 @@ func TestBatcherBackendErrors(t *testing.T) {
 }
 
 func BenchmarkBatcher(b *testing.B) {
-	run := func(ctx context.Context, p []Pair) ([]float32, Usage, error) {
-		return make([]float32, len(p)), Usage{Pairs: len(p), Batches: 1}, nil
+	run := func(ctx context.Context, p []models.Pair) ([]float32, models.Usage, error) {
+		return make([]float32, len(p)), models.Usage{Pairs: len(p), Batches: 1}, nil
 	}
 	for _, enabled := range []bool{true, false} {
 		b.Run(fmt.Sprintf("batching=%v", enabled), func(b *testing.B) {
@@ -324,7 +350,7 @@ func BenchmarkBatcher(b *testing.B) {
 			cfg.Enabled, cfg.MaxWait = enabled, 0
 			bt := newBatcher(context.Background(), cfg, run, unitCost, batchObserver{})
 			defer bt.Close()
-			pairs := make([]Pair, 8)
+			pairs := make([]models.Pair, 8)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // needNode skips (or, in CI, fails) when node or npm is missing.
@@ -158,7 +160,7 @@ func TestRealClients(t *testing.T) {
 	}
 	for k, r := range v1.Results {
 		if r.Index != want[k] || r.Document == nil || r.Document.Text != rerankDocs[r.Index] ||
-			math.Abs(r.RelevanceScore-sigmoid(fakeScore(Pair{"cat dog", rerankDocs[r.Index]}))) > 1e-9 {
+			math.Abs(r.RelevanceScore-models.Sigmoid(fakeScore(models.Pair{Query: "cat dog", Doc: rerankDocs[r.Index]}))) > 1e-9 {
 			t.Fatalf("cohere v1 result %d: %+v", k, r)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/hybrank/hybrank/engine"
 )
 
 // limits are the per-request caps the decoders enforce.
@@ -20,7 +22,9 @@ func (c Config) limits() limits {
 }
 
 // decodeJSON decodes one JSON object from body into v; anything after it is
-// an error. Type errors name the offending field.
+// an error. Type errors name the offending field; errors of a type's own
+// UnmarshalJSON (engine.Request's budget_ms range) are passed on as they
+// read.
 func decodeJSON(body []byte, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -39,7 +43,11 @@ func decodeJSON(body []byte, v any) error {
 		if errors.As(err, &ae) {
 			return ae
 		}
-		return badRequest("malformed JSON: %v", err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return badRequest("malformed JSON: %v", err)
+		}
+		return badRequest("%v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return badRequest("malformed JSON: unexpected data after the request object")
@@ -294,77 +302,37 @@ func decodeOpenAIEmbed(body []byte, lim limits) (embedRequest, error) {
 	return r, nil
 }
 
-// Search request bounds.
-const (
-	maxTopK       = 10000
-	maxCandidates = 10000
-	maxHops       = 8
-)
-
-// decodeSearch decodes POST /search.
-func decodeSearch(body []byte, _ limits) (SearchRequest, error) {
-	var r SearchRequest
+// decodeSearch decodes POST /search: the JSON of engine.Request, checked
+// by its Validate so that a bad field is a 400 before any work.
+func decodeSearch(body []byte, _ limits) (engine.Request, error) {
+	var r engine.Request
 	if err := decodeJSON(body, &r); err != nil {
 		return r, err
 	}
-	if strings.TrimSpace(r.Query) == "" {
-		return r, badRequest("field \"query\" must not be empty")
-	}
-	if r.TopK < 0 || r.TopK > maxTopK {
-		return r, badRequest("field \"top_k\" must be in [0, %d]", maxTopK)
-	}
-	switch r.Fusion {
-	case "", "rrf", "weighted", "relative":
-	default:
-		return r, badRequest("field \"fusion\" must be \"rrf\", \"weighted\" or \"relative\", got %q", r.Fusion)
-	}
-	if r.RRFK < 0 || r.RRFK != r.RRFK || r.RRFK > 1e9 {
-		return r, badRequest("field \"rrf_k\" must be a number >= 0")
-	}
-	if r.MMRLambda < 0 || r.MMRLambda > 1 || r.MMRLambda != r.MMRLambda {
-		return r, badRequest("field \"mmr_lambda\" must be in [0, 1]")
-	}
-	if r.Expand.Hops < 0 || r.Expand.Hops > maxHops || r.Expand.Seeds < 0 || r.Expand.Seeds > maxCandidates || r.Expand.Decay < 0 || r.Expand.Decay > 1 || r.Expand.Decay != r.Expand.Decay {
-		return r, badRequest("field \"expand\": hops in [0, %d], seeds in [0, %d], decay in [0, 1]", maxHops, maxCandidates)
-	}
-	if r.TokenBudget < 0 || r.Reserve < 0 || (r.TokenBudget > 0 && r.Reserve >= r.TokenBudget) {
-		return r, badRequest("fields \"token_budget\" and \"reserve\" must be >= 0 with reserve < token_budget")
-	}
-	if r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1 || *r.Alpha != *r.Alpha) {
-		return r, badRequest("field \"alpha\" must be in [0, 1]")
-	}
-	if r.Candidates < 0 || r.Candidates > maxCandidates {
-		return r, badRequest("field \"candidates\" must be in [0, %d]", maxCandidates)
-	}
-	if r.BudgetMS < 0 {
-		return r, badRequest("field \"budget_ms\" must be >= 0")
+	if err := r.Validate(); err != nil {
+		return r, badRequest("%v", err)
 	}
 	return r, nil
 }
 
-// documentsRequest is a decoded /documents call.
-type documentsRequest struct {
-	Upserts []Document
-	Deletes []string
-}
-
 // decodeDocuments decodes POST /documents {documents, delete} or, when
-// del is set, DELETE /documents {ids}.
-func decodeDocuments(body []byte, lim limits, del bool) (documentsRequest, error) {
+// del is set, DELETE /documents {ids}, into an unscoped batch. Every
+// document must pass engine.Document.Validate.
+func decodeDocuments(body []byte, lim limits, del bool) (DocumentBatch, error) {
 	var w struct {
-		Documents []Document `json:"documents"`
-		Delete    []string   `json:"delete"`
-		IDs       []string   `json:"ids"`
+		Documents []engine.Document `json:"documents"`
+		Delete    []string          `json:"delete"`
+		IDs       []string          `json:"ids"`
 	}
 	if err := decodeJSON(body, &w); err != nil {
-		return documentsRequest{}, err
+		return DocumentBatch{}, err
 	}
-	r := documentsRequest{Upserts: w.Documents, Deletes: w.Delete}
+	r := DocumentBatch{Upserts: w.Documents, Deletes: w.Delete}
 	if del {
 		if w.Documents != nil || w.Delete != nil {
 			return r, badRequest("DELETE /documents takes {\"ids\": [...]} only")
 		}
-		r = documentsRequest{Deletes: w.IDs}
+		r = DocumentBatch{Deletes: w.IDs}
 	} else if w.IDs != nil {
 		return r, badRequest("POST /documents takes {\"documents\": [...], \"delete\": [...]}; use DELETE /documents for {\"ids\"}")
 	}
@@ -380,13 +348,13 @@ func decodeDocuments(body []byte, lim limits, del bool) (documentsRequest, error
 		if d.ID == "" {
 			return r, badRequest("documents[%d]: field \"id\" must not be empty", i)
 		}
+		if err := d.Validate(); err != nil {
+			return r, badRequest("documents[%d]: %v", i, err)
+		}
 		if _, dup := seen[d.ID]; dup {
 			return r, badRequest("documents[%d]: id %q appears twice in the batch", i, d.ID)
 		}
 		seen[d.ID] = struct{}{}
-		if d.Span.Start < 0 || d.Span.End < d.Span.Start {
-			return r, badRequest("documents[%d]: span must have 0 <= start <= end", i)
-		}
 	}
 	for i, id := range r.Deletes {
 		if id == "" {
@@ -394,4 +362,27 @@ func decodeDocuments(body []byte, lim limits, del bool) (documentsRequest, error
 		}
 	}
 	return r, nil
+}
+
+// tokenizeRequest is a decoded /tokenize call.
+type tokenizeRequest struct {
+	Inputs []string
+	// AddSpecial adds the model's special tokens ([CLS], [SEP]); TEI's
+	// add_special_tokens, true when absent.
+	AddSpecial bool
+}
+
+// decodeTokenize decodes TEI's POST /tokenize body {inputs, add_special_tokens}.
+func decodeTokenize(body []byte, lim limits) (tokenizeRequest, error) {
+	var w struct {
+		Inputs           stringOrList `json:"inputs"`
+		AddSpecialTokens *bool        `json:"add_special_tokens"`
+	}
+	if err := decodeJSON(body, &w); err != nil {
+		return tokenizeRequest{}, err
+	}
+	if err := checkInputs(w.Inputs, "inputs", lim); err != nil {
+		return tokenizeRequest{}, err
+	}
+	return tokenizeRequest{Inputs: w.Inputs.vals, AddSpecial: w.AddSpecialTokens == nil || *w.AddSpecialTokens}, nil
 }

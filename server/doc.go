@@ -13,15 +13,33 @@
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
 //	GET  /v1/models                       OpenAI model list
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]
-//	POST /search                          hybrid search (SearchRequest, mirroring engine.Request
-//	                                      -> SearchResponse with provenance, passages, timings)
-//	POST /documents, DELETE /documents    atomic batches of upserts and deletes
+//	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
+//	                                      (hits with provenance, passages, fallbacks, timings)
+//	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
+//	                                      atomic batches of upserts and deletes
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
 //
-// Relevance scores are the sigmoid of the cross-encoder logit (TEI's
-// raw_scores returns the logit). Inference responses carry TEI's
-// x-compute-time, x-compute-tokens and x-total-time headers (milliseconds,
-// tokens).
+// Relevance scores are the sigmoid of the cross-encoder logit
+// (models.Sigmoid; TEI's raw_scores returns the logit). Inference and search
+// responses carry TEI's x-compute-time, x-compute-tokens and x-total-time
+// headers (milliseconds, tokens).
+//
+// # Wire types
+//
+// Search and documents speak the engine's own types (engine.Request,
+// engine.Result, engine.Document), whose JSON tags are the API; durations
+// are milliseconds ("budget_ms" in, fractional stage "timings" out). The
+// model backends speak models.Pair and models.Usage, so models/ort's
+// CrossEncoder and BiEncoder plug in as they are; package server/backend
+// adapts the engine (with the tenant ownership rule) and the tokenizer.
+//
+// # Handlers
+//
+// Every API route has one shape (endpoint): decode the capped body with a
+// fuzzed decoder (decode.go, one Fuzz target each), authorize (model name,
+// the API key's tenant, backend present), call the backend under the
+// admission limit and the request deadline, encode. Each step returns its
+// error; statusOf (errors.go) is the one place errors become statuses.
 //
 // # Errors and limits
 //
@@ -39,8 +57,8 @@
 // tokens, after waiting at most max_wait for a batch to fill. Requests are
 // cut into chunks taken round-robin, so a huge request cannot starve small
 // ones; results are written back by (request, index). Token counts for batch
-// caps are estimated from words (cheap); the Tokenizer, when given, is used
-// for /tokenize, truncation and input-length checks. With batching disabled
+// caps are estimated (models.EstimateTokens, cheap); the Tokenizer, when
+// given, is used for /tokenize, truncation and input-length checks. With batching disabled
 // each request calls the model directly.
 //
 // # Tenancy
@@ -50,8 +68,9 @@
 // /search and /documents are forced to it (naming another tenant is 403),
 // deletes are scoped to it (another tenant's IDs are skipped), overwriting
 // another tenant's document ID is 403, and search hits of other tenants are
-// dropped even if a Searcher returned them. Without keys, DELETE and POST
-// /documents?tenant=T scope a batch the same way; otherwise it is unscoped.
+// dropped even if a Searcher returned them, with the passages packed from
+// them. Without keys, DELETE and POST /documents?tenant=T scope a batch the
+// same way; otherwise it is unscoped.
 //
 // # Concurrency and lifetime
 //

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
-// Errors returned by the server's building blocks. HTTP handlers turn them
+// Errors returned by the server's building blocks. statusOf turns them
 // into JSON errors {"error": {"message", "type"}} with the status noted.
 var (
 	// ErrConfig wraps every problem Config.Validate finds.
@@ -68,4 +71,49 @@ type errorBody struct {
 type errorDetail struct {
 	Message string `json:"message"`
 	Type    string `json:"type"`
+}
+
+// statusOf is the one mapping from an error to its HTTP answer; every
+// handler returns its errors to writeError, which asks it. Checked in
+// order: an *apiError (decoders, limits, auth, unknown model) answers as it
+// says; context.DeadlineExceeded is 504 and context.Canceled 499 (the
+// client went away); then the documented error variables with the status
+// noted on each; anything else is a backend failure, 500.
+func statusOf(err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{status: http.StatusGatewayTimeout, typ: TypeTimeout,
+			msg: "the request ran past its deadline (request_timeout) and was abandoned"}
+	case errors.Is(err, context.Canceled):
+		return &apiError{status: 499, typ: TypeTimeout, msg: "the client went away"}
+	case errors.Is(err, ErrQueueFull):
+		return &apiError{status: http.StatusTooManyRequests, typ: TypeOverloaded,
+			msg: "server overloaded: queue full, retry later", retryAfter: 1}
+	case errors.Is(err, ErrClosed):
+		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: "server is shutting down"}
+	case errors.Is(err, ErrForbidden):
+		return &apiError{status: http.StatusForbidden, typ: TypeForbidden, msg: err.Error()}
+	case errors.Is(err, ErrInvalid):
+		return &apiError{status: http.StatusBadRequest, typ: TypeInvalidRequest, msg: err.Error()}
+	case errors.Is(err, ErrNotConfigured):
+		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: err.Error()}
+	default:
+		return &apiError{status: http.StatusInternalServerError, typ: TypeInternal, msg: err.Error()}
+	}
+}
+
+// writeError answers err as statusOf maps it, with Retry-After when the
+// answer says to retry.
+func writeError(w http.ResponseWriter, err error) {
+	ae := statusOf(err)
+	if ae.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
+	}
+	b, _ := json.Marshal(errorBody{Error: errorDetail{Message: ae.msg, Type: ae.typ}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(ae.status)
+	_, _ = w.Write(append(b, '\n'))
 }

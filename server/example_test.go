@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -14,12 +15,12 @@ import (
 // cross-encoder.
 type lengthScorer struct{}
 
-func (lengthScorer) ScorePairs(ctx context.Context, pairs []server.Pair) ([]float32, server.Usage, error) {
+func (lengthScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
 	out := make([]float32, len(pairs))
 	for i, p := range pairs {
 		out[i] = float32(len(p.Doc)) / 10
 	}
-	return out, server.Usage{Pairs: len(pairs), Batches: 1, Tokens: 3 * len(pairs)}, nil
+	return out, models.Usage{Pairs: len(pairs), Batches: 1, Tokens: 3 * len(pairs)}, nil
 }
 
 // A server over a PairScorer answers Cohere-shape rerank requests.

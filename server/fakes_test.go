@@ -9,12 +9,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
 )
 
 // fakeScore is the deterministic score of a pair: the number of query words
 // found in the document, minus a small hash-based tie breaker, so tests can
 // recompute every expected score.
-func fakeScore(p Pair) float32 {
+func fakeScore(p models.Pair) float32 {
 	doc := strings.Fields(strings.ToLower(p.Doc))
 	set := map[string]bool{}
 	for _, w := range doc {
@@ -34,16 +37,16 @@ func fakeScore(p Pair) float32 {
 // fakeScorer scores with fakeScore and records every batch.
 type fakeScorer struct {
 	mu      sync.Mutex
-	batches [][]Pair
+	batches [][]models.Pair
 	delay   time.Duration
 	gate    chan struct{} // when set, each call waits for a value
 	started chan int      // when set, receives each batch's size on entry
 	err     error
 }
 
-func (f *fakeScorer) ScorePairs(ctx context.Context, pairs []Pair) ([]float32, Usage, error) {
+func (f *fakeScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
 	f.mu.Lock()
-	f.batches = append(f.batches, append([]Pair(nil), pairs...))
+	f.batches = append(f.batches, append([]models.Pair(nil), pairs...))
 	f.mu.Unlock()
 	if f.started != nil {
 		f.started <- len(pairs)
@@ -52,18 +55,18 @@ func (f *fakeScorer) ScorePairs(ctx context.Context, pairs []Pair) ([]float32, U
 		select {
 		case <-f.gate:
 		case <-ctx.Done():
-			return nil, Usage{}, ctx.Err()
+			return nil, models.Usage{}, ctx.Err()
 		}
 	}
 	if f.delay > 0 {
 		select {
 		case <-time.After(f.delay):
 		case <-ctx.Done():
-			return nil, Usage{}, ctx.Err()
+			return nil, models.Usage{}, ctx.Err()
 		}
 	}
 	if f.err != nil {
-		return nil, Usage{}, f.err
+		return nil, models.Usage{}, f.err
 	}
 	out := make([]float32, len(pairs))
 	tokens := 0
@@ -71,7 +74,7 @@ func (f *fakeScorer) ScorePairs(ctx context.Context, pairs []Pair) ([]float32, U
 		out[i] = fakeScore(p)
 		tokens += len(strings.Fields(p.Query)) + len(strings.Fields(p.Doc)) + 3
 	}
-	return out, Usage{Tokens: tokens, Pairs: len(pairs), Batches: 1}, nil
+	return out, models.Usage{Tokens: tokens, Pairs: len(pairs), Batches: 1}, nil
 }
 
 func (f *fakeScorer) batchSizes() []int {
@@ -108,7 +111,7 @@ type fakeEmbedder struct {
 	calls int
 }
 
-func (f *fakeEmbedder) EmbedWithUsage(ctx context.Context, texts []string) ([][]float32, Usage, error) {
+func (f *fakeEmbedder) EmbedWithUsage(ctx context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
 	f.mu.Lock()
 	f.calls++
 	f.mu.Unlock()
@@ -118,7 +121,7 @@ func (f *fakeEmbedder) EmbedWithUsage(ctx context.Context, texts []string) ([][]
 		out[i] = fakeVector(t)
 		tokens += len(strings.Fields(t)) + 2
 	}
-	return out, Usage{Tokens: tokens, Pairs: len(texts), Batches: 1}, nil
+	return out, models.Usage{Tokens: tokens, Pairs: len(texts), Batches: 1}, nil
 }
 
 func (f *fakeEmbedder) Dim() int { return fakeDim }
@@ -152,12 +155,12 @@ func (fakeTokenizer) Tokenize(text string, addSpecial bool) ([]Token, error) {
 // ignore the tenant, to test the server's own tenant filter.
 type fakeIndex struct {
 	mu   sync.Mutex
-	docs map[string]Document
+	docs map[string]engine.Document
 	leak bool
 	wait time.Duration
 }
 
-func newFakeIndex() *fakeIndex { return &fakeIndex{docs: map[string]Document{}} }
+func newFakeIndex() *fakeIndex { return &fakeIndex{docs: map[string]engine.Document{}} }
 
 func (x *fakeIndex) Apply(ctx context.Context, b DocumentBatch) (CommitResult, error) {
 	x.mu.Lock()
@@ -180,7 +183,7 @@ func (x *fakeIndex) Apply(ctx context.Context, b DocumentBatch) (CommitResult, e
 	return res, nil
 }
 
-func (x *fakeIndex) Search(ctx context.Context, req SearchRequest) (*SearchResponse, error) {
+func (x *fakeIndex) Search(ctx context.Context, req engine.Request) (*engine.Result, error) {
 	if x.wait > 0 {
 		select {
 		case <-time.After(x.wait):
@@ -190,16 +193,16 @@ func (x *fakeIndex) Search(ctx context.Context, req SearchRequest) (*SearchRespo
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	resp := &SearchResponse{Timings: map[string]float64{"bm25": 0.1}}
+	resp := &engine.Result{Timings: engine.Timings{BM25: 100 * time.Microsecond}}
 	for _, d := range x.docs {
 		if !x.leak && d.Tenant != req.Tenant {
 			continue
 		}
-		s := fakeScore(Pair{Query: req.Query, Doc: d.Text})
+		s := fakeScore(models.Pair{Query: req.Query, Doc: d.Text})
 		if s <= 0 {
 			continue
 		}
-		resp.Hits = append(resp.Hits, SearchHit{Document: d, Score: float64(s), Provenance: []byte(`{"bm25_rank":1}`)})
+		resp.Hits = append(resp.Hits, engine.Hit{Document: d, Score: float64(s), Provenance: engine.Provenance{BM25Rank: 1}})
 	}
 	sort.Slice(resp.Hits, func(i, j int) bool { return resp.Hits[i].Score > resp.Hits[j].Score })
 	if req.TopK > 0 && len(resp.Hits) > req.TopK {

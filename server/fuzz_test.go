@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"testing"
+
+	"github.com/hybrank/hybrank/engine"
 )
 
 // Every decoder must turn any input into a valid request or an *apiError
@@ -50,10 +52,20 @@ func checkEmbed(t *testing.T, r embedRequest, err error) {
 		checkDecodeErr(t, err)
 		return
 	}
-	if len(r.Inputs) == 0 || len(r.Inputs) > fuzzLimits.maxInputs || r.Dimensions < 0 {
+	if r.Dimensions < 0 {
 		t.Fatalf("decoded an invalid request %+v", r)
 	}
-	for _, s := range r.Inputs {
+	checkInputsDecoded(t, r.Inputs)
+}
+
+// checkInputsDecoded checks the inputs of a decoded embed or tokenize
+// request against what checkInputs promises.
+func checkInputsDecoded(t *testing.T, inputs []string) {
+	t.Helper()
+	if len(inputs) == 0 || len(inputs) > fuzzLimits.maxInputs {
+		t.Fatalf("decoded %d inputs", len(inputs))
+	}
+	for _, s := range inputs {
 		if s == "" {
 			t.Fatal("empty input passed")
 		}
@@ -100,8 +112,8 @@ func FuzzDecodeSearch(f *testing.F) {
 			checkDecodeErr(t, err)
 			return
 		}
-		if r.Query == "" || r.TopK < 0 || r.TopK > maxTopK || (r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1)) || r.Candidates < 0 || r.BudgetMS < 0 ||
-			r.MMRLambda < 0 || r.MMRLambda > 1 || r.Expand.Hops < 0 || r.Expand.Hops > maxHops || (r.TokenBudget > 0 && r.Reserve >= r.TokenBudget) {
+		if r.Query == "" || r.TopK < 0 || r.TopK > engine.MaxTopK || (r.Alpha != nil && (*r.Alpha < 0 || *r.Alpha > 1)) || r.Candidates < 0 || r.Budget < 0 ||
+			r.MMRLambda < 0 || r.MMRLambda > 1 || r.Expand.Hops < 0 || r.Expand.Hops > engine.MaxHops || (r.TokenBudget > 0 && r.Reserve >= r.TokenBudget) {
 			t.Fatalf("decoded an invalid request %+v", r)
 		}
 	})
@@ -138,5 +150,22 @@ func FuzzDecodeDocuments(f *testing.F) {
 				t.Fatal("empty delete id")
 			}
 		}
+	})
+}
+
+func FuzzDecodeTokenize(f *testing.F) {
+	for _, s := range []string{
+		`{"inputs": "a b"}`, `{"inputs": ["a", "b"], "add_special_tokens": false}`, `{"inputs": ["a"], "add_special_tokens": "no"}`,
+		`{"inputs": [[1, 2]]}`, `{"inputs": []}`, `{"inputs": [""]}`, `{}`, `{"inputs": ["a","a","a","a","a","a","a","a","a"]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := decodeTokenize(body, fuzzLimits)
+		if err != nil {
+			checkDecodeErr(t, err)
+			return
+		}
+		checkInputsDecoded(t, r.Inputs)
 	})
 }

@@ -15,7 +15,84 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/simd"
 )
+
+// endpoint is the one shape of every API route: decode the body,
+// authorize the request, call the backend, encode the reply. Each step
+// returns its error; serveEndpoint answers it through writeError, the one
+// place errors become HTTP statuses.
+type endpoint[Req any] struct {
+	// decode turns the body (already capped at MaxBodyBytes) into a
+	// request; its errors are *apiError 4xx (the decoders are fuzzed).
+	decode func(r *http.Request, body []byte) (Req, error)
+	// authorize decides whether the request may run here: the model it
+	// names, the tenant its API key allows (it may rewrite req to that
+	// tenant) and whether the route's backend is configured.
+	authorize func(r *http.Request, req *Req) error
+	// call runs the request and returns the reply to encode as JSON.
+	call func(ctx context.Context, r *http.Request, req Req) (reply, error)
+	// admit runs call under MaxConcurrentRequests and RequestTimeout.
+	admit bool
+	// timed sets TEI's x-compute-time, x-compute-tokens and x-total-time.
+	timed bool
+}
+
+// reply is what an endpoint's call answers.
+type reply struct {
+	body any
+	// tokens is the x-compute-tokens header of timed endpoints.
+	tokens int
+}
+
+// serveEndpoint returns the handler running e's steps in order.
+func serveEndpoint[Req any](s *Server, e endpoint[Req]) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		out, compute, err := runEndpoint(s, e, w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if e.timed {
+			timing(w, start, compute, out.tokens)
+		}
+		writeJSON(w, http.StatusOK, out.body)
+	}
+}
+
+func runEndpoint[Req any](s *Server, e endpoint[Req], w http.ResponseWriter, r *http.Request) (reply, time.Duration, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return reply{}, 0, err
+	}
+	req, err := e.decode(r, body)
+	if err != nil {
+		return reply{}, 0, err
+	}
+	if err := e.authorize(r, &req); err != nil {
+		return reply{}, 0, err
+	}
+	ctx := r.Context()
+	if e.admit {
+		var done func()
+		if ctx, done, err = s.begin(r); err != nil {
+			return reply{}, 0, err
+		}
+		defer done()
+	}
+	callStart := time.Now()
+	out, err := e.call(ctx, r, req)
+	if err != nil && ctx.Err() != nil {
+		// The deadline or the client ended the call: say that, not how
+		// the backend happened to fail.
+		err = ctx.Err()
+	}
+	return out, time.Since(callStart), err
+}
 
 // writeJSON writes v with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -26,44 +103,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
-}
-
-// statusOf maps an error to its HTTP answer.
-func statusOf(err error) *apiError {
-	var ae *apiError
-	switch {
-	case errors.As(err, &ae):
-		return ae
-	case errors.Is(err, context.DeadlineExceeded):
-		return &apiError{status: http.StatusGatewayTimeout, typ: TypeTimeout,
-			msg: "the request ran past its deadline (request_timeout) and was abandoned"}
-	case errors.Is(err, context.Canceled):
-		return &apiError{status: 499, typ: TypeTimeout, msg: "the client went away"}
-	case errors.Is(err, ErrQueueFull):
-		return &apiError{status: http.StatusTooManyRequests, typ: TypeOverloaded,
-			msg: "server overloaded: queue full, retry later", retryAfter: 1}
-	case errors.Is(err, ErrClosed):
-		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: "server is shutting down"}
-	case errors.Is(err, ErrForbidden):
-		return &apiError{status: http.StatusForbidden, typ: TypeForbidden, msg: err.Error()}
-	case errors.Is(err, ErrInvalid):
-		return &apiError{status: http.StatusBadRequest, typ: TypeInvalidRequest, msg: err.Error()}
-	case errors.Is(err, ErrNotConfigured):
-		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: err.Error()}
-	default:
-		return &apiError{status: http.StatusInternalServerError, typ: TypeInternal, msg: err.Error()}
-	}
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	ae := statusOf(err)
-	if ae.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(ae.retryAfter))
-	}
-	b, _ := json.Marshal(errorBody{Error: errorDetail{Message: ae.msg, Type: ae.typ}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(ae.status)
 	_, _ = w.Write(append(b, '\n'))
 }
 
@@ -108,8 +147,6 @@ func timing(w http.ResponseWriter, start time.Time, compute time.Duration, token
 	h.Set("x-total-time", strconv.FormatInt(time.Since(start).Milliseconds(), 10))
 }
 
-func sigmoid(x float32) float64 { return 1 / (1 + math.Exp(-float64(x))) }
-
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
@@ -123,6 +160,9 @@ func unknownModel(kind, got, want string) *apiError {
 	return &apiError{status: http.StatusNotFound, typ: TypeNotFound,
 		msg: fmt.Sprintf("unknown %s model %q; this server serves %q", kind, got, want)}
 }
+
+// notConfigured is the error of a route whose backend is missing (503).
+func notConfigured(what string) error { return fmt.Errorf("%w: no %s loaded", ErrNotConfigured, what) }
 
 // Cohere/Jina rerank response.
 type rerankResult struct {
@@ -157,45 +197,34 @@ type teiRank struct {
 	Text  *string `json:"text,omitempty"`
 }
 
-func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
+func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
+	return endpoint[rerankRequest]{
+		decode: func(_ *http.Request, body []byte) (rerankRequest, error) { return decodeRerank(body, s.lim) },
+		authorize: func(_ *http.Request, req *rerankRequest) error {
+			if req.Model != "" && req.Model != s.cfg.RerankModel {
+				return unknownModel("rerank", req.Model, s.cfg.RerankModel)
+			}
+			if s.rerank == nil {
+				return notConfigured("reranking model")
+			}
+			return nil
+		},
+		call:  s.rerankCall,
+		admit: true, timed: true,
 	}
-	req, err := decodeRerank(body, s.lim)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Model != "" && req.Model != s.cfg.RerankModel {
-		writeError(w, unknownModel("rerank", req.Model, s.cfg.RerankModel))
-		return
-	}
-	if s.rerank == nil {
-		writeError(w, fmt.Errorf("%w: no reranking model loaded", ErrNotConfigured))
-		return
-	}
-	ctx, done, err := s.begin(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer done()
-	pairs := make([]Pair, len(req.Docs))
+}
+
+func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequest) (reply, error) {
+	pairs := make([]models.Pair, len(req.Docs))
 	for i, d := range req.Docs {
 		if req.MaxTokensPerDoc > 0 {
 			d = s.truncateTokens(d, req.MaxTokensPerDoc)
 		}
-		pairs[i] = Pair{Query: req.Query, Doc: d}
+		pairs[i] = models.Pair{Query: req.Query, Doc: d}
 	}
-	computeStart := time.Now()
 	scores, usage, err := s.rerank.Submit(ctx, pairs)
-	compute := time.Since(computeStart)
 	if err != nil {
-		writeError(w, err)
-		return
+		return reply{}, err
 	}
 	if usage.Tokens == 0 {
 		for _, p := range pairs {
@@ -211,21 +240,19 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	if req.TopN > 0 {
 		order = order[:req.TopN]
 	}
-	timing(w, start, compute, usage.Tokens)
 	if req.TEI {
 		out := make([]teiRank, len(order))
 		for k, i := range order {
 			out[k] = teiRank{Index: i, Score: float64(scores[i])}
 			if !req.RawScores {
-				out[k].Score = sigmoid(scores[i])
+				out[k].Score = models.Sigmoid(scores[i])
 			}
 			if req.ReturnText {
 				t := req.Docs[i]
 				out[k].Text = &t
 			}
 		}
-		writeJSON(w, http.StatusOK, out)
-		return
+		return reply{body: out, tokens: usage.Tokens}, nil
 	}
 	// return_documents defaults to true on Cohere v1 and Jina, false on v2.
 	returnDocs := r.URL.Path != "/v2/rerank"
@@ -234,7 +261,7 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := rerankResponse{ID: newID(), Results: make([]rerankResult, len(order))}
 	for k, i := range order {
-		resp.Results[k] = rerankResult{Index: i, RelevanceScore: sigmoid(scores[i])}
+		resp.Results[k] = rerankResult{Index: i, RelevanceScore: models.Sigmoid(scores[i])}
 		if returnDocs {
 			resp.Results[k].Document = &rerankText{Text: req.Docs[i]}
 		}
@@ -242,20 +269,17 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	// Cohere bills one search unit per query per 100 documents.
 	resp.Meta.BilledUnits.SearchUnits = (len(req.Docs) + 99) / 100
 	resp.Meta.Tokens.InputTokens = usage.Tokens
-	writeJSON(w, http.StatusOK, resp)
+	return reply{body: resp, tokens: usage.Tokens}, nil
 }
 
 // embedTexts runs an embedding request through the batcher after applying
 // truncation rules; it returns vectors the caller may modify.
-func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32, Usage, error) {
-	if s.embed == nil {
-		return nil, Usage{}, fmt.Errorf("%w: no embedding model loaded", ErrNotConfigured)
-	}
+func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32, models.Usage, error) {
 	texts, copied := req.Inputs, false
 	for i, t := range req.Inputs {
 		if n := s.countTokens(t); n > s.cfg.MaxInputTokens {
 			if !req.Truncate {
-				return nil, Usage{}, tooLarge("input %d has %d tokens, more than max_input_tokens %d; send truncate=true to cut it", i, n, s.cfg.MaxInputTokens)
+				return nil, models.Usage{}, tooLarge("input %d has %d tokens, more than max_input_tokens %d; send truncate=true to cut it", i, n, s.cfg.MaxInputTokens)
 			}
 			if !copied {
 				texts, copied = append([]string(nil), texts...), true
@@ -276,52 +300,47 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 	return vecs, usage, nil
 }
 
-func l2normalize(v []float32) {
-	var ss float64
-	for _, x := range v {
-		ss += float64(x) * float64(x)
+// authorizeEmbed checks the embedding model: the name a request gives
+// (OpenAI's "model"; TEI's requests have none) and that one is loaded.
+func (s *Server) authorizeEmbed(_ *http.Request, req *embedRequest) error {
+	if req.Model != "" && req.Model != s.cfg.EmbedModel {
+		return unknownModel("embedding", req.Model, s.cfg.EmbedModel)
 	}
-	if ss == 0 {
-		return
+	if s.embed == nil {
+		return notConfigured("embedding model")
 	}
-	inv := float32(1 / math.Sqrt(ss))
-	for i := range v {
-		v[i] *= inv
+	if req.Dimensions > s.b.Embedder.Dim() {
+		return badRequest("field \"dimensions\" is %d; model %q has %d", req.Dimensions, s.cfg.EmbedModel, s.b.Embedder.Dim())
+	}
+	return nil
+}
+
+// embeddingEndpoint is the endpoint of /embed (TEI) and /v1/embeddings
+// (OpenAI), which differ only in their decoder and their response shape.
+func (s *Server) embeddingEndpoint(decode func([]byte, limits) (embedRequest, error), respond func(embedRequest, [][]float32, models.Usage) any) endpoint[embedRequest] {
+	return endpoint[embedRequest]{
+		decode:    func(_ *http.Request, body []byte) (embedRequest, error) { return decode(body, s.lim) },
+		authorize: s.authorizeEmbed,
+		call: func(ctx context.Context, _ *http.Request, req embedRequest) (reply, error) {
+			vecs, usage, err := s.embedTexts(ctx, req)
+			if err != nil {
+				return reply{}, err
+			}
+			return reply{body: respond(req, vecs, usage), tokens: usage.Tokens}, nil
+		},
+		admit: true, timed: true,
 	}
 }
 
-func (s *Server) handleEmbed(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req, err := decodeEmbed(body, s.lim)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	ctx, done, err := s.begin(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer done()
-	computeStart := time.Now()
-	vecs, usage, err := s.embedTexts(ctx, req)
-	compute := time.Since(computeStart)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+// teiEmbedding is TEI's /embed response: the vectors, normalised unless
+// the request said normalize=false.
+func teiEmbedding(req embedRequest, vecs [][]float32, _ models.Usage) any {
 	if req.Normalize {
 		for _, v := range vecs {
-			l2normalize(v)
+			simd.L2Normalize(v)
 		}
 	}
-	timing(w, start, compute, usage.Tokens)
-	writeJSON(w, http.StatusOK, vecs)
+	return vecs
 }
 
 type openAIEmbedding struct {
@@ -350,46 +369,15 @@ func float32Base64(v []float32) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-func (s *Server) handleOpenAIEmbed(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req, err := decodeOpenAIEmbed(body, s.lim)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Model != "" && req.Model != s.cfg.EmbedModel {
-		writeError(w, unknownModel("embedding", req.Model, s.cfg.EmbedModel))
-		return
-	}
-	if s.b.Embedder != nil && req.Dimensions > s.b.Embedder.Dim() {
-		writeError(w, badRequest("field \"dimensions\" is %d; model %q has %d", req.Dimensions, s.cfg.EmbedModel, s.b.Embedder.Dim()))
-		return
-	}
-	ctx, done, err := s.begin(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer done()
-	computeStart := time.Now()
-	vecs, usage, err := s.embedTexts(ctx, req)
-	compute := time.Since(computeStart)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+// openAIEmbedding is OpenAI's /v1/embeddings response.
+func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, usage models.Usage) any {
 	resp := openAIEmbedResponse{Object: "list", Model: s.cfg.EmbedModel, Data: make([]openAIEmbedding, len(vecs))}
 	for i, v := range vecs {
 		if req.Dimensions > 0 && req.Dimensions < len(v) {
-			// Shortened embeddings are the leading dimensions, renormalised
-			// (as OpenAI does for its text-embedding-3 models).
+			// Shortened embeddings are the leading dimensions,
+			// renormalised (as OpenAI does for text-embedding-3).
 			v = v[:req.Dimensions]
-			l2normalize(v)
+			simd.L2Normalize(v)
 		}
 		resp.Data[i] = openAIEmbedding{Object: "embedding", Index: i, Embedding: v}
 		if req.Base64 {
@@ -397,8 +385,137 @@ func (s *Server) handleOpenAIEmbed(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	resp.Usage.PromptTokens, resp.Usage.TotalTokens = usage.Tokens, usage.Tokens
-	timing(w, start, compute, usage.Tokens)
-	writeJSON(w, http.StatusOK, resp)
+	return resp
+}
+
+// tokenizeEndpoint serves TEI's /tokenize. It is not admission-controlled:
+// tokenizing is cheap next to a model call.
+func (s *Server) tokenizeEndpoint() endpoint[tokenizeRequest] {
+	return endpoint[tokenizeRequest]{
+		decode: func(_ *http.Request, body []byte) (tokenizeRequest, error) { return decodeTokenize(body, s.lim) },
+		authorize: func(*http.Request, *tokenizeRequest) error {
+			if s.b.Tokenizer == nil {
+				return notConfigured("tokenizer")
+			}
+			return nil
+		},
+		call: func(_ context.Context, _ *http.Request, req tokenizeRequest) (reply, error) {
+			out := make([][]Token, len(req.Inputs))
+			for i, t := range req.Inputs {
+				toks, err := s.b.Tokenizer.Tokenize(t, req.AddSpecial)
+				if err != nil {
+					return reply{}, fmt.Errorf("%w: tokenize input %d: %w", ErrBackend, i, err)
+				}
+				out[i] = toks
+			}
+			return reply{body: out}, nil
+		},
+	}
+}
+
+// forceTenant applies the API key's tenant to a requested one: empty means
+// the key's, a different one is 403.
+func forceTenant(r *http.Request, requested string) (string, error) {
+	t, ok := keyTenant(r)
+	if !ok {
+		return requested, nil
+	}
+	if requested != "" && requested != t {
+		return "", &apiError{status: http.StatusForbidden, typ: TypeForbidden,
+			msg: fmt.Sprintf("this API key may only access tenant %q", t)}
+	}
+	return t, nil
+}
+
+func (s *Server) searchEndpoint() endpoint[engine.Request] {
+	return endpoint[engine.Request]{
+		decode: func(_ *http.Request, body []byte) (engine.Request, error) { return decodeSearch(body, s.lim) },
+		authorize: func(r *http.Request, req *engine.Request) (err error) {
+			if req.Tenant, err = forceTenant(r, req.Tenant); err != nil {
+				return err
+			}
+			if s.b.Searcher == nil {
+				return notConfigured("search index")
+			}
+			return nil
+		},
+		call: func(ctx context.Context, r *http.Request, req engine.Request) (reply, error) {
+			res, err := s.b.Searcher.Search(ctx, req)
+			if err != nil {
+				return reply{}, fmt.Errorf("search: %w", err)
+			}
+			if res.Hits == nil {
+				res.Hits = []engine.Hit{}
+			}
+			if _, authed := keyTenant(r); authed {
+				ownTenant(res, req.Tenant)
+			}
+			return reply{body: res}, nil
+		},
+		admit: true, timed: true,
+	}
+}
+
+// ownTenant drops the hits of res that are not tenant's, and the passages
+// packed from them: defence in depth, so a Searcher bug cannot leak
+// another tenant's documents to an API key.
+func ownTenant(res *engine.Result, tenant string) {
+	dropped := map[string]bool{}
+	kept := res.Hits[:0]
+	for _, h := range res.Hits {
+		if h.Document.Tenant == tenant {
+			kept = append(kept, h)
+		} else {
+			dropped[h.Document.ID] = true
+		}
+	}
+	res.Hits = kept
+	if len(dropped) == 0 {
+		return
+	}
+	passages := res.Passages[:0]
+	for _, p := range res.Passages {
+		leaks := false
+		for _, part := range p.Parts {
+			leaks = leaks || dropped[part.ID]
+		}
+		if !leaks {
+			passages = append(passages, p)
+		}
+	}
+	res.Passages = passages
+}
+
+func (s *Server) documentsEndpoint() endpoint[DocumentBatch] {
+	return endpoint[DocumentBatch]{
+		decode: func(r *http.Request, body []byte) (DocumentBatch, error) {
+			return decodeDocuments(body, s.lim, r.Method == http.MethodDelete)
+		},
+		authorize: func(r *http.Request, b *DocumentBatch) (err error) {
+			if t, ok := keyTenant(r); ok {
+				b.Tenant, b.Scoped = t, true
+				for i := range b.Upserts {
+					if b.Upserts[i].Tenant, err = forceTenant(r, b.Upserts[i].Tenant); err != nil {
+						return err
+					}
+				}
+			} else if q := r.URL.Query(); q.Has("tenant") {
+				b.Tenant, b.Scoped = q.Get("tenant"), true
+			}
+			if s.b.Documents == nil {
+				return notConfigured("writable index")
+			}
+			return nil
+		},
+		call: func(ctx context.Context, _ *http.Request, b DocumentBatch) (reply, error) {
+			res, err := s.b.Documents.Apply(ctx, b)
+			if err != nil {
+				return reply{}, fmt.Errorf("apply documents: %w", err)
+			}
+			return reply{body: res}, nil
+		},
+		admit: true,
+	}
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -419,150 +536,6 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		data = []model{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
-}
-
-func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	var req struct {
-		Inputs           stringOrList `json:"inputs"`
-		AddSpecialTokens *bool        `json:"add_special_tokens"`
-	}
-	if err := decodeJSON(body, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkInputs(req.Inputs, "inputs", s.lim); err != nil {
-		writeError(w, err)
-		return
-	}
-	if s.b.Tokenizer == nil {
-		writeError(w, fmt.Errorf("%w: no tokenizer loaded", ErrNotConfigured))
-		return
-	}
-	special := req.AddSpecialTokens == nil || *req.AddSpecialTokens
-	out := make([][]Token, len(req.Inputs.vals))
-	for i, t := range req.Inputs.vals {
-		toks, err := s.b.Tokenizer.Tokenize(t, special)
-		if err != nil {
-			writeError(w, fmt.Errorf("%w: tokenize input %d: %w", ErrBackend, i, err))
-			return
-		}
-		out[i] = toks
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// forceTenant applies the API key's tenant to a requested one: empty means
-// the key's, a different one is 403.
-func forceTenant(r *http.Request, requested string) (string, error) {
-	t, ok := keyTenant(r)
-	if !ok {
-		return requested, nil
-	}
-	if requested != "" && requested != t {
-		return "", &apiError{status: http.StatusForbidden, typ: TypeForbidden,
-			msg: fmt.Sprintf("this API key may only access tenant %q", t)}
-	}
-	return t, nil
-}
-
-func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req, err := decodeSearch(body, s.lim)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if req.Tenant, err = forceTenant(r, req.Tenant); err != nil {
-		writeError(w, err)
-		return
-	}
-	if s.b.Searcher == nil {
-		writeError(w, fmt.Errorf("%w: no search index loaded", ErrNotConfigured))
-		return
-	}
-	ctx, done, err := s.begin(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer done()
-	resp, err := s.b.Searcher.Search(ctx, req)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		writeError(w, fmt.Errorf("search: %w", err))
-		return
-	}
-	if resp.Hits == nil {
-		resp.Hits = []SearchHit{}
-	}
-	// Defence in depth: a Searcher bug must not leak another tenant's hits.
-	if _, authed := keyTenant(r); authed {
-		kept := resp.Hits[:0]
-		for _, h := range resp.Hits {
-			if h.Document.Tenant == req.Tenant {
-				kept = append(kept, h)
-			}
-		}
-		resp.Hits = kept
-	}
-	timing(w, start, time.Since(start), 0)
-	writeJSON(w, http.StatusOK, resp)
-}
-
-func (s *Server) handleDocuments(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req, err := decodeDocuments(body, s.lim, r.Method == http.MethodDelete)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	batch := DocumentBatch{Upserts: req.Upserts, Deletes: req.Deletes}
-	if t, ok := keyTenant(r); ok {
-		batch.Tenant, batch.Scoped = t, true
-		for i := range batch.Upserts {
-			if batch.Upserts[i].Tenant, err = forceTenant(r, batch.Upserts[i].Tenant); err != nil {
-				writeError(w, err)
-				return
-			}
-		}
-	} else if q := r.URL.Query(); q.Has("tenant") {
-		batch.Tenant, batch.Scoped = q.Get("tenant"), true
-	}
-	if s.b.Documents == nil {
-		writeError(w, fmt.Errorf("%w: no writable index loaded", ErrNotConfigured))
-		return
-	}
-	ctx, done, err := s.begin(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	defer done()
-	res, err := s.b.Documents.Apply(ctx, batch)
-	if err != nil {
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		writeError(w, fmt.Errorf("apply documents: %w", err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // Server serves the HTTP API over a set of Backends. It is safe for
@@ -28,7 +30,7 @@ type Server struct {
 	slots   chan struct{}       // MaxConcurrentRequests
 	handler http.Handler
 
-	rerank *batcher[Pair, float32]
+	rerank *batcher[models.Pair, float32]
 	embed  *batcher[string, []float32]
 
 	draining  atomic.Bool
@@ -65,7 +67,10 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 		s.rerank = newBatcher(base, cfg.Rerank, b.Scorer.ScorePairs, s.pairCost, s.metrics.observer("rerank"))
 	}
 	if b.Embedder != nil {
-		s.embed = newBatcher(base, cfg.Embed, b.Embedder.EmbedWithUsage, s.textCost, s.metrics.observer("embed"))
+		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
+			return b.Embedder.EmbedWithUsage(ctx, models.InputRaw, texts)
+		}
+		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed"))
 	}
 	s.handler = s.routes()
 	return s, nil
@@ -86,17 +91,21 @@ func (s *Server) routes() http.Handler {
 		}
 		mux.Handle(pattern, s.metrics.instrument(route, hh))
 	}
-	handle("POST /rerank", "/rerank", s.handleRerank, true)
-	handle("POST /v1/rerank", "/v1/rerank", s.handleRerank, true)
-	handle("POST /v2/rerank", "/v2/rerank", s.handleRerank, true)
-	handle("POST /embed", "/embed", s.handleEmbed, true)
-	handle("POST /v1/embeddings", "/v1/embeddings", s.handleOpenAIEmbed, true)
-	handle("POST /embeddings", "/v1/embeddings", s.handleOpenAIEmbed, true)
+	rerank := serveEndpoint(s, s.rerankEndpoint())
+	embed := serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))
+	openAIEmbed := serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding))
+	documents := serveEndpoint(s, s.documentsEndpoint())
+	handle("POST /rerank", "/rerank", rerank, true)
+	handle("POST /v1/rerank", "/v1/rerank", rerank, true)
+	handle("POST /v2/rerank", "/v2/rerank", rerank, true)
+	handle("POST /embed", "/embed", embed, true)
+	handle("POST /v1/embeddings", "/v1/embeddings", openAIEmbed, true)
+	handle("POST /embeddings", "/v1/embeddings", openAIEmbed, true)
 	handle("GET /v1/models", "/v1/models", s.handleModels, true)
-	handle("POST /tokenize", "/tokenize", s.handleTokenize, true)
-	handle("POST /search", "/search", s.handleSearch, true)
-	handle("POST /documents", "/documents", s.handleDocuments, true)
-	handle("DELETE /documents", "/documents", s.handleDocuments, true)
+	handle("POST /tokenize", "/tokenize", serveEndpoint(s, s.tokenizeEndpoint()), true)
+	handle("POST /search", "/search", serveEndpoint(s, s.searchEndpoint()), true)
+	handle("POST /documents", "/documents", documents, true)
+	handle("DELETE /documents", "/documents", documents, true)
 	handle("GET /healthz", "/healthz", s.handleHealth, false)
 	handle("GET /health", "/healthz", s.handleHealth, false)
 	handle("GET /readyz", "/readyz", s.handleReady, false)
@@ -198,41 +207,18 @@ func keyTenant(r *http.Request) (string, bool) {
 	return t, ok
 }
 
-// estimateTokens approximates a WordPiece token count without a tokenizer:
-// one token per word plus one per 6 bytes beyond the first 6 of a word,
-// plus punctuation. It is used for batch caps, where speed matters more than
-// exactness, and as the count when no Tokenizer is configured.
-func estimateTokens(text string) int {
-	n, wordLen := 0, 0
-	for _, r := range text {
-		switch {
-		case r == ' ' || r == '\n' || r == '\t' || r == '\r':
-			wordLen = 0
-		case r < utf8.RuneSelf && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-			n++ // punctuation is its own token
-			wordLen = 0
-		default:
-			if wordLen%6 == 0 {
-				n++
-			}
-			wordLen++
-		}
-	}
-	return n
-}
-
 // pairCost is a pair's estimated tokens: [CLS] q [SEP] d [SEP], capped at
 // the model's input length.
-func (s *Server) pairCost(p Pair) int {
-	return min(estimateTokens(p.Query)+estimateTokens(p.Doc)+3, s.cfg.MaxInputTokens)
+func (s *Server) pairCost(p models.Pair) int {
+	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+3, s.cfg.MaxInputTokens)
 }
 
-func (s *Server) textCost(t string) int { return min(estimateTokens(t)+2, s.cfg.MaxInputTokens) }
+func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }
 
 // countTokens counts text's tokens with the Tokenizer, else estimates.
 func (s *Server) countTokens(text string) int {
 	if s.b.Tokenizer == nil {
-		return estimateTokens(text)
+		return models.EstimateTokens(text)
 	}
 	return s.b.Tokenizer.CountTokens(text)
 }

@@ -13,10 +13,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/simd"
 )
 
 type testServer struct {
@@ -115,7 +120,7 @@ func expectedOrder(query string, docs []string) []int {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		return fakeScore(Pair{query, docs[order[a]]}) > fakeScore(Pair{query, docs[order[b]]})
+		return fakeScore(models.Pair{Query: query, Doc: docs[order[a]]}) > fakeScore(models.Pair{Query: query, Doc: docs[order[b]]})
 	})
 	return order
 }
@@ -156,7 +161,7 @@ func TestRerankCohere(t *testing.T) {
 				if r.Index != want[k] {
 					t.Fatalf("result %d index %d, want %d", k, r.Index, want[k])
 				}
-				wantScore := sigmoid(fakeScore(Pair{query, rerankDocs[r.Index]}))
+				wantScore := models.Sigmoid(fakeScore(models.Pair{Query: query, Doc: rerankDocs[r.Index]}))
 				if math.Abs(r.RelevanceScore-wantScore) > 1e-9 {
 					t.Fatalf("result %d score %v want %v", k, r.RelevanceScore, wantScore)
 				}
@@ -196,8 +201,8 @@ func TestRerankTEI(t *testing.T) {
 				t.Fatalf("got %d", len(out))
 			}
 			for k, r := range out {
-				s := fakeScore(Pair{query, rerankDocs[r.Index]})
-				ws := sigmoid(s)
+				s := fakeScore(models.Pair{Query: query, Doc: rerankDocs[r.Index]})
+				ws := models.Sigmoid(s)
 				if raw {
 					ws = float64(s)
 				}
@@ -301,7 +306,7 @@ func TestOpenAIEmbeddings(t *testing.T) {
 			t.Fatalf("base64 %q: %v (%d bytes)", resp.Data[0].Embedding, err, len(raw))
 		}
 		want := append([]float32(nil), fakeVector("first text")[:4]...)
-		l2normalize(want)
+		simd.L2NormalizeGeneric(want) // the pure-Go reference; the server runs the dispatched kernel
 		for i := range want {
 			got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 			if math.Abs(float64(got-want[i])) > 1e-6 {
@@ -510,9 +515,9 @@ func TestSearchAndDocuments(t *testing.T) {
 		t.Fatalf("upsert %d %s", code, body)
 	}
 	code, h, body := ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog", "top_k": 5})
-	var resp SearchResponse
+	var resp engine.Result
 	mustJSON(t, body, &resp)
-	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || string(resp.Hits[0].Provenance) != `{"bm25_rank":1}` || resp.Timings["bm25"] == 0 || h.Get("x-total-time") == "" {
+	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || resp.Hits[0].Provenance != (engine.Provenance{BM25Rank: 1}) || resp.Timings.BM25 == 0 || h.Get("x-total-time") == "" {
 		t.Fatalf("search %d %s", code, body)
 	}
 	code, _, body = ts.do(t, "DELETE", "/documents", "", map[string]any{"ids": []string{"d2"}})
@@ -576,7 +581,7 @@ func TestAuthTenantIsolation(t *testing.T) {
 			code, _, body = ts.do(t, "POST", "/search", "key-a", map[string]any{"query": "cat", "tenant": "b"})
 			expectError(t, code, body, 403, TypeForbidden, `tenant "a"`)
 			code, _, body = ts.do(t, "POST", "/search", "key-a", map[string]any{"query": "cat"})
-			var resp SearchResponse
+			var resp engine.Result
 			mustJSON(t, body, &resp)
 			if code != 200 || len(resp.Hits) != 1 || resp.Hits[0].Document.ID != "doc-a" {
 				t.Fatalf("tenant a search %d %s", code, body)
@@ -709,5 +714,35 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// ownTenant drops another tenant's hits and every passage packed from one,
+// coalesced passages included.
+func TestOwnTenantDropsLeakedPassages(t *testing.T) {
+	hit := func(id, tenant string) engine.Hit {
+		return engine.Hit{Document: engine.Document{ID: id, Tenant: tenant}}
+	}
+	part := func(ids ...string) engine.Passage {
+		p := engine.Passage{Text: strings.Join(ids, "+")}
+		for _, id := range ids {
+			p.Parts = append(p.Parts, engine.PassagePart{ID: id})
+		}
+		return p
+	}
+	res := &engine.Result{
+		Hits:     []engine.Hit{hit("a1", "a"), hit("b1", "b"), hit("a2", "a")},
+		Passages: []engine.Passage{part("a1"), part("b1"), part("a2", "b1"), part("a2")},
+	}
+	ownTenant(res, "a")
+	var got []string
+	for _, h := range res.Hits {
+		got = append(got, h.Document.ID)
+	}
+	for _, p := range res.Passages {
+		got = append(got, p.Text)
+	}
+	if want := []string{"a1", "a2", "a1", "a2"}; !slices.Equal(got, want) {
+		t.Fatalf("kept %v, want %v", got, want)
 	}
 }

@@ -33,16 +33,3 @@ func TestTruncateTokens(t *testing.T) {
 		})
 	}
 }
-
-func TestEstimateTokens(t *testing.T) {
-	for _, tc := range []struct {
-		text string
-		want int
-	}{
-		{"", 0}, {"hello", 1}, {"hello world", 2}, {"a, b.", 4}, {"abcdefghijklm", 3}, {"日本語", 1},
-	} {
-		if got := estimateTokens(tc.text); got != tc.want {
-			t.Errorf("estimateTokens(%q) = %d, want %d", tc.text, got, tc.want)
-		}
-	}
-}

@@ -3,9 +3,9 @@ package ort
 import (
 	"context"
 	"fmt"
-	"github.com/hybrank/hybrank/models"
-	"math"
 	"strings"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // CrossEncoder scores (query, document) pairs with a BERT cross-encoder
@@ -159,7 +159,7 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]
 		for r, i := range idx {
 			s := out[r]
 			if cfg.Sigmoid {
-				s = sigmoid(s)
+				s = float32(models.Sigmoid(s))
 			}
 			scores[i] = s
 		}
@@ -176,8 +176,4 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]
 		usage.PaddedTokens += p
 	}
 	return scores, usage, nil
-}
-
-func sigmoid(x float32) float32 {
-	return float32(1 / (1 + math.Exp(-float64(x))))
 }

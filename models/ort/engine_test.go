@@ -177,7 +177,7 @@ func reference(q, d string, maxLen int, sigmoidOn bool) float32 {
 	}
 	v := float32(sum / 1e4)
 	if sigmoidOn {
-		v = sigmoid(v)
+		v = float32(models.Sigmoid(v))
 	}
 	return v
 }

@@ -1,0 +1,36 @@
+package models
+
+import (
+	"math"
+	"unicode/utf8"
+)
+
+// Sigmoid maps a cross-encoder logit to a relevance probability in (0, 1):
+// 1 / (1 + e^-logit), computed in float64. It is the one definition the
+// runtime (Config.Sigmoid) and the server (relevance_score) share.
+func Sigmoid(logit float32) float64 { return 1 / (1 + math.Exp(-float64(logit))) }
+
+// EstimateTokens approximates a WordPiece token count without a
+// tokenizer: one token per word plus one per 6 bytes beyond the first 6 of
+// a word, and one per ASCII punctuation character. It is cheap and
+// allocation-free, for where speed matters more than exactness: the
+// server's batch caps and its counts when no tokenizer is loaded, and the
+// engine's packing when it has no TokenCounter.
+func EstimateTokens(text string) int {
+	n, wordLen := 0, 0
+	for _, r := range text {
+		switch {
+		case r == ' ' || r == '\n' || r == '\t' || r == '\r':
+			wordLen = 0
+		case r < utf8.RuneSelf && !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
+			n++ // punctuation is its own token
+			wordLen = 0
+		default:
+			if wordLen%6 == 0 {
+				n++
+			}
+			wordLen++
+		}
+	}
+	return n
+}

@@ -1,0 +1,248 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/server"
+)
+
+// ErrConfig wraps every problem Config.Validate finds.
+var ErrConfig = errors.New("backend: invalid config")
+
+// Config is what one server process serves: the HTTP server's
+// configuration, the models and the index. It is plain data, safe to copy.
+type Config struct {
+	// Server configures the HTTP server (limits, batching, API keys);
+	// Open fills in Server.Provider from the loaded cross-encoder.
+	Server server.Config
+	// RerankProfile is the cross-encoder's profile (models.ProfileConfig):
+	// its defaults, and the name /search's "rerank" field selects it by.
+	RerankProfile string
+	// RerankDir is the cross-encoder's model directory; empty means
+	// $HYBRANK_MODELS/<RerankProfile>.
+	RerankDir string
+	// Embed loads the bi-encoder, for /embed, /v1/embeddings and dense
+	// search. Without it only reranking, /tokenize and BM25 search run.
+	Embed bool
+	// EmbedDir is the bi-encoder's model directory; empty means
+	// $HYBRANK_MODELS/embed.
+	EmbedDir string
+	// Provider is the execution provider of both models: auto, cpu or cuda.
+	Provider string
+	// Threads is the intra-op threads per model (0: the runtime's default).
+	Threads int
+	// Pool is the runtime sessions per model.
+	Pool int
+	// IndexDir serves /search and /documents from an engine stored there
+	// (created if missing); Close writes a snapshot to it.
+	IndexDir string
+	// MemoryIndex serves them from an in-memory engine instead, lost on
+	// exit. With neither, the index routes answer 503.
+	MemoryIndex bool
+}
+
+// DefaultConfig returns the configuration cmd/serve starts from: the
+// balanced cross-encoder and the default embedder, no index.
+func DefaultConfig() Config {
+	return Config{
+		Server:        server.DefaultConfig(),
+		RerankProfile: models.ProfileBalanced,
+		Embed:         true,
+		Provider:      "auto",
+		Pool:          1,
+	}
+}
+
+// Validate reports every invalid field at once, wrapped in ErrConfig.
+func (c Config) Validate() error {
+	errs := []error{c.Server.Validate()}
+	if _, err := c.rerankConfig(); err != nil {
+		errs = append(errs, fmt.Errorf("cross-encoder: %w", err))
+	}
+	if c.Embed {
+		if err := c.embedConfig().Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("embedder: %w", err))
+		}
+	}
+	if c.IndexDir != "" && c.MemoryIndex {
+		errs = append(errs, errors.New("set IndexDir or MemoryIndex, not both"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// rerankConfig is the validated cross-encoder configuration.
+func (c Config) rerankConfig() (models.Config, error) {
+	mc, err := models.ProfileConfig(c.RerankProfile)
+	if err != nil {
+		return mc, err
+	}
+	mc = c.modelConfig(mc, c.RerankDir, max(c.Server.MaxDocuments, c.Server.Rerank.MaxItems))
+	return mc, mc.Validate()
+}
+
+func (c Config) embedConfig() models.Config {
+	return c.modelConfig(models.DefaultEmbedderConfig(), c.EmbedDir, max(c.Server.MaxInputs, c.Server.Embed.MaxItems))
+}
+
+// modelConfig applies c's runtime settings to a model's defaults. maxDocs
+// is the largest call the server makes (a request or a merged batch).
+func (c Config) modelConfig(mc models.Config, dir string, maxDocs int) models.Config {
+	mc.Dir, mc.Provider, mc.IntraOpThreads, mc.PoolSize, mc.MaxDocs = dir, c.Provider, c.Threads, c.Pool, maxDocs
+	mc.Sigmoid = false // the server applies the sigmoid (TEI raw_scores needs logits)
+	return mc
+}
+
+// CrossEncoder is what Open needs of a runtime-backed cross-encoder: engine
+// reranking, the server's pair scoring, eager loading, its tokenizer (from
+// Info's model directory), the provider it runs on and Close.
+// *ort.CrossEncoder satisfies it.
+type CrossEncoder interface {
+	models.Reranker
+	server.PairScorer
+	Load() error
+	Info() (models.ModelDir, int, error)
+	Provider() string
+	io.Closer
+}
+
+// BiEncoder is what Open needs of a runtime-backed bi-encoder: engine
+// embedding, the server's embedding with usage, eager loading and Close.
+// *ort.BiEncoder satisfies it.
+type BiEncoder interface {
+	models.Embedder
+	server.Embedder
+	Load() error
+	io.Closer
+}
+
+// Backend is an open set of server backends: loaded models and, when
+// configured, an engine. It is safe for concurrent use; Close it once the
+// server using it has stopped.
+type Backend struct {
+	cfg      Config
+	backends server.Backends
+	engine   *engine.Engine // nil without an index
+	closers  []io.Closer    // the models, in load order
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open loads the models cfg names (now, so a bad directory or runtime is
+// reported at start-up) and opens the index, and adapts them to the
+// server's Backends.
+//
+// The models are built by the constructors passed in: cmd/serve passes
+// models/ort's NewCrossEncoder and NewBiEncoder. They are parameters so this
+// package, like the server, builds without cgo (internal/layering), and so
+// tests can pass stand-ins. newBiEncoder is called only when cfg.Embed is set.
+func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.Config) (C, error), newBiEncoder func(models.Config) (B, error)) (_ *Backend, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Backend{cfg: cfg}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.Close())
+		}
+	}()
+	rc, _ := cfg.rerankConfig() // valid: Validate passed
+	ce, err := newCrossEncoder(rc)
+	if err != nil {
+		return nil, fmt.Errorf("cross-encoder: %w", err)
+	}
+	b.closers = append(b.closers, ce)
+	if err := ce.Load(); err != nil {
+		return nil, fmt.Errorf("load cross-encoder: %w", err)
+	}
+	md, _, err := ce.Info()
+	if err != nil {
+		return nil, fmt.Errorf("cross-encoder: %w", err)
+	}
+	tok, err := md.Tokenizer()
+	if err != nil {
+		return nil, fmt.Errorf("cross-encoder tokenizer: %w", err)
+	}
+	b.cfg.Server.Provider = ce.Provider()
+	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok)}
+	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, ce), engine.WithTokenCounter(tok)}
+	if cfg.Embed {
+		be, err := newBiEncoder(cfg.embedConfig())
+		if err != nil {
+			return nil, fmt.Errorf("embedder: %w", err)
+		}
+		b.closers = append(b.closers, be)
+		if err := be.Load(); err != nil {
+			return nil, fmt.Errorf("load embedder (or serve without one, Embed false): %w", err)
+		}
+		b.backends.Embedder = be
+		opts = append(opts, engine.WithEmbedder(be))
+	}
+	if cfg.IndexDir != "" || cfg.MemoryIndex {
+		if b.engine, err = engine.Open(cfg.IndexDir, engine.DefaultConfig(), opts...); err != nil {
+			return nil, err
+		}
+		ix := NewIndex(b.engine)
+		b.backends.Searcher, b.backends.Documents = ix, ix
+	}
+	return b, nil
+}
+
+// Backends returns what the server serves.
+func (b *Backend) Backends() server.Backends { return b.backends }
+
+// ServerConfig returns the server configuration, with Provider set to what
+// the cross-encoder runs on.
+func (b *Backend) ServerConfig() server.Config { return b.cfg.Server }
+
+// Close writes the index snapshot (IndexDir only), then closes the engine
+// and the models, joining their errors. It is idempotent.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.engine != nil {
+			if b.cfg.IndexDir != "" {
+				if err := b.engine.Snapshot(); err != nil {
+					errs = append(errs, fmt.Errorf("snapshot %s: %w", b.cfg.IndexDir, err))
+				}
+			}
+			errs = append(errs, b.engine.Close())
+		}
+		for _, c := range slices.Backward(b.closers) {
+			errs = append(errs, c.Close())
+		}
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+// Run opens cfg's backends, serves them until ctx is done, then drains the
+// server and closes the backends (see Close). The constructors are Open's.
+func Run[C CrossEncoder, B BiEncoder](ctx context.Context, cfg Config, newCrossEncoder func(models.Config) (C, error), newBiEncoder func(models.Config) (B, error)) (err error) {
+	b, err := Open(cfg, newCrossEncoder, newBiEncoder)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, b.Close()) }()
+	scfg := b.ServerConfig()
+	s, err := server.New(scfg, b.Backends())
+	if err != nil {
+		return err
+	}
+	slog.Info("serving", "addr", scfg.Addr, "provider", scfg.Provider, "batching", scfg.Rerank.Enabled,
+		"batch_max_wait", time.Duration(scfg.Rerank.MaxWait), "auth", len(scfg.APIKeys) > 0,
+		"embed", cfg.Embed, "index", cfg.IndexDir != "" || cfg.MemoryIndex)
+	return s.ListenAndServe(ctx)
+}

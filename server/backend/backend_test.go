@@ -1,0 +1,241 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/server"
+	"github.com/hybrank/hybrank/server/backend"
+)
+
+// events records the models' lifecycle in order.
+type events []string
+
+func (e *events) add(s string) { *e = append(*e, s) }
+
+// fakeCE stands in for *ort.CrossEncoder: it scores by shared words.
+type fakeCE struct {
+	cfg     models.Config
+	vocab   string
+	loadErr error
+	ev      *events
+}
+
+func (f *fakeCE) Score(_ context.Context, q string, docs []string) ([]float32, error) {
+	out := make([]float32, len(docs))
+	for i, d := range docs {
+		for _, w := range strings.Fields(q) {
+			if strings.Contains(d, w) {
+				out[i]++
+			}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	out := make([]float32, len(pairs))
+	for i, p := range pairs {
+		s, _ := f.Score(ctx, p.Query, []string{p.Doc})
+		out[i] = s[0]
+	}
+	return out, models.Usage{Pairs: len(pairs), Batches: 1}, nil
+}
+
+func (f *fakeCE) Load() error { f.ev.add("load ce"); return f.loadErr }
+func (f *fakeCE) Info() (models.ModelDir, int, error) {
+	return models.ModelDir{VocabTxt: f.vocab, LowerCase: true}, 512, nil
+}
+func (f *fakeCE) Provider() string { return "cpu" }
+func (f *fakeCE) Close() error     { f.ev.add("close ce"); return nil }
+
+// fakeBE stands in for *ort.BiEncoder: two dimensions, cats and the rest.
+type fakeBE struct {
+	cfg models.Config
+	ev  *events
+}
+
+func (f *fakeBE) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
+	v, _, err := f.EmbedWithUsage(ctx, in, texts)
+	return v, err
+}
+
+func (f *fakeBE) EmbedWithUsage(_ context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{0, 1}
+		if strings.Contains(t, "cat") {
+			out[i] = []float32{1, 0}
+		}
+	}
+	return out, models.Usage{Pairs: len(texts), Batches: 1}, nil
+}
+
+func (f *fakeBE) Dim() int     { return 2 }
+func (f *fakeBE) Load() error  { f.ev.add("load be"); return nil }
+func (f *fakeBE) Close() error { f.ev.add("close be"); return nil }
+
+// fakes returns constructors of the stand-ins that record into ev and keep
+// the model configurations they were given.
+func fakes(t *testing.T, ev *events, loadErr error) (func(models.Config) (*fakeCE, error), func(models.Config) (*fakeBE, error), *[]models.Config) {
+	vocab := writeVocab(t)
+	var got []models.Config
+	return func(c models.Config) (*fakeCE, error) {
+			got = append(got, c)
+			return &fakeCE{cfg: c, vocab: vocab, loadErr: loadErr, ev: ev}, nil
+		}, func(c models.Config) (*fakeBE, error) {
+			got = append(got, c)
+			return &fakeBE{cfg: c, ev: ev}, nil
+		}, &got
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := backend.DefaultConfig().Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(*backend.Config)
+		want error
+	}{
+		{"unknown profile", func(c *backend.Config) { c.RerankProfile = "huge" }, models.ErrUnknownProfile},
+		{"bad provider", func(c *backend.Config) { c.Provider = "tpu" }, models.ErrInvalidConfig},
+		{"bad pool", func(c *backend.Config) { c.Pool = 0 }, models.ErrInvalidConfig},
+		{"two indexes", func(c *backend.Config) { c.IndexDir, c.MemoryIndex = t.TempDir(), true }, backend.ErrConfig},
+		{"bad server", func(c *backend.Config) { c.Server.MaxDocuments = 0 }, server.ErrConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := backend.DefaultConfig()
+			tc.mut(&c)
+			err := c.Validate()
+			if !errors.Is(err, backend.ErrConfig) || !errors.Is(err, tc.want) {
+				t.Fatalf("Validate = %v, want ErrConfig wrapping %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestOpen(t *testing.T) {
+	var ev events
+	newCE, newBE, cfgs := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.MemoryIndex, cfg.Threads, cfg.Pool, cfg.Provider = true, 3, 2, "cpu"
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The models get the runtime settings and the server's largest call,
+	// and return logits: the server applies the sigmoid itself.
+	for _, mc := range *cfgs {
+		if mc.Provider != "cpu" || mc.IntraOpThreads != 3 || mc.PoolSize != 2 || mc.Sigmoid {
+			t.Errorf("model config %+v", mc)
+		}
+	}
+	if rc := (*cfgs)[0]; rc.Profile != models.ProfileBalanced || rc.MaxDocs != max(cfg.Server.MaxDocuments, cfg.Server.Rerank.MaxItems) {
+		t.Errorf("cross-encoder config %+v", rc)
+	}
+	bs := b.Backends()
+	if bs.Scorer == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
+		t.Fatalf("backends %+v", bs)
+	}
+	if p := b.ServerConfig().Provider; p != "cpu" {
+		t.Fatalf("server provider %q", p)
+	}
+	ctx := context.Background()
+	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// The engine reranks with the cross-encoder under the profile's name,
+	// embeds with the bi-encoder and packs with the tokenizer: "cats sat"
+	// is 3 word pieces (2 estimated), so it alone fills a budget of 3.
+	res, err := bs.Searcher.Search(ctx, engine.Request{Query: "cats", Rerank: models.ProfileBalanced, TokenBudget: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reranked == 0 || len(res.Fallbacks) != 0 || res.Hits[0].Document.ID != "1" || res.Hits[0].Provenance.DenseRank != 1 || res.Tokens != 3 {
+		t.Fatalf("search %+v", res)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if want := (events{"load ce", "load be", "close be", "close ce"}); !reflect.DeepEqual(ev, want) {
+		t.Fatalf("lifecycle %v, want %v", ev, want)
+	}
+}
+
+func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
+	var ev events
+	newCE, _, _ := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.Embed = false
+	noBE := func(models.Config) (*fakeBE, error) { t.Fatal("bi-encoder built with Embed false"); return nil, nil }
+	b, err := backend.Open(cfg, newCE, noBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if bs := b.Backends(); bs.Scorer == nil || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil {
+		t.Fatalf("backends %+v", bs)
+	}
+}
+
+func TestOpenLoadFailureCloses(t *testing.T) {
+	var ev events
+	boom := errors.New("no such model")
+	newCE, newBE, _ := fakes(t, &ev, boom)
+	if _, err := backend.Open(backend.DefaultConfig(), newCE, newBE); !errors.Is(err, boom) {
+		t.Fatalf("Open = %v, want %v", err, boom)
+	}
+	if want := (events{"load ce", "close ce"}); !reflect.DeepEqual(ev, want) {
+		t.Fatalf("lifecycle %v, want %v", ev, want)
+	}
+}
+
+func TestCloseSnapshotsIndexDir(t *testing.T) {
+	var ev events
+	newCE, newBE, _ := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.IndexDir = t.TempDir()
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Backends().Documents.Apply(context.Background(), server.DocumentBatch{Upserts: []engine.Document{{ID: "kept", Text: "survives a restart"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(cfg.IndexDir, engine.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, ok := e.Get("kept"); !ok {
+		t.Fatal("document lost: Close wrote no snapshot")
+	}
+}
+
+// Run shuts down cleanly when its context ends and closes the models.
+func TestRunStopsWithContext(t *testing.T) {
+	var ev events
+	newCE, newBE, _ := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.Server.Addr = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := backend.Run(ctx, cfg, newCE, newBE); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if want := (events{"load ce", "load be", "close be", "close ce"}); !reflect.DeepEqual(ev, want) {
+		t.Fatalf("lifecycle %v, want %v", ev, want)
+	}
+}

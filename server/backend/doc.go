@@ -1,0 +1,33 @@
+// Package backend adapts hybrank's engine and models to the HTTP server's
+// interfaces (package server) and assembles what one server process serves.
+//
+//   - Index serves an engine.Engine as server.Searcher and
+//     server.DocumentStore, with the tenant ownership rule: engine IDs are
+//     global, so a batch scoped to a tenant cannot overwrite another
+//     tenant's ID (server.ErrForbidden) and skips deleting one.
+//   - Tokenizer serves a wordpiece.Tokenizer as server.Tokenizer.
+//   - Config (with Validate) names the models, the runtime settings and the
+//     index; RegisterFlags binds serve's command line to it; Open loads and
+//     opens them into server.Backends; Run serves them until its context
+//     ends. cmd/serve is flags → Config → Run.
+//
+// The cross-encoder and bi-encoder need no adapter: the server's
+// PairScorer and Embedder speak models.Pair and models.Usage, so
+// *ort.CrossEncoder and *ort.BiEncoder are backends as they are.
+//
+// # No cgo
+//
+// Like the server and the engine, this package builds with CGO_ENABLED=0
+// (internal/layering checks ./server/...): Open takes the model
+// constructors as parameters instead of importing models/ort, so a Go
+// service with its own models can serve the engine, tenant rule included,
+// without linking ONNX Runtime. cmd/serve passes ort.NewCrossEncoder and
+// ort.NewBiEncoder.
+//
+// # Concurrency and lifetime
+//
+// Index, Tokenizer and Backend are safe for concurrent use. A Backend owns
+// its models and engine: Close (idempotent) writes the engine snapshot when
+// the index is on disk, then closes the engine and the models; close it
+// after the server using it has stopped.
+package backend

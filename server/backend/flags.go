@@ -1,0 +1,72 @@
+package backend
+
+import (
+	"errors"
+	"flag"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hybrank/hybrank/server"
+)
+
+// RegisterFlags binds cmd/serve's command line to c's fields. Each flag
+// defaults to the field's current value, so register after loading a
+// config file; flags that set both batchers (batch-*, batching) or the
+// model pool and both batchers' workers (pool) touch only what they set
+// when given. The first --api-key replaces c's keys, later ones add.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	s := &c.Server
+	fs.StringVar(&s.Addr, "addr", s.Addr, "listen address")
+	fs.StringVar(&c.RerankDir, "rerank-model", c.RerankDir, "cross-encoder model directory (HF ONNX layout); empty: $HYBRANK_MODELS/<profile>")
+	fs.StringVar(&c.RerankProfile, "rerank-profile", c.RerankProfile, "cross-encoder profile (fast, balanced, accurate)")
+	fs.StringVar(&c.EmbedDir, "embed-model", c.EmbedDir, "bi-encoder model directory; empty: $HYBRANK_MODELS/embed")
+	fs.BoolVar(&c.Embed, "embed", c.Embed, "load the embedding model (false: serve reranking only)")
+	fs.StringVar(&c.Provider, "provider", c.Provider, "execution provider: auto, cpu or cuda")
+	fs.IntVar(&c.Threads, "threads", c.Threads, "intra-op threads per model (0: runtime default)")
+	fs.StringVar(&c.IndexDir, "index", c.IndexDir, "engine directory for /search and /documents (created if missing; snapshot written on shutdown)")
+	fs.BoolVar(&c.MemoryIndex, "memory-index", c.MemoryIndex, "serve /search and /documents from an in-memory engine (lost on exit)")
+	fs.IntVar(&s.MaxDocuments, "max-documents", s.MaxDocuments, "documents per rerank request")
+	fs.IntVar(&s.MaxConcurrentRequests, "max-concurrent-requests", s.MaxConcurrentRequests, "requests in flight before 429")
+	fs.DurationVar((*time.Duration)(&s.RequestTimeout), "request-timeout", time.Duration(s.RequestTimeout), "per-request deadline, 504 past it")
+	setAll(fs, "pool", "runtime sessions per model, also the server's concurrent model calls (default 1)", strconv.Atoi, &c.Pool, &s.Rerank.Workers, &s.Embed.Workers)
+	fs.BoolFunc("batching", "merge concurrent requests into shared model calls (default true)", func(v string) (err error) {
+		s.Rerank.Enabled, err = strconv.ParseBool(v)
+		s.Embed.Enabled = s.Rerank.Enabled
+		return err
+	})
+	duration := func(v string) (server.Duration, error) {
+		d, err := time.ParseDuration(v)
+		return server.Duration(d), err
+	}
+	setAll(fs, "batch-max-wait", "longest wait for a batch to fill (default 2ms)", duration, &s.Rerank.MaxWait, &s.Embed.MaxWait)
+	setAll(fs, "batch-max-tokens", "token cap of one merged batch (default 16384)", strconv.Atoi, &s.Rerank.MaxTokens, &s.Embed.MaxTokens)
+	setAll(fs, "batch-max-items", "item cap of one merged batch (default 64)", strconv.Atoi, &s.Rerank.MaxItems, &s.Embed.MaxItems)
+	replaced := false
+	fs.Func("api-key", "KEY=TENANT; repeatable; turns bearer authentication on", func(v string) error {
+		key, tenant, ok := strings.Cut(v, "=")
+		if !ok {
+			return errors.New("want KEY=TENANT")
+		}
+		if !replaced {
+			s.APIKeys, replaced = nil, true
+		}
+		s.APIKeys = append(s.APIKeys, server.APIKey{Key: key, Tenant: tenant})
+		return nil
+	})
+}
+
+// setAll registers a flag that parses its value once and sets every field
+// given to it.
+func setAll[T any](fs *flag.FlagSet, name, usage string, parse func(string) (T, error), fields ...*T) {
+	fs.Func(name, usage, func(v string) error {
+		x, err := parse(v)
+		if err != nil {
+			return err
+		}
+		for _, f := range fields {
+			*f = x
+		}
+		return nil
+	})
+}

@@ -1,0 +1,76 @@
+package backend_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/server"
+	"github.com/hybrank/hybrank/server/backend"
+)
+
+// TestIndexTenantIsolation runs the Index over a real in-memory engine
+// (BM25 only): scoped batches cannot overwrite or delete another tenant's
+// IDs, and searches see only their tenant.
+func TestIndexTenantIsolation(t *testing.T) {
+	e, err := engine.Open("", engine.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ix := backend.NewIndex(e)
+	ctx := context.Background()
+	apply := func(tenant string, b server.DocumentBatch) (server.CommitResult, error) {
+		b.Tenant, b.Scoped = tenant, true
+		for i := range b.Upserts {
+			b.Upserts[i].Tenant = tenant
+		}
+		return ix.Apply(ctx, b)
+	}
+	if _, err := apply("a", server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats purr softly", Span: engine.Span{Start: 1, End: 4}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply("b", server.DocumentBatch{Upserts: []engine.Document{{ID: "2", Text: "cats of tenant b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply("b", server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "stolen"}}}); !errors.Is(err, server.ErrForbidden) {
+		t.Fatalf("overwrite of another tenant's id: %v, want ErrForbidden", err)
+	}
+	res, err := apply("b", server.DocumentBatch{Deletes: []string{"1"}})
+	if err != nil || res.Deleted != 0 {
+		t.Fatalf("cross-tenant delete: %+v %v", res, err)
+	}
+	for _, tc := range []struct{ tenant, want string }{{"a", "1"}, {"b", "2"}} {
+		r, err := ix.Search(ctx, engine.Request{Query: "cats", Tenant: tc.tenant})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Hits) != 1 || r.Hits[0].Document.ID != tc.want || r.Hits[0].Document.Tenant != tc.tenant {
+			t.Fatalf("tenant %s: %+v", tc.tenant, r.Hits)
+		}
+		// On the wire the result carries provenance and the total time.
+		wire, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(wire), `"provenance":{"bm25_score":`) || !strings.Contains(string(wire), `"total":`) {
+			t.Fatalf("tenant %s wire form: %s", tc.tenant, wire)
+		}
+	}
+	if r, _ := ix.Search(ctx, engine.Request{Query: "cats", Tenant: "a"}); r.Hits[0].Document.Span != (engine.Span{Start: 1, End: 4}) {
+		t.Fatalf("span lost: %+v", r.Hits[0].Document)
+	}
+	res, err = apply("a", server.DocumentBatch{Deletes: []string{"1"}})
+	if err != nil || res.Deleted != 1 {
+		t.Fatalf("own delete: %+v %v", res, err)
+	}
+	if _, err := ix.Search(ctx, engine.Request{Query: " ", Tenant: "a"}); !errors.Is(err, server.ErrInvalid) {
+		t.Fatalf("blank query: %v, want ErrInvalid", err)
+	}
+	if _, err := ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "x", Span: engine.Span{Start: 5, End: 1}}}}); !errors.Is(err, server.ErrInvalid) {
+		t.Fatalf("bad span: %v, want ErrInvalid", err)
+	}
+}
