@@ -36,6 +36,22 @@ type CostTable struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
+// CostTableFrom returns a table over the given batch sizes and lengths
+// with Millis[i][j] = ms(batches[i], lens[j]) (0 for not measured): a
+// table written from a formula or from measurements taken elsewhere, or an
+// empty one to fill. The slices are retained.
+func CostTableFrom(batches, lens []int, ms func(batch, seqLen int) float64) *CostTable {
+	t := &CostTable{Format: CostTableFormat, Batches: batches, Lens: lens}
+	t.Millis = make([][]float64, len(batches))
+	for i, b := range batches {
+		t.Millis[i] = make([]float64, len(lens))
+		for j, l := range lens {
+			t.Millis[i][j] = ms(b, l)
+		}
+	}
+	return t
+}
+
 // Validate reports the first problem with t, wrapping ErrCostTable.
 func (t *CostTable) Validate() error {
 	bad := func(format string, args ...any) error {

@@ -12,19 +12,6 @@ import (
 	"github.com/hybrank/hybrank/models"
 )
 
-// quadTable fills a table from f at every cell (0 where f returns 0).
-func quadTable(batches, lens []int, f func(b, l int) float64) *models.CostTable {
-	t := &models.CostTable{Format: models.CostTableFormat, Batches: batches, Lens: lens}
-	for _, b := range batches {
-		row := make([]float64, len(lens))
-		for j, l := range lens {
-			row[j] = f(b, l)
-		}
-		t.Millis = append(t.Millis, row)
-	}
-	return t
-}
-
 func TestCostModelRecoversQuadratic(t *testing.T) {
 	// Each row is exactly a + c1·L + c2·L² with non-negative terms: the
 	// fit must reproduce it everywhere in the row's range, and batch
@@ -33,7 +20,7 @@ func TestCostModelRecoversQuadratic(t *testing.T) {
 		x := float64(l)
 		return 0.3 + float64(b)*(0.01*x+2e-5*x*x) + 0.001*float64(b*b)
 	}
-	tab := quadTable([]int{1, 4, 16}, []int{8, 32, 128, 512}, f)
+	tab := models.CostTableFrom([]int{1, 4, 16}, []int{8, 32, 128, 512}, f)
 	m, err := models.NewCostModel(tab)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +43,7 @@ func TestCostModelRecoversQuadratic(t *testing.T) {
 }
 
 func TestCostModelDomain(t *testing.T) {
-	tab := quadTable([]int{1, 2, 8}, []int{16, 64, 256}, func(b, l int) float64 {
+	tab := models.CostTableFrom([]int{1, 2, 8}, []int{16, 64, 256}, func(b, l int) float64 {
 		if b == 8 && l > 64 {
 			return 0 // not measured: the budget ran out
 		}
@@ -97,7 +84,7 @@ func TestCostModelMonotoneInLength(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	lens := []int{8, 16, 32, 64, 128, 256, 384, 512}
 	for trial := range 200 {
-		tab := quadTable([]int{1, 2, 4, 8}, lens, func(b, l int) float64 {
+		tab := models.CostTableFrom([]int{1, 2, 4, 8}, lens, func(b, l int) float64 {
 			if trial%3 == 0 && rng.IntN(4) == 0 && b > 1 {
 				return 0
 			}
@@ -125,7 +112,7 @@ func TestCostModelMonotoneInLength(t *testing.T) {
 
 func TestCostTableValidate(t *testing.T) {
 	good := func() *models.CostTable {
-		return quadTable([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b * l) })
+		return models.CostTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b * l) })
 	}
 	tests := []struct {
 		name string
@@ -158,7 +145,7 @@ func TestCostTableValidate(t *testing.T) {
 func TestCostTableFileRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cost.json")
-	tab := quadTable([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b*l) / 3 })
+	tab := models.CostTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b*l) / 3 })
 	tab.Meta = map[string]string{"provider": "cpu"}
 	if err := models.WriteCostTable(path, tab); err != nil {
 		t.Fatal(err)

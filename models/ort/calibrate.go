@@ -74,11 +74,7 @@ func gridLens(maxLen int) []int {
 // cell dropped). The table's first cell is always attempted. An error other
 // than the budget's deadline is returned as is: the model cannot run.
 func (c *calibrator) calibrate(ctx context.Context) (*models.CostTable, calibStats, error) {
-	t := &models.CostTable{Format: models.CostTableFormat, Batches: c.batches, Lens: c.lens}
-	t.Millis = make([][]float64, len(c.batches))
-	for i := range t.Millis {
-		t.Millis[i] = make([]float64, len(c.lens))
-	}
+	t := models.CostTableFrom(slices.Clone(c.batches), slices.Clone(c.lens), func(int, int) float64 { return 0 })
 	type cell struct{ bi, li int }
 	var cells []cell
 	for bi, b := range c.batches {

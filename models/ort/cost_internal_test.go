@@ -17,19 +17,6 @@ import (
 	"github.com/hybrank/hybrank/models"
 )
 
-// tableFrom measures f on a grid as a calibration would.
-func tableFrom(batches, lens []int, f func(b, l int) float64) *models.CostTable {
-	t := &models.CostTable{Format: models.CostTableFormat, Batches: batches, Lens: lens}
-	for _, b := range batches {
-		row := make([]float64, len(lens))
-		for j, l := range lens {
-			row[j] = f(b, l)
-		}
-		t.Millis = append(t.Millis, row)
-	}
-	return t
-}
-
 func plannerFor(t *testing.T, tab *models.CostTable, maxTokens int, maxBytes int64, shape models.HFConfig) *costPlanner {
 	t.Helper()
 	m, err := models.NewCostModel(tab)
@@ -151,7 +138,7 @@ func TestPlanCostOptimalAgainstBruteForce(t *testing.T) {
 func TestPlanCostRespectsCaps(t *testing.T) {
 	shape := models.HFConfig{HiddenSize: 384, NumAttentionHeads: 12, IntermediateSize: 1536}
 	// Big batches are nearly free: only the caps can stop them.
-	cheap := tableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{16, 64, 256, 512},
+	cheap := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{16, 64, 256, 512},
 		func(b, l int) float64 { return 1 + 1e-6*float64(b*l) })
 	lens := make([]int, 200)
 	for i := range lens {
@@ -214,7 +201,7 @@ func TestPlanCostShapes(t *testing.T) {
 	seqLens := []int{30, 200, 90, 400, 17, 250, 511, 64, 128, 300}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := plannerFor(t, tableFrom(batches, lens, tt.f), 1<<20, 0, models.HFConfig{HiddenSize: 8})
+			p := plannerFor(t, models.CostTableFrom(batches, lens, tt.f), 1<<20, 0, models.HFConfig{HiddenSize: 8})
 			got := p.plan(seqLens)
 			checkPartition(t, seqLens, got)
 			if len(got) != tt.want(len(seqLens)) {
@@ -225,7 +212,7 @@ func TestPlanCostShapes(t *testing.T) {
 }
 
 func TestPlanCostEmptyAndOrder(t *testing.T) {
-	p := plannerFor(t, tableFrom([]int{1, 2}, []int{8}, func(b, l int) float64 { return 1 }), 1<<20, 0, models.HFConfig{HiddenSize: 8})
+	p := plannerFor(t, models.CostTableFrom([]int{1, 2}, []int{8}, func(b, l int) float64 { return 1 }), 1<<20, 0, models.HFConfig{HiddenSize: 8})
 	if got := p.plan(nil); got != nil {
 		t.Fatalf("plan(nil) = %v", got)
 	}
@@ -619,7 +606,7 @@ func TestCostCacheSettings(t *testing.T) {
 	t.Run("explicit table", func(t *testing.T) {
 		f := newCostFixture(t)
 		path := filepath.Join(t.TempDir(), "shipped.json")
-		tab := tableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })
+		tab := models.CostTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })
 		if err := models.WriteCostTable(path, tab); err != nil {
 			t.Fatal(err)
 		}
@@ -670,7 +657,7 @@ func TestScoreCostMode(t *testing.T) {
 			cfg.MaxBatchTokens = 64 * 40
 			r := &fakeRunner{}
 			base := fakeLoader(r, 8, cfg.MaxLength)
-			tab := tableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, tc.f)
+			tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, tc.f)
 			loader := func(cfg models.Config, kind models.Kind) (*loaded, error) {
 				m, err := base(cfg, kind)
 				if err != nil {
@@ -684,28 +671,10 @@ func TestScoreCostMode(t *testing.T) {
 				m.batching = BatchingInfo{Mode: models.BatchingCost, Source: CostFile}
 				return m, nil
 			}
-			c, err := newCore(cfg, models.KindCrossEncoder, loader)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ce := &CrossEncoder{c: c}
-			defer ce.Close()
-			query := "what is a cross encoder"
-			var docs []string
-			for i := range 30 {
-				docs = append(docs, strings.Repeat("word ", i%17)+fmt.Sprint(i))
-			}
-			got, usage, err := ce.ScoreWithUsage(context.Background(), query, docs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, d := range docs {
-				if want := reference(query, d, cfg.MaxLength, false); math.Abs(float64(got[i]-want)) > 1e-6 {
-					t.Fatalf("doc %d: score %v, want %v", i, got[i], want)
-				}
-			}
-			if usage.Batches != tc.want(len(docs)) || int(r.calls.Load()) != usage.Batches {
-				t.Fatalf("usage %+v, runner calls %d, want %d batches", usage, r.calls.Load(), tc.want(len(docs)))
+			ce := newCE(t, cfg, loader)
+			usage := scoreChecked(t, ce, 30)
+			if usage.Batches != tc.want(30) || int(r.calls.Load()) != usage.Batches {
+				t.Fatalf("usage %+v, runner calls %d, want %d batches", usage, r.calls.Load(), tc.want(30))
 			}
 			info, err := ce.Batching()
 			if err != nil || info.Mode != models.BatchingCost || info.Source != CostFile {
