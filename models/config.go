@@ -67,11 +67,34 @@ func LookupProfile(name string) (Profile, error) {
 // used only when Config.Dir is empty.
 const ModelsEnv = "HYBRANK_MODELS"
 
+// Batching modes (Config.Batching).
+const (
+	// BatchingCost forms the batches of a call so that their predicted
+	// total time is least, from a cost model measured at load (or
+	// Config.CostTable), within MaxBatchTokens and MaxBatchBytes.
+	BatchingCost = "cost"
+	// BatchingTokens cuts the length-sorted texts greedily whenever a
+	// batch would pass MaxBatchTokens padded tokens.
+	BatchingTokens = "tokens"
+)
+
+// CalibrationCacheOff, as Config.CalibrationCache, neither reads nor writes
+// calibration caches: every load calibrates.
+const CalibrationCacheOff = "off"
+
 // Defaults used by DefaultConfig.
 const (
 	DefaultMaxBatchTokens = 16384 // as Text Embeddings Inference's max-batch-tokens
-	DefaultMaxDocs        = 100
-	DefaultMaxChars       = 20000
+	// DefaultCalibrationMillis bounds the calibration at load: about 2 s
+	// measures the balanced profile's useful grid on two cores.
+	DefaultCalibrationMillis = 2000
+	// DefaultMaxBatchBytes caps a batch's estimated activation memory
+	// (HFConfig.ActivationBytes) in cost mode: 512 MiB lets balanced run
+	// 32 × 128 or 8 × 512 tokens but not the 43 × 375 batches that the
+	// 16,384-token cap forms on real pairs at half their best speed.
+	DefaultMaxBatchBytes = 512 << 20
+	DefaultMaxDocs       = 100
+	DefaultMaxChars      = 20000
 	// MaxSupportedLength caps MaxLength: BERT position tables have 512 rows.
 	MaxSupportedLength = 512
 )
@@ -116,10 +139,32 @@ type Config struct {
 	// CUDADeviceID selects the GPU when the CUDA provider is used.
 	CUDADeviceID int `json:"cuda_device_id,omitempty"`
 
+	// Batching chooses how the texts of one call are cut into runtime
+	// calls: BatchingCost ("cost", also meant by "") or BatchingTokens
+	// ("tokens"). See package models/ort, section Batching.
+	Batching string `json:"batching,omitempty"`
 	// MaxBatchTokens caps the padded tokens (batch size × longest sequence
-	// in the batch) of one runtime call. Must be at least the effective
-	// MaxLength so any single sequence fits.
+	// in the batch) of one runtime call: the whole rule in tokens mode, an
+	// upper bound in cost mode. Must be at least the effective MaxLength so
+	// any single sequence fits.
 	MaxBatchTokens int `json:"max_batch_tokens"`
+	// MaxBatchBytes caps the estimated activation memory of one batch
+	// (HFConfig.ActivationBytes) in cost mode; 0 means no cap. A single
+	// sequence is never refused. Tokens mode ignores it.
+	MaxBatchBytes int64 `json:"max_batch_bytes,omitempty"`
+	// CostTable is a cost table file (models.CostTable as JSON) to plan
+	// with in cost mode instead of calibrating at load; a missing or bad
+	// file fails the load.
+	CostTable string `json:"cost_table,omitempty"`
+	// CalibrationMillis bounds the wall time of the calibration that cost
+	// mode runs at load when no CostTable and no cached table applies; 0
+	// means DefaultCalibrationMillis.
+	CalibrationMillis int `json:"calibration_ms,omitempty"`
+	// CalibrationCache says where calibrated tables are cached: "" beside
+	// the model (a hybrank_cost_*.json file in Dir), falling back to the
+	// user cache directory when Dir is read-only; a directory path to use
+	// that instead; CalibrationCacheOff never to cache.
+	CalibrationCache string `json:"calibration_cache,omitempty"`
 	// MaxDocs caps the documents of one Score call and the texts of one
 	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
 	// not capped (its caller, the server's batcher, bounds the size).
@@ -216,13 +261,16 @@ func ProfileConfig(name string) (Config, error) {
 		return Config{}, err
 	}
 	return Config{
-		Profile:        p.Name,
-		Provider:       "auto",
-		PoolSize:       1,
-		MaxBatchTokens: DefaultMaxBatchTokens,
-		MaxDocs:        DefaultMaxDocs,
-		MaxChars:       DefaultMaxChars,
-		Normalize:      p.Kind == KindEmbedder,
+		Profile:           p.Name,
+		Provider:          "auto",
+		PoolSize:          1,
+		Batching:          BatchingCost,
+		MaxBatchTokens:    DefaultMaxBatchTokens,
+		MaxBatchBytes:     DefaultMaxBatchBytes,
+		CalibrationMillis: DefaultCalibrationMillis,
+		MaxDocs:           DefaultMaxDocs,
+		MaxChars:          DefaultMaxChars,
+		Normalize:         p.Kind == KindEmbedder,
 	}, nil
 }
 
@@ -275,8 +323,36 @@ func (c Config) Validate() error {
 		return bad("MaxBatchTokens %d < MaxLength %d", c.MaxBatchTokens, c.MaxLength)
 	case c.MaxLength == 0 && c.MaxBatchTokens < MaxSupportedLength:
 		return bad("MaxBatchTokens %d < %d (set MaxLength to run smaller batches)", c.MaxBatchTokens, MaxSupportedLength)
+	case c.Batching != "" && c.Batching != BatchingCost && c.Batching != BatchingTokens:
+		return bad("batching %q (want cost or tokens)", c.Batching)
+	case c.MaxBatchBytes < 0:
+		return bad("MaxBatchBytes %d < 0", c.MaxBatchBytes)
+	case c.CalibrationMillis < 0 || c.CalibrationMillis > maxCalibrationMillis:
+		return bad("CalibrationMillis %d (want 0..%d)", c.CalibrationMillis, maxCalibrationMillis)
 	}
 	return nil
+}
+
+// maxCalibrationMillis bounds CalibrationMillis: a load that calibrates for
+// more than ten minutes is a typo.
+const maxCalibrationMillis = 600_000
+
+// BatchingMode returns the batching mode in effect: Batching, with ""
+// meaning BatchingCost.
+func (c Config) BatchingMode() string {
+	if c.Batching == "" {
+		return BatchingCost
+	}
+	return c.Batching
+}
+
+// CalibrationBudget returns the calibration bound in milliseconds:
+// CalibrationMillis, with 0 meaning DefaultCalibrationMillis.
+func (c Config) CalibrationBudget() int {
+	if c.CalibrationMillis == 0 {
+		return DefaultCalibrationMillis
+	}
+	return c.CalibrationMillis
 }
 
 // ResolveDir returns the model directory c names: Dir, else $HYBRANK_MODELS/<profile>.
@@ -297,6 +373,15 @@ func (c Config) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "profile=%s provider=%s intra=%d inter=%d pool=%d batch_tokens=%d max_len=%d",
 		c.Profile, c.Provider, c.IntraOpThreads, c.InterOpThreads, c.PoolSize, c.MaxBatchTokens, c.MaxLength)
+	fmt.Fprintf(&b, " batching=%s", c.BatchingMode())
+	if c.BatchingMode() == BatchingCost {
+		fmt.Fprintf(&b, " batch_bytes=%d", c.MaxBatchBytes)
+		if c.CostTable != "" {
+			fmt.Fprintf(&b, " cost_table=%s", c.CostTable)
+		} else {
+			fmt.Fprintf(&b, " calibration_ms=%d", c.CalibrationBudget())
+		}
+	}
 	if c.GraphOptimization != "" {
 		fmt.Fprintf(&b, " graph_opt=%s", c.GraphOptimization)
 	}

@@ -32,6 +32,14 @@ func TestConfigValidate(t *testing.T) {
 		{"batch below length", func(c *models.Config) { c.MaxLength = 256; c.MaxBatchTokens = 255 }, models.ErrInvalidConfig},
 		{"batch below 512 with auto length", func(c *models.Config) { c.MaxBatchTokens = 500 }, models.ErrInvalidConfig},
 		{"small batch with small length", func(c *models.Config) { c.MaxLength = 64; c.MaxBatchTokens = 64 }, nil},
+		{"tokens batching", func(c *models.Config) { c.Batching = models.BatchingTokens }, nil},
+		{"empty batching means cost", func(c *models.Config) { c.Batching = "" }, nil},
+		{"bad batching", func(c *models.Config) { c.Batching = "greedy" }, models.ErrInvalidConfig},
+		{"negative batch bytes", func(c *models.Config) { c.MaxBatchBytes = -1 }, models.ErrInvalidConfig},
+		{"no byte cap", func(c *models.Config) { c.MaxBatchBytes = 0 }, nil},
+		{"negative calibration", func(c *models.Config) { c.CalibrationMillis = -1 }, models.ErrInvalidConfig},
+		{"hour-long calibration", func(c *models.Config) { c.CalibrationMillis = 3_600_000 }, models.ErrInvalidConfig},
+		{"default calibration", func(c *models.Config) { c.CalibrationMillis = 0 }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,5 +143,17 @@ func TestOpenModelDir(t *testing.T) {
 			}
 			tt.check(t, md)
 		})
+	}
+}
+
+func TestBatchingDefaults(t *testing.T) {
+	c := models.DefaultConfig()
+	if c.BatchingMode() != models.BatchingCost || c.MaxBatchBytes != models.DefaultMaxBatchBytes ||
+		c.CalibrationBudget() != models.DefaultCalibrationMillis {
+		t.Fatalf("default config batching: %s", c)
+	}
+	c.Batching, c.CalibrationMillis = "", 0
+	if c.BatchingMode() != models.BatchingCost || c.CalibrationBudget() != models.DefaultCalibrationMillis {
+		t.Fatalf("zero values do not mean the defaults: %q %d", c.BatchingMode(), c.CalibrationBudget())
 	}
 }

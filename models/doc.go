@@ -1,11 +1,12 @@
 // Package models holds the contracts of hybrank's neural models and the
 // plain types around them: the Reranker (cross-encoder) and Embedder
 // (bi-encoder) interfaces, Pair and Usage, the documented errors, the model
-// Config with its profiles, and ModelDir, the reader of a model directory.
-// It also holds the two small numeric definitions the runtime, the engine
-// and the server share: Sigmoid (logit to relevance probability) and
-// EstimateTokens (an approximate WordPiece count for when no tokenizer is
-// at hand).
+// Config with its profiles, ModelDir, the reader of a model directory, and
+// CostTable and CostModel, the measured time of a runtime call per batch
+// size and padded length that cost-mode batching plans with. It also holds
+// the two small numeric definitions the runtime, the engine and the server
+// share: Sigmoid (logit to relevance probability) and EstimateTokens (an
+// approximate WordPiece count for when no tokenizer is at hand).
 //
 // It has no cgo and no runtime: the engine and the server depend on it
 // alone, so a Go service that embeds the engine with its own models does not
@@ -55,4 +56,15 @@
 // (e5: "query: " / "passage: "; bge: an instruction before queries only),
 // InputRaw none. Directories without these files (bare ONNX exports) are
 // mean-pooled and normalised when Config.Normalize is set.
+//
+// # Cost tables
+//
+// A CostTable holds, for one model on one machine and runtime setting, the
+// measured time of one call per (batch size, padded length); models/ort
+// measures it at load and caches it, or reads the file Config.CostTable
+// names. CostModel fits it (per batch size a + b·L + c·L², non-negative,
+// by least squares on relative error; linear between batch sizes) and
+// predicts only where it was measured, so a planner never batches into
+// the unknown. HFConfig.ActivationBytes estimates a batch's activation
+// memory for Config.MaxBatchBytes.
 package models

@@ -21,6 +21,9 @@ var (
 	// ErrTooManyDocs reports a call with more documents (or pairs) than
 	// Config.MaxDocs; raise MaxDocs to score more in one call.
 	ErrTooManyDocs = errors.New("models: too many documents")
+	// ErrCostTable reports a cost table file (Config.CostTable, or a
+	// calibration cache) that is missing, unparsable or inconsistent.
+	ErrCostTable = errors.New("models: bad cost table")
 	// ErrClosed reports a call on a model after Close.
 	ErrClosed = errors.New("models: model closed")
 )

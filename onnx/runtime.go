@@ -70,6 +70,15 @@ func Initialized() bool {
 	return initPath != ""
 }
 
+// Version returns the loaded ONNX Runtime library's version (e.g.
+// "1.24.1"), or "" before Init has succeeded.
+func Version() string {
+	if !Initialized() {
+		return ""
+	}
+	return ort.GetVersion()
+}
+
 // LibraryPath returns the library path Init would use for cfg, or an
 // ErrLibrary error naming the fix when no library is found.
 func LibraryPath(cfg RuntimeConfig) (string, error) { return resolveLibrary(cfg.LibraryPath) }

@@ -1,12 +1,19 @@
 package ort_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/ort"
 )
 
@@ -39,5 +46,127 @@ func BenchmarkScoreFast(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*len(docs))/b.Elapsed().Seconds(), "pairs/s")
 		})
+	}
+}
+
+// realLengthPairs returns queries with documents to rerank at real lengths:
+// scifact's first queries, each with 32 corpus documents (title and text),
+// when the dataset is present; else synthetic texts whose token lengths
+// mimic scifact pairs (about 375 ± 150 tokens).
+func realLengthPairs(b *testing.B) (queries []string, docs [][]string, source string) {
+	const nq, perQuery = 8, 32
+	dir := artifacts.Dataset("scifact")
+	if qs, err := readTexts(filepath.Join(dir, "queries.jsonl"), nq); err == nil {
+		ds, err := readTexts(filepath.Join(dir, "corpus.jsonl"), nq*perQuery)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range qs {
+			docs = append(docs, ds[i*perQuery:(i+1)*perQuery])
+		}
+		return qs, docs, "scifact"
+	}
+	rng := rand.New(rand.NewPCG(3, 75))
+	words := strings.Fields("the cell protein gene study results show that in patients with cancer risk blood brain human model data")
+	text := func(n int) string {
+		w := make([]string, n)
+		for i := range w {
+			w[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(w, " ")
+	}
+	for range nq {
+		queries = append(queries, text(12))
+		var ds []string
+		for range perQuery {
+			ds = append(ds, text(min(max(int(375+150*rng.NormFloat64()), 32), 500)))
+		}
+		docs = append(docs, ds)
+	}
+	return queries, docs, "synthetic"
+}
+
+// readTexts reads the first n texts (title and text) of a BEIR JSONL file.
+func readTexts(path string, n int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for len(out) < n && sc.Scan() {
+		var d struct{ Title, Text string }
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, strings.TrimSpace(d.Title+" "+d.Text))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) < n {
+		return nil, fmt.Errorf("%s: %d texts, want %d", path, len(out), n)
+	}
+	return out, nil
+}
+
+// BenchmarkScoreRealLengths reranks real-length pairs (one query and its 32
+// documents per Score call) with tokens mode at several caps and with cost
+// mode, 2 threads. Cost mode calibrates at load, outside the timer (or reads
+// its cache beside the generated model). pairs/s, padded tokens per pair and
+// runtime calls per op are reported. With -short only the fast profile runs.
+func BenchmarkScoreRealLengths(b *testing.B) {
+	queries, docs, source := realLengthPairs(b)
+	profiles := []struct {
+		name string
+		cfg  bertgen.Config
+	}{{models.ProfileFast, bertgen.TinyBERTL2CrossEncoder()}, {models.ProfileBalanced, bertgen.MiniLML6CrossEncoder()}}
+	if testing.Short() {
+		profiles = profiles[:1]
+	}
+	modes := []struct {
+		name     string
+		batching string
+		tokens   int
+	}{
+		{"tokens=512", models.BatchingTokens, 512},
+		{"tokens=2048", models.BatchingTokens, 2048},
+		{"tokens=8192", models.BatchingTokens, 8192},
+		{"tokens=16384", models.BatchingTokens, 16384},
+		{"cost", models.BatchingCost, models.DefaultMaxBatchTokens},
+	}
+	for _, p := range profiles {
+		for _, mode := range modes {
+			b.Run(fmt.Sprintf("%s/%s/%s", source, p.name, mode.name), func(b *testing.B) {
+				cfg := cpuConfig(generated(b, p.cfg).dir, p.name)
+				cfg.IntraOpThreads = 2
+				cfg.Batching, cfg.MaxBatchTokens = mode.batching, mode.tokens
+				ce, err := ort.NewCrossEncoder(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer ce.Close()
+				if err := ce.Load(); err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				var pairs, padded, batches int
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; b.Loop(); i++ {
+					q := i % len(queries)
+					_, u, err := ce.ScoreWithUsage(ctx, queries[q], docs[q])
+					if err != nil {
+						b.Fatal(err)
+					}
+					pairs, padded, batches = pairs+u.Pairs, padded+u.PaddedTokens, batches+u.Batches
+				}
+				b.ReportMetric(float64(pairs)/b.Elapsed().Seconds(), "pairs/s")
+				b.ReportMetric(float64(padded)/float64(max(pairs, 1)), "padded-tokens/pair")
+				b.ReportMetric(float64(batches)/float64(b.N), "calls/op")
+			})
+		}
 	}
 }

@@ -49,6 +49,11 @@ func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 // Provider returns the execution provider in use, or "" before load.
 func (be *BiEncoder) Provider() string { return be.c.provider() }
 
+// Batching reports how the embedder plans its batches: the mode in effect
+// and, in cost mode, where its cost model came from. It loads the model if
+// needed (which may calibrate).
+func (be *BiEncoder) Batching() (BatchingInfo, error) { return be.c.batchingInfo() }
+
 // Close waits for in-flight calls and frees the runtime sessions. It is
 // idempotent; later calls return ErrClosed.
 func (be *BiEncoder) Close() error { return be.c.close() }
@@ -112,7 +117,7 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, in models.Input, texts 
 		return nil, models.Usage{}, err
 	}
 	dim := m.dir.Config.HiddenSize
-	batches := planBatches(lens, cfg.MaxBatchTokens)
+	batches := m.plan(lens, cfg.MaxBatchTokens)
 	vecs := make([][]float32, len(texts))
 	// One backing array for all vectors: one allocation, contiguous.
 	backing := make([]float32, len(texts)*dim)

@@ -53,6 +53,11 @@ func (ce *CrossEncoder) Info() (models.ModelDir, int, error) {
 	return m.dir, m.maxLen, nil
 }
 
+// Batching reports how the cross-encoder plans its batches: the mode in
+// effect and, in cost mode, where its cost model came from. It loads the
+// model if needed (which may calibrate).
+func (ce *CrossEncoder) Batching() (BatchingInfo, error) { return ce.c.batchingInfo() }
+
 // Close waits for in-flight calls and frees the runtime sessions. It is
 // idempotent; later calls return ErrClosed.
 func (ce *CrossEncoder) Close() error { return ce.c.close() }
@@ -100,7 +105,7 @@ func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs [
 // server's cross-request batcher merges the candidates of concurrent
 // requests), one score per pair in input order. MaxDocs does not apply:
 // the caller bounds the merged size, and any number of pairs is split
-// into token-capped batches. A pair with an empty query is an error
+// into batches as Config.Batching says. A pair with an empty query is an error
 // wrapping ErrEmptyQuery that names its index. Text handling is as for
 // Score.
 func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
@@ -141,7 +146,7 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
-	batches := planBatches(lens, cfg.MaxBatchTokens)
+	batches := m.plan(lens, cfg.MaxBatchTokens)
 	scores := make([]float32, len(pairs))
 	usage := models.Usage{Pairs: len(pairs), Batches: len(batches)}
 	padded := make([]int, len(batches))

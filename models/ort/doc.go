@@ -36,11 +36,52 @@
 // # Batching
 //
 // The texts of one call are tokenized, sorted by token length and cut into
-// batches whose padded size (batch size × longest sequence in the batch) is
-// at most Config.MaxBatchTokens (default 16,384, as Text Embeddings
-// Inference); each batch is padded only to its own longest sequence.
-// Results are written back in input order. Scores do not depend on batch
-// mates: padding is masked.
+// runs of similar length; each batch is padded only to its own longest
+// sequence and results are written back in input order. Scores do not
+// depend on batch mates: padding is masked. Config.Batching says where the
+// cuts go.
+//
+// Cost mode (models.BatchingCost, the default) minimises the predicted time
+// of the call. A cost model T(batch, padded length) gives the time of one
+// runtime call; dynamic programming over the sorted lengths picks the
+// contiguous cuts with the least total T, O(n × largest batch), which is
+// optimal over all groupings because T never decreases with the length.
+// Big padded batches are not free: attention memory grows with batch ×
+// heads × length², and once it falls out of cache a batch of 43 real
+// 375-token pairs was measured at half the pairs/s of one pair per call,
+// while short pairs gain from sharing one call's fixed overhead. The model
+// sees both.
+// Batches also stay within MaxBatchTokens padded tokens and MaxBatchBytes of
+// estimated activation memory (models.HFConfig.ActivationBytes: one
+// layer's hidden states, FFN and batch × heads × length² attention scores);
+// a single sequence always runs.
+//
+// The cost table comes from Config.CostTable (a models.CostTable JSON file)
+// or from a calibration at load: dummy batches on the loaded session over
+// a grid of batch sizes 1…128 and lengths 8…MaxLength, cheapest cell first,
+// one warm-up and at least two timed runs each (the fastest counts), until
+// the next cell would pass Config.CalibrationMillis (default 2 s; a run that
+// passes it is terminated). Batches of two or more are planned only where
+// their batch size and length were measured, so a short budget means
+// smaller batches, never guesses (models.CostModel says how the table is
+// fitted). The table is cached as hybrank_cost_<key>.json beside the model,
+// or under the user cache directory when the model directory is read-only
+// (Config.CalibrationCache chooses another directory or none). The key
+// covers everything that changes the timings: provider, intra/inter-op
+// threads, pool size, graph optimisation, arena and spinning, MaxLength and
+// the caps, the budget, the ONNX Runtime version, the CPU model, flags and
+// count, and the model file's size and modification time; a cache that is
+// corrupt or was measured under another key is ignored and rewritten. A
+// calibration that fails, or a cache that cannot be written, is reported
+// (CrossEncoder.Batching, BiEncoder.Batching and a log line) and never
+// fails the load: without a cost model batching falls back to tokens mode.
+// The table is measured with one run at a time; with PoolSize > 1 the
+// batches of a call still run concurrently.
+//
+// Tokens mode (models.BatchingTokens) is the older rule, kept exactly: cut
+// the sorted run whenever a batch would pass MaxBatchTokens padded tokens
+// (batch size × longest sequence; default 16,384, as Text Embeddings
+// Inference). MaxBatchBytes does not apply.
 //
 // # Concurrency
 //
@@ -53,7 +94,8 @@
 // # Lazy loading and lifetime
 //
 // New* only validates the Config. The model directory, tokenizer and runtime
-// sessions load on first use (or Load), once; concurrent first callers wait
+// sessions load (and, in cost mode, calibrate or read the cost table) on
+// first use (or Load), once; concurrent first callers wait
 // for that load. A failed load is not remembered: the next call tries again,
 // so a directory written or a runtime installed later is picked up (each
 // failing call pays for one load attempt). Close waits for in-flight calls,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/hybrank/hybrank/models"
+	"slices"
 	"sync"
 )
 
@@ -42,6 +43,18 @@ type loaded struct {
 	// embedding is the pooling, normalisation and prompts an embedder
 	// applies (Config resolved against the directory).
 	embedding models.Embedding
+	// cost plans batches in cost mode; nil means tokens mode (configured,
+	// or no cost model could be built, or a loader that sets none).
+	cost     *costPlanner
+	batching BatchingInfo
+}
+
+// plan cuts the texts of one call, by token length, into batches.
+func (m *loaded) plan(lens []int, maxBatchTokens int) [][]int {
+	if m.cost == nil {
+		return planBatches(lens, maxBatchTokens)
+	}
+	return m.cost.plan(lens)
 }
 
 // loaderFunc builds a loaded model for cfg; the real one is loadORT.
@@ -133,6 +146,24 @@ func (c *core) provider() string {
 		return ""
 	}
 	return c.m.run.provider()
+}
+
+// batchingInfo reports how the model plans batches, loading it if needed.
+func (c *core) batchingInfo() (BatchingInfo, error) {
+	m, err := c.acquire()
+	if err != nil {
+		return BatchingInfo{}, err
+	}
+	defer c.release()
+	info := m.batching
+	info.Notes = slices.Clone(info.Notes)
+	if info.Table != nil {
+		info.Table = info.Table.Clone()
+	}
+	if info.Mode == "" { // a loader that left it unset plans by tokens
+		info.Mode = models.BatchingTokens
+	}
+	return info, nil
 }
 
 // runBatches runs fn on every batch, on up to workers goroutines, and

@@ -151,7 +151,13 @@ func fakeLoader(r *fakeRunner, hidden, maxLen int) loaderFunc {
 
 func newFakeCE(t *testing.T, cfg models.Config, r *fakeRunner, maxLen int) *CrossEncoder {
 	t.Helper()
-	c, err := newCore(cfg, models.KindCrossEncoder, fakeLoader(r, 8, maxLen))
+	return newCE(t, cfg, fakeLoader(r, 8, maxLen))
+}
+
+// newCE returns a cross-encoder on loader, closed when the test ends.
+func newCE(t *testing.T, cfg models.Config, loader loaderFunc) *CrossEncoder {
+	t.Helper()
+	c, err := newCore(cfg, models.KindCrossEncoder, loader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,6 +290,29 @@ func TestPadMasksAndPads(t *testing.T) {
 	}
 }
 
+// scoreChecked scores n documents of 1 to 17 words with a fake
+// cross-encoder, checks every score against reference (input order kept,
+// no padding leak) and returns the usage.
+func scoreChecked(t *testing.T, ce *CrossEncoder, n int) models.Usage {
+	t.Helper()
+	cfg := ce.Config()
+	query := "what is a cross encoder"
+	var docs []string
+	for i := range n {
+		docs = append(docs, strings.Repeat("word ", i%17)+fmt.Sprint(i))
+	}
+	got, usage, err := ce.ScoreWithUsage(context.Background(), query, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range docs {
+		if want := reference(query, d, cfg.MaxLength, cfg.Sigmoid); math.Abs(float64(got[i]-want)) > 1e-6 {
+			t.Fatalf("doc %d: score %v, want %v (order or padding leak)", i, got[i], want)
+		}
+	}
+	return usage
+}
+
 func TestScoreOrderAndBatching(t *testing.T) {
 	for _, pool := range []int{1, 3} {
 		for _, sig := range []bool{false, true} {
@@ -293,21 +322,8 @@ func TestScoreOrderAndBatching(t *testing.T) {
 				cfg.Sigmoid = sig
 				r := &fakeRunner{}
 				ce := newFakeCE(t, cfg, r, cfg.MaxLength)
-				query := "what is a cross encoder"
-				var docs []string
-				for i := range 40 {
-					docs = append(docs, strings.Repeat("word ", i%17)+fmt.Sprint(i))
-				}
-				got, usage, err := ce.ScoreWithUsage(context.Background(), query, docs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, d := range docs {
-					if want := reference(query, d, cfg.MaxLength, sig); math.Abs(float64(got[i]-want)) > 1e-6 {
-						t.Fatalf("doc %d: score %v, want %v (order or padding leak)", i, got[i], want)
-					}
-				}
-				if usage.Pairs != len(docs) || usage.Batches < 2 || int(r.calls.Load()) != usage.Batches {
+				usage := scoreChecked(t, ce, 40)
+				if usage.Pairs != 40 || usage.Batches < 2 || int(r.calls.Load()) != usage.Batches {
 					t.Fatalf("usage %+v, runner calls %d", usage, r.calls.Load())
 				}
 				if usage.Tokens > usage.PaddedTokens || usage.PaddedTokens > usage.Batches*cfg.MaxBatchTokens {

@@ -2,9 +2,12 @@ package ort
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/hybrank/hybrank/models"
+	"os"
 	"slices"
+	"time"
 
 	"github.com/hybrank/hybrank/onnx"
 )
@@ -66,7 +69,7 @@ func loadORT(cfg models.Config, kind models.Kind) (*loaded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	return &loaded{
+	m := &loaded{
 		dir:       md,
 		enc:       enc,
 		run:       &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
@@ -74,7 +77,15 @@ func loadORT(cfg models.Config, kind models.Kind) (*loaded, error) {
 		output:    output,
 		pooled:    pooled,
 		embedding: md.Embedding(cfg),
-	}, nil
+	}
+	m.cost, m.batching, err = setupCost(costEnv{
+		cfg: cfg, dir: md, maxLen: m.maxLen, provider: m.run.provider(), host: currentHost(),
+		run: m.run, now: time.Now, userCacheDir: os.UserCacheDir,
+	})
+	if err != nil {
+		return nil, errors.Join(err, sess.Close())
+	}
+	return m, nil
 }
 
 // pickIO checks the model's inputs and chooses the output to read.

@@ -1,0 +1,384 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/hybrank/hybrank/internal/atomicfile"
+)
+
+// CostTableFormat is the version of the CostTable file format; ReadCostTable
+// rejects other versions.
+const CostTableFormat = 1
+
+// CostTable is a measured cost model of one model on one machine and
+// runtime setting: Millis[i][j] is the wall time, in milliseconds, of one
+// runtime call on a batch of Batches[i] sequences padded to Lens[j] tokens.
+// A 0 entry was not measured (calibration stops at its time budget, so big
+// cells are often missing). It is what models/ort's calibration measures
+// and caches, and what Config.CostTable names as a shipped table; the file
+// is this struct as JSON.
+//
+// A CostTable is a plain value; it is not safe for concurrent mutation.
+type CostTable struct {
+	Format  int   `json:"format"`
+	Batches []int `json:"batches"` // ascending, the first is 1
+	Lens    []int `json:"lens"`    // ascending
+	// Millis has one row per batch size and one column per length.
+	Millis [][]float64 `json:"millis"`
+	// Meta records what the table was measured on (provider, threads,
+	// runtime version, CPU, model file). A cache reader compares it with
+	// the current setting; a shipped table may leave it empty.
+	Meta map[string]string `json:"meta,omitempty"`
+}
+
+// CostTableFrom returns a table over the given batch sizes and lengths
+// with Millis[i][j] = ms(batches[i], lens[j]) (0 for not measured): a
+// table written from a formula or from measurements taken elsewhere, or an
+// empty one to fill. The slices are retained.
+func CostTableFrom(batches, lens []int, ms func(batch, seqLen int) float64) *CostTable {
+	t := &CostTable{Format: CostTableFormat, Batches: batches, Lens: lens}
+	t.Millis = make([][]float64, len(batches))
+	for i, b := range batches {
+		t.Millis[i] = make([]float64, len(lens))
+		for j, l := range lens {
+			t.Millis[i][j] = ms(b, l)
+		}
+	}
+	return t
+}
+
+// Validate reports the first problem with t, wrapping ErrCostTable.
+func (t *CostTable) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrCostTable}, args...)...)
+	}
+	if t.Format != CostTableFormat {
+		return bad("format %d (want %d)", t.Format, CostTableFormat)
+	}
+	if len(t.Batches) == 0 || t.Batches[0] != 1 {
+		return bad("batches %v must start at 1", t.Batches)
+	}
+	if len(t.Lens) == 0 {
+		return bad("no lengths")
+	}
+	for _, s := range [][]int{t.Batches, t.Lens} {
+		for i, v := range s {
+			if v < 1 || v > 1<<20 || (i > 0 && v <= s[i-1]) {
+				return bad("%v is not strictly ascending in 1..%d", s, 1<<20)
+			}
+		}
+	}
+	if len(t.Millis) != len(t.Batches) {
+		return bad("%d rows for %d batch sizes", len(t.Millis), len(t.Batches))
+	}
+	for i, row := range t.Millis {
+		if len(row) != len(t.Lens) {
+			return bad("row %d has %d entries for %d lengths", i, len(row), len(t.Lens))
+		}
+		for j, v := range row {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad("millis[%d][%d] = %v", i, j, v)
+			}
+		}
+	}
+	if !slices.ContainsFunc(t.Millis[0], func(v float64) bool { return v > 0 }) {
+		return bad("no measurement for batch size 1")
+	}
+	return nil
+}
+
+// Measured returns the number of measured (non-zero) entries.
+func (t *CostTable) Measured() int {
+	n := 0
+	for _, row := range t.Millis {
+		for _, v := range row {
+			if v > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Clone returns a deep copy of t.
+func (t *CostTable) Clone() *CostTable {
+	c := &CostTable{Format: t.Format, Batches: slices.Clone(t.Batches), Lens: slices.Clone(t.Lens)}
+	c.Millis = make([][]float64, len(t.Millis))
+	for i, row := range t.Millis {
+		c.Millis[i] = slices.Clone(row)
+	}
+	if t.Meta != nil {
+		c.Meta = make(map[string]string, len(t.Meta))
+		for k, v := range t.Meta {
+			c.Meta[k] = v
+		}
+	}
+	return c
+}
+
+// ReadCostTable reads and validates a cost table file. Errors wrap
+// ErrCostTable and name the file.
+func ReadCostTable(path string) (*CostTable, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCostTable, err)
+	}
+	var t CostTable
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCostTable, path, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &t, nil
+}
+
+// WriteCostTable validates t and writes it to path atomically (a reader
+// never sees half a file). The directory must exist.
+func WriteCostTable(path string, t *CostTable) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCostTable, err)
+	}
+	return atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
+}
+
+// CostModel predicts the time of one runtime call from a CostTable.
+//
+// Along the sequence length, each batch size's measurements are fitted by
+// T(L) = a + b·L + c·L² (weighted least squares on relative error, all
+// coefficients ≥ 0). For a fixed batch this is the transformer's own cost
+// form: a per-call overhead, the projections and FFN linear in L, the
+// attention scores quadratic in L. Fitting instead of interpolating
+// averages out timing noise across a row (calibration runs on a busy
+// machine, and a single lucky cell would otherwise attract the planner),
+// and non-negative coefficients keep T non-decreasing in L, which the
+// batch planner's optimality relies on. A row with one or two
+// measurements fits a constant or a line. Across batch sizes T is
+// interpolated linearly between measured sizes: how time grows with the
+// batch is not polynomial (it changes regime when the activations fall out
+// of cache, the effect the planner exists to avoid), so the model never
+// extrapolates in either direction: Predict refuses a batch size above the
+// largest measured one and, for batches of two or more, a length above the
+// longest measured for that size. A single sequence is always predicted,
+// since it cannot be split.
+//
+// A CostModel is immutable and safe for concurrent use.
+type CostModel struct {
+	rows     []costRow
+	residual float64
+}
+
+// costRow is one batch size's fit: ms = a + c1·x + c2·x², x = L/lenScale.
+type costRow struct {
+	batch  int
+	coef   [3]float64
+	maxLen int // longest measured length
+}
+
+// lenScale keeps the normal equations well conditioned (x ≤ ~1).
+const lenScale = 512.0
+
+func (r costRow) eval(seqLen int) float64 {
+	x := float64(seqLen) / lenScale
+	return r.coef[0] + x*(r.coef[1]+x*r.coef[2])
+}
+
+// NewCostModel validates t and fits the model. Batch sizes without any
+// measurement are left out.
+func NewCostModel(t *CostTable) (*CostModel, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	m := &CostModel{}
+	for i, b := range t.Batches {
+		var xs, ys []float64
+		maxLen := 0
+		for j, v := range t.Millis[i] {
+			if v > 0 {
+				xs = append(xs, float64(t.Lens[j])/lenScale)
+				ys = append(ys, v)
+				maxLen = t.Lens[j]
+			}
+		}
+		if len(xs) == 0 {
+			continue
+		}
+		coef := fitNonNeg(xs, ys)
+		row := costRow{batch: b, coef: coef, maxLen: maxLen}
+		for j, v := range t.Millis[i] {
+			if v > 0 {
+				m.residual = max(m.residual, math.Abs(row.eval(t.Lens[j])-v)/v)
+			}
+		}
+		m.rows = append(m.rows, row)
+	}
+	return m, nil
+}
+
+// Predict returns the predicted time in milliseconds of one call on batch
+// sequences padded to seqLen tokens, and false where the table does not
+// cover it (see CostModel).
+func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
+	if batch < 1 || seqLen < 1 || len(m.rows) == 0 {
+		return 0, false
+	}
+	if batch == 1 {
+		return m.rows[0].eval(seqLen), true
+	}
+	i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
+	if found {
+		r := m.rows[i]
+		if seqLen > r.maxLen {
+			return 0, false
+		}
+		return r.eval(seqLen), true
+	}
+	if i == len(m.rows) {
+		return 0, false
+	}
+	lo, hi := m.rows[i-1], m.rows[i] // i > 0: rows[0] is batch 1 < batch
+	if seqLen > hi.maxLen || (lo.batch > 1 && seqLen > lo.maxLen) {
+		return 0, false
+	}
+	f := float64(batch-lo.batch) / float64(hi.batch-lo.batch)
+	return (1-f)*lo.eval(seqLen) + f*hi.eval(seqLen), true
+}
+
+// MaxBatch returns the largest batch size Predict accepts.
+func (m *CostModel) MaxBatch() int {
+	if len(m.rows) == 0 {
+		return 0
+	}
+	return m.rows[len(m.rows)-1].batch
+}
+
+// Residual returns the worst relative error of the fit on the measured
+// cells (0.1 = 10 %): a large value means noisy measurements or a row the
+// quadratic does not describe.
+func (m *CostModel) Residual() float64 { return m.residual }
+
+// fitNonNeg fits y ≈ c0 + c1·x + c2·x² with c ≥ 0, minimising the squared
+// relative error Σ((pred−y)/y)², using the first min(len(x), 3) terms. The
+// non-negative least-squares optimum is the unconstrained optimum on its
+// set of non-zero terms, so trying every subset of the (at most three)
+// terms and keeping the best feasible one is exact.
+func fitNonNeg(xs, ys []float64) [3]float64 {
+	k := min(len(xs), 3)
+	var best [3]float64
+	bestErr := math.Inf(1)
+	for mask := 1; mask < 1<<k; mask++ {
+		var cols []int
+		for c := range k {
+			if mask&(1<<c) != 0 {
+				cols = append(cols, c)
+			}
+		}
+		coef, ok := solveWeighted(xs, ys, cols)
+		if !ok {
+			continue
+		}
+		feasible := true
+		for _, v := range coef {
+			feasible = feasible && v >= 0
+		}
+		if !feasible {
+			continue
+		}
+		var full [3]float64
+		for i, c := range cols {
+			full[c] = coef[i]
+		}
+		var e float64
+		for i, x := range xs {
+			d := (full[0] + x*(full[1]+x*full[2]) - ys[i]) / ys[i]
+			e += d * d
+		}
+		if e < bestErr {
+			best, bestErr = full, e
+		}
+	}
+	return best
+}
+
+// solveWeighted solves the least-squares problem on the powers of x listed
+// in cols, rows weighted by 1/y, through the normal equations (at most
+// 3×3, x scaled to about 1).
+func solveWeighted(xs, ys []float64, cols []int) ([]float64, bool) {
+	n := len(cols)
+	a := make([][]float64, n) // augmented [AᵀA | Aᵀy]
+	for i := range a {
+		a[i] = make([]float64, n+1)
+	}
+	for i, x := range xs {
+		w := 1 / ys[i]
+		var row [3]float64
+		for j, c := range cols {
+			row[j] = math.Pow(x, float64(c)) * w
+		}
+		for p := range n {
+			for q := range n {
+				a[p][q] += row[p] * row[q]
+			}
+			a[p][n] += row[p] * ys[i] * w
+		}
+	}
+	for p := range n { // Gaussian elimination, partial pivoting
+		piv := p
+		for r := p + 1; r < n; r++ {
+			if math.Abs(a[r][p]) > math.Abs(a[piv][p]) {
+				piv = r
+			}
+		}
+		if math.Abs(a[piv][p]) < 1e-12 {
+			return nil, false
+		}
+		a[p], a[piv] = a[piv], a[p]
+		for r := p + 1; r < n; r++ {
+			f := a[r][p] / a[p][p]
+			for q := p; q <= n; q++ {
+				a[r][q] -= f * a[p][q]
+			}
+		}
+	}
+	out := make([]float64, n)
+	for p := n - 1; p >= 0; p-- {
+		s := a[p][n]
+		for q := p + 1; q < n; q++ {
+			s -= a[p][q] * out[q]
+		}
+		out[p] = s / a[p][p]
+	}
+	return out, true
+}
+
+// ActivationBytes estimates the peak activation memory of a batch of batch
+// sequences padded to seqLen tokens, in bytes (float32, weights not
+// counted): one encoder layer's hidden states, residual, Q, K, V and
+// attention output (7 × hidden per token), its FFN activations (2 ×
+// intermediate per token) and its attention scores and probabilities (2 ×
+// heads × seqLen² per sequence, the term that grows fastest). Layers run
+// one after another and the runtime reuses their buffers, so one layer is
+// the peak. Heads 0 counts as hidden/64 and intermediate 0 as 4 × hidden,
+// BERT's ratios.
+func (c HFConfig) ActivationBytes(batch, seqLen int) int64 {
+	h := int64(max(c.HiddenSize, 1))
+	heads := int64(c.NumAttentionHeads)
+	if heads <= 0 {
+		heads = max(h/64, 1)
+	}
+	inter := int64(c.IntermediateSize)
+	if inter <= 0 {
+		inter = 4 * h
+	}
+	b, l := int64(batch), int64(seqLen)
+	return 4 * (b*l*(7*h+2*inter) + 2*b*heads*l*l)
+}

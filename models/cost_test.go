@@ -1,0 +1,195 @@
+package models_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/hybrank/hybrank/models"
+)
+
+func TestCostModelRecoversQuadratic(t *testing.T) {
+	// Each row is exactly a + c1·L + c2·L² with non-negative terms: the
+	// fit must reproduce it everywhere in the row's range, and batch
+	// sizes between rows interpolate linearly.
+	f := func(b, l int) float64 {
+		x := float64(l)
+		return 0.3 + float64(b)*(0.01*x+2e-5*x*x) + 0.001*float64(b*b)
+	}
+	tab := models.CostTableFrom([]int{1, 4, 16}, []int{8, 32, 128, 512}, f)
+	m, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Residual() > 1e-9 {
+		t.Fatalf("residual %g on exact data", m.Residual())
+	}
+	for _, b := range []int{1, 4, 16} {
+		for _, l := range []int{8, 20, 100, 300, 512} {
+			got, ok := m.Predict(b, l)
+			if !ok || math.Abs(got-f(b, l)) > 1e-9*f(b, l) {
+				t.Fatalf("Predict(%d, %d) = %v %v, want %v", b, l, got, ok, f(b, l))
+			}
+		}
+	}
+	got, _ := m.Predict(10, 100) // halfway between rows 4 and 16
+	if want := (f(4, 100) + f(16, 100)) / 2; math.Abs(got-want) > 1e-9*want {
+		t.Fatalf("Predict(10, 100) = %v, want %v", got, want)
+	}
+}
+
+func TestCostModelDomain(t *testing.T) {
+	tab := models.CostTableFrom([]int{1, 2, 8}, []int{16, 64, 256}, func(b, l int) float64 {
+		if b == 8 && l > 64 {
+			return 0 // not measured: the budget ran out
+		}
+		return float64(b * l)
+	})
+	m, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.MaxBatch() != 8 {
+		t.Fatalf("MaxBatch %d", m.MaxBatch())
+	}
+	tests := []struct {
+		b, l int
+		ok   bool
+	}{
+		{1, 500, true},  // a single sequence is always predicted
+		{2, 256, true},  // measured
+		{2, 257, false}, // beyond row 2's longest
+		{8, 64, true},
+		{8, 65, false}, // row 8 stops at 64
+		{5, 64, true},  // between rows 2 and 8, both cover 64
+		{5, 100, false},
+		{9, 16, false}, // above the largest batch
+		{0, 16, false},
+		{1, 0, false},
+	}
+	for _, tt := range tests {
+		if _, ok := m.Predict(tt.b, tt.l); ok != tt.ok {
+			t.Errorf("Predict(%d, %d) ok = %v, want %v", tt.b, tt.l, ok, tt.ok)
+		}
+	}
+}
+
+// Noisy rows must still give a model that never gets cheaper with the
+// length, which the planner's optimality relies on.
+func TestCostModelMonotoneInLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lens := []int{8, 16, 32, 64, 128, 256, 384, 512}
+	for trial := range 200 {
+		tab := models.CostTableFrom([]int{1, 2, 4, 8}, lens, func(b, l int) float64 {
+			if trial%3 == 0 && rng.IntN(4) == 0 && b > 1 {
+				return 0
+			}
+			return rng.Float64()*10 + 0.01 // pure noise, often decreasing
+		})
+		m, err := models.NewCostModel(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := 1; b <= 8; b++ {
+			prev := -1.0
+			for l := 1; l <= 512; l += 7 {
+				v, ok := m.Predict(b, l)
+				if !ok {
+					break
+				}
+				if v < prev-1e-12 || v < 0 {
+					t.Fatalf("trial %d: Predict(%d, %d) = %v after %v", trial, b, l, v, prev)
+				}
+				prev = v
+			}
+		}
+	}
+}
+
+func TestCostTableValidate(t *testing.T) {
+	good := func() *models.CostTable {
+		return models.CostTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b * l) })
+	}
+	tests := []struct {
+		name string
+		mod  func(*models.CostTable)
+		ok   bool
+	}{
+		{"good", func(*models.CostTable) {}, true},
+		{"format", func(c *models.CostTable) { c.Format = 9 }, false},
+		{"no batch 1", func(c *models.CostTable) { c.Batches = []int{2, 4} }, false},
+		{"unsorted lens", func(c *models.CostTable) { c.Lens = []int{16, 8} }, false},
+		{"ragged", func(c *models.CostTable) { c.Millis[1] = c.Millis[1][:1] }, false},
+		{"rows", func(c *models.CostTable) { c.Millis = c.Millis[:1] }, false},
+		{"negative", func(c *models.CostTable) { c.Millis[1][0] = -1 }, false},
+		{"NaN", func(c *models.CostTable) { c.Millis[1][0] = math.NaN() }, false},
+		{"batch 1 unmeasured", func(c *models.CostTable) { c.Millis[0] = []float64{0, 0} }, false},
+		{"holes elsewhere", func(c *models.CostTable) { c.Millis[1] = []float64{0, 0} }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := good()
+			tt.mod(c)
+			err := c.Validate()
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, models.ErrCostTable)) {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestCostTableFileRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cost.json")
+	tab := models.CostTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b*l) / 3 })
+	tab.Meta = map[string]string{"provider": "cpu"}
+	if err := models.WriteCostTable(path, tab); err != nil {
+		t.Fatal(err)
+	}
+	got, err := models.ReadCostTable(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, tab) {
+		t.Fatalf("read %+v, wrote %+v", got, tab)
+	}
+	if err := os.WriteFile(path, []byte(`{"format": 1, "batches": [1]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models.ReadCostTable(path); !errors.Is(err, models.ErrCostTable) {
+		t.Fatalf("truncated file: %v", err)
+	}
+	if _, err := models.ReadCostTable(filepath.Join(dir, "missing.json")); !errors.Is(err, models.ErrCostTable) {
+		t.Fatalf("missing file: %v", err)
+	}
+	bad := tab.Clone()
+	bad.Batches = nil
+	if err := models.WriteCostTable(path, bad); !errors.Is(err, models.ErrCostTable) {
+		t.Fatalf("writing an invalid table: %v", err)
+	}
+}
+
+func TestActivationBytes(t *testing.T) {
+	p, _ := models.LookupProfile(models.ProfileBalanced)
+	c := models.HFConfig{HiddenSize: p.Hidden, NumAttentionHeads: p.Heads, IntermediateSize: p.Intermediate}
+	// 4 × (b·L·(7·384 + 2·1536) + 2·b·12·L²)
+	if got, want := c.ActivationBytes(1, 512), int64(4*(512*5760+24*512*512)); got != want {
+		t.Fatalf("ActivationBytes(1, 512) = %d, want %d", got, want)
+	}
+	if c.ActivationBytes(8, 512) > models.DefaultMaxBatchBytes || c.ActivationBytes(43, 375) <= models.DefaultMaxBatchBytes {
+		t.Fatal("DefaultMaxBatchBytes no longer separates 8×512 from 43×375 for balanced (its doc says it does)")
+	}
+	// Doubling the length more than doubles the bytes (the L² term).
+	if c.ActivationBytes(4, 256) <= 2*c.ActivationBytes(4, 128) {
+		t.Fatal("no quadratic term")
+	}
+	// Unknown heads and FFN width fall back to BERT's ratios.
+	bare := models.HFConfig{HiddenSize: 384}
+	if got := bare.ActivationBytes(2, 64); got != 4*(2*64*(7*384+2*1536)+2*2*6*64*64) {
+		t.Fatalf("bare config: %d", got)
+	}
+}

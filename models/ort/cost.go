@@ -1,0 +1,345 @@
+package ort
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// Where a cost model came from (BatchingInfo.Source).
+const (
+	// CostCalibrated: measured at this load.
+	CostCalibrated = "calibrated"
+	// CostCached: read from a calibration cache written by an earlier load
+	// with the same key.
+	CostCached = "cache"
+	// CostFile: read from Config.CostTable.
+	CostFile = "file"
+)
+
+// BatchingInfo says how a loaded model plans its batches. A plain value,
+// safe to copy; Table is the caller's copy.
+type BatchingInfo struct {
+	// Mode is the mode in effect: models.BatchingCost, or
+	// models.BatchingTokens when configured or when cost mode could build
+	// no cost model (Notes says why).
+	Mode string
+	// Source is CostCalibrated, CostCached or CostFile in cost mode, ""
+	// otherwise.
+	Source string
+	// Path is the cost table file read or written; "" when none.
+	Path string
+	// Calibration is the time spent calibrating at this load.
+	Calibration time.Duration
+	// Residual is the cost model's worst relative fit error on the
+	// measured cells (models.CostModel.Residual).
+	Residual float64
+	// Notes lists what went wrong and was passed over: an unreadable,
+	// corrupt or stale cache, an unwritable model directory, a calibration
+	// stopped by its budget or failed.
+	Notes []string
+	// Table is the cost table in use; nil in tokens mode.
+	Table *models.CostTable
+}
+
+// costPlanner plans the batches of one call in cost mode. It is immutable
+// and safe for concurrent use.
+type costPlanner struct {
+	model     *models.CostModel
+	maxTokens int
+	maxBytes  int64 // 0: no cap
+	shape     models.HFConfig
+}
+
+// allowed reports whether a batch of b sequences padded to l tokens is
+// within the caps. A single sequence always is.
+func (p *costPlanner) allowed(b, l int) bool {
+	if b == 1 {
+		return true
+	}
+	return b*l <= p.maxTokens && (p.maxBytes == 0 || p.shape.ActivationBytes(b, l) <= p.maxBytes)
+}
+
+func (p *costPlanner) cost(b, l int) (float64, bool) {
+	if !p.allowed(b, l) {
+		return 0, false
+	}
+	return p.model.Predict(b, l)
+}
+
+func (p *costPlanner) plan(lens []int) [][]int {
+	return planCost(lens, p.model.MaxBatch(), p.cost)
+}
+
+// hostFacts are the facts about the machine and runtime that change
+// timings. The real ones come from currentHost; tests vary them.
+type hostFacts struct {
+	ortVersion string
+	cpu        string // brand name
+	cpuFlags   string // hash of the CPU feature list
+	cpus       int    // logical CPUs
+}
+
+func currentHost() hostFacts {
+	flags := cpuid.CPU.FeatureSet()
+	slices.Sort(flags)
+	sum := sha256.Sum256([]byte(strings.Join(flags, ",")))
+	return hostFacts{
+		ortVersion: onnx.Version(),
+		cpu:        strings.TrimSpace(cpuid.CPU.BrandName),
+		cpuFlags:   hex.EncodeToString(sum[:8]),
+		cpus:       runtime.NumCPU(),
+	}
+}
+
+// costEnv is what setting up cost mode needs; loadORT fills it from the
+// loaded session, tests from fakes.
+type costEnv struct {
+	cfg      models.Config
+	dir      models.ModelDir
+	maxLen   int
+	provider string
+	host     hostFacts
+	run      runner
+	now      func() time.Time
+	// userCacheDir is os.UserCacheDir.
+	userCacheDir func() (string, error)
+}
+
+// setupCost builds the cost planner for env.cfg: nil in tokens mode or
+// when no cost model could be built (the info's Notes say why; planning
+// falls back to tokens mode). Only a bad Config.CostTable file is an
+// error.
+func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
+	cfg := env.cfg
+	info := BatchingInfo{Mode: cfg.BatchingMode()}
+	if info.Mode != models.BatchingCost {
+		return nil, info, nil
+	}
+	p := &costPlanner{maxTokens: cfg.MaxBatchTokens, maxBytes: cfg.MaxBatchBytes, shape: env.dir.Config}
+	note := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		info.Notes = append(info.Notes, msg)
+		slog.Warn("models/ort: "+msg, "model", env.dir.Dir)
+	}
+	var table *models.CostTable
+	switch {
+	case cfg.CostTable != "":
+		t, err := models.ReadCostTable(cfg.CostTable)
+		if err != nil {
+			return nil, info, fmt.Errorf("load %s: %w", env.dir.Dir, err)
+		}
+		table, info.Source, info.Path = t, CostFile, cfg.CostTable
+	default:
+		key, err := costKey(env)
+		if err != nil {
+			note("calibration cache not used: %v", err)
+		}
+		var paths []cachePath
+		if key != nil {
+			paths = cachePaths(env, key)
+			for _, cp := range paths {
+				t, err := readCache(cp.path, key)
+				switch {
+				case err == nil:
+					table, info.Source, info.Path = t, CostCached, cp.path
+				case !errors.Is(err, fs.ErrNotExist):
+					note("ignoring calibration cache: %v", err)
+				}
+				if table != nil {
+					break
+				}
+			}
+		}
+		if table == nil {
+			table = calibrateFor(env, p, &info, note)
+			if table != nil && key != nil {
+				table.Meta = key
+				info.Path = writeCache(paths, table, note)
+			}
+		}
+	}
+	if table == nil {
+		info.Mode = models.BatchingTokens
+		return nil, info, nil
+	}
+	m, err := models.NewCostModel(table)
+	if err != nil { // a validated table fits; only a measured table can get here
+		note("cost table unusable, batching by tokens: %v", err)
+		info.Mode, info.Source = models.BatchingTokens, ""
+		return nil, info, nil
+	}
+	p.model = m
+	info.Residual = m.Residual()
+	info.Table = table.Clone()
+	return p, info, nil
+}
+
+// calibrateFor runs the calibration for env and returns its table, or nil
+// (with a note) when it failed or measured nothing.
+func calibrateFor(env costEnv, p *costPlanner, info *BatchingInfo, note func(string, ...any)) *models.CostTable {
+	budget := time.Duration(env.cfg.CalibrationBudget()) * time.Millisecond
+	c := &calibrator{
+		batches: calibBatches,
+		lens:    gridLens(env.maxLen),
+		budget:  budget,
+		now:     env.now,
+		run:     env.run,
+		allowed: p.allowed,
+		vocab:   env.dir.Config.VocabSize,
+	}
+	t, st, err := c.calibrate(context.Background())
+	info.Calibration = st.elapsed
+	info.Source = CostCalibrated
+	if err == nil && st.measured == 0 {
+		err = errNoTable
+	}
+	if err != nil {
+		note("calibration failed, batching by tokens: %v", err)
+		info.Source = ""
+		return nil
+	}
+	if st.stopped {
+		// Expected on slow machines and big models: information, not a problem.
+		msg := fmt.Sprintf("calibration stopped by its %v budget after %d of %d cells (raise Config.CalibrationMillis to measure more)",
+			budget, st.measured, st.cells)
+		info.Notes = append(info.Notes, msg)
+		slog.Info("models/ort: "+msg, "model", env.dir.Dir)
+	}
+	return t
+}
+
+// costKey returns everything that changes a calibrated table: the
+// procedure, the provider and session settings, the caps and budget that
+// bound the grid, the runtime version, the CPU and the model file (size and
+// modification time: rewriting the model invalidates its tables).
+func costKey(env costEnv) (map[string]string, error) {
+	st, err := os.Stat(env.dir.ONNXPath)
+	if err != nil {
+		return nil, err
+	}
+	c := env.cfg
+	itoa := strconv.Itoa
+	return map[string]string{
+		"format":            itoa(calibFormat),
+		"provider":          env.provider,
+		"intra_op_threads":  itoa(c.IntraOpThreads),
+		"inter_op_threads":  itoa(c.InterOpThreads),
+		"pool_size":         itoa(c.PoolSize),
+		"graph_opt":         c.GraphOptimization,
+		"disable_arena":     strconv.FormatBool(c.DisableArena),
+		"disable_spinning":  strconv.FormatBool(c.DisableSpinning),
+		"cuda_device_id":    itoa(c.CUDADeviceID),
+		"max_length":        itoa(env.maxLen),
+		"max_batch_tokens":  itoa(c.MaxBatchTokens),
+		"max_batch_bytes":   strconv.FormatInt(c.MaxBatchBytes, 10),
+		"calibration_ms":    itoa(c.CalibrationBudget()),
+		"ort_version":       env.host.ortVersion,
+		"cpu":               env.host.cpu,
+		"cpu_flags":         env.host.cpuFlags,
+		"cpus":              itoa(env.host.cpus),
+		"model_file":        filepath.Base(env.dir.ONNXPath),
+		"model_size":        strconv.FormatInt(st.Size(), 10),
+		"model_mtime_nanos": strconv.FormatInt(st.ModTime().UnixNano(), 10),
+	}, nil
+}
+
+// shortHash is 16 hex digits of the SHA-256 of s.
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// cachePath is one place a calibrated table may be cached.
+type cachePath struct {
+	path  string
+	mkdir bool // create its directory before writing (never the model directory)
+}
+
+// cachePaths returns where the table for key may be cached, in order of
+// preference: beside the model, then under the user cache directory (for
+// read-only model directories), or under Config.CalibrationCache alone.
+// Outside the model directory a subdirectory named after the model
+// directory's path keeps models apart.
+func cachePaths(env costEnv, key map[string]string) []cachePath {
+	var lines []string
+	for _, k := range slices.Sorted(maps.Keys(key)) {
+		lines = append(lines, k+"="+key[k])
+	}
+	name := "hybrank_cost_" + shortHash(strings.Join(lines, "\n")) + ".json"
+	abs, err := filepath.Abs(env.dir.Dir)
+	if err != nil {
+		abs = env.dir.Dir
+	}
+	elsewhere := func(root string) cachePath {
+		return cachePath{path: filepath.Join(root, shortHash(abs), name), mkdir: true}
+	}
+	switch cc := env.cfg.CalibrationCache; cc {
+	case models.CalibrationCacheOff:
+		return nil
+	case "":
+		paths := []cachePath{{path: filepath.Join(env.dir.Dir, name)}}
+		if root, err := env.userCacheDir(); err == nil {
+			paths = append(paths, elsewhere(filepath.Join(root, "hybrank", "cost")))
+		}
+		return paths
+	default:
+		return []cachePath{elsewhere(cc)}
+	}
+}
+
+// errStaleCache reports a cache file whose key differs from the current
+// one (a hash collision or an edited file).
+var errStaleCache = errors.New("measured under other settings")
+
+// readCache reads the cached table at path if its key matches. A missing
+// file wraps fs.ErrNotExist.
+func readCache(path string, key map[string]string) (*models.CostTable, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	t, err := models.ReadCostTable(path)
+	if err != nil {
+		return nil, err
+	}
+	if !maps.Equal(t.Meta, key) {
+		return nil, fmt.Errorf("%s: %w", path, errStaleCache)
+	}
+	return t, nil
+}
+
+// writeCache writes t to the first of paths that takes it and returns that
+// path ("" when none did, with a note per failure).
+func writeCache(paths []cachePath, t *models.CostTable, note func(string, ...any)) string {
+	for _, p := range paths {
+		var err error
+		if p.mkdir {
+			err = os.MkdirAll(filepath.Dir(p.path), 0o755)
+		}
+		if err == nil {
+			err = models.WriteCostTable(p.path, t)
+		}
+		if err == nil {
+			return p.path
+		}
+		note("cannot cache calibration: %v", err)
+	}
+	return ""
+}
