@@ -8,12 +8,13 @@ import (
 
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/bertgen"
 )
 
 func init() {
 	register(subcommand{
 		name:    "models",
-		summary: "write the generated model directory of every profile (fast, balanced, accurate, embed) to --out",
+		summary: "write the generated model directory of every profile (fast, balanced, accurate, embed) to --out, or import a safetensors checkpoint",
 		run:     runModels,
 	})
 }
@@ -26,11 +27,20 @@ func runModels(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.VocabTxt, "vocab", testenv.VocabTxt(), "bert-base-uncased vocab.txt")
 	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", testenv.TokenizerJSON(), "all-MiniLM-L6-v2 tokenizer.json")
 	fs.BoolVar(&cfg.Force, "force", false, "rewrite directories that already hold a model")
+	importST := fs.String("import-safetensors", "", "instead: import the BERT checkpoint in this folder (config.json, model.safetensors, tokenizer) into the model directory --out")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cfg.Out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if *importST != "" {
+		info, err := bertgen.Import(ctx, *importST, cfg.Out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %s %s, %d params, from %s sha256:%s\n", cfg.Out, info.Config.Kind, info.Config.Name, info.Params, bertgen.SafetensorsFile, info.SafetensorsSHA256)
+		return nil
 	}
 	if *profiles != "" {
 		cfg.Profiles = strings.Split(*profiles, ",")
