@@ -9,6 +9,7 @@
 //	HYBRANK_ASSETS         .deps/assets                   (make assets)
 //	HYBRANK_HF_TOKENIZERS  .deps/node_modules/tokenizers  (make hftokenizers)
 //	HYBRANK_DATASETS       ../shared/datasets
+//	HYBRANK_REAL_MODELS    .deps/realmodels               (make models)
 //
 // In CI (CI=true) a missing artifact fetched by the Makefile fails the test
 // instead of skipping it, so a broken fetch step cannot turn into a green run.
@@ -72,6 +73,22 @@ func TokenizerJSON() string { return filepath.Join(Assets(), "all-minilm-l6-v2-t
 
 // HFTokenizers is the folder of the Hugging Face tokenizers Node addon.
 func HFTokenizers() string { return lookup("HYBRANK_HF_TOKENIZERS", ".deps/node_modules/tokenizers") }
+
+// RealModels is the folder of real model directories fetched by `make
+// models` (all-minilm-l6-v2, bge-small-en-v1.5, …).
+func RealModels() string { return lookup("HYBRANK_REAL_MODELS", ".deps/realmodels") }
+
+// NeedRealModel returns the directory of one real model (e.g.
+// "all-minilm-l6-v2") or skips the test. `make models` is not part of `make
+// test`, so its absence always skips, in CI too.
+func NeedRealModel(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(RealModels(), name)
+	if !exists(filepath.Join(p, "config.json")) {
+		t.Skipf("real model %s not found at %q: run `make models` or set HYBRANK_REAL_MODELS", name, p)
+	}
+	return p
+}
 
 // Datasets is the folder of BEIR-layout datasets.
 func Datasets() string { return lookup("HYBRANK_DATASETS", "../shared/datasets") }
