@@ -175,7 +175,8 @@ models: models-prereqs $(MODEL_DIRS)
 	@du -sh $(REAL_MODELS)/* | sed 's|$(REAL_MODELS)/||'
 
 # The safetensors import's proof on real weights (2,000 scifact texts, cosine
-# >= 1 - 1e-5 against the ONNX export); too slow for -race, so not in make test.
+# >= 1 - 1e-5 against the ONNX export). Tens of minutes on two cores, so it
+# runs only with HYBRANK_REAL_MODELS set, which make test does not export.
 test-real-models: deps models
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
 

@@ -371,38 +371,17 @@ func TestImportMatchesReference(t *testing.T) {
 }
 
 // runAgainstReference runs the model file on the test batch and compares
-// every output value with Reference on w.
+// every output value (unpadded positions) with Reference on w.
 func runAgainstReference(t *testing.T, w *bertgen.Weights, modelPath string) {
 	t.Helper()
-	cfg := w.Config
-	out := bertgen.Logits
-	if cfg.Kind == bertgen.BiEncoder {
-		out = bertgen.LastHiddenState
-	}
-	sc := onnx.DefaultSessionConfig()
-	sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
-	s, err := onnx.NewSession(modelPath, []string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{out}, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ids, mask, types := batch(cfg.VocabSize)
-	shape := []int64{int64(len(ids)), int64(len(ids[0]))}
-	res, err := s.Run(context.Background(), []onnx.Input{
-		{Name: bertgen.InputIDs, Shape: shape, Int64: flat(ids)},
-		{Name: bertgen.AttentionMask, Shape: shape, Int64: flat(mask)},
-		{Name: bertgen.TokenTypeIDs, Shape: shape, Int64: flat(types)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, ids, mask, types := runBatch(t, modelPath, w.Config, "all")
 	ref, err := bertgen.Reference(context.Background(), w, ids, mask, types)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []float64
 	var keep []bool
-	if cfg.Kind == bertgen.CrossEncoder {
+	if w.Config.Kind == bertgen.CrossEncoder {
 		want = ref.Logits
 		keep = slices.Repeat([]bool{true}, len(want))
 	} else {
@@ -413,7 +392,7 @@ func runAgainstReference(t *testing.T, w *bertgen.Weights, modelPath string) {
 			}
 		}
 	}
-	got := res[0].Float32
+	got := res.Float32
 	if len(got) != len(want) {
 		t.Fatalf("%d outputs, want %d", len(got), len(want))
 	}
