@@ -38,6 +38,9 @@ func runModels(ctx context.Context, args []string) error {
 		return fmt.Errorf("--out is required")
 	}
 	if *layout != "" {
+		if *jar == "" {
+			return fmt.Errorf("--layout needs --jar")
+		}
 		m, v, err := catalog.Lookup(*layout)
 		if err != nil {
 			return err

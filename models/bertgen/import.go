@@ -25,7 +25,7 @@ const ImportFile = "hybrank_import.json"
 // SafetensorsFile is the checkpoint Import reads from the source directory.
 const SafetensorsFile = "model.safetensors"
 
-// ImportInfo is the content of ImportFile.
+// ImportInfo is the content of ImportFile. A plain value.
 type ImportInfo struct {
 	Importer string `json:"importer"`
 	// Source is the source directory as given to Import.

@@ -35,7 +35,8 @@ const (
 
 // SentenceTransformers is the part of a sentence-transformers model that
 // lives outside the transformer: how token vectors become one vector, and
-// what goes before the text.
+// what goes before the text. A plain value (its map is shared by copies:
+// treat it as read-only).
 type SentenceTransformers struct {
 	// Pooling is mean, cls, max or mean_sqrt_len.
 	Pooling string `json:"pooling"`
@@ -48,7 +49,8 @@ type SentenceTransformers struct {
 	Prompts map[string]string `json:"prompts"`
 }
 
-// Variant is one export of a checkpoint, laid out as its own directory.
+// Variant is one export of a checkpoint, laid out as its own directory. A
+// plain value, read-only like SentenceTransformers.
 type Variant struct {
 	// Name is the model directory name (e.g. "bge-small-en-v1.5-q").
 	Name string `json:"name"`
@@ -58,7 +60,8 @@ type Variant struct {
 	RenameOutputs map[string]string `json:"rename_outputs,omitempty"`
 }
 
-// Model is one description file. A plain value.
+// Model is one description file. A plain value, read-only once parsed and
+// then safe to share.
 type Model struct {
 	// ModelID is the Hugging Face id of the checkpoint the weights are.
 	ModelID string `json:"model_id"`

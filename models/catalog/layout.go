@@ -29,7 +29,7 @@ var (
 	requiredOutput = "last_hidden_state"
 )
 
-// LayoutInfo is the content of DescriptionFile.
+// LayoutInfo is the content of DescriptionFile. A plain value.
 type LayoutInfo struct {
 	ModelID              string               `json:"model_id"`
 	Variant              Variant              `json:"variant"`

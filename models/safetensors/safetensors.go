@@ -35,7 +35,7 @@ const MaxHeaderSize = 100_000_000
 // metadataKey is the header key holding free-form string metadata.
 const metadataKey = "__metadata__"
 
-// DType is a safetensors element type name.
+// DType is a safetensors element type name (a plain string value).
 type DType string
 
 // The dtypes of the format. Float32 and Int64 convert the ones noted.
@@ -72,7 +72,7 @@ func (d DType) Size() int {
 	return 0
 }
 
-// TensorInfo describes one tensor of a file. A plain value.
+// TensorInfo describes one tensor of a file. A plain value, safe to copy.
 type TensorInfo struct {
 	Name  string
 	DType DType

@@ -82,7 +82,7 @@ func Float32ToBF16(f float32) uint16 {
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 
-// Tensor is one tensor to write.
+// Tensor is one tensor to write. A plain value; Write only reads it.
 type Tensor struct {
 	Name  string
 	DType DType
