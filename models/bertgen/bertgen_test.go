@@ -272,6 +272,35 @@ func closeEnough(got float32, want float64) bool {
 	return math.Abs(float64(got)-want) <= 1e-4*math.Max(1, math.Abs(want))
 }
 
+// runBatch runs a model file on the test batch (see batch) on one CPU
+// thread at graph optimisation level opt, and returns its output (logits or
+// last_hidden_state, by cfg.Kind) with the batch.
+func runBatch(t *testing.T, modelPath string, cfg bertgen.Config, opt string) (got onnx.Output, ids, mask, types [][]int64) {
+	t.Helper()
+	sc := onnx.DefaultSessionConfig()
+	sc.Provider, sc.IntraOpThreads, sc.GraphOptimization = onnx.ProviderCPU, 1, opt
+	out := bertgen.Logits
+	if cfg.Kind == bertgen.BiEncoder {
+		out = bertgen.LastHiddenState
+	}
+	s, err := onnx.NewSession(modelPath, []string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{out}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ids, mask, types = batch(cfg.VocabSize)
+	shape := []int64{int64(len(ids)), int64(len(ids[0]))}
+	res, err := s.Run(context.Background(), []onnx.Input{
+		{Name: bertgen.InputIDs, Shape: shape, Int64: flat(ids)},
+		{Name: bertgen.AttentionMask, Shape: shape, Int64: flat(mask)},
+		{Name: bertgen.TokenTypeIDs, Shape: shape, Int64: flat(types)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0], ids, mask, types
+}
+
 func TestReferenceMatchesONNXRuntime(t *testing.T) {
 	lib := testenv.NeedORT(t)
 	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
@@ -287,33 +316,11 @@ func TestReferenceMatchesONNXRuntime(t *testing.T) {
 				}
 				perturb(w)
 				dir := writeDir(t, w)
-				sc := onnx.DefaultSessionConfig()
-				sc.Provider, sc.IntraOpThreads, sc.GraphOptimization = onnx.ProviderCPU, 1, opt
-				out := bertgen.Logits
-				if kind == bertgen.BiEncoder {
-					out = bertgen.LastHiddenState
-				}
-				s, err := onnx.NewSession(filepath.Join(dir, bertgen.ModelFile),
-					[]string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{out}, sc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				ids, mask, types := batch(cfg.VocabSize)
-				shape := []int64{int64(len(ids)), int64(len(ids[0]))}
-				res, err := s.Run(context.Background(), []onnx.Input{
-					{Name: bertgen.InputIDs, Shape: shape, Int64: flat(ids)},
-					{Name: bertgen.AttentionMask, Shape: shape, Int64: flat(mask)},
-					{Name: bertgen.TokenTypeIDs, Shape: shape, Int64: flat(types)},
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
+				got, ids, mask, types := runBatch(t, filepath.Join(dir, bertgen.ModelFile), cfg, opt)
 				ref, err := bertgen.Reference(context.Background(), w, ids, mask, types)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := res[0]
 				switch kind {
 				case bertgen.CrossEncoder:
 					if fmt.Sprint(got.Shape) != "[3 1]" {

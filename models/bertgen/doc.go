@@ -1,7 +1,7 @@
 // Package bertgen writes BERT models in the Hugging Face ONNX-export
-// directory layout, with seeded random weights, for any BERT configuration;
-// and computes the same models' forward pass in float64 pure Go as a
-// reference.
+// directory layout, with seeded random weights for any BERT configuration
+// or with real weights imported from a safetensors checkpoint; and computes
+// the same models' forward pass in float64 pure Go as a reference.
 //
 // It exists so that reranking and embedding can be built, tested and
 // benchmarked end to end without downloading model weights: a generated
@@ -45,6 +45,25 @@
 // Config determines the model file byte for byte. BuildModel, WriteWeights
 // and Reference all take a *Weights, so tests can compare ONNX Runtime with
 // Reference on exactly the same numbers (and perturb weights first).
+//
+// # Importing safetensors checkpoints
+//
+// Import turns a Hugging Face BERT directory (config.json,
+// model.safetensors, tokenizer files, optional sentence-transformers files)
+// into the same layout with real weights, in pure Go: ConfigFromHF reads
+// config.json (BertModel → BiEncoder, BertForSequenceClassification with
+// one label → CrossEncoder; model_type bert, erf GELU and absolute
+// positions, else ErrUnsupported), WeightsFromSafetensors maps the
+// checkpoint's tensors (package models/safetensors; F32, F16, BF16, F64) to
+// Weights by their Hugging Face names, with or without the "bert." prefix of
+// task models, transposing nn.Linear weights [out, in] into the MatMul
+// layout [in, out], and BuildModel writes the graph. A missing, unexpected
+// or misshapen tensor is an error wrapping ErrCheckpoint that lists them
+// all; only position_ids (checked to be 0, 1, 2, …) and a BertModel's pooler
+// may be left unused. Sentence-transformers modules other than
+// Transformer, Pooling and Normalize are refused: their weights would be
+// missing from the graph. The directory gets ImportFile (the checkpoint's
+// sha256) instead of MarkerFile, so it counts as real weights.
 //
 // # Concurrency
 //

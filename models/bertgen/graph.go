@@ -21,9 +21,9 @@ const (
 // which current transformers versions use (older ones used -10000).
 const maskValue = -math.MaxFloat32
 
-// BuildModel returns the ONNX model for w, with the operator structure of a
-// Hugging Face BERT export (see the package documentation). The model
-// retains w's slices until it is written.
+// BuildModel returns the ONNX model for w (generated or imported weights),
+// with the operator structure of a Hugging Face BERT export (see the
+// package documentation). The model retains w's slices until it is written.
 func BuildModel(w *Weights) (*onnxpb.Model, error) {
 	cfg := w.Config
 	if err := cfg.Validate(); err != nil {
@@ -135,7 +135,11 @@ func BuildModel(w *Weights) (*onnxpb.Model, error) {
 	}
 	model := onnxpb.NewModel(g)
 	model.ProducerName = "hybrank-bertgen"
-	model.DocString = "BERT " + string(cfg.Kind) + " with seeded random weights (" + cfg.Name + "); structure of a Hugging Face ONNX export"
+	if w.Source == "" {
+		model.DocString = "BERT " + string(cfg.Kind) + " with seeded random weights (" + cfg.Name + "); structure of a Hugging Face ONNX export"
+	} else {
+		model.DocString = "BERT " + string(cfg.Kind) + " " + cfg.Name + " with weights imported from " + w.Source + "; structure of a Hugging Face ONNX export"
+	}
 	return model, nil
 }
 

@@ -23,12 +23,17 @@ type Layer struct {
 	OutLNG, OutLNB   []float32 // [H]
 }
 
-// Weights are all parameters of a generated model. Write encodes them into
-// the ONNX file and Reference computes with them, so both see identical
-// numbers. Weights are read-only after GenerateWeights returns, and then safe
-// for concurrent use; tests may edit them before writing a model.
+// Weights are all parameters of a model, generated (GenerateWeights) or
+// read from a checkpoint (WeightsFromSafetensors). BuildModel encodes them
+// into the ONNX file and Reference computes with them, so both see
+// identical numbers. Weights are read-only once built, and then safe for
+// concurrent use; tests may edit them before writing a model.
 type Weights struct {
 	Config Config
+	// Source says where real weights came from (Import sets the checkpoint
+	// and its sha256); "" means GenerateWeights drew them at random. It
+	// goes into the ONNX model's doc string.
+	Source string
 
 	WordEmb, PosEmb, TypeEmb []float32 // [V,H], [P,H], [T,H]
 	EmbLNG, EmbLNB           []float32 // [H]

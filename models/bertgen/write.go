@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
 // MarkerFile is written next to config.json in every generated model
@@ -90,18 +91,7 @@ func WriteWeights(dir string, w *Weights, vocabPath, tokenizerJSONPath string) e
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "onnx"), 0o755); err != nil {
-		return fmt.Errorf("bertgen: %w", err)
-	}
-	files := []struct {
-		name string
-		data []byte
-	}{
-		{"config.json", mustJSON(hfConfig(cfg))},
-		{"vocab.txt", vocab},
-		{"tokenizer.json", tok},
-		{"tokenizer_config.json", mustJSON(tokenizerConfig())},
-		{"special_tokens_map.json", mustJSON(specialTokens())},
+	return writeDir(dir, model, []dirFile{
 		{MarkerFile, mustJSON(Marker{
 			Generator:   "github.com/hybrank/hybrank/models/bertgen",
 			RealWeights: false,
@@ -109,14 +99,40 @@ func WriteWeights(dir string, w *Weights, vocabPath, tokenizerJSONPath string) e
 			Config:      cfg,
 			Params:      cfg.Params(),
 		})},
-	}
-	for _, f := range files {
-		if err := writeFileAtomic(filepath.Join(dir, f.name), f.data); err != nil {
-			return err
-		}
+		{"vocab.txt", vocab},
+		{"tokenizer.json", tok},
+		{"tokenizer_config.json", mustJSON(tokenizerConfig())},
+		{"special_tokens_map.json", mustJSON(specialTokens())},
+		{"config.json", mustJSON(hfConfig(cfg))},
+	})
+}
+
+// dirFile is one small file of a model directory; name may contain a
+// subfolder ("1_Pooling/config.json").
+type dirFile struct {
+	name string
+	data []byte
+}
+
+// writeDir writes model to dir/ModelFile, then files in order, each
+// atomically. Callers put config.json last: model loaders require it, so a
+// directory with config.json is complete, and a generated one already has
+// its MarkerFile (it can never pass for real weights).
+func writeDir(dir string, model *onnxpb.Model, files []dirFile) error {
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(ModelFile)), 0o755); err != nil {
+		return fmt.Errorf("bertgen: %w", err)
 	}
 	if err := model.WriteFile(filepath.Join(dir, ModelFile)); err != nil {
 		return fmt.Errorf("bertgen: %w", err)
+	}
+	for _, f := range files {
+		path := filepath.Join(dir, filepath.FromSlash(f.name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("bertgen: %w", err)
+		}
+		if err := writeFileAtomic(path, f.data); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -8,7 +8,11 @@
 // int64 initializers (stored as raw_data, little-endian), nodes with int,
 // float, string, ints, floats and tensor attributes, and tensor-typed graph
 // inputs and outputs whose dimensions are fixed or symbolic ("batch_size").
-// There is no reader: the runtime (package onnx) is the reader.
+// Reading is limited to what preparing a fetched export needs, without the
+// runtime: GraphIO lists a serialized model's graph inputs and outputs,
+// and RenameValues renames values (e.g. an export's "output_0" to
+// "last_hidden_state"), copying every other byte unchanged. The runtime
+// (package onnx) remains the reader for everything else.
 //
 // # Concurrency and ownership
 //

@@ -1,0 +1,230 @@
+package bertgen
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/hybrank/hybrank/models/safetensors"
+)
+
+// ImportFile is written next to config.json in every directory Import
+// writes. It records where the weights came from; unlike MarkerFile it
+// does not mean random weights (ReadMarker still reports a real model).
+const ImportFile = "hybrank_import.json"
+
+// SafetensorsFile is the checkpoint Import reads from the source directory.
+const SafetensorsFile = "model.safetensors"
+
+// ImportInfo is the content of ImportFile. A plain value.
+type ImportInfo struct {
+	Importer string `json:"importer"`
+	// Source is the source directory as given to Import.
+	Source string `json:"source"`
+	// SafetensorsSHA256 is the hex sha256 of the source model.safetensors.
+	SafetensorsSHA256 string `json:"safetensors_sha256"`
+	// Copied lists the files copied unchanged from the source.
+	Copied []string `json:"copied"`
+	Config Config   `json:"config"`
+	Params int64    `json:"params"`
+}
+
+// Files copied unchanged from the source directory when present: the
+// tokenizer and the sentence-transformers description (pooling, prompts,
+// normalisation), which the importer does not interpret.
+var importOptional = []string{
+	"tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+	"modules.json", "config_sentence_transformers.json", "sentence_bert_config.json",
+}
+
+// Sentence-transformers modules the ONNX directory can carry: the
+// transformer is the graph, pooling and normalisation have no weights and
+// are applied by the embedder from their config files. Any other module
+// (Dense, …) has weights the graph would lack.
+var stModules = map[string]bool{
+	"sentence_transformers.models.Transformer": true,
+	"sentence_transformers.models.Pooling":     true,
+	"sentence_transformers.models.Normalize":   true,
+}
+
+// Import converts the Hugging Face BERT checkpoint in src into a model
+// directory dst in the ONNX layout that generated models use, with real
+// weights and no MarkerFile:
+//
+//	src/config.json          read (ConfigFromHF) and copied unchanged
+//	src/model.safetensors    read (WeightsFromSafetensors) into onnx/model.onnx
+//	src/tokenizer.json, vocab.txt (one required), tokenizer_config.json,
+//	special_tokens_map.json, modules.json, config_sentence_transformers.json,
+//	sentence_bert_config.json and the config.json of each module folder
+//	named in modules.json (1_Pooling/…)   copied unchanged when present
+//	dst/hybrank_import.json  ImportInfo
+//
+// config.json is written last, so a directory that has it is complete.
+// Errors wrap ErrUnsupported, ErrCheckpoint, ErrBadConfig or ErrAssets and
+// name the file. Import checks ctx between steps; it holds the whole model
+// in memory (4 bytes per parameter, twice while encoding).
+func Import(ctx context.Context, src, dst string) (ImportInfo, error) {
+	info := ImportInfo{Importer: "github.com/hybrank/hybrank/models/bertgen", Source: src}
+	cfgRaw, err := os.ReadFile(filepath.Join(src, "config.json"))
+	if err != nil {
+		return info, fmt.Errorf("bertgen: import: %w", err)
+	}
+	cfg, err := ConfigFromHF(cfgRaw)
+	if err != nil {
+		return info, fmt.Errorf("import %s: %w", src, err)
+	}
+	if cfg.Name == "" {
+		cfg.Name = filepath.Base(filepath.Clean(src))
+	}
+	info.Config, info.Params = cfg, cfg.Params()
+
+	// Small files first: a bad tokenizer or module list fails before the
+	// expensive work.
+	var files []dirFile
+	for _, name := range importOptional {
+		b, err := os.ReadFile(filepath.Join(src, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return info, fmt.Errorf("bertgen: import: %w", err)
+		}
+		files = append(files, dirFile{name, b})
+		info.Copied = append(info.Copied, name)
+	}
+	if err := checkImportTokenizer(files, cfg); err != nil {
+		return info, fmt.Errorf("import %s: %w", src, err)
+	}
+	moduleFiles, err := moduleConfigs(src, files)
+	if err != nil {
+		return info, fmt.Errorf("import %s: %w", src, err)
+	}
+	for _, f := range moduleFiles {
+		files = append(files, f)
+		info.Copied = append(info.Copied, f.name)
+	}
+	if err := ctx.Err(); err != nil {
+		return info, err
+	}
+
+	stPath := filepath.Join(src, SafetensorsFile)
+	sum, err := fileSHA256(stPath)
+	if err != nil {
+		return info, fmt.Errorf("bertgen: import: %w", err)
+	}
+	info.SafetensorsSHA256 = sum
+	st, err := safetensors.Open(stPath)
+	if err != nil {
+		return info, fmt.Errorf("bertgen: import: %w", err)
+	}
+	w, err := WeightsFromSafetensors(st, cfg)
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return info, fmt.Errorf("import %s: %w", stPath, err)
+	}
+	w.Source = SafetensorsFile + " sha256:" + sum
+	if err := ctx.Err(); err != nil {
+		return info, err
+	}
+	model, err := BuildModel(w)
+	if err != nil {
+		return info, err
+	}
+	info.Copied = append(info.Copied, "config.json")
+	files = append(files, dirFile{ImportFile, mustJSON(info)}, dirFile{"config.json", cfgRaw})
+	return info, writeDir(dst, model, files)
+}
+
+// checkImportTokenizer requires a tokenizer and, for vocab.txt, that it
+// fits the embedding table.
+func checkImportTokenizer(files []dirFile, cfg Config) error {
+	var tok, vocab []byte
+	for _, f := range files {
+		switch f.name {
+		case "tokenizer.json":
+			tok = f.data
+		case "vocab.txt":
+			vocab = f.data
+		}
+	}
+	if tok == nil && vocab == nil {
+		return fmt.Errorf("%w: no tokenizer.json or vocab.txt", ErrAssets)
+	}
+	if tok != nil && !json.Valid(tok) {
+		return fmt.Errorf("%w: tokenizer.json is not valid JSON", ErrAssets)
+	}
+	if n := countLines(vocab); n > cfg.VocabSize {
+		return fmt.Errorf("%w: vocab.txt has %d tokens, more than vocab_size %d", ErrAssets, n, cfg.VocabSize)
+	}
+	return nil
+}
+
+// moduleConfigs checks modules.json (when copied) and returns the config
+// files of its module folders.
+func moduleConfigs(src string, files []dirFile) ([]dirFile, error) {
+	var raw []byte
+	for _, f := range files {
+		if f.name == "modules.json" {
+			raw = f.data
+		}
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	var mods []struct {
+		Path string `json:"path"`
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &mods); err != nil {
+		return nil, fmt.Errorf("%w: parse modules.json: %v", ErrUnsupported, err)
+	}
+	var out []dirFile
+	for _, m := range mods {
+		if !stModules[m.Type] {
+			return nil, fmt.Errorf("%w: sentence-transformers module %s (%q) has weights the ONNX graph would not contain", ErrUnsupported, m.Type, m.Path)
+		}
+		if m.Path == "" {
+			continue // the transformer itself, at the root
+		}
+		// Module paths are relative folder names; refuse anything that
+		// would leave the directory.
+		clean := path.Clean(m.Path)
+		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(clean, `\`) {
+			return nil, fmt.Errorf("%w: modules.json path %q", ErrUnsupported, m.Path)
+		}
+		name := clean + "/config.json"
+		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // Normalize has no config
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dirFile{name, b})
+	}
+	return out, nil
+}
+
+func fileSHA256(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
