@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
@@ -34,8 +35,10 @@ func attrModel() *onnxpb.Model {
 	return m
 }
 
-func TestUnmarshalRoundTrip(t *testing.T) {
-	m := attrModel()
+// roundTrip marshals m, reads it back and requires the read model to
+// marshal to the same bytes; it returns the read model.
+func roundTrip(t *testing.T, m *onnxpb.Model) *onnxpb.Model {
+	t.Helper()
 	b, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +54,25 @@ func TestUnmarshalRoundTrip(t *testing.T) {
 	if !bytes.Equal(b, again) {
 		t.Fatalf("read and written again: %d bytes, want the same %d bytes", len(again), len(b))
 	}
+	return r
+}
+
+// TestUnmarshalGenerated reads a generated BERT export (every operator and
+// attribute bertgen writes) back byte for byte.
+func TestUnmarshalGenerated(t *testing.T) {
+	w, err := bertgen.GenerateWeights(bertgen.TinyBERTL2CrossEncoder())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bertgen.BuildModel(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, m)
+}
+
+func TestUnmarshalRoundTrip(t *testing.T) {
+	r := roundTrip(t, attrModel())
 	if r.Opset != onnxpb.DefaultOpset || !r.UsesOpset("com.microsoft") || r.UsesOpset("ai.onnx.ml") || r.DocString != "doc" {
 		t.Fatalf("model fields %+v", r)
 	}

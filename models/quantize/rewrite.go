@@ -64,15 +64,20 @@ type Skip struct {
 // unchanged. float32 weights no other node reads are removed; value_info
 // hints for values that no longer exist are dropped.
 //
-// A NaN or infinite weight fails the rewrite with ErrNonFinite before m is
-// modified; so does a model with nothing to quantize (ErrNothingToQuantize).
-// ctx is checked between nodes.
+// Every error leaves m unmodified: an input graph that is not well formed
+// (onnxpb.ErrInvalidGraph; models of IR version 3 that list initializers as
+// graph inputs are refused so), a NaN or infinite weight (ErrNonFinite), a
+// model with nothing to quantize (ErrNothingToQuantize), a cancelled ctx
+// (checked between nodes).
 func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return Report{}, err
 	}
 	if m == nil || m.Graph == nil {
 		return Report{}, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
+	}
+	if err := m.Graph.Validate(); err != nil {
+		return Report{}, fmt.Errorf("quantize: input graph: %w", err)
 	}
 	if cfg.Form == FormStandard && m.Opset < 11 {
 		return Report{}, fmt.Errorf("%w: opset %d has no DynamicQuantizeLinear (needs 11); use %s", onnxpb.ErrUnsupported, m.Opset, FormFused)
@@ -89,8 +94,10 @@ func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 	if cfg.Form == FormFused && !m.UsesOpset(MSDomain) {
 		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: MSDomain, Version: 1})
 	}
+	// The rewrite keeps every invariant of a valid input; checking costs
+	// a pass over the names and catches a bug before a file is written.
 	if err := m.Graph.Validate(); err != nil {
-		return Report{}, fmt.Errorf("quantize: rewritten graph: %w", err)
+		return Report{}, fmt.Errorf("quantize: rewritten graph (a bug): %w", err)
 	}
 	return r.rep, nil
 }

@@ -269,6 +269,11 @@ func TestRewriteErrors(t *testing.T) {
 		{"everything excluded", matmulGraph("W2", []float32{1, 0, 0, 1}), func(c *quantize.Config) { c.Exclude = []string{"."} }, quantize.ErrNothingToQuantize},
 		{"bad pattern", matmulGraph("W2", []float32{1, 0, 0, 1}), func(c *quantize.Config) { c.Exclude = []string{"("} }, quantize.ErrBadConfig},
 		{"no graph", &onnxpb.Model{}, nil, onnxpb.ErrInvalidGraph},
+		{"initializer listed as an input (IR 3)", func() *onnxpb.Model {
+			m := matmulGraph("W2", []float32{1, 0, 0, 1})
+			m.Graph.AddInput("W1", onnxpb.Float32, onnxpb.Fixed(2), onnxpb.Fixed(2))
+			return m
+		}(), nil, onnxpb.ErrInvalidGraph},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
