@@ -44,9 +44,7 @@
 //     dequantizes B and runs float32 GEMM. Not offered.
 //
 // The two forms compute bit-identical results at every optimisation level
-// (TestRuntimeForms) and ran at the same speed here (a feed-forward GEMM
-// of 1875×384·384×1536 on one thread: float32 145 ms, fused 118 ms,
-// standard 103 ms, measured on a shared, busy machine). The fused form is
+// (TestRuntimeForms) and run at the same speed (below). The fused form is
 // the default because it does not depend on the session's optimisation
 // level and folds the bias; the standard form is there for runtimes
 // without contrib operators.
@@ -63,9 +61,9 @@
 // bit; with 8-bit codes, on this machine, 22 of 1,920 outputs are off by
 // up to 0.15. VNNI (vpdpbusd) and AMX (tdpbusd) sum in 32 bits and lose
 // nothing to saturation; there 7 bits only cost weight precision, which
-// does not reach the ranking: the float32 model with every quantized
-// weight replaced by its dequantized 7-bit value ranks scifact candidates
-// exactly like the original (Spearman 1.000, TestFidelityScifact).
+// barely reaches the ranking: the float32 model with every quantized
+// weight replaced by its dequantized 7-bit value keeps every scifact
+// query's Spearman correlation ≥ 0.99 (TestFidelityScifact).
 //
 // # This CPU
 //
@@ -73,10 +71,15 @@
 // under KVM) with AVX2 and FMA but no AVX-512, no VNNI and no AMX. Zen 1
 // issues about as many int8 multiply-adds per cycle through vpmaddubsw and
 // vpmaddwd as float32 ones through its two 128-bit FMA pipes, so int8 buys
-// little here: 1.0–1.6× on single GEMMs and no measurable gain on whole
-// MiniLM-L6 scifact batches (BenchmarkScifactPairs), against float32.
-// The quantized files are portable; on a VNNI or AMX CPU the same kernels
-// dispatch to those instructions.
+// nothing here. One thread, activations [5·375, K] (five scifact-length
+// pairs), best of ten, float32 / fused / standard: K×N 384×384 16.9 /
+// 16.5 / 16.8 ms; 384×1536 75.0 / 63.1 / 63.0 ms; 1536×384 65.2 / 64.2 /
+// 64.7 ms (float32 at 30–34 GFLOP/s, near this core's peak). Whole
+// MiniLM-L6 on scifact lists (BenchmarkScifactPairs): float32 3.0 pairs/s,
+// int8 2.9 in either form. Both measured on a shared machine, other
+// engineers' jobs running. The quantized files are portable; on a VNNI or
+// AMX CPU the same kernels dispatch to those instructions, which is where
+// int8 pays.
 //
 // # Fidelity, and generated weights
 //
@@ -87,17 +90,19 @@
 // activation is about 1 % of its range: fine for trained rerankers, whose
 // logits over a candidate list spread over several units, but not for the
 // generated (random-weight) models of package bertgen, whose score barely
-// depends on the document (spread over 16 BM25 candidates about 0.005 on a
-// logit). Measured on scifact (TestFidelityScifact, generated MiniLM-L6):
-// int8 attention projections alone keep every query's Spearman ≥ 0.99; the
-// feed-forward layers, whose noise lands on the [CLS] token's residual
-// stream and goes straight to the score, take the default's mean down to
-// about 0.92–0.97 — whether the first or last layer stays float32 or not.
-// The error is the activations', not the weights': the weights-only model
-// above ranks identically. On real weights (all-MiniLM-L6-v2 embeddings of
-// the same candidate lists, measured once by hand) this package's int8
-// kept mean Spearman 0.970 against float32, the int8 export shipped with
-// langchain4j (uint8 per-tensor weights) 0.964.
+// depends on the document (spread over 16 BM25 candidates about 0.008 on a
+// logit). Mean per-query Spearman against float32 on 8 scifact queries ×
+// 16 BM25 candidates, generated MiniLM-L6 (BenchmarkScifactPairs): the
+// default int8 0.883 (worst query 0.81); attention projections only
+// (ExcludeFFN) 0.984; dequantized 7-bit weights in float32 0.997 (worst
+// 0.991). The feed-forward layers' activation noise lands on the [CLS]
+// token's residual stream and goes straight to the score; keeping the
+// last layer in float32 did not help. The error is the activations', not
+// the weights'. On real weights (cosine scores of all-MiniLM-L6-v2
+// embeddings, 6 scifact queries × 20 BM25 candidates, measured once by
+// hand) this package's int8 kept a mean Spearman of 0.970 against float32;
+// the int8 export shipped with langchain4j (quantize_dynamic's form,
+// uint8 per-tensor weights) 0.964.
 //
 // # Output directory
 //
