@@ -7,6 +7,7 @@ import (
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/catalog"
+	"github.com/hybrank/hybrank/models/quantize"
 )
 
 func init() {
@@ -43,7 +44,7 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 	case *importST != "":
 		return importSafetensors(ctx, cl, *importST, cfg.Out)
 	case *quant != "" || len(src) > 0:
-		return fmt.Errorf("--quantize %q %v: not available in this build", *quant, src)
+		return quantizeModel(ctx, cl, *quant, src, cfg.Out)
 	}
 	cfg.Profiles = profiles
 	res, err := modeldir.Run(ctx, cfg)
@@ -78,5 +79,18 @@ func importSafetensors(ctx context.Context, cl *cli, src, out string) error {
 		return err
 	}
 	fmt.Fprintf(cl.stdout, "%s: %s %s, %d params, from %s sha256:%s\n", out, info.Config.Kind, info.Config.Name, info.Params, bertgen.SafetensorsFile, info.SafetensorsSHA256)
+	return nil
+}
+
+func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out string) error {
+	if kind != "int8" || len(args) != 1 || out == "" {
+		return fmt.Errorf("usage: bench models --quantize int8 SRC --out DST")
+	}
+	rep, err := quantize.Dir(ctx, args[0], out, quantize.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cl.stdout, "%s: %d layers int8 (%s, %d-bit weights), %d kept float32, model %d -> %d bytes\n",
+		out, len(rep.Nodes), rep.Config.Form, rep.Config.WeightBits, len(rep.Skipped), rep.ModelBytesIn, rep.ModelBytesOut)
 	return nil
 }

@@ -1,24 +1,40 @@
-// Package onnxpb writes ONNX models (ModelProto) without a protobuf code
-// generator: messages are hand-encoded with protowire, using the field
-// numbers of onnx/onnx.proto3 (ModelProto, GraphProto, NodeProto,
-// TensorProto, ValueInfoProto, TypeProto, TensorShapeProto, AttributeProto,
-// OperatorSetIdProto).
+// Package onnxpb reads and writes ONNX models (ModelProto) without a
+// protobuf code generator: messages are hand-encoded and decoded with
+// protowire, using the field numbers of onnx/onnx.proto3 (ModelProto,
+// GraphProto, NodeProto, TensorProto, ValueInfoProto, TypeProto,
+// TensorShapeProto, AttributeProto, OperatorSetIdProto).
 //
-// Only what a feed-forward inference graph needs is supported: float32 and
-// int64 initializers (stored as raw_data, little-endian), nodes with int,
-// float, string, ints, floats and tensor attributes, and tensor-typed graph
-// inputs and outputs whose dimensions are fixed or symbolic ("batch_size").
-// Reading is limited to what preparing a fetched export needs, without the
-// runtime: GraphIO lists a serialized model's graph inputs and outputs,
-// and RenameValues renames values (e.g. an export's "output_0" to
-// "last_hidden_state"), copying every other byte unchanged. The runtime
-// (package onnx) remains the reader for everything else.
+// Writing supports what a feed-forward inference graph needs: initializers
+// of any fixed-size element type (float32 and int64 typed, the others as
+// raw little-endian bytes; all stored as raw_data), nodes with int, float,
+// string, ints, floats and tensor attributes, tensor-typed graph inputs,
+// outputs and value_info hints whose dimensions are fixed or symbolic
+// ("batch_size"), and extra operator-set imports such as com.microsoft.
+//
+// # Reading
+//
+// Unmarshal and ReadFile decode a model into the same types, so a program
+// can read a model (a Hugging Face export, or one written here), rewrite
+// its graph and write it back; models/quantize does exactly that. Fields
+// the types do not model (doc strings, metadata, local functions, subgraph
+// attributes, non-tensor value types) are kept as their encoded bytes and
+// written back unchanged. Tensors whose data lives outside the file
+// (external data), sparse initializers and string tensors are refused with
+// ErrUnsupported; bytes that are not a ModelProto give ErrMalformed, never
+// a panic.
+//
+// GraphIO and RenameValues work on the serialized bytes without decoding
+// the graph: GraphIO lists a model's inputs and outputs, RenameValues
+// renames values (e.g. an export's "output_0" to "last_hidden_state"),
+// copying every other byte unchanged — cheap on large fetched exports.
 //
 // # Concurrency and ownership
 //
 // A Graph or Model is not safe for concurrent use; build it in one goroutine.
 // AddInitializer* retains the data slice it is given (no copy) until the model
-// is written, so callers must not modify it in between.
+// is written, so callers must not modify it in between. A model read by
+// Unmarshal may alias the input bytes (raw tensors, attributes, value
+// infos), which must stay unmodified while the model is in use.
 //
 // # Invariants
 //

@@ -20,6 +20,13 @@ var (
 	// input, a value produced twice, a graph output nobody produces, or an
 	// initializer whose data does not match its dims.
 	ErrInvalidGraph = errors.New("onnxpb: invalid graph")
+	// ErrMalformed reports bytes that are not a valid protobuf encoding of
+	// an ONNX ModelProto (truncated, wrong wire types, bad lengths).
+	ErrMalformed = errors.New("onnxpb: malformed model")
+	// ErrUnsupported reports a valid model that uses a feature the reader
+	// does not handle: external or segmented tensor data, sparse
+	// initializers, string or sub-byte tensors.
+	ErrUnsupported = errors.New("onnxpb: unsupported model feature")
 )
 
 // DataType is an ONNX TensorProto.DataType value.
@@ -27,12 +34,37 @@ type DataType int32
 
 // Tensor element types (TensorProto.DataType in onnx.proto3).
 const (
-	Float32 DataType = 1
-	Int32   DataType = 6
-	Int64   DataType = 7
-	Bool    DataType = 9
-	Float64 DataType = 11
+	Float32  DataType = 1
+	Uint8    DataType = 2
+	Int8     DataType = 3
+	Uint16   DataType = 4
+	Int16    DataType = 5
+	Int32    DataType = 6
+	Int64    DataType = 7
+	Bool     DataType = 9
+	Float16  DataType = 10
+	Float64  DataType = 11
+	Uint32   DataType = 12
+	Uint64   DataType = 13
+	BFloat16 DataType = 16
 )
+
+// ElemSize is the size in bytes of one element of t in raw_data, or 0 for
+// types this package does not store (strings, complex, 8-bit floats, 4-bit
+// integers).
+func (t DataType) ElemSize() int {
+	switch t {
+	case Uint8, Int8, Bool:
+		return 1
+	case Uint16, Int16, Float16, BFloat16:
+		return 2
+	case Float32, Int32, Uint32:
+		return 4
+	case Int64, Float64, Uint64:
+		return 8
+	}
+	return 0
+}
 
 // Default versions written by NewModel: IR version 8 (ONNX 1.10+) and opset 17,
 // the first opset with a LayerNormalization operator.
@@ -59,6 +91,8 @@ const (
 	fGraphInitializer = 5
 	fGraphInput       = 11
 	fGraphOutput      = 12
+	fGraphValueInfo   = 13
+	fGraphSparseInit  = 15
 	// NodeProto
 	fNodeInput     = 1
 	fNodeOutput    = 2
@@ -76,10 +110,19 @@ const (
 	fAttrInts   = 8
 	fAttrType   = 20
 	// TensorProto
-	fTensorDims     = 1
-	fTensorDataType = 2
-	fTensorName     = 8
-	fTensorRawData  = 9
+	fTensorDims         = 1
+	fTensorDataType     = 2
+	fTensorSegment      = 3
+	fTensorFloatData    = 4
+	fTensorInt32Data    = 5
+	fTensorStringData   = 6
+	fTensorInt64Data    = 7
+	fTensorName         = 8
+	fTensorRawData      = 9
+	fTensorDoubleData   = 10
+	fTensorUint64Data   = 11
+	fTensorExternalData = 13
+	fTensorDataLocation = 14
 	// ValueInfoProto
 	fValueInfoName = 1
 	fValueInfoType = 2
@@ -116,24 +159,48 @@ func Fixed(n int64) Dim { return Dim{Value: n} }
 func Symbolic(name string) Dim { return Dim{Param: name} }
 
 // Tensor is a constant tensor: an initializer or a tensor attribute. Exactly
-// one of Float32 and Int64 holds the row-major data.
+// one of Float32, Int64 and Raw holds the row-major data. Raw carries any
+// other fixed-size element type (RawType says which) as little-endian
+// bytes, as in TensorProto.raw_data: int8 weights, for example, or a bool
+// or float16 initializer of a model that was read from a file.
 type Tensor struct {
 	Name    string
 	Dims    []int64
 	Float32 []float32
 	Int64   []int64
+	Raw     []byte
+	RawType DataType
 }
 
-func (t *Tensor) dataType() DataType {
-	if t.Int64 != nil {
+// DataType is the tensor's element type.
+func (t *Tensor) DataType() DataType {
+	switch {
+	case t.Int64 != nil:
 		return Int64
+	case t.Raw != nil:
+		return t.RawType
 	}
 	return Float32
 }
 
+// NumElements is the product of Dims (1 for a scalar).
+func (t *Tensor) NumElements() int64 {
+	n := int64(1)
+	for _, d := range t.Dims {
+		n *= d
+	}
+	return n
+}
+
 func (t *Tensor) check() error {
-	if (t.Float32 == nil) == (t.Int64 == nil) {
-		return fmt.Errorf("%w: tensor %q: exactly one of Float32 and Int64 must be set", ErrInvalidGraph, t.Name)
+	set := 0
+	for _, isSet := range []bool{t.Float32 != nil, t.Int64 != nil, t.Raw != nil} {
+		if isSet {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("%w: tensor %q: exactly one of Float32, Int64 and Raw must be set", ErrInvalidGraph, t.Name)
 	}
 	n := int64(1)
 	for _, d := range t.Dims {
@@ -143,6 +210,16 @@ func (t *Tensor) check() error {
 		n *= d
 	}
 	l := int64(len(t.Float32) + len(t.Int64))
+	if t.Raw != nil {
+		size := t.RawType.ElemSize()
+		if size == 0 || t.RawType == Float32 || t.RawType == Int64 {
+			return fmt.Errorf("%w: tensor %q: Raw data of type %d (use Float32 or Int64 for those; strings and sub-byte types are not supported)", ErrInvalidGraph, t.Name, t.RawType)
+		}
+		if len(t.Raw)%size != 0 {
+			return fmt.Errorf("%w: tensor %q: %d raw bytes are not a whole number of %d-byte elements", ErrInvalidGraph, t.Name, len(t.Raw), size)
+		}
+		l = int64(len(t.Raw) / size)
+	}
 	if l != n {
 		return fmt.Errorf("%w: tensor %q: dims %v need %d elements, have %d", ErrInvalidGraph, t.Name, t.Dims, n, l)
 	}
@@ -150,7 +227,7 @@ func (t *Tensor) check() error {
 }
 
 // Attr is one node attribute. Build it with AttrInt, AttrFloat, AttrString,
-// AttrInts, AttrFloats or AttrTensor.
+// AttrInts, AttrFloats or AttrTensor; read it with Name, Int and Float.
 type Attr struct {
 	name   string
 	kind   int
@@ -160,7 +237,20 @@ type Attr struct {
 	ints   []int64
 	floats []float32
 	t      *Tensor
+	// raw is the AttributeProto as read from a file; when set it is
+	// written back unchanged (it may hold kinds this package does not
+	// model, such as graphs).
+	raw []byte
 }
+
+// Name is the attribute's name.
+func (a Attr) Name() string { return a.name }
+
+// Int returns the value of an INT attribute; ok is false for other kinds.
+func (a Attr) Int() (v int64, ok bool) { return a.i, a.kind == attrInt }
+
+// Float returns the value of a FLOAT attribute; ok is false for other kinds.
+func (a Attr) Float() (v float32, ok bool) { return a.f, a.kind == attrFloat }
 
 // AttrInt is an INT attribute.
 func AttrInt(name string, v int64) Attr { return Attr{name: name, kind: attrInt, i: v} }
@@ -190,13 +280,34 @@ type Node struct {
 	Inputs  []string // "" marks an omitted optional input
 	Outputs []string
 	Attrs   []Attr
+	// extra holds the encoded NodeProto fields this package does not
+	// model (doc_string, metadata_props) of a node read from a file,
+	// written back unchanged.
+	extra []byte
 }
 
-// ValueInfo is a typed graph input or output.
+// Attr returns the node's attribute called name.
+func (n *Node) Attr(name string) (Attr, bool) {
+	for _, a := range n.Attrs {
+		if a.name == name {
+			return a, true
+		}
+	}
+	return Attr{}, false
+}
+
+// ValueInfo is a typed graph input, output or intermediate value. A
+// ValueInfo read from a file is written back byte for byte, whatever its
+// fields say later: build a new one to change it. Its Type is 0 when the
+// value is not a tensor (a sequence or a map).
 type ValueInfo struct {
 	Name string
 	Type DataType
 	Dims []Dim
+	// raw is the ValueInfoProto as read from a file, written back
+	// unchanged (it may carry doc strings, denotations or non-tensor
+	// types).
+	raw []byte
 }
 
 // Graph is an ONNX graph under construction. Not safe for concurrent use.
@@ -206,6 +317,15 @@ type Graph struct {
 	Initializers []Tensor
 	Inputs       []ValueInfo
 	Outputs      []ValueInfo
+	// ValueInfo holds optional type and shape hints for intermediate
+	// values (GraphProto.value_info), as exporters write them. Validate
+	// does not check them; a hint for a value no node produces is
+	// harmless but untidy, so rewriters drop those.
+	ValueInfo []ValueInfo
+	// extra holds the encoded GraphProto fields this package does not
+	// model (doc_string, quantization_annotation, metadata_props) of a
+	// graph read from a file, written back unchanged.
+	extra []byte
 }
 
 // NewGraph returns an empty graph.
@@ -238,6 +358,17 @@ func (g *Graph) AddInt64(name string, dims []int64, data []int64) string {
 		data = []int64{}
 	}
 	g.Initializers = append(g.Initializers, Tensor{Name: name, Dims: dims, Int64: data})
+	return name
+}
+
+// AddRaw adds an initializer of element type t from little-endian bytes
+// (any fixed-size type but float32 and int64, which have AddFloat32 and
+// AddInt64) and returns its name. data is retained, not copied.
+func (g *Graph) AddRaw(name string, t DataType, dims []int64, data []byte) string {
+	if data == nil {
+		data = []byte{}
+	}
+	g.Initializers = append(g.Initializers, Tensor{Name: name, Dims: dims, Raw: data, RawType: t})
 	return name
 }
 
@@ -292,7 +423,7 @@ func (g *Graph) Validate() error {
 			}
 		}
 		for _, a := range n.Attrs {
-			if a.kind == attrTensor {
+			if a.kind == attrTensor && a.t != nil { // nil: read from a file, kept raw
 				if err := a.t.check(); err != nil {
 					return err
 				}
@@ -314,12 +445,40 @@ func (g *Graph) Validate() error {
 
 // Model is an ONNX model: a graph plus version metadata.
 type Model struct {
-	IRVersion       int64
-	Opset           int64
+	IRVersion int64
+	// Opset is the version of the default ("ai.onnx") operator set.
+	Opset int64
+	// ExtraOpsets imports other operator-set domains, e.g.
+	// {Domain: "com.microsoft", Version: 1} for ONNX Runtime's contrib
+	// operators.
+	ExtraOpsets     []OpsetID
 	ProducerName    string
 	ProducerVersion string
 	DocString       string
 	Graph           *Graph
+	// extra holds the encoded ModelProto fields this package does not
+	// model (domain, model_version, metadata_props, functions, …) of a
+	// model read from a file, written back unchanged.
+	extra []byte
+}
+
+// OpsetID is one OperatorSetIdProto: a domain and its version.
+type OpsetID struct {
+	Domain  string
+	Version int64
+}
+
+// UsesOpset reports whether m imports domain (the default domain is "").
+func (m *Model) UsesOpset(domain string) bool {
+	if domain == "" || domain == "ai.onnx" {
+		return true
+	}
+	for _, o := range m.ExtraOpsets {
+		if o.Domain == domain {
+			return true
+		}
+	}
+	return false
 }
 
 // NewModel wraps g with the default IR version and opset.
@@ -376,11 +535,13 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	head = appendString(head, fModelProducerName, m.ProducerName)
 	head = appendString(head, fModelProducerVersion, m.ProducerVersion)
 	head = appendString(head, fModelDocString, m.DocString)
-	var opset []byte
-	opset = appendString(opset, fOpsetDomain, "")
-	opset = protowire.AppendTag(opset, fOpsetVersion, protowire.VarintType)
-	opset = protowire.AppendVarint(opset, uint64(m.Opset))
-	head = appendMessage(head, fModelOpsetImport, opset)
+	for _, o := range append([]OpsetID{{Version: m.Opset}}, m.ExtraOpsets...) {
+		var opset []byte
+		opset = appendString(opset, fOpsetDomain, o.Domain)
+		opset = protowire.AppendTag(opset, fOpsetVersion, protowire.VarintType)
+		opset = protowire.AppendVarint(opset, uint64(o.Version))
+		head = appendMessage(head, fModelOpsetImport, opset)
+	}
 
 	var nodes []byte
 	for i := range g.Nodes {
@@ -393,6 +554,10 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	for _, vi := range g.Outputs {
 		tail = appendMessage(tail, fGraphOutput, encodeValueInfo(vi))
 	}
+	for _, vi := range g.ValueInfo {
+		tail = appendMessage(tail, fGraphValueInfo, encodeValueInfo(vi))
+	}
+	tail = append(tail, g.extra...)
 	nameField := appendString(nil, fGraphName, g.Name)
 
 	graphLen := len(nodes) + len(nameField) + len(tail)
@@ -417,6 +582,7 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 		cw.write(buf)
 	}
 	cw.write(tail)
+	cw.write(m.extra)
 	if cw.err != nil {
 		return cw.n, fmt.Errorf("onnxpb: write model: %w", cw.err)
 	}
@@ -477,11 +643,11 @@ func tensorSize(t *Tensor) int {
 	if len(t.Dims) > 0 {
 		n += protowire.SizeTag(fTensorDims) + protowire.SizeBytes(packedInt64Size(t.Dims))
 	}
-	n += protowire.SizeTag(fTensorDataType) + protowire.SizeVarint(uint64(t.dataType()))
+	n += protowire.SizeTag(fTensorDataType) + protowire.SizeVarint(uint64(t.DataType()))
 	if t.Name != "" {
 		n += protowire.SizeTag(fTensorName) + protowire.SizeBytes(len(t.Name))
 	}
-	raw := 4*len(t.Float32) + 8*len(t.Int64)
+	raw := 4*len(t.Float32) + 8*len(t.Int64) + len(t.Raw)
 	n += protowire.SizeTag(fTensorRawData) + protowire.SizeBytes(raw)
 	return n
 }
@@ -491,9 +657,12 @@ func tensorSize(t *Tensor) int {
 func appendTensor(b []byte, t *Tensor) []byte {
 	b = appendPackedInt64(b, fTensorDims, t.Dims)
 	b = protowire.AppendTag(b, fTensorDataType, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(t.dataType()))
+	b = protowire.AppendVarint(b, uint64(t.DataType()))
 	b = appendString(b, fTensorName, t.Name)
 	b = protowire.AppendTag(b, fTensorRawData, protowire.BytesType)
+	if t.Raw != nil {
+		return protowire.AppendBytes(b, t.Raw)
+	}
 	if t.Int64 != nil {
 		b = protowire.AppendVarint(b, uint64(8*len(t.Int64)))
 		for _, x := range t.Int64 {
@@ -509,6 +678,9 @@ func appendTensor(b []byte, t *Tensor) []byte {
 }
 
 func encodeAttr(a *Attr) []byte {
+	if a.raw != nil {
+		return a.raw
+	}
 	var b []byte
 	b = appendString(b, fAttrName, a.name)
 	switch a.kind {
@@ -554,10 +726,13 @@ func encodeNode(n *Node) []byte {
 		b = appendMessage(b, fNodeAttribute, encodeAttr(&n.Attrs[i]))
 	}
 	b = appendString(b, fNodeDomain, n.Domain)
-	return b
+	return append(b, n.extra...)
 }
 
 func encodeValueInfo(vi ValueInfo) []byte {
+	if vi.raw != nil {
+		return vi.raw
+	}
 	var shape []byte
 	for _, d := range vi.Dims {
 		var dim []byte

@@ -14,7 +14,6 @@ var ErrBadModel = errors.New("onnxpb: unreadable model")
 
 // More field numbers from onnx/onnx.proto3, for reading.
 const (
-	fGraphValueInfo         = 13
 	fGraphSparseInitializer = 15
 	fAttrG                  = 6
 	fAttrGraphs             = 11
@@ -31,7 +30,7 @@ func GraphIO(model []byte) (inputs, outputs []string, err error) {
 	}
 	inits := map[string]bool{}
 	var declared []string
-	err = eachField(graph, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	err = eachRawField(graph, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		switch {
 		case num == fGraphInitializer && typ == protowire.BytesType:
 			name, err := stringField(v, fTensorName)
@@ -75,18 +74,18 @@ func RenameValues(model []byte, renames map[string]string) ([]byte, error) {
 	}
 	// Collect value names and refuse subgraphs before rewriting.
 	names := map[string]bool{}
-	err = eachField(graph, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	err = eachRawField(graph, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
 		switch num {
 		case fGraphNode:
-			return eachField(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
+			return eachRawField(v, func(num protowire.Number, typ protowire.Type, v []byte) error {
 				switch {
 				case num == fNodeOutput && typ == protowire.BytesType:
 					names[string(v)] = true
 				case num == fNodeAttribute && typ == protowire.BytesType:
-					return eachField(v, func(num protowire.Number, _ protowire.Type, _ []byte) error {
+					return eachRawField(v, func(num protowire.Number, _ protowire.Type, _ []byte) error {
 						if num == fAttrG || num == fAttrGraphs {
 							return fmt.Errorf("%w: the graph has subgraphs, which renaming does not rewrite", ErrBadModel)
 						}
@@ -167,7 +166,7 @@ func RenameValues(model []byte, renames map[string]string) ([]byte, error) {
 // graphBytes returns the GraphProto of a serialized ModelProto.
 func graphBytes(model []byte) ([]byte, error) {
 	var graph []byte
-	err := eachField(model, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	err := eachRawField(model, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if num == fModelGraph && typ == protowire.BytesType {
 			graph = v
 		}
@@ -182,34 +181,27 @@ func graphBytes(model []byte) ([]byte, error) {
 	return graph, nil
 }
 
-// eachField calls fn for every field of a serialized message; v is the
-// payload of length-delimited fields and nil for the others.
-func eachField(msg []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) error) error {
-	for len(msg) > 0 {
-		num, typ, n := protowire.ConsumeTag(msg)
-		if n < 0 {
-			return fmt.Errorf("%w: %v", ErrBadModel, protowire.ParseError(n))
-		}
+// eachRawField calls fn for every field of a serialized message (the
+// reader's eachField); v is the payload of length-delimited fields and nil
+// for the others. Broken bytes are ErrBadModel, as this file's API reports.
+func eachRawField(msg []byte, fn func(num protowire.Number, typ protowire.Type, v []byte) error) error {
+	err := eachField(msg, func(f field) error {
 		var v []byte
-		m := protowire.ConsumeFieldValue(num, typ, msg[n:])
-		if m < 0 {
-			return fmt.Errorf("%w: field %d: %v", ErrBadModel, num, protowire.ParseError(m))
+		if f.typ == protowire.BytesType {
+			v = f.b
 		}
-		if typ == protowire.BytesType {
-			v, _ = protowire.ConsumeBytes(msg[n:])
-		}
-		if err := fn(num, typ, v); err != nil {
-			return err
-		}
-		msg = msg[n+m:]
+		return fn(f.num, f.typ, v)
+	})
+	if errors.Is(err, ErrMalformed) {
+		return fmt.Errorf("%w: %w", ErrBadModel, err)
 	}
-	return nil
+	return err
 }
 
 // stringField returns the last value of a string field of msg ("" if none).
 func stringField(msg []byte, field protowire.Number) (string, error) {
 	var s string
-	err := eachField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
+	err := eachRawField(msg, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if num == field && typ == protowire.BytesType {
 			s = string(v)
 		}

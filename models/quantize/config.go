@@ -1,0 +1,108 @@
+package quantize
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Errors returned by this package.
+var (
+	// ErrBadConfig: Config.Validate failed, or a matrix shape or bit
+	// width passed to QuantizeMatrix is invalid.
+	ErrBadConfig = errors.New("quantize: bad config")
+	// ErrNonFinite: a weight to quantize is NaN or ±Inf. The whole
+	// rewrite fails; nothing is written.
+	ErrNonFinite = errors.New("quantize: non-finite weight")
+	// ErrNothingToQuantize: the model has no MatMul or Gemm with a 2-D
+	// float32 weight initializer outside Config.Exclude, so an "int8"
+	// copy would be the float32 model under another name.
+	ErrNothingToQuantize = errors.New("quantize: no weights to quantize")
+	// ErrModelDir: the source is not a model directory (no
+	// onnx/model.onnx or model.onnx), or the destination is the source.
+	ErrModelDir = errors.New("quantize: bad model directory")
+)
+
+// Form is the operator form a quantized MatMul takes in the graph.
+type Form string
+
+const (
+	// FormFused writes one com.microsoft DynamicQuantizeMatMul per
+	// weight (A float32, B int8, per-column B scales, the following bias
+	// Add folded into its bias input). ONNX Runtime's CPU provider runs it
+	// as one kernel: quantize A, integer GEMM on the pre-packed B,
+	// scale and bias in the GEMM's output stage. The default.
+	FormFused Form = "DynamicQuantizeMatMul"
+	// FormStandard writes only standard ONNX operators, as
+	// onnxruntime.quantization.quantize_dynamic does:
+	// DynamicQuantizeLinear (one per distinct activation) →
+	// MatMulInteger → Cast → Mul by A_scale·B_scale; the bias Add stays.
+	// For runtimes without the contrib operators. ONNX Runtime's
+	// extended optimisations fuse it back into MatMulIntegerToFloat.
+	FormStandard Form = "MatMulInteger"
+)
+
+// Config configures a quantization. Start from DefaultConfig. A Config is a
+// plain value, safe to copy; Exclude is shared by copies, so do not modify
+// it after handing a Config out.
+type Config struct {
+	// WeightBits is the weight code width: 7 (codes −63…63, the default)
+	// or 8 (−127…127). 7 bits keep ONNX Runtime's x86 u8×s8 kernels
+	// exact on CPUs without VNNI, whose 16-bit pair sums saturate with
+	// 8-bit weights (see the package documentation).
+	WeightBits int `json:"weight_bits"`
+	// Form is the operator form (FormFused or FormStandard).
+	Form Form `json:"form"`
+	// Exclude keeps in float32 every MatMul or Gemm whose node name or
+	// weight initializer name matches one of these regular expressions
+	// (RE2 syntax, unanchored). The default, {"pooler", "classifier"},
+	// keeps the head of a BertForSequenceClassification: it sees one
+	// token per sequence, so there is no speed to gain, and the score
+	// comes straight out of it. ExcludeFFN() adds the feed-forward layers.
+	Exclude []string `json:"exclude"`
+}
+
+// DefaultConfig returns 7-bit weights in the fused form with the
+// classification head excluded.
+func DefaultConfig() Config {
+	return Config{WeightBits: 7, Form: FormFused, Exclude: []string{"pooler", "classifier"}}
+}
+
+// ExcludeFFN returns patterns matching the feed-forward MatMuls of a
+// Hugging Face BERT export (intermediate.dense and output.dense of every
+// layer, by node or weight name; not attention.output.dense). Appended to
+// Config.Exclude they leave only the attention projections in int8: a
+// third of the encoder's dense work, but the part whose quantization noise
+// barely reaches the score (see the package documentation).
+func ExcludeFFN() []string {
+	return []string{`intermediate[./]dense`, `layer\.\d+[./]output[./]dense`}
+}
+
+// Validate reports the first invalid field, wrapped in ErrBadConfig.
+func (c Config) Validate() error {
+	if c.WeightBits != 7 && c.WeightBits != 8 {
+		return fmt.Errorf("%w: weight bits %d (want 7 or 8)", ErrBadConfig, c.WeightBits)
+	}
+	if c.Form != FormFused && c.Form != FormStandard {
+		return fmt.Errorf("%w: form %q (want %q or %q)", ErrBadConfig, c.Form, FormFused, FormStandard)
+	}
+	_, err := c.excludes()
+	return err
+}
+
+// excludes compiles Exclude.
+func (c Config) excludes() ([]*regexp.Regexp, error) {
+	var res []*regexp.Regexp
+	for _, e := range c.Exclude {
+		if strings.TrimSpace(e) == "" {
+			return nil, fmt.Errorf("%w: empty exclude pattern (it would exclude everything)", ErrBadConfig)
+		}
+		re, err := regexp.Compile(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w: exclude pattern: %v", ErrBadConfig, err)
+		}
+		res = append(res, re)
+	}
+	return res, nil
+}

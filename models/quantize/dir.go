@@ -1,0 +1,185 @@
+package quantize
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/models/onnxpb"
+)
+
+// MarkerFile is written into every quantized model directory. Its presence
+// means the ONNX model's weights are int8; its content says how.
+const MarkerFile = "hybrank_quantized.json"
+
+// Marker is the content of MarkerFile.
+type Marker struct {
+	Quantizer   string `json:"quantizer"`
+	Weights     string `json:"weights"`
+	Activations string `json:"activations"`
+	// Source is the source directory as given; SourceModelSHA256 the
+	// hash of the float32 ONNX file that was quantized.
+	Source            string `json:"source"`
+	SourceModelSHA256 string `json:"source_model_sha256"`
+	Report            Report `json:"report"`
+}
+
+// ReadMarker reads dir's MarkerFile. ok is false (with a nil error) when
+// the directory has none, i.e. it was not quantized here.
+func ReadMarker(dir string) (m Marker, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, MarkerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Marker{}, false, nil
+	}
+	if err != nil {
+		return Marker{}, false, fmt.Errorf("quantize: %w", err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Marker{}, false, fmt.Errorf("quantize: parse %s: %w", MarkerFile, err)
+	}
+	return m, true, nil
+}
+
+// modelFiles are the ONNX file locations of a Hugging Face model directory,
+// in the order models.OpenModelDir tries them.
+var modelFiles = []string{filepath.Join("onnx", "model.onnx"), "model.onnx"}
+
+// notCopied reports whether a top-level file of the source directory stays
+// behind: ONNX files (only the quantized model is written), their external
+// data, framework checkpoints (useless next to an ONNX model, and large)
+// and a previous quantization marker.
+func notCopied(name string) bool {
+	if name == MarkerFile {
+		return true
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".onnx", ".onnx_data", ".data", ".safetensors", ".bin", ".h5", ".msgpack", ".ot", ".pt", ".pth", ".ckpt":
+		return true
+	}
+	return false
+}
+
+// Dir writes a quantized copy of the model directory src to dst (created if
+// needed): the top-level files (config.json, tokenizer files, the
+// generator's marker…) are copied, the ONNX model (onnx/model.onnx, else
+// model.onnx) is rewritten by Rewrite to the same relative path, and
+// MarkerFile is written last. Framework checkpoints, other ONNX files and
+// subdirectories are not copied. Files are written crash-safely (temporary
+// name, fsync, rename); files already in dst with other names are left
+// alone. Report.ModelBytesIn and ModelBytesOut are set.
+//
+// dst must not be src. Errors wrap ErrModelDir, ErrBadConfig,
+// ErrNonFinite, ErrNothingToQuantize, or onnxpb's ErrMalformed and
+// ErrUnsupported; nothing is written to dst before the rewrite has
+// succeeded.
+func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	rel := ""
+	for _, p := range modelFiles {
+		if st, err := os.Stat(filepath.Join(src, p)); err == nil && st.Mode().IsRegular() {
+			rel = p
+			break
+		}
+	}
+	if rel == "" {
+		return Report{}, fmt.Errorf("%w: %s: no onnx/model.onnx or model.onnx", ErrModelDir, src)
+	}
+	if dst == "" {
+		return Report{}, fmt.Errorf("%w: empty destination", ErrModelDir)
+	}
+	if a, b := filepath.Clean(src), filepath.Clean(dst); a == b {
+		return Report{}, fmt.Errorf("%w: destination %s is the source", ErrModelDir, dst)
+	}
+	if s1, err := os.Stat(src); err == nil {
+		if s2, err := os.Stat(dst); err == nil && os.SameFile(s1, s2) {
+			return Report{}, fmt.Errorf("%w: destination %s is the source", ErrModelDir, dst)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(src, rel))
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %v", ErrModelDir, err)
+	}
+	sum := sha256.Sum256(raw)
+	m, err := onnxpb.Unmarshal(raw)
+	if err != nil {
+		return Report{}, fmt.Errorf("quantize: read %s: %w", filepath.Join(src, rel), err)
+	}
+	rep, err := Rewrite(ctx, m, cfg)
+	if err != nil {
+		return Report{}, fmt.Errorf("quantize %s: %w", filepath.Join(src, rel), err)
+	}
+	rep.ModelBytesIn = int64(len(raw))
+
+	if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
+		return Report{}, fmt.Errorf("quantize: %w", err)
+	}
+	if err := copyTopLevel(ctx, src, dst); err != nil {
+		return Report{}, err
+	}
+	out := filepath.Join(dst, rel)
+	if err := m.WriteFile(out); err != nil {
+		return Report{}, fmt.Errorf("quantize: %w", err)
+	}
+	if st, err := os.Stat(out); err == nil {
+		rep.ModelBytesOut = st.Size()
+	}
+	marker := Marker{
+		Quantizer:         "github.com/hybrank/hybrank/models/quantize",
+		Weights:           fmt.Sprintf("int8 per output channel, symmetric (codes ±%d, %d-bit range), no zero point", QMax(cfg.WeightBits), cfg.WeightBits),
+		Activations:       "uint8 per tensor, asymmetric, min/max computed by the runtime on every call (dynamic)",
+		Source:            src,
+		SourceModelSHA256: hex.EncodeToString(sum[:]),
+		Report:            rep,
+	}
+	b, err := json.MarshalIndent(marker, "", "  ")
+	if err != nil {
+		return Report{}, fmt.Errorf("quantize: marker: %w", err)
+	}
+	if err := atomicfile.WriteBytes(dst, MarkerFile, append(b, '\n')); err != nil {
+		return Report{}, fmt.Errorf("quantize: write %s: %w", MarkerFile, err)
+	}
+	return rep, nil
+}
+
+// copyTopLevel copies src's top-level regular files (symbolic links
+// followed, as in a Hugging Face cache snapshot) that notCopied keeps.
+func copyTopLevel(ctx context.Context, src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrModelDir, err)
+	}
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		path := filepath.Join(src, e.Name())
+		st, err := os.Stat(path)
+		if err != nil || !st.Mode().IsRegular() || notCopied(e.Name()) {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("quantize: %w", err)
+		}
+		_, err = atomicfile.Write(dst, e.Name(), func(w io.Writer) error {
+			_, err := io.Copy(w, f)
+			return err
+		})
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("quantize: copy %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
