@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/hftok"
 )
 
 func TestTokenizeConfigValidate(t *testing.T) {
@@ -37,10 +38,9 @@ func TestTokenizeConfigValidate(t *testing.T) {
 	}
 }
 
-// TestRunTokenizeNoHF runs the benchmark on a tiny BEIR folder without HF and
-// writes the report.
-func TestRunTokenizeNoHF(t *testing.T) {
-	vocab := testenv.NeedVocabTxt(t)
+// tinyBEIR writes a two-document, one-query BEIR folder.
+func tinyBEIR(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	write := func(name, content string) {
 		p := filepath.Join(dir, name)
@@ -57,6 +57,14 @@ func TestRunTokenizeNoHF(t *testing.T) {
 	write("queries.jsonl", `{"_id":"q1","text":"what do cats do?"}
 `)
 	write("qrels/test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+	return dir
+}
+
+// TestRunTokenizeNoHF runs the benchmark on a tiny BEIR folder without HF and
+// writes the report.
+func TestRunTokenizeNoHF(t *testing.T) {
+	vocab := testenv.NeedVocabTxt(t)
+	dir := tinyBEIR(t)
 	cfg := DefaultTokenizeConfig()
 	cfg.Data, cfg.Tokenizer, cfg.Pairs, cfg.Rounds, cfg.MaxLen, cfg.DocsPerQuery = dir, vocab, 10, 1, 16, 4
 	res, err := RunTokenize(context.Background(), cfg)
@@ -81,5 +89,29 @@ func TestRunTokenizeNoHF(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "EncodePairs") || !strings.Contains(string(md), "HF not measured") {
 		t.Errorf("report lacks rows or notes:\n%s", md)
+	}
+}
+
+// TestRunTokenizeHFRust: with a tokenizer.json, HF in process adds a row and
+// agrees with us on every pair when it is linked; otherwise the result says
+// why it was skipped.
+func TestRunTokenizeHFRust(t *testing.T) {
+	cfg := DefaultTokenizeConfig()
+	cfg.Data, cfg.Tokenizer, cfg.Pairs, cfg.Rounds, cfg.MaxLen, cfg.DocsPerQuery = tinyBEIR(t), testenv.NeedTokenizerJSON(t), 10, 1, 16, 4
+	res, err := RunTokenize(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hftok.Available {
+		if !strings.Contains(res.RustSkipped, "hftokenizers") || len(res.Rows) != 3 {
+			t.Fatalf("rows %d, skipped %q", len(res.Rows), res.RustSkipped)
+		}
+		return
+	}
+	if len(res.Rows) != 4 || res.Rows[3].Impl != hfRustImpl || res.Rows[3].PairsPerSec <= 0 {
+		t.Fatalf("rows %+v", res.Rows)
+	}
+	if res.RustParityTotal != 10 || res.RustParityEqual != 10 || res.RatioRust <= 0 {
+		t.Errorf("parity %d/%d ratio %v", res.RustParityEqual, res.RustParityTotal, res.RatioRust)
 	}
 }

@@ -15,7 +15,7 @@ import (
 func init() {
 	register(subcommand{
 		name:    "tokenize",
-		summary: "WordPiece tokenizer pairs/s and tokens/s, ours vs Hugging Face tokenizers (Rust, via node), with parity",
+		summary: "WordPiece tokenizer pairs/s and tokens/s, ours vs Hugging Face tokenizers (Rust: in process with -tags hftokenizers, and via node), with parity",
 		run:     runTokenize,
 	})
 }
@@ -47,6 +47,11 @@ func runTokenize(ctx context.Context, args []string) error {
 	}
 	for _, r := range res.Rows {
 		fmt.Printf("%-45s %-30s %10.0f pairs/s %12.0f tokens/s  %s\n", r.Impl, r.Mode, r.PairsPerSec, r.TokensPerS, r.Note)
+	}
+	if res.RustSkipped != "" {
+		fmt.Println("HF in process skipped:", res.RustSkipped)
+	} else {
+		fmt.Printf("parity with HF in process: %d/%d pairs identical; ratio ours/HF in process: %.2fx\n", res.RustParityEqual, res.RustParityTotal, res.RatioRust)
 	}
 	if res.HFSkipped != "" {
 		fmt.Println("HF skipped:", res.HFSkipped)
