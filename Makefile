@@ -43,6 +43,8 @@ HFTOK_RS_CRATE := models/hftok/rust
 HFTOK_RS_DIR   := $(DEPS)/hftok
 HFTOK_RS_LIB   := $(HFTOK_RS_DIR)/libhftok.a
 HFTOK_TAGS     := hftokenizers
+# Packages with files behind the tag (vetted by make vet, tested by make test-hf).
+HF_PKGS        := ./models/hftok ./models/wordpiece ./models/ort ./bench
 
 # Real vocabularies shipped inside Go modules (never committed).
 VOCAB_MOD     := github.com/sugarme/tokenizer@v0.3.0
@@ -159,8 +161,11 @@ build: prereqs
 build-hf: prereqs hftokenizers-rs
 	$(GO) build -tags $(HFTOK_TAGS) -o bin/ ./cmd/...
 
+# The hftokenizers-tagged files are vetted too: cgo compiles against
+# models/hftok/hftok.h, so this needs no Rust build.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(HFTOK_TAGS) $(HF_PKGS) ./cmd/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -178,7 +183,6 @@ fuzz:
 # test-hf: the tests that link HF tokenizers (Rust): parity of our WordPiece
 # with it on the parity inputs and 2,000 scifact pairs, the truncation grid,
 # the BPE/Unigram loaders. Not part of `make test` (see hftokenizers-rs).
-HF_PKGS := ./models/hftok ./models/wordpiece ./models/ort ./bench
 test-hf: deps hftokenizers-rs
 	$(GO) vet -tags $(HFTOK_TAGS) $(HF_PKGS)
 	$(GO) test -tags $(HFTOK_TAGS) -race -count=1 -timeout 40m $(HF_PKGS)
