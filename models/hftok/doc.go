@@ -14,6 +14,10 @@
 //	make hftokenizers-rs
 //	go test -tags hftokenizers ./models/hftok
 //
+// The go command does not hash the archive: after changing rust/src/lib.rs
+// and rebuilding it, rebuild Go binaries with -a (tests too) so that none
+// links a stale copy.
+//
 // Without the tag (or without cgo) the package still compiles: Load returns
 // ErrUnavailable, whose message names the tag and the make target, and
 // Available is false. Programs that never meet a non-WordPiece tokenizer.json

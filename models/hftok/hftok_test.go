@@ -87,6 +87,13 @@ func TestUnigram(t *testing.T) {
 	if _, err := tk.EncodePair("a", "b", 3, wordpiece.LongestFirst); !errors.Is(err, hftok.ErrMaxLen) {
 		t.Errorf("max len 3 < 4 specials: %v, want ErrMaxLen", err)
 	}
+	// More max lengths than the library caches truncating tokenizers for.
+	for m := 2; m <= 20; m++ {
+		e, err := tk.Encode("hello worlds reranker", m)
+		if err != nil || e.Len() != min(m, 7) || e.IDs[0] != 0 || e.IDs[e.Len()-1] != 2 {
+			t.Errorf("Encode at max %d = %v, %v", m, e.IDs, err)
+		}
+	}
 	if _, err := tk.Encode("a", -1); !errors.Is(err, hftok.ErrMaxLen) {
 		t.Errorf("max len -1: %v, want ErrMaxLen", err)
 	}

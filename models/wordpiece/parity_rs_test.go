@@ -77,6 +77,16 @@ func bertTokenizerJSON(t testing.TB, vocabPath string, lowercase bool) string {
 	return path
 }
 
+// hfTokenizerJSON is the tokenizer.json HF loads for a parity setup's
+// hf_encode.js input.
+func hfTokenizerJSON(t *testing.T, src map[string]any) string {
+	t.Helper()
+	if _, ok := src["tokenizer_json"]; ok {
+		return testenv.NeedTokenizerJSON(t) // the file src names, or a skip
+	}
+	return bertTokenizerJSON(t, testenv.NeedVocabTxt(t), src["lowercase"].(bool))
+}
+
 // rustGoldens encodes the pairs (both strategies) and singles of the parity
 // data with HF in process, in the form hf_encode.js writes.
 func rustGoldens(t testing.TB, hf *hftok.Tokenizer, groups []group, singles []string, maxLens []int) *goldens {
@@ -115,30 +125,10 @@ func TestParityHFRust(t *testing.T) {
 	}
 	groups, singles := parityData(t)
 	maxLens := []int{512, 64}
-	no := false
-	cased := wordpiece.DefaultConfig()
-	cased.Lowercase, cased.StripAccents = false, &no
-	for _, s := range []struct {
-		name string
-		ours func(t *testing.T) (*wordpiece.Tokenizer, error)
-		hf   func(t *testing.T) string
-	}{
-		{"tokenizer.json", func(t *testing.T) (*wordpiece.Tokenizer, error) {
-			return wordpiece.LoadTokenizerJSON(testenv.NeedTokenizerJSON(t), -1)
-		}, func(t *testing.T) string { return testenv.NeedTokenizerJSON(t) }},
-		{"vocab.txt", func(t *testing.T) (*wordpiece.Tokenizer, error) {
-			return wordpiece.LoadVocab(testenv.NeedVocabTxt(t), wordpiece.DefaultConfig())
-		}, func(t *testing.T) string { return bertTokenizerJSON(t, testenv.NeedVocabTxt(t), true) }},
-		{"vocab.txt-cased", func(t *testing.T) (*wordpiece.Tokenizer, error) {
-			return wordpiece.LoadVocab(testenv.NeedVocabTxt(t), cased)
-		}, func(t *testing.T) string { return bertTokenizerJSON(t, testenv.NeedVocabTxt(t), false) }},
-	} {
+	for _, s := range paritySetups() {
 		t.Run(s.name, func(t *testing.T) {
-			tk, err := s.ours(t)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g := rustGoldens(t, loadHF(t, s.hf(t)), groups, singles, maxLens)
+			tk := s.load(t)
+			g := rustGoldens(t, loadHF(t, hfTokenizerJSON(t, s.src)), groups, singles, maxLens)
 			matched, total := compareGoldens(t, tk, g, groups, singles, maxLens)
 			t.Logf("%s: %d / %d pair encodings identical", s.name, matched, total)
 		})

@@ -217,24 +217,22 @@ func short(s string) string {
 	return strconv.Quote(s)
 }
 
-// TestParityHF compares ids, type ids and masks with HF tokenizers for the
-// tokenizer.json and vocab.txt paths, max lengths 512 and 64, both
-// truncation strategies, single texts and padded batches.
-func TestParityHF(t *testing.T) {
-	if testing.Short() {
-		t.Skip("parity run against the HF library is slow; skipped with -short")
-	}
-	groups, singles := parityData(t)
-	maxLens := []int{512, 64}
+// paritySetup is one way of building our tokenizer, with the input that
+// tells hf_encode.js (and TestParityHFRust) how to build HF's equivalent:
+// {"tokenizer_json": path} or {"vocab": path, "lowercase": bool}.
+type paritySetup struct {
+	name string
+	load func(t *testing.T) *wordpiece.Tokenizer
+	src  map[string]any
+}
+
+// paritySetups are the tokenizer.json path and the vocab.txt path, uncased
+// and cased.
+func paritySetups() []paritySetup {
 	no := false
 	cased := wordpiece.DefaultConfig()
 	cased.Lowercase, cased.StripAccents = false, &no
-	type setup struct {
-		name string
-		load func(t *testing.T) *wordpiece.Tokenizer
-		src  map[string]any
-	}
-	setups := []setup{
+	return []paritySetup{
 		{"tokenizer.json", func(t *testing.T) *wordpiece.Tokenizer {
 			tk, err := wordpiece.LoadTokenizerJSON(testenv.NeedTokenizerJSON(t), -1)
 			if err != nil {
@@ -257,7 +255,18 @@ func TestParityHF(t *testing.T) {
 			return tk
 		}, map[string]any{"vocab": artifacts.VocabTxt(), "lowercase": false}},
 	}
-	for _, s := range setups {
+}
+
+// TestParityHF compares ids, type ids and masks with HF tokenizers for the
+// tokenizer.json and vocab.txt paths, max lengths 512 and 64, both
+// truncation strategies, single texts and padded batches.
+func TestParityHF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parity run against the HF library is slow; skipped with -short")
+	}
+	groups, singles := parityData(t)
+	maxLens := []int{512, 64}
+	for _, s := range paritySetups() {
 		t.Run(s.name, func(t *testing.T) {
 			tk := s.load(t)
 			g := hfGoldens(t, s.src, groups, singles, maxLens)

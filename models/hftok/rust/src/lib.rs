@@ -23,10 +23,14 @@ pub const HFTOK_ERR: i32 = 1;
 pub const HFTOK_ERR_TOO_SHORT: i32 = 2;
 pub const HFTOK_ERR_MAX_LEN: i32 = 3;
 
+const MAX_TRUNCATED: usize = 8;
+
 /// A loaded tokenizer: `base` has truncation and padding off; `truncated`
 /// caches one clone per (max length, strategy), because HF applies
 /// truncation inside encode (it stops tokenizing early) from the
-/// tokenizer's own settings, which `&self` calls cannot change.
+/// tokenizer's own settings, which `&self` calls cannot change. Callers use
+/// a handful of settings; past MAX_TRUNCATED the cache starts over, so a
+/// caller cycling through many cannot grow it without bound.
 pub struct Handle {
     base: Tokenizer,
     pad_id: i64,
@@ -77,6 +81,22 @@ unsafe fn str_arg<'a>(p: *const u8, n: usize) -> Result<&'a str, String> {
     std::str::from_utf8(std::slice::from_raw_parts(p, n)).map_err(|e| format!("text is not UTF-8: {e}"))
 }
 
+/// Unwraps the caught result of an entry point: the value, or None with
+/// *err set (from the error or the panic).
+fn caught<T>(r: std::thread::Result<Result<T, String>>, err: *mut *mut c_char) -> Option<T> {
+    match r {
+        Ok(Ok(v)) => Some(v),
+        Ok(Err(e)) => {
+            set_err(err, e);
+            None
+        }
+        Err(p) => {
+            set_err(err, panic_msg(p));
+            None
+        }
+    }
+}
+
 fn load(t: Tokenizer) -> Result<Handle, String> {
     let mut t = t;
     // Padding is the caller's (batches are padded in Go); record its id.
@@ -103,17 +123,7 @@ pub unsafe extern "C" fn hftok_from_file(path: *const c_char, err: *mut *mut c_c
         let t = Tokenizer::from_file(p).map_err(|e| e.to_string())?;
         load(t)
     });
-    match r {
-        Ok(Ok(h)) => Box::into_raw(Box::new(h)),
-        Ok(Err(e)) => {
-            set_err(err, e);
-            std::ptr::null_mut()
-        }
-        Err(p) => {
-            set_err(err, panic_msg(p));
-            std::ptr::null_mut()
-        }
-    }
+    caught(r, err).map_or(std::ptr::null_mut(), |h| Box::into_raw(Box::new(h)))
 }
 
 /// Frees a handle from hftok_from_file (NULL is ignored).
@@ -181,7 +191,11 @@ fn tokenizer_for(h: &Handle, max_len: usize, strategy: u8) -> Result<Arc<Tokeniz
     }))
     .map_err(|e| e.to_string())?;
     let t = Arc::new(t);
-    h.truncated.write().map_err(|e| e.to_string())?.insert(key, t.clone());
+    let mut cache = h.truncated.write().map_err(|e| e.to_string())?;
+    if cache.len() >= MAX_TRUNCATED {
+        cache.clear();
+    }
+    cache.insert(key, t.clone());
     Ok(t)
 }
 
@@ -303,15 +317,5 @@ pub unsafe extern "C" fn hftok_decode(
         let ids = if n == 0 { &[][..] } else { std::slice::from_raw_parts(ids, n) };
         (*h).base.decode(ids, skip_special).map_err(|e| e.to_string())
     });
-    match r {
-        Ok(Ok(s)) => CString::new(s.replace('\0', "")).unwrap_or_default().into_raw(),
-        Ok(Err(e)) => {
-            set_err(err, e);
-            std::ptr::null_mut()
-        }
-        Err(p) => {
-            set_err(err, panic_msg(p));
-            std::ptr::null_mut()
-        }
-    }
+    caught(r, err).map_or(std::ptr::null_mut(), |s| CString::new(s.replace('\0', "")).unwrap_or_default().into_raw())
 }
