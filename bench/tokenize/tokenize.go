@@ -120,6 +120,11 @@ type Result struct {
 	// Ratio is our single-goroutine EncodePair pairs/s over HF's best
 	// single-thread pairs/s (0 when HF was skipped).
 	Ratio float64 `json:"ratio_vs_hf"`
+	// HFReference names the HF row that parity and Ratio are against: the
+	// in-process library when the binary has it, else the Node addon.
+	HFReference string `json:"hf_reference,omitempty"`
+	// HFInProcessSkipped says why the in-process HF row is missing.
+	HFInProcessSkipped string `json:"hf_in_process_skipped,omitempty"`
 	// HFSkipped says why HF was not measured, if it was not.
 	HFSkipped string `json:"hf_skipped,omitempty"`
 	// Checks are cfg.Targets against the parity and the ratio (none when
@@ -174,8 +179,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	// The reference: HF tokenizers linked in process (build tag
+	// hftokenizers); the Node addon below is kept as a second row.
+	strat, _ := wordpiece.ParseTruncation(cfg.Truncation)
+	row, equal, skip, err := tokenizeHFRust(ctx, cfg, strat, pairs, ours)
+	if err != nil {
+		return res, err
+	}
+	if skip == "" {
+		res.Rows = append(res.Rows, row)
+		res.ParityEqual, res.ParityTotal = equal, len(pairs)
+		res.Ratio = res.Rows[0].PairsPerSec / row.PairsPerSec
+		res.HFReference = row.Impl
+	} else {
+		res.HFInProcessSkipped = skip
+	}
 	if cfg.HFAddon == "" {
-		res.HFSkipped = "no HF addon given"
+		if skip != "" {
+			res.HFSkipped = "no HF addon given and " + skip
+			return res, nil
+		}
+		res.Checks = cfg.Targets.Check(res)
 		return res, nil
 	}
 	hf, err := runHF(ctx, cfg, pairs)
@@ -186,18 +210,21 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Rows = append(res.Rows, newRow("HF tokenizers "+hf.Version+" (Rust, via Node)", m.Mode, len(pairs), m.Tokens,
 			time.Duration(m.Seconds*float64(time.Second)), m.Note))
 	}
-	for i, g := range hf.Pairs {
-		res.ParityTotal++
-		if same(ours[i], g.IDs, g.Types) {
-			res.ParityEqual++
+	if res.HFReference == "" { // no in-process HF: the Node addon is the reference
+		for i, g := range hf.Pairs {
+			res.ParityTotal++
+			if same(ours[i], g.IDs, g.Types) {
+				res.ParityEqual++
+			}
 		}
-	}
-	bestHF := 0.0
-	for _, r := range res.Rows[len(res.Rows)-len(hf.Modes):] {
-		bestHF = max(bestHF, r.PairsPerSec)
-	}
-	if bestHF > 0 {
-		res.Ratio = res.Rows[0].PairsPerSec / bestHF
+		bestHF := 0.0
+		for _, r := range res.Rows[len(res.Rows)-len(hf.Modes):] {
+			bestHF = max(bestHF, r.PairsPerSec)
+		}
+		if bestHF > 0 {
+			res.Ratio = res.Rows[0].PairsPerSec / bestHF
+		}
+		res.HFReference = "HF tokenizers " + hf.Version + " (Rust, via Node)"
 	}
 	res.Checks = cfg.Targets.Check(res)
 	return res, nil

@@ -70,6 +70,10 @@ func VocabTxt() string { return filepath.Join(Assets(), "bert-base-uncased-vocab
 // TokenizerJSON is the real all-MiniLM-L6-v2 tokenizer.json.
 func TokenizerJSON() string { return filepath.Join(Assets(), "all-minilm-l6-v2-tokenizer.json") }
 
+// BPETokenizerJSON is a byte-level BPE tokenizer.json (Cohere's, from the
+// daulet/tokenizers module's test data), for the non-WordPiece path.
+func BPETokenizerJSON() string { return filepath.Join(Assets(), "cohere-tokenizer.json") }
+
 // HFTokenizers is the folder of the Hugging Face tokenizers Node addon.
 func HFTokenizers() string { return lookup("HYBRANK_HF_TOKENIZERS", ".deps/node_modules/tokenizers") }
 

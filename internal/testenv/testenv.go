@@ -50,6 +50,11 @@ func NeedTokenizerJSON(t testing.TB) string {
 	return need(t, artifacts.TokenizerJSON(), "all-MiniLM-L6-v2 tokenizer.json", "`make assets`")
 }
 
+// NeedBPETokenizerJSON returns the byte-level BPE tokenizer.json path or skips.
+func NeedBPETokenizerJSON(t testing.TB) string {
+	return need(t, artifacts.BPETokenizerJSON(), "BPE tokenizer.json (cohere-tokenizer.json)", "`make assets`")
+}
+
 // NeedHFTokenizers returns the HF tokenizers addon folder or skips.
 func NeedHFTokenizers(t testing.TB) string {
 	return need(t, filepath.Join(artifacts.HFTokenizers(), "package.json"), "HF tokenizers Node addon", "`make hftokenizers`")

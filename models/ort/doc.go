@@ -1,6 +1,10 @@
 // Package ort runs BERT cross-encoders (rerankers) and bi-encoders
 // (embedders) exported to ONNX, through ONNX Runtime (package onnx, cgo)
-// with the WordPiece tokenizer of package models/wordpiece. The contracts it
+// with the WordPiece tokenizer of package models/wordpiece. A tokenizer.json
+// that tokenizer does not support (BPE, Unigram: RoBERTa, XLM-R) is loaded
+// through Hugging Face's library (package models/hftok) in builds with the
+// hftokenizers tag; other builds fail on first use with hftok.ErrUnavailable,
+// which names the tag and the make target. The contracts it
 // implements, its Config and the model directory layout live in the cgo-free
 // package models; only programs that run models link this package.
 //

@@ -2,10 +2,12 @@ package ort
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/hybrank/hybrank/models"
 	"slices"
 	"sync"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // encoder is the tokenizer surface the models need. The ORT-backed loader
@@ -22,6 +24,15 @@ type encoder interface {
 	// countTokens returns the number of word pieces of text (no specials).
 	countTokens(text string) int
 	padID() int64
+}
+
+// closeEncoder frees an encoder that holds native memory (hfEncoder); the
+// pure-Go wpEncoder has nothing to free.
+func closeEncoder(enc encoder) error {
+	if c, ok := enc.(interface{ close() error }); ok {
+		return c.close()
+	}
+	return nil
 }
 
 // runner runs one padded batch and returns the selected output (row-major)
@@ -120,7 +131,7 @@ func (c *core) load() error {
 }
 
 // close marks the model closed, waits for in-flight calls and frees the
-// runtime sessions. Later calls return nil.
+// runtime sessions and the tokenizer. Later calls return nil.
 func (c *core) close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -135,7 +146,7 @@ func (c *core) close() error {
 	if m == nil {
 		return nil
 	}
-	return m.run.close()
+	return errors.Join(m.run.close(), closeEncoder(m.enc))
 }
 
 // provider reports the loaded model's execution provider, "" before load.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybrank/hybrank/models"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/onnx"
 )
 
@@ -41,7 +41,7 @@ func sessionConfig(c models.Config) onnx.SessionConfig {
 }
 
 // loadORT is the real loader: model directory, tokenizer, runtime session.
-func loadORT(cfg models.Config, kind models.Kind) (*loaded, error) {
+func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	dir, err := cfg.ResolveDir()
 	if err != nil {
 		return nil, err
@@ -54,6 +54,14 @@ func loadORT(cfg models.Config, kind models.Kind) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		if cerr := closeEncoder(enc); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
 	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}

@@ -1,9 +1,12 @@
 package ort
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/hftok"
 	"github.com/hybrank/hybrank/models/wordpiece"
 )
 
@@ -18,12 +21,24 @@ type wpEncoder struct {
 	t *wordpiece.Tokenizer
 }
 
+// loadTokenizer loads the directory's tokenizer: our WordPiece tokenizer
+// when it can, else (a tokenizer.json it does not support: BPE, Unigram,
+// other normalisers) Hugging Face's library through package hftok, which
+// builds without the hftokenizers tag cannot load: the error then names the
+// tag and the make target.
 func loadTokenizer(md models.ModelDir) (encoder, error) {
 	t, err := md.Tokenizer()
-	if err != nil {
+	if err == nil {
+		return wpEncoder{t}, nil
+	}
+	if md.TokenizerJSON == "" || !errors.Is(err, wordpiece.ErrUnsupported) {
 		return nil, err
 	}
-	return wpEncoder{t}, nil
+	h, herr := hftok.Load(md.TokenizerJSON)
+	if herr != nil {
+		return nil, fmt.Errorf("%w: %s: %w (WordPiece loader: %w)", models.ErrModelDir, md.TokenizerJSON, herr, err)
+	}
+	return hfEncoder{h}, nil
 }
 
 func (w wpEncoder) pair(q, d string, maxLen int) (seq, error) {

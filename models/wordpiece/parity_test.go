@@ -217,24 +217,22 @@ func short(s string) string {
 	return strconv.Quote(s)
 }
 
-// TestParityHF compares ids, type ids and masks with HF tokenizers for the
-// tokenizer.json and vocab.txt paths, max lengths 512 and 64, both
-// truncation strategies, single texts and padded batches.
-func TestParityHF(t *testing.T) {
-	if testing.Short() {
-		t.Skip("parity run against the HF library is slow; skipped with -short")
-	}
-	groups, singles := parityData(t)
-	maxLens := []int{512, 64}
+// paritySetup is one way of building our tokenizer, with the input that
+// tells hf_encode.js (and TestParityHFRust) how to build HF's equivalent:
+// {"tokenizer_json": path} or {"vocab": path, "lowercase": bool}.
+type paritySetup struct {
+	name string
+	load func(t *testing.T) *wordpiece.Tokenizer
+	src  map[string]any
+}
+
+// paritySetups are the tokenizer.json path and the vocab.txt path, uncased
+// and cased.
+func paritySetups() []paritySetup {
 	no := false
 	cased := wordpiece.DefaultConfig()
 	cased.Lowercase, cased.StripAccents = false, &no
-	type setup struct {
-		name string
-		load func(t *testing.T) *wordpiece.Tokenizer
-		src  map[string]any
-	}
-	setups := []setup{
+	return []paritySetup{
 		{"tokenizer.json", func(t *testing.T) *wordpiece.Tokenizer {
 			tk, err := wordpiece.LoadTokenizerJSON(testenv.NeedTokenizerJSON(t), -1)
 			if err != nil {
@@ -257,58 +255,22 @@ func TestParityHF(t *testing.T) {
 			return tk
 		}, map[string]any{"vocab": artifacts.VocabTxt(), "lowercase": false}},
 	}
-	for _, s := range setups {
+}
+
+// TestParityHF compares ids, type ids and masks with HF tokenizers for the
+// tokenizer.json and vocab.txt paths, max lengths 512 and 64, both
+// truncation strategies, single texts and padded batches.
+func TestParityHF(t *testing.T) {
+	if testing.Short() {
+		t.Skip("parity run against the HF library is slow; skipped with -short")
+	}
+	groups, singles := parityData(t)
+	maxLens := []int{512, 64}
+	for _, s := range paritySetups() {
 		t.Run(s.name, func(t *testing.T) {
 			tk := s.load(t)
 			g := hfGoldens(t, s.src, groups, singles, maxLens)
-			for _, maxLen := range maxLens {
-				for _, strat := range []wordpiece.Truncation{wordpiece.LongestFirst, wordpiece.OnlySecond} {
-					key := fmt.Sprintf("%d/%s", maxLen, map[wordpiece.Truncation]string{wordpiece.LongestFirst: "LongestFirst", wordpiece.OnlySecond: "OnlySecond"}[strat])
-					want := g.Pairs[key]
-					k, same, bad, errs := 0, 0, 0, 0
-					for gi, gr := range groups {
-						batch, batchErr := tk.EncodePairs(context.Background(), gr.Q, gr.Docs, maxLen, strat)
-						for di, d := range gr.Docs {
-							w := want[k]
-							k++
-							e, err := tk.EncodePair(gr.Q, d, maxLen, strat)
-							if w.Err != "" {
-								errs++
-								if !errors.Is(err, wordpiece.ErrSequenceTooShort) || batchErr == nil {
-									bad++
-									t.Errorf("%s group %d doc %d: HF error %q, ours %v / batch %v", key, gi, di, w.Err, err, batchErr)
-								}
-								continue
-							}
-							ok := err == nil && eqEnc(e, w) && batchErr == nil && eqEnc(batch[di], w)
-							if ok {
-								same++
-								continue
-							}
-							bad++
-							if bad <= 5 {
-								t.Errorf("%s group %d doc %d mismatch (err %v, batch err %v)\n q=%s\n d=%s\n ours: %v\n       %s\n HF:   %v\n       %s\n types ours %v\n types HF   %v",
-									key, gi, di, err, batchErr, short(gr.Q), short(d), e.IDs, toks(tk, e.IDs), w.IDs, toks(tk, w.IDs), e.TypeIDs, w.Types)
-							}
-						}
-					}
-					t.Logf("%s: %d pairs equal, %d HF errors matched, %d differ", key, same, errs, bad)
-				}
-				same, bad := 0, 0
-				for i, s := range singles {
-					w := g.Singles[strconv.Itoa(maxLen)][i]
-					e, err := tk.Encode(s, maxLen)
-					if err == nil && eqEnc(e, w) {
-						same++
-						continue
-					}
-					bad++
-					if bad <= 5 {
-						t.Errorf("single %d max %d: %s\n ours %s\n HF   %s", i, maxLen, short(s), toks(tk, e.IDs), toks(tk, w.IDs))
-					}
-				}
-				t.Logf("singles max %d: %d equal, %d differ", maxLen, same, bad)
-			}
+			compareGoldens(t, tk, g, groups, singles, maxLens)
 			// Padded batches of 16 singles, truncated at 512.
 			var ids, types, mask []int64
 			bad := 0
@@ -344,4 +306,63 @@ func TestParityHF(t *testing.T) {
 			t.Logf("padded batches: %d rows, %d differ", len(singles), bad)
 		})
 	}
+}
+
+// compareGoldens checks our pair and single encodings against HF's goldens
+// for every max length and both truncation strategies, logs the counts and
+// returns how many pair encodings (HF errors included) matched out of how
+// many.
+func compareGoldens(t *testing.T, tk *wordpiece.Tokenizer, g *goldens, groups []group, singles []string, maxLens []int) (matched, total int) {
+	t.Helper()
+	for _, maxLen := range maxLens {
+		for _, strat := range []wordpiece.Truncation{wordpiece.LongestFirst, wordpiece.OnlySecond} {
+			key := fmt.Sprintf("%d/%s", maxLen, map[wordpiece.Truncation]string{wordpiece.LongestFirst: "LongestFirst", wordpiece.OnlySecond: "OnlySecond"}[strat])
+			want := g.Pairs[key]
+			k, same, bad, errs := 0, 0, 0, 0
+			for gi, gr := range groups {
+				batch, batchErr := tk.EncodePairs(context.Background(), gr.Q, gr.Docs, maxLen, strat)
+				for di, d := range gr.Docs {
+					w := want[k]
+					k++
+					e, err := tk.EncodePair(gr.Q, d, maxLen, strat)
+					if w.Err != "" {
+						errs++
+						if !errors.Is(err, wordpiece.ErrSequenceTooShort) || batchErr == nil {
+							bad++
+							t.Errorf("%s group %d doc %d: HF error %q, ours %v / batch %v", key, gi, di, w.Err, err, batchErr)
+						}
+						continue
+					}
+					ok := err == nil && eqEnc(e, w) && batchErr == nil && eqEnc(batch[di], w)
+					if ok {
+						same++
+						continue
+					}
+					bad++
+					if bad <= 5 {
+						t.Errorf("%s group %d doc %d mismatch (err %v, batch err %v)\n q=%s\n d=%s\n ours: %v\n       %s\n HF:   %v\n       %s\n types ours %v\n types HF   %v",
+							key, gi, di, err, batchErr, short(gr.Q), short(d), e.IDs, toks(tk, e.IDs), w.IDs, toks(tk, w.IDs), e.TypeIDs, w.Types)
+					}
+				}
+			}
+			t.Logf("%s: %d pairs equal, %d HF errors matched, %d differ", key, same, errs, bad)
+			matched += k - bad
+			total += k
+		}
+		same, bad := 0, 0
+		for i, s := range singles {
+			w := g.Singles[strconv.Itoa(maxLen)][i]
+			e, err := tk.Encode(s, maxLen)
+			if err == nil && eqEnc(e, w) {
+				same++
+				continue
+			}
+			bad++
+			if bad <= 5 {
+				t.Errorf("single %d max %d: %s\n ours %s\n HF   %s", i, maxLen, short(s), toks(tk, e.IDs), toks(tk, w.IDs))
+			}
+		}
+		t.Logf("singles max %d: %d equal, %d differ", maxLen, same, bad)
+	}
+	return matched, total
 }

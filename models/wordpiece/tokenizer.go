@@ -244,11 +244,13 @@ type hfFile struct {
 	} `json:"pre_tokenizer"`
 	PostProcessor json.RawMessage `json:"post_processor"`
 	Model         struct {
-		Type                    string           `json:"type"`
-		UnkToken                string           `json:"unk_token"`
-		ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
-		MaxInputCharsPerWord    *int             `json:"max_input_chars_per_word"`
-		Vocab                   map[string]int32 `json:"vocab"`
+		Type                    string  `json:"type"`
+		UnkToken                string  `json:"unk_token"`
+		ContinuingSubwordPrefix *string `json:"continuing_subword_prefix"`
+		MaxInputCharsPerWord    *int    `json:"max_input_chars_per_word"`
+		// Vocab is decoded after the type check: other models' vocabularies
+		// (Unigram's is an array) must fail as ErrUnsupported, not ErrVocab.
+		Vocab json.RawMessage `json:"vocab"`
 	} `json:"model"`
 }
 
@@ -282,6 +284,10 @@ func ParseTokenizerJSON(data []byte, wordCacheSize int) (*Tokenizer, error) {
 	}
 	if f.Model.Type != "WordPiece" {
 		return nil, fmt.Errorf("%w: model type %q", ErrUnsupported, f.Model.Type)
+	}
+	var vocab map[string]int32
+	if err := json.Unmarshal(f.Model.Vocab, &vocab); err != nil {
+		return nil, fmt.Errorf("%w: parse tokenizer.json model.vocab: %v", ErrVocab, err)
 	}
 	if f.Model.UnkToken != "" {
 		cfg.UnkToken = f.Model.UnkToken
@@ -329,7 +335,7 @@ func ParseTokenizerJSON(data []byte, wordCacheSize int) (*Tokenizer, error) {
 		}
 		special = append(special, addedToken{content: a.Content, id: a.ID})
 	}
-	t := &Tokenizer{vocab: f.Model.Vocab}
+	t := &Tokenizer{vocab: vocab}
 	if t.vocab == nil {
 		return nil, fmt.Errorf("%w: model has no vocab", ErrVocab)
 	}
