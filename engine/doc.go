@@ -80,15 +80,21 @@
 //
 // # Atomicity and concurrency
 //
-// An Engine is safe for concurrent use. Commit validates, analyzes and
-// embeds a whole Batch first (no lock held that Search needs), then applies
-// it to the postings index, the dense index and the document store under
-// the engine's write lock. Search holds the read lock from BM25 retrieval to
-// the end of expansion, so it sees every document of a batch or none of
-// them; later stages use immutable records and need no lock. Commits are
-// serialised with each other, with Snapshot and with Close, except for
-// their wait for the log's fsync. Readers may wait for a commit's apply
-// step (not for its embedding or its fsync).
+// An Engine is safe for concurrent use, and searches never wait for
+// writers. The engine publishes its contents as an immutable state — a
+// view of the postings index, a view of the dense index and a document
+// store, all as of one commit — through an atomic pointer; a Search loads
+// it once and reads only it, so it sees every document of a batch or none
+// of them, and it takes no lock. Commit validates, analyzes and embeds a
+// whole Batch first, with no lock held (concurrent Commits prepare in
+// parallel); then, serialised with other Commits, Snapshot, maintenance
+// and Close, it logs the batch, writes it into the indexes beside the
+// published state (postings builds its next snapshot copy-on-write, dense
+// appends vectors and graph nodes that older views do not see, the
+// document store copies the shards it touches) and publishes the next
+// state with one atomic swap. A large batch therefore costs searches only
+// the CPU it shares with them. Records are immutable, so the stages after
+// retrieval keep using them whatever is committed meanwhile.
 //
 // If the dense index refuses a write after the postings index accepted the
 // batch (which validation makes unexpected), the engine cannot roll back:

@@ -113,6 +113,7 @@ func (e *Engine) openDir() error {
 		if err := e.initIndexes(); err != nil {
 			return err
 		}
+		e.publish(store{}, 0)
 	}
 	e.recovery.SnapshotPosition = pos
 	e.snapPos.Store(max(pos, 1))

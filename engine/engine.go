@@ -21,17 +21,32 @@ import (
 
 // record is one stored document with what the engine derived from it. A
 // record is immutable once published: Commit replaces records, never edits
-// them, so a Search may keep using a record after releasing the read lock.
+// them, so a Search may keep using a record after the state it came from
+// was replaced.
 type record struct {
 	doc     Document
 	termSet []string  // analyzed terms of title+text, sorted, unique (MMR Jaccard)
 	vec     []float32 // embedding, nil when none (MMR cosine)
 }
 
+// state is one published state of the engine, everything a Search reads:
+// the lexical and dense indexes as of one commit and the document store
+// that matches them. A state never changes; Commit and maintenance build
+// the next one beside it and publish it with one atomic store, so a
+// search sees a batch entirely or not at all and never waits for a
+// writer.
+type state struct {
+	lex  *postings.View
+	vec  *dense.View // nil without an embedder
+	docs store
+	nvec int // records with a vector
+}
+
 // Engine is a hybrid retrieval engine: BM25 postings, an optional dense
 // index, a document store, fusion, expansion, budgeted reranking and
 // packing. It is safe for concurrent use: any number of Searches may run
-// during a Commit (see the package doc for the consistency model).
+// during a Commit and never wait for it (see the package doc for the
+// consistency model).
 type Engine struct {
 	cfg       Config
 	dir       string
@@ -41,11 +56,17 @@ type Engine struct {
 	counter   TokenCounter
 	costs     *costModel
 
-	// commitMu serialises Commit, Snapshot and Close; it guards broken,
-	// gen and writes to log. It is taken before mu.
+	// cur is the published state; searches load it and take no lock.
+	cur    atomic.Pointer[state]
+	closed atomic.Bool
+
+	// commitMu serialises the apply step of Commit, Snapshot, the
+	// publishing steps of maintenance and Close. It guards broken and
+	// every write to lex, vec and log, and the publishing of cur.
 	commitMu sync.Mutex
 	broken   error
-	gen      uint64
+	lex      *postings.Index
+	vec      *dense.Index // nil without an embedder
 
 	// log is the write-ahead log (nil in memory); bg runs background
 	// snapshots (see durable.go).
@@ -54,17 +75,6 @@ type Engine struct {
 	bg       background
 	recovery Recovery      // what Open restored; read-only after Open
 	snapPos  atomic.Uint64 // log position of the newest snapshot
-
-	// mu guards docs, nvec, closed and the contents of lex and vec: a
-	// Search holds it shared from retrieval to the end of expansion; the
-	// apply step of Commit and Close hold it exclusively, so a Search sees
-	// all of a batch or none of it.
-	mu     sync.RWMutex
-	docs   map[string]*record
-	nvec   int // records with a vector
-	lex    *postings.Index
-	vec    *dense.Index // nil without an embedder
-	closed bool
 }
 
 // Open opens the engine stored in dir: the newest snapshot, then every
@@ -92,7 +102,6 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 		rerankers: o.rerankers,
 		counter:   o.counter,
 		costs:     newCostModel(cfg.Rerank.EWMAAlpha),
-		docs:      map[string]*record{},
 	}
 	if e.counter == nil {
 		e.counter = wordCounter{}
@@ -104,6 +113,7 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 		if err := e.initIndexes(); err != nil {
 			return nil, err
 		}
+		e.publish(store{}, 0)
 		return e, nil
 	}
 	if err := e.openDir(); err != nil {
@@ -144,18 +154,22 @@ func (e *Engine) initIndexes() error {
 // Config returns the effective configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Len returns the number of stored documents.
-func (e *Engine) Len() int {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return len(e.docs)
+// publish makes the indexes' current views and docs the engine's state.
+// Called with commitMu held (or during Open).
+func (e *Engine) publish(docs store, nvec int) {
+	st := &state{lex: e.lex.View(), docs: docs, nvec: nvec}
+	if e.vec != nil {
+		st.vec = e.vec.View()
+	}
+	e.cur.Store(st)
 }
+
+// Len returns the number of stored documents.
+func (e *Engine) Len() int { return e.cur.Load().docs.n }
 
 // Get returns a copy of the stored document with the given ID.
 func (e *Engine) Get(id string) (Document, bool) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	r := e.docs[id]
+	r := e.cur.Load().docs.get(id)
 	if r == nil {
 		return Document{}, false
 	}
@@ -164,24 +178,22 @@ func (e *Engine) Get(id string) (Document, bool) {
 
 // Close stops background snapshots, flushes and closes the write-ahead log
 // (every acknowledged commit is durable either way) and releases the
-// indexes. It waits for in-flight Commits and for Searches in their
-// retrieval stage, and is safe to call more than once. Close does not
-// snapshot: the next Open replays the log since the last snapshot.
+// indexes. It waits for in-flight Commits; Searches in flight finish on
+// the state they started with. It is safe to call more than once. Close
+// does not snapshot: the next Open replays the log since the last
+// snapshot.
 func (e *Engine) Close() error {
 	e.bg.stop()
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	if e.closed.Swap(true) {
 		return nil
 	}
-	e.closed = true
 	return e.release()
 }
 
 // release closes the log and the dense index and unlocks the directory.
-// Called by Close with both mutexes held, or by a failing Open.
+// Called by Close with commitMu held, or by a failing Open.
 func (e *Engine) release() error {
 	var errs []error
 	if e.log != nil {
@@ -231,18 +243,23 @@ func (b *Batch) Len() int { return len(b.ops) }
 
 // Commit applies b atomically: documents are validated, analyzed and (with
 // an embedder) embedded in batches of Config.EmbedBatch before anything
-// changes; then the batch is written to the write-ahead log and the
-// lexical index, the dense index and the document store switch together
-// under the write lock. On any error before that point nothing is applied.
-// Commit returns once the log record is durable under
-// Config.Durability.Sync; concurrent Commits share fsyncs. Searches may
-// see the batch before it is durable (as soon as it is applied). An error
-// from the log's fsync means the batch is applied but may not survive a
-// crash; the log then refuses further commits until the engine is
-// reopened. ctx bounds the embedding.
+// changes and without a lock, so concurrent Commits prepare in parallel;
+// then, one Commit at a time, the batch is written to the write-ahead log,
+// applied to the lexical index, the dense index and the document store
+// beside the state searches read, and published as the next state with one
+// atomic swap. On any error before that point nothing is applied. Commit
+// returns once the log record is durable under Config.Durability.Sync;
+// concurrent Commits share fsyncs. Searches never wait for a Commit and
+// may see the batch before it is durable (as soon as it is published). An
+// error from the log's fsync means the batch is applied but may not
+// survive a crash; the log then refuses further commits until the engine
+// is reopened. ctx bounds the embedding.
 func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if b == nil || len(b.ops) == 0 {
 		return nil
+	}
+	if e.closed.Load() {
+		return ErrClosed
 	}
 	// Reduce to the final operation per ID, in first-seen order.
 	final := map[string]int{}
@@ -260,29 +277,6 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 		}
 		final[id] = i
 	}
-	ticket, err := e.commitLocked(ctx, b, order, final)
-	if err != nil || e.log == nil {
-		return err
-	}
-	if err := e.log.Wait(ticket); err != nil {
-		return fmt.Errorf("commit: write-ahead log: %w", err)
-	}
-	e.bg.afterCommit(e.log)
-	return nil
-}
-
-// commitLocked prepares, logs and applies the reduced batch under
-// commitMu, and returns the log record's ticket for Commit to wait on
-// outside the lock (so concurrent Commits can share an fsync).
-func (e *Engine) commitLocked(ctx context.Context, b *Batch, order []string, final map[string]int) (wal.Ticket, error) {
-	e.commitMu.Lock()
-	defer e.commitMu.Unlock()
-	if e.isClosed() {
-		return wal.Ticket{}, ErrClosed
-	}
-	if e.broken != nil {
-		return wal.Ticket{}, fmt.Errorf("commit: %w", e.broken)
-	}
 	var adds []*record
 	var dels []string
 	for _, id := range order {
@@ -296,17 +290,48 @@ func (e *Engine) commitLocked(ctx context.Context, b *Batch, order []string, fin
 	addTerms := e.analyze(adds)
 	if e.embedder != nil && len(adds) > 0 {
 		if err := e.embed(ctx, adds); err != nil {
-			return wal.Ticket{}, fmt.Errorf("commit: %w", err)
+			return fmt.Errorf("commit: %w", err)
 		}
+	}
+	var payload []byte
+	if e.log != nil {
+		var err error
+		if payload, err = encodeLogRecord(adds, dels); err != nil {
+			return fmt.Errorf("commit: encode log record: %w", err)
+		}
+	}
+	ticket, err := e.commitLocked(payload, adds, addTerms, dels)
+	if err != nil {
+		return err
+	}
+	b.ops = b.ops[:0]
+	if e.log == nil {
+		return nil
+	}
+	if err := e.log.Wait(ticket); err != nil {
+		return fmt.Errorf("commit: write-ahead log: %w", err)
+	}
+	e.bg.afterCommit(e.log)
+	return nil
+}
+
+// commitLocked logs and applies a prepared batch under commitMu, and
+// returns the log record's ticket for Commit to wait on outside the lock
+// (so concurrent Commits can share an fsync).
+func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []string) (wal.Ticket, error) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	if e.closed.Load() {
+		return wal.Ticket{}, ErrClosed
+	}
+	if e.broken != nil {
+		return wal.Ticket{}, fmt.Errorf("commit: %w", e.broken)
 	}
 	var ticket wal.Ticket
 	if e.log != nil {
 		// Logged before it is applied: a batch the lexical index refuses
 		// is refused again, identically, when the log is replayed.
-		payload, err := encodeLogRecord(adds, dels)
-		if err != nil {
-			return wal.Ticket{}, fmt.Errorf("commit: encode log record: %w", err)
-		}
+		var err error
 		if ticket, err = e.log.Write(payload); err != nil {
 			return wal.Ticket{}, fmt.Errorf("commit: write-ahead log: %w", err)
 		}
@@ -314,7 +339,6 @@ func (e *Engine) commitLocked(ctx context.Context, b *Batch, order []string, fin
 	if err := e.apply(adds, addTerms, dels); err != nil {
 		return wal.Ticket{}, fmt.Errorf("commit: %w", err)
 	}
-	b.ops = b.ops[:0]
 	return ticket, nil
 }
 
@@ -332,10 +356,13 @@ func (e *Engine) analyze(adds []*record) [][]string {
 // applied.
 var errLexRefused = errors.New("lexical index refused the batch")
 
-// apply switches the lexical index, the dense index and the document store
-// to include a prepared batch, under the write lock. Called with commitMu
-// held (or during Open).
+// apply writes a prepared batch into the lexical index, the dense index and
+// a copy of the document store, then publishes them as the next state.
+// Searches keep reading the previous state meanwhile (the indexes publish
+// views of their own, which no search uses until the engine's state names
+// them). Called with commitMu held (or during Open).
 func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error {
+	st := e.cur.Load()
 	lb := e.lex.NewBatch()
 	for _, id := range dels {
 		lb.Delete(id)
@@ -348,52 +375,47 @@ func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error
 			Meta:   r.doc.Metadata,
 		})
 	}
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	// Postings first: its Commit is atomic and validates everything, so a
 	// refusal here leaves all three stores untouched.
 	if err := e.lex.Commit(lb); err != nil {
 		return fmt.Errorf("%w: %w", errLexRefused, err)
 	}
-	if err := e.applyDense(adds, dels); err != nil {
+	if err := e.applyDense(st, adds, dels); err != nil {
 		e.broken = fmt.Errorf("%w: dense index: %w", ErrBroken, err)
 		return e.broken
 	}
+	w, nvec := st.docs.writer(), st.nvec
 	for _, id := range dels {
-		if r := e.docs[id]; r != nil {
-			if r.vec != nil {
-				e.nvec--
-			}
-			delete(e.docs, id)
+		if old := w.del(id); old != nil && old.vec != nil {
+			nvec--
 		}
 	}
 	for _, r := range adds {
-		if old := e.docs[r.doc.ID]; old != nil && old.vec != nil {
-			e.nvec--
+		if old := w.put(r); old != nil && old.vec != nil {
+			nvec--
 		}
 		if r.vec != nil {
-			e.nvec++
+			nvec++
 		}
-		e.docs[r.doc.ID] = r
 	}
-	e.gen++
+	e.publish(w.done(), nvec)
 	return nil
 }
 
-// applyDense mirrors a batch into the vector index. Called with mu held.
-func (e *Engine) applyDense(adds []*record, dels []string) error {
+// applyDense mirrors a batch into the vector index; st is the state before
+// the batch. Called with commitMu held.
+func (e *Engine) applyDense(st *state, adds []*record, dels []string) error {
 	if e.vec == nil {
 		return nil
 	}
 	var gone []string
 	for _, id := range dels {
-		if r := e.docs[id]; r != nil && r.vec != nil {
+		if r := st.docs.get(id); r != nil && r.vec != nil {
 			gone = append(gone, id)
 		}
 	}
 	for _, r := range adds {
-		if old := e.docs[r.doc.ID]; old != nil && old.vec != nil && r.vec == nil {
+		if old := st.docs.get(r.doc.ID); old != nil && old.vec != nil && r.vec == nil {
 			gone = append(gone, r.doc.ID)
 		}
 	}
@@ -444,12 +466,6 @@ func (e *Engine) embed(ctx context.Context, recs []*record) error {
 		}
 	}
 	return nil
-}
-
-func (e *Engine) isClosed() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.closed
 }
 
 // lexTenant is the tenant key given to the postings index. postings treats
@@ -503,19 +519,18 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	terms := e.analyzer.AnalyzeQuery(req.Query)
 	done()
 
-	// The query embedding is computed outside the lock: it may be slow.
-	var qvec []float32
-	done = mark(&res.Timings.Dense)
-	e.mu.RLock()
-	closed, nvec := e.closed, e.nvec
-	e.mu.RUnlock()
-	if closed {
+	// One state for the whole search: a batch committed meanwhile is
+	// seen entirely or not at all.
+	st := e.cur.Load()
+	if e.closed.Load() {
 		return nil, ErrClosed
 	}
+	var qvec []float32
+	done = mark(&res.Timings.Dense)
 	switch {
 	case e.embedder == nil:
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoEmbedder, Detail: "BM25 only"})
-	case nvec == 0:
+	case st.nvec == 0:
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoVectors, Detail: "BM25 only"})
 	default:
 		vs, err := e.embedder.Embed(sctx, []string{req.Query})
@@ -533,7 +548,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	}
 	done()
 
-	cands, err := e.retrieve(sctx, &req, terms, qvec, alpha, res)
+	cands, err := e.retrieve(sctx, st, &req, terms, qvec, alpha, res)
 	if err != nil {
 		return nil, err
 	}
@@ -603,18 +618,13 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 }
 
 // retrieve runs BM25 and dense retrieval, fusion, the score threshold and
-// expansion under the read lock and returns the candidates, best first,
-// with their records attached.
-func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
-		return nil, ErrClosed
-	}
+// expansion on st and returns the candidates, best first, with their
+// records attached.
+func (e *Engine) retrieve(ctx context.Context, st *state, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
 	var bm25, dn []scored
 	t := time.Now()
 	if len(terms) > 0 {
-		hits, err := e.lex.Search(ctx, postings.Query{
+		hits, err := st.lex.Search(ctx, postings.Query{
 			Terms:  terms,
 			K:      req.Candidates,
 			Filter: &postings.Filter{Tenant: lexTenant(req.Tenant), Meta: req.Filter},
@@ -628,9 +638,9 @@ func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qve
 		}
 	}
 	res.Timings.BM25 = time.Since(t)
-	if qvec != nil && e.vec != nil {
+	if qvec != nil && st.vec != nil {
 		t = time.Now()
-		hits, err := e.vec.Search(ctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
+		hits, err := st.vec.Search(ctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, fmt.Errorf("search: dense: %w", cerr)
@@ -649,7 +659,7 @@ func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qve
 	fused := fuse(req.Fusion, bm25, dn, req.RRFK, alpha)
 	cands := fused[:0]
 	for _, c := range fused {
-		c.rec = e.docs[c.id]
+		c.rec = st.docs.get(c.id)
 		// Defence in depth: the retrievers filter, and the store agrees.
 		if c.rec == nil || !c.rec.doc.matches(req.Tenant, req.Filter) {
 			continue
@@ -674,7 +684,7 @@ func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qve
 		if seeds == 0 {
 			seeds = req.TopK
 		}
-		cands = expand(cands, func(id string) *record { return e.docs[id] }, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
+		cands = expand(cands, st.docs.get, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
 		res.Timings.Expansion = time.Since(t)
 	}
 	return cands, nil

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"lukechampine.com/blake3"
@@ -129,9 +128,7 @@ func (e *Engine) Snapshot() (err error) {
 	}
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
+	if e.closed.Load() {
 		return ErrClosed
 	}
 	if e.broken != nil {
@@ -141,7 +138,9 @@ func (e *Engine) Snapshot() (err error) {
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	m := persisted{Config: e.cfg, DocCount: len(e.docs), HasDense: e.vec != nil}
+	// commitMu is held: the indexes are at the published state.
+	st := e.cur.Load()
+	m := persisted{Config: e.cfg, DocCount: st.docs.n, HasDense: e.vec != nil}
 	if e.log != nil {
 		// commitMu is held: every record below Next is applied.
 		m.LogPosition = e.log.Next()
@@ -158,7 +157,8 @@ func (e *Engine) Snapshot() (err error) {
 			return fmt.Errorf("snapshot: dense: %w", err)
 		}
 	}
-	if _, err := w.WriteFile(path.Join(w.Name(snapKind, ""), docsName), e.writeDocs); err != nil {
+	writeDocs := func(w io.Writer) error { return st.docs.write(w) }
+	if _, err := w.WriteFile(path.Join(w.Name(snapKind, ""), docsName), writeDocs); err != nil {
 		return fmt.Errorf("snapshot: documents: %w", err)
 	}
 	if err := w.Commit(&m); err != nil {
@@ -173,20 +173,16 @@ func (e *Engine) Snapshot() (err error) {
 	return nil
 }
 
-// writeDocs gob-encodes the store in ID order (so equal stores give equal
+// write gob-encodes the store in ID order (so equal stores give equal
 // files).
-func (e *Engine) writeDocs(w io.Writer) error {
-	ids := make([]string, 0, len(e.docs))
-	for id := range e.docs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+func (s *store) write(w io.Writer) error {
+	ids := s.ids()
 	enc := gob.NewEncoder(w)
 	if err := enc.Encode(len(ids)); err != nil {
 		return err
 	}
 	for _, id := range ids {
-		r := e.docs[id]
+		r := s.get(id)
 		if err := enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}); err != nil {
 			return err
 		}
@@ -279,6 +275,7 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 	if err := dec.Decode(&n); err != nil || n != m.DocCount {
 		return fmt.Errorf("%w: documents: count %d, manifest %d (%v)", ErrCorrupt, n, m.DocCount, err)
 	}
+	docs, nvec := store{}.writer(), 0
 	for i := 0; i < n; i++ {
 		var s storedRecord
 		if err := dec.Decode(&s); err != nil {
@@ -286,9 +283,10 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 		}
 		r := &record{doc: s.Doc, vec: s.Vec, termSet: termSet(e.analyzer.Analyze(docText(&s.Doc)))}
 		if r.vec != nil {
-			e.nvec++
+			nvec++
 		}
-		e.docs[s.Doc.ID] = r
+		docs.put(r)
 	}
+	e.publish(docs.done(), nvec)
 	return nil
 }

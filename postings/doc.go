@@ -87,7 +87,9 @@
 // # Concurrency
 //
 // An Index is safe for concurrent use. Search and Stats read one immutable
-// snapshot through an atomic pointer and never block on writers. Commit,
+// snapshot through an atomic pointer and never block on writers; View
+// hands that snapshot out, so a caller can search a state it pinned
+// together with other indexes (the engine does, for atomic batches). Commit,
 // Rebuild, Save and Has serialise on one mutex. Commit builds the next
 // snapshot copy-on-write — touched terms' bitmaps and filter bitmaps are
 // cloned, the term slice and the deleted bitset are copied, doc tables and
