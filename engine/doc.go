@@ -146,6 +146,37 @@
 // it writes (commits wait; searches do not). Close stops the background
 // work and flushes the log; it does not snapshot.
 //
+// # Maintenance
+//
+// A background goroutine keeps the indexes in shape (MaintenanceConfig;
+// Config.Maintenance.Interval 0 turns it off). Every Interval it checks the
+// published state and, once the engine holds Maintenance.MinDocs
+// documents, starts one task at a time:
+//
+//   - a BM25 rebuild when the average document length has drifted more
+//     than RebuildDrift from the one the document norms were built with,
+//     or deleted documents exceed RebuildDeleted of the postings index:
+//     norms at the current avgdl, deleted postings dropped, doc numbers
+//     compacted (postings.Rebuilding);
+//   - a compaction of the dense graph when the nodes of deleted or
+//     replaced vectors exceed CompactTombstones of its nodes
+//     (dense.Compaction).
+//
+// A task runs as a sequence of steps, one per Interval, each bounded
+// (RebuildStep documents and postings, CompactStep vectors) and holding no
+// lock: it reads an immutable state and builds the new index beside it,
+// while searches and commits carry on. Its last step takes the commit lock,
+// adds what was committed since the task started and publishes the result
+// as the next state (the documents are the same; scores change by the new
+// norms). Rebuilds are not logged: after a restart the norms are those of
+// the last snapshot until maintenance rebuilds again, so a rebuild asks
+// for a background snapshot. Close abandons a task in progress.
+//
+// Stats reports documents, tenants, both indexes' sizes, deleted
+// documents, tombstones and avgdl drift, maintenance (task running, counts,
+// last times, last error), the write-ahead log and recovery (Durability)
+// and the snapshot generation.
+//
 // # Ownership
 //
 // Documents are copied into a Batch and copied out into a Result; callers

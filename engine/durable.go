@@ -127,6 +127,7 @@ func (e *Engine) openDir() error {
 		return fmt.Errorf("replay write-ahead log: %w", err)
 	}
 	e.bg.start(e)
+	e.maint.start(e)
 	return nil
 }
 
@@ -187,7 +188,15 @@ func (b *background) start(e *Engine) {
 
 // afterCommit requests a snapshot when the log has grown past the limit.
 func (b *background) afterCommit(l *wal.Log) {
-	if b.kick == nil || b.maxBytes <= 0 || l.Stats().Bytes < b.maxBytes {
+	if b.maxBytes <= 0 || l.Stats().Bytes < b.maxBytes {
+		return
+	}
+	b.request()
+}
+
+// request asks for a snapshot soon (a no-op in memory).
+func (b *background) request() {
+	if b.kick == nil {
 		return
 	}
 	select {

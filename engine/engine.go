@@ -75,6 +75,9 @@ type Engine struct {
 	bg       background
 	recovery Recovery      // what Open restored; read-only after Open
 	snapPos  atomic.Uint64 // log position of the newest snapshot
+	snapGen  atomic.Uint64 // generation of the newest snapshot
+
+	maint maintainer // background rebuilds and compactions (maintenance.go)
 }
 
 // Open opens the engine stored in dir: the newest snapshot, then every
@@ -114,6 +117,7 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 			return nil, err
 		}
 		e.publish(store{}, 0)
+		e.maint.start(e)
 		return e, nil
 	}
 	if err := e.openDir(); err != nil {
@@ -176,13 +180,14 @@ func (e *Engine) Get(id string) (Document, bool) {
 	return r.doc.clone(), true
 }
 
-// Close stops background snapshots, flushes and closes the write-ahead log
+// Close stops background maintenance and snapshots, flushes and closes the write-ahead log
 // (every acknowledged commit is durable either way) and releases the
 // indexes. It waits for in-flight Commits; Searches in flight finish on
 // the state they started with. It is safe to call more than once. Close
 // does not snapshot: the next Open replays the log since the last
 // snapshot.
 func (e *Engine) Close() error {
+	e.maint.stop()
 	e.bg.stop()
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()

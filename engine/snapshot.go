@@ -164,6 +164,7 @@ func (e *Engine) Snapshot() (err error) {
 	if err := w.Commit(&m); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	e.snapGen.Store(m.Generation)
 	if e.log != nil {
 		e.snapPos.Store(m.LogPosition)
 		if err := e.log.TruncateBefore(m.LogPosition); err != nil {
@@ -202,6 +203,7 @@ func (e *Engine) load(dir string) (bool, error) {
 		return false, err
 	}
 	e.snapPos.Store(m.LogPosition)
+	e.snapGen.Store(m.Generation)
 	if m.snapDir == "" {
 		m.snapDir = manifest.GenName(snapKind, m.Generation, "")
 	}

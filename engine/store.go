@@ -15,8 +15,9 @@ const storeShards = 256
 // published in a state: writes go through a storeWriter, which copies the
 // shards it touches.
 type store struct {
-	shards []map[string]*record // storeShards entries (nil: empty shard), or nil when the store is empty
-	n      int                  // records
+	shards  []map[string]*record // storeShards entries (nil: empty shard), or nil when the store is empty
+	n       int                  // records
+	tenants map[string]int       // records per tenant (no zero counts)
 }
 
 // shardOf hashes an ID to its shard (FNV-1a: cheap and stable).
@@ -51,8 +52,9 @@ func (s *store) ids() []string {
 
 // storeWriter builds the next store from a published one.
 type storeWriter struct {
-	s     store
-	owned []bool // by shard: already copied for this writer
+	s            store
+	owned        []bool // by shard: already copied for this writer
+	tenantsOwned bool
 }
 
 func (s store) writer() *storeWriter {
@@ -78,13 +80,31 @@ func (w *storeWriter) shard(id string) map[string]*record {
 	return w.s.shards[i]
 }
 
+// count adds d to tenant's record count.
+func (w *storeWriter) count(tenant string, d int) {
+	if !w.tenantsOwned {
+		w.s.tenants, w.tenantsOwned = maps.Clone(w.s.tenants), true
+		if w.s.tenants == nil {
+			w.s.tenants = map[string]int{}
+		}
+	}
+	if n := w.s.tenants[tenant] + d; n > 0 {
+		w.s.tenants[tenant] = n
+	} else {
+		delete(w.s.tenants, tenant)
+	}
+}
+
 // put stores r under its ID and returns the record it replaced, or nil.
 func (w *storeWriter) put(r *record) *record {
 	sh := w.shard(r.doc.ID)
 	old := sh[r.doc.ID]
 	if old == nil {
 		w.s.n++
+	} else {
+		w.count(old.doc.Tenant, -1)
 	}
+	w.count(r.doc.Tenant, 1)
 	sh[r.doc.ID] = r
 	return old
 }
@@ -98,6 +118,7 @@ func (w *storeWriter) del(id string) *record {
 	old := sh[id]
 	delete(sh, id)
 	w.s.n--
+	w.count(old.doc.Tenant, -1)
 	return old
 }
 

@@ -98,6 +98,14 @@
 // not at all. A Batch belongs to one goroutine and is committed once. The
 // cost of a commit grows with the size of the touched terms' bitmaps.
 //
+// Rebuild holds the mutex for its whole O(postings) run. StartRebuild does
+// the same work in bounded steps with no lock (it reads one immutable
+// snapshot), so commits carry on; Rebuilding.Finish then appends, under the
+// mutex, what was committed since the start — later snapshots of one build
+// only ever append doc nums, postings (at the end of each list's rank
+// order) and filter entries, and mark deletions — and publishes. Summary
+// is the O(1) part of Stats that decides when to rebuild.
+//
 // # Snapshot format and crash safety
 //
 // Save(dir) writes generation g as docs-g.bin (IDs, lengths, hashes,
