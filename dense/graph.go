@@ -18,20 +18,25 @@ import (
 // index's nums, using dot-product similarity of unit vectors (higher is
 // closer), together with the vector slabs it routes over.
 //
-// Storage is flat: layer-0 links in one array (m0 slots per num), upper
-// layers, held by about 1/M of the nodes, in slot groups of m (a node of
-// level L owns L consecutive groups, the first at upOff[num]−1).
+// Storage is flat: each neighbour list is a count followed by its slots,
+// layer-0 lists in one array (1+m0 words per num), upper layers, held by
+// about 1/M of the nodes, in groups of 1+m words (a node of level L owns L
+// consecutive groups, the first at upOff[num]−1).
 //
 // Concurrency: one writer (Index.mu) mutates the graph while any number of
 // searches read it without a lock. A search works on a copy of the graph
 // value taken when the view it belongs to was published (see View); that
 // copy's slices end at its n, and the writer only ever appends beyond
-// them or, for existing nodes, rewrites link counts and link slots. Those
-// two arrays of each layer are therefore read and written with atomic
-// loads and stores: a search may see a neighbour list half rewritten by a
-// concurrent insert, which only changes its route (every slot holds a
-// valid num), and it skips any num at or above its own n — nodes the
-// writer added after its view, whose vectors and levels it must not read.
+// them or, for existing nodes, rewrites neighbour lists. The list arrays
+// are therefore read and written with atomic loads and stores, slots
+// before the count: a search may see a list half rewritten by a concurrent
+// insert, which only changes its route (every slot below any count holds
+// a valid num of that layer), and it skips any num at or above its own n —
+// nodes the writer added after its view, whose vectors and levels it must
+// not read. A count lives in the same array as its slots because the
+// writer may reallocate an array (append) while a search reads the old
+// one: the search then sees that list as it was, whole, never a new count
+// over old slots.
 // Everything else (levels, upOff, rows) is written once, before the view
 // that first contains the num is published, and never changed.
 type graph struct {
@@ -43,11 +48,9 @@ type graph struct {
 
 	slabs   [][]float32 // vector rows, slabRows per slab, never moved
 	level   []int8      // by num; -1: not in the graph
-	cnt0    []uint32    // by num: used layer-0 slots (atomic)
-	links0  []uint32    // by num: m0 slots (atomic)
-	upOff   []uint32    // by num: 0, or 1 + its first upper slot group
-	upCnt   []uint32    // by group: used slots (atomic)
-	upLinks []uint32    // by group: m slots (atomic)
+	links0  []uint32    // by num: count, m0 slots (atomic)
+	upOff   []uint32    // by num: 0, or 1 + its first upper group
+	upLinks []uint32    // by group: count, m slots (atomic)
 	entry   uint32
 	top     int // level of entry; -1 when empty
 	size    int // nodes in the graph
@@ -157,24 +160,23 @@ func (h *candHeap) pop() cand {
 	return top
 }
 
-// slots returns the link array, the first slot and the count cell of num's
-// neighbour list on layer l.
-func (g *graph) slots(n uint32, l int) (links []uint32, base int, cnt *uint32) {
+// slots returns the array and the offset of num's neighbour list on layer
+// l: the count at links[base], the slots after it.
+func (g *graph) slots(n uint32, l int) (links []uint32, base int) {
 	if l == 0 {
-		return g.links0, int(n) * g.m0, &g.cnt0[n]
+		return g.links0, int(n) * (g.m0 + 1)
 	}
 	grp := int(g.upOff[n]) - 1 + l - 1
-	return g.upLinks, grp * g.m, &g.upCnt[grp]
+	return g.upLinks, grp * (g.m + 1)
 }
 
 // neighbors returns a copy of num's neighbour list on layer l (for the
 // writer, which needs a stable list while it rewrites others).
 func (g *graph) neighbors(n uint32, l int) []uint32 {
-	links, base, cnt := g.slots(n, l)
-	c := int(atomic.LoadUint32(cnt))
-	out := make([]uint32, c)
+	links, base := g.slots(n, l)
+	out := make([]uint32, atomic.LoadUint32(&links[base]))
 	for i := range out {
-		out[i] = atomic.LoadUint32(&links[base+i])
+		out[i] = atomic.LoadUint32(&links[base+1+i])
 	}
 	return out
 }
@@ -182,11 +184,11 @@ func (g *graph) neighbors(n uint32, l int) []uint32 {
 // setNeighbors replaces num's list on layer l: slots first, then the count,
 // so a concurrent search sees old or new slots, never unwritten ones.
 func (g *graph) setNeighbors(n uint32, l int, nb []uint32) {
-	links, base, cnt := g.slots(n, l)
+	links, base := g.slots(n, l)
 	for i, x := range nb {
-		atomic.StoreUint32(&links[base+i], x)
+		atomic.StoreUint32(&links[base+1+i], x)
 	}
-	atomic.StoreUint32(cnt, uint32(len(nb)))
+	atomic.StoreUint32(&links[base], uint32(len(nb)))
 }
 
 // searchLayer is the paper's SEARCH-LAYER: a best-first beam of width ef
@@ -218,8 +220,8 @@ func (g *graph) searchLayer(q []float32, eps []cand, ef, l int, accept func(uint
 		if len(res.s) >= ef && c.sim < res.s[0].sim {
 			break
 		}
-		links, base, cnt := g.slots(c.num, l)
-		for i, k := base, base+int(atomic.LoadUint32(cnt)); i < k; i++ {
+		links, base := g.slots(c.num, l)
+		for i, k := base+1, base+1+int(atomic.LoadUint32(&links[base])); i < k; i++ {
 			nb := atomic.LoadUint32(&links[i])
 			if nb >= limit || !vis.visit(nb) {
 				continue
@@ -295,10 +297,9 @@ func (g *graph) grow(n int) {
 	}
 	for len(g.level) < n {
 		g.level = append(g.level, -1)
-		g.cnt0 = append(g.cnt0, 0)
 		g.upOff = append(g.upOff, 0)
 	}
-	if need := n * g.m0; len(g.links0) < need {
+	if need := n * (g.m0 + 1); len(g.links0) < need {
 		g.links0 = append(g.links0, make([]uint32, need-len(g.links0))...)
 	}
 	g.n = max(g.n, n)
@@ -308,9 +309,8 @@ func (g *graph) grow(n int) {
 func (g *graph) setLevel(num uint32, lvl int) {
 	g.level[num] = int8(lvl)
 	if lvl > 0 {
-		g.upOff[num] = uint32(len(g.upCnt)) + 1
-		g.upCnt = append(g.upCnt, make([]uint32, lvl)...)
-		g.upLinks = append(g.upLinks, make([]uint32, lvl*g.m)...)
+		g.upOff[num] = uint32(len(g.upLinks)/(g.m+1)) + 1
+		g.upLinks = append(g.upLinks, make([]uint32, lvl*(g.m+1))...)
 	}
 }
 
@@ -349,10 +349,10 @@ func (g *graph) insert(num uint32) {
 // link adds the edge e→num on layer l, pruning e's links with the
 // heuristic when they exceed mmax.
 func (g *graph) link(e, num uint32, l, mmax int) {
-	links, base, cnt := g.slots(e, l)
-	if c := atomic.LoadUint32(cnt); int(c) < mmax {
-		atomic.StoreUint32(&links[base+int(c)], num)
-		atomic.StoreUint32(cnt, c+1)
+	links, base := g.slots(e, l)
+	if c := atomic.LoadUint32(&links[base]); int(c) < mmax {
+		atomic.StoreUint32(&links[base+1+int(c)], num)
+		atomic.StoreUint32(&links[base], c+1)
 		return
 	}
 	cur := g.neighbors(e, l)
@@ -392,17 +392,20 @@ func (g *graph) writeTo(w io.Writer) error {
 	for _, l := range g.level[:g.n] {
 		b = append(b, byte(l))
 	}
-	for _, c := range g.cnt0[:g.n] {
-		b = le.AppendUint16(b, uint16(c))
+	for num := 0; num < g.n; num++ {
+		b = le.AppendUint16(b, uint16(g.links0[num*(g.m0+1)]))
 	}
 	flush := func() error {
 		_, err := w.Write(b)
 		b = b[:0]
 		return err
 	}
-	for i, x := range g.links0[:g.n*g.m0] {
-		b = le.AppendUint32(b, x)
-		if i%16384 == 0 {
+	for num := 0; num < g.n; num++ {
+		base := num * (g.m0 + 1)
+		for _, x := range g.links0[base+1 : base+1+g.m0] {
+			b = le.AppendUint32(b, x)
+		}
+		if len(b) > 1<<16 {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -458,16 +461,19 @@ func readGraph(b []byte, cfg Config, slabs [][]float32) (*graph, error) {
 	}
 	b = b[n:]
 	for i := 0; i < n; i++ {
-		g.cnt0[i] = uint32(le.Uint16(b[2*i:]))
-		if int(g.cnt0[i]) > g.m0 {
-			return nil, fmt.Errorf("%w: node %d has %d links", errGraph, i, g.cnt0[i])
+		c := le.Uint16(b[2*i:])
+		if int(c) > g.m0 {
+			return nil, fmt.Errorf("%w: node %d has %d links", errGraph, i, c)
 		}
+		g.links0[i*(g.m0+1)] = uint32(c)
 	}
 	b = b[2*n:]
-	for i := range g.links0 {
-		g.links0[i] = le.Uint32(b[4*i:])
+	for i := 0; i < n; i++ {
+		for j := 0; j < g.m0; j++ {
+			g.links0[i*(g.m0+1)+1+j] = le.Uint32(b[4*(i*g.m0+j):])
+		}
 	}
-	b = b[4*len(g.links0):]
+	b = b[4*n*g.m0:]
 	for num, l := range g.level {
 		if l <= 0 {
 			continue
