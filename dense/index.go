@@ -317,6 +317,36 @@ func (ix *Index) Delete(ids ...string) error {
 	return nil
 }
 
+// RenameIDs gives every live item the ID rename maps its ID to, in one
+// new view (searches see all new IDs or none). It is meant for callers
+// that change their ID scheme (the engine migrating an older snapshot).
+// Every live ID must be in rename, and the new IDs must be distinct and
+// non-empty (a missing or empty one is an error wrapping ErrEmptyID);
+// otherwise it returns an error and changes nothing.
+func (ix *Index) RenameIDs(rename map[string]string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cur.Load().closed {
+		return ErrClosed
+	}
+	recs := slices.Clone(ix.recs)
+	byID := make(map[string]uint32, len(ix.byID))
+	for id, num := range ix.byID {
+		to, ok := rename[id]
+		if !ok || to == "" {
+			return fmt.Errorf("rename: %w: no new ID for %q", ErrEmptyID, id)
+		}
+		if _, dup := byID[to]; dup {
+			return fmt.Errorf("rename: two items renamed %q", to)
+		}
+		byID[to] = num
+		recs[num].id = to
+	}
+	ix.recs, ix.byID = recs, byID
+	ix.begin().publish()
+	return nil
+}
+
 // Compaction rebuilds the graph from the live vectors, dropping tombstoned
 // routing nodes, in bounded steps that hold no lock: searches and writers
 // carry on meanwhile. Start it with StartCompaction, call Step until it

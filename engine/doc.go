@@ -9,6 +9,18 @@
 // TokenCounter (WithTokenCounter) at Open; package enginetest has small
 // deterministic fakes for tests.
 //
+// # Documents and tenants
+//
+// A document is identified by its Tenant and its ID together: the same ID
+// in two tenants is two documents, Batch.Add replaces only the document
+// with the same tenant and ID, Batch.DeleteIn and Engine.GetIn name the
+// tenant, and Links resolve within the linking document's tenant. (The
+// postings and dense indexes know a document by a key made of both; see
+// FormatVersion.) Engine.Get and Batch.Delete, which take an ID alone,
+// are deprecated: Get returns the document of the first tenant in byte
+// order, Delete deletes the ID in every tenant — the meaning IDs had when
+// they were global across tenants.
+//
 // # Pipeline
 //
 // Search(ctx, req) runs, recording each stage's wall time in
@@ -117,11 +129,16 @@
 // and crc32c of the document file and the log position, and ends with the
 // crc32c of its own JSON. Directories written by version 1 (MANIFEST.json,
 // BLAKE3, no log) still open; the next Snapshot converts them.
+// Directories of versions 1 and 2, written while IDs were global, open by
+// renaming every document in both indexes to its tenant-scoped key (the
+// indexes are not rebuilt), and their log records replay with the meaning
+// IDs had then.
 //
 // # Durability
 //
-// Commit writes its batch (reduced to the final operation per ID, with
-// the vectors it computed) as one checksummed record to the write-ahead
+// Commit writes its batch (reduced to the final operation per document,
+// with the tenant of every deletion and the vectors it computed) as one
+// checksummed record to the write-ahead
 // log before applying it, and returns once the record is durable under
 // Config.Durability.Sync:
 //

@@ -171,13 +171,27 @@ func (e *Engine) publish(docs store, nvec int) {
 // Len returns the number of stored documents.
 func (e *Engine) Len() int { return e.cur.Load().docs.n }
 
-// Get returns a copy of the stored document with the given ID.
-func (e *Engine) Get(id string) (Document, bool) {
-	r := e.cur.Load().docs.get(id)
+// GetIn returns a copy of tenant's document with the given ID.
+func (e *Engine) GetIn(tenant, id string) (Document, bool) {
+	r := e.cur.Load().docs.get(tenant, id)
 	if r == nil {
 		return Document{}, false
 	}
 	return r.doc.clone(), true
+}
+
+// Get returns a copy of a stored document with the given ID: the one of
+// the first tenant, in byte order, that has it.
+//
+// Deprecated: IDs are scoped by tenant; use GetIn. Get keeps the meaning
+// IDs had when they were global (one document per ID), which a caller
+// acting for one tenant must not use.
+func (e *Engine) Get(id string) (Document, bool) {
+	rs := e.cur.Load().docs.all(id)
+	if len(rs) == 0 {
+		return Document{}, false
+	}
+	return rs[0].doc.clone(), true
 }
 
 // Close stops background maintenance and snapshots, flushes and closes the write-ahead log
@@ -214,32 +228,58 @@ func (e *Engine) release() error {
 }
 
 // Batch collects additions and deletions that Commit applies atomically.
-// Operations on one ID apply in order (the last one wins). A Batch is not
-// safe for concurrent use; it may be reused after Commit returns, and is
-// emptied by a successful Commit.
+// A document is identified by its tenant and its ID together (the same ID
+// in two tenants is two documents). Operations on one document apply in
+// order (the last one wins). A Batch is not safe for concurrent use; it
+// may be reused after Commit returns, and is emptied by a successful
+// Commit.
 type Batch struct {
 	ops []op
 }
 
+type opKind uint8
+
+const (
+	opAdd    opKind = iota // doc
+	opDelete               // key
+	opWipe                 // key.ID in every tenant (the deprecated Delete)
+)
+
 type op struct {
-	doc    Document
-	delete string // non-empty for deletions
+	kind opKind
+	doc  Document
+	key  docKey
 }
 
 // NewBatch returns an empty batch for e.
 func (e *Engine) NewBatch() *Batch { return &Batch{} }
 
-// Add queues copies of docs. Documents are validated by Commit.
+// Add queues copies of docs; each replaces the document with the same
+// Tenant and ID, if any. Documents are validated by Commit.
 func (b *Batch) Add(docs ...Document) {
 	for i := range docs {
-		b.ops = append(b.ops, op{doc: docs[i].clone()})
+		b.ops = append(b.ops, op{kind: opAdd, doc: docs[i].clone()})
 	}
 }
 
-// Delete queues deletions; deleting an unknown ID is not an error.
+// DeleteIn queues the deletion of tenant's documents with the given IDs;
+// deleting an unknown document is not an error.
+func (b *Batch) DeleteIn(tenant string, ids ...string) {
+	for _, id := range ids {
+		b.ops = append(b.ops, op{kind: opDelete, key: docKey{tenant, id}})
+	}
+}
+
+// Delete queues the deletion of the given IDs in every tenant that has
+// them (resolved when the batch is applied); deleting an unknown ID is not
+// an error.
+//
+// Deprecated: IDs are scoped by tenant; use DeleteIn. Delete keeps the
+// meaning IDs had when they were global, which a caller acting for one
+// tenant must not use.
 func (b *Batch) Delete(ids ...string) {
 	for _, id := range ids {
-		b.ops = append(b.ops, op{delete: id})
+		b.ops = append(b.ops, op{kind: opWipe, key: docKey{ID: id}})
 	}
 }
 
@@ -266,31 +306,9 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
-	// Reduce to the final operation per ID, in first-seen order.
-	final := map[string]int{}
-	var order []string
-	for i, o := range b.ops {
-		id := o.delete
-		if id == "" {
-			if err := o.doc.Validate(); err != nil {
-				return fmt.Errorf("commit: %w", err)
-			}
-			id = o.doc.ID
-		}
-		if _, ok := final[id]; !ok {
-			order = append(order, id)
-		}
-		final[id] = i
-	}
-	var adds []*record
-	var dels []string
-	for _, id := range order {
-		o := b.ops[final[id]]
-		if o.delete != "" {
-			dels = append(dels, id)
-			continue
-		}
-		adds = append(adds, &record{doc: o.doc})
+	adds, dels, wipes, err := reduce(b.ops)
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	addTerms := e.analyze(adds)
 	if e.embedder != nil && len(adds) > 0 {
@@ -301,11 +319,11 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	var payload []byte
 	if e.log != nil {
 		var err error
-		if payload, err = encodeLogRecord(adds, dels); err != nil {
+		if payload, err = encodeLogRecord(adds, dels, wipes); err != nil {
 			return fmt.Errorf("commit: encode log record: %w", err)
 		}
 	}
-	ticket, err := e.commitLocked(payload, adds, addTerms, dels)
+	ticket, err := e.commitLocked(payload, adds, addTerms, dels, wipes)
 	if err != nil {
 		return err
 	}
@@ -323,7 +341,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 // commitLocked logs and applies a prepared batch under commitMu, and
 // returns the log record's ticket for Commit to wait on outside the lock
 // (so concurrent Commits can share an fsync).
-func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []string) (wal.Ticket, error) {
+func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []docKey, wipes []string) (wal.Ticket, error) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.closed.Load() {
@@ -341,10 +359,59 @@ func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]strin
 			return wal.Ticket{}, fmt.Errorf("commit: write-ahead log: %w", err)
 		}
 	}
-	if err := e.apply(adds, addTerms, dels); err != nil {
+	if err := e.apply(adds, addTerms, dels, wipes); err != nil {
 		return wal.Ticket{}, fmt.Errorf("commit: %w", err)
 	}
 	return ticket, nil
+}
+
+// reduce validates ops and reduces them to the final operation per
+// document, in first-seen order: the additions, the deletions, and the
+// IDs to delete in every stored tenant whose document the batch does not
+// itself add or delete (a wipe turns the batch's earlier operations on
+// that ID into deletions; later ones stand).
+func reduce(ops []op) (adds []*record, dels []docKey, wipes []string, err error) {
+	final := map[docKey]int{}
+	var order []docKey
+	byID := map[string][]docKey{} // keys of the batch, by ID
+	wiped := map[string]bool{}
+	for i, o := range ops {
+		k := o.key
+		switch o.kind {
+		case opAdd:
+			if err := o.doc.Validate(); err != nil {
+				return nil, nil, nil, err
+			}
+			k = docKey{o.doc.Tenant, o.doc.ID}
+		case opDelete, opWipe:
+			if k.ID == "" {
+				return nil, nil, nil, fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
+			}
+		}
+		if o.kind == opWipe {
+			for _, bk := range byID[k.ID] {
+				final[bk] = i
+			}
+			if !wiped[k.ID] {
+				wiped[k.ID] = true
+				wipes = append(wipes, k.ID)
+			}
+			continue
+		}
+		if _, ok := final[k]; !ok {
+			order = append(order, k)
+			byID[k.ID] = append(byID[k.ID], k)
+		}
+		final[k] = i
+	}
+	for _, k := range order {
+		if o := ops[final[k]]; o.kind == opAdd {
+			adds = append(adds, &record{doc: o.doc})
+		} else {
+			dels = append(dels, k)
+		}
+	}
+	return adds, dels, wipes, nil
 }
 
 // analyze fills every record's termSet and returns its analyzed terms.
@@ -363,18 +430,37 @@ var errLexRefused = errors.New("lexical index refused the batch")
 
 // apply writes a prepared batch into the lexical index, the dense index and
 // a copy of the document store, then publishes them as the next state.
-// Searches keep reading the previous state meanwhile (the indexes publish
-// views of their own, which no search uses until the engine's state names
-// them). Called with commitMu held (or during Open).
-func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error {
+// Wipes delete an ID in every tenant of the state except documents the
+// batch adds or deletes itself. Searches keep reading the previous state
+// meanwhile (the indexes publish views of their own, which no search uses
+// until the engine's state names them). Called with commitMu held (or
+// during Open).
+func (e *Engine) apply(adds []*record, addTerms [][]string, dels []docKey, wipes []string) error {
 	st := e.cur.Load()
+	if len(wipes) > 0 {
+		inBatch := make(map[docKey]bool, len(adds)+len(dels))
+		for _, r := range adds {
+			inBatch[docKey{r.doc.Tenant, r.doc.ID}] = true
+		}
+		for _, k := range dels {
+			inBatch[k] = true
+		}
+		dels = slices.Clone(dels)
+		for _, id := range wipes {
+			for _, r := range st.docs.all(id) {
+				if k := (docKey{r.doc.Tenant, id}); !inBatch[k] {
+					dels = append(dels, k)
+				}
+			}
+		}
+	}
 	lb := e.lex.NewBatch()
-	for _, id := range dels {
-		lb.Delete(id)
+	for _, k := range dels {
+		lb.Delete(indexKey(k.Tenant, k.ID))
 	}
 	for i, r := range adds {
 		lb.Add(postings.Doc{
-			ID:     r.doc.ID,
+			ID:     indexKey(r.doc.Tenant, r.doc.ID),
 			Terms:  addTerms[i],
 			Tenant: lexTenant(r.doc.Tenant),
 			Meta:   r.doc.Metadata,
@@ -390,8 +476,8 @@ func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error
 		return e.broken
 	}
 	w, nvec := st.docs.writer(), st.nvec
-	for _, id := range dels {
-		if old := w.del(id); old != nil && old.vec != nil {
+	for _, k := range dels {
+		if old := w.del(k.Tenant, k.ID); old != nil && old.vec != nil {
 			nvec--
 		}
 	}
@@ -409,19 +495,19 @@ func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error
 
 // applyDense mirrors a batch into the vector index; st is the state before
 // the batch. Called with commitMu held.
-func (e *Engine) applyDense(st *state, adds []*record, dels []string) error {
+func (e *Engine) applyDense(st *state, adds []*record, dels []docKey) error {
 	if e.vec == nil {
 		return nil
 	}
 	var gone []string
-	for _, id := range dels {
-		if r := st.docs.get(id); r != nil && r.vec != nil {
-			gone = append(gone, id)
+	for _, k := range dels {
+		if r := st.docs.get(k.Tenant, k.ID); r != nil && r.vec != nil {
+			gone = append(gone, indexKey(k.Tenant, k.ID))
 		}
 	}
 	for _, r := range adds {
-		if old := st.docs.get(r.doc.ID); old != nil && old.vec != nil && r.vec == nil {
-			gone = append(gone, r.doc.ID)
+		if old := st.docs.get(r.doc.Tenant, r.doc.ID); old != nil && old.vec != nil && r.vec == nil {
+			gone = append(gone, indexKey(r.doc.Tenant, r.doc.ID))
 		}
 	}
 	if len(gone) > 0 {
@@ -432,7 +518,7 @@ func (e *Engine) applyDense(st *state, adds []*record, dels []string) error {
 	items := make([]dense.Item, 0, len(adds))
 	for _, r := range adds {
 		if r.vec != nil {
-			items = append(items, dense.Item{ID: r.doc.ID, Vector: r.vec, Tenant: r.doc.Tenant, Meta: r.doc.Metadata})
+			items = append(items, dense.Item{ID: indexKey(r.doc.Tenant, r.doc.ID), Vector: r.vec, Tenant: r.doc.Tenant, Meta: r.doc.Metadata})
 		}
 	}
 	if len(items) > 0 {
@@ -664,11 +750,14 @@ func (e *Engine) retrieve(ctx context.Context, st *state, req *Request, terms []
 	fused := fuse(req.Fusion, bm25, dn, req.RRFK, alpha)
 	cands := fused[:0]
 	for _, c := range fused {
-		c.rec = st.docs.get(c.id)
+		c.rec = st.docs.getKey(c.id)
 		// Defence in depth: the retrievers filter, and the store agrees.
 		if c.rec == nil || !c.rec.doc.matches(req.Tenant, req.Filter) {
 			continue
 		}
+		// From here on candidates are the request tenant's documents,
+		// known by their IDs (which order like their index keys).
+		c.id = c.rec.doc.ID
 		if req.ScoreThreshold != 0 && c.fused < req.ScoreThreshold {
 			continue
 		}
@@ -689,7 +778,8 @@ func (e *Engine) retrieve(ctx context.Context, st *state, req *Request, terms []
 		if seeds == 0 {
 			seeds = req.TopK
 		}
-		cands = expand(cands, st.docs.get, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
+		lookup := func(id string) *record { return st.docs.get(req.Tenant, id) }
+		cands = expand(cands, lookup, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
 		res.Timings.Expansion = time.Since(t)
 	}
 	return cands, nil

@@ -28,7 +28,17 @@ import (
 // (MANIFEST with a checksum line; the document file checked by crc32c);
 // version 1 directories (MANIFEST.json, BLAKE3) still open, and the next
 // Snapshot replaces their manifest.
-const FormatVersion = 2
+//
+// Version 3 scopes document IDs by tenant: the postings and dense indexes
+// know a document by indexKey(tenant, ID), and the document file may hold
+// one ID in several tenants. Versions 1 and 2 (one document per ID, known
+// to the indexes by its ID) open as they are: Open renames every document
+// in both indexes to its key (no index is rebuilt), and the next Snapshot
+// writes version 3.
+const FormatVersion = 3
+
+// tenantKeysVersion is the first format whose indexes use indexKey.
+const tenantKeysVersion = 3
 
 const (
 	snapKind   = "snap" // generation directories snap-NNNNNN
@@ -174,21 +184,14 @@ func (e *Engine) Snapshot() (err error) {
 	return nil
 }
 
-// write gob-encodes the store in ID order (so equal stores give equal
-// files).
+// write gob-encodes the store in (ID, tenant) order (so equal stores give
+// equal files).
 func (s *store) write(w io.Writer) error {
-	ids := s.ids()
 	enc := gob.NewEncoder(w)
-	if err := enc.Encode(len(ids)); err != nil {
+	if err := enc.Encode(s.n); err != nil {
 		return err
 	}
-	for _, id := range ids {
-		r := s.get(id)
-		if err := enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}) })
 }
 
 // load opens the snapshot in dir and sets snapPos to its log position; it
@@ -250,6 +253,14 @@ func (e *Engine) load(dir string) (bool, error) {
 		}
 		return false, err
 	}
+	if m.Version < tenantKeysVersion {
+		if err := e.migrateKeys(); err != nil {
+			if e.vec != nil {
+				e.vec.Close()
+			}
+			return false, fmt.Errorf("%w: migrate version %d snapshot to tenant-scoped IDs: %w", ErrCorrupt, m.Version, err)
+		}
+	}
 	return true, nil
 }
 
@@ -290,5 +301,34 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 		docs.put(r)
 	}
 	e.publish(docs.done(), nvec)
+	return nil
+}
+
+// migrateKeys renames the documents of a snapshot written before IDs were
+// scoped by tenant (one document per ID, known to the indexes by its ID)
+// to their index keys in both indexes, and publishes the result. Called
+// during Open.
+func (e *Engine) migrateKeys() error {
+	st := e.cur.Load()
+	rename := make(map[string]string, st.docs.n)
+	err := st.docs.each(func(r *record) error {
+		if _, dup := rename[r.doc.ID]; dup {
+			return fmt.Errorf("document ID %q in two tenants", r.doc.ID)
+		}
+		rename[r.doc.ID] = indexKey(r.doc.Tenant, r.doc.ID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.lex.RenameIDs(rename); err != nil {
+		return fmt.Errorf("lexical: %w", err)
+	}
+	if e.vec != nil {
+		if err := e.vec.RenameIDs(rename); err != nil {
+			return fmt.Errorf("dense: %w", err)
+		}
+	}
+	e.publish(st.docs, st.nvec)
 	return nil
 }

@@ -33,8 +33,9 @@ func (s Span) Len() int { return s.End - s.Start }
 // included); the caller may reuse it afterwards. Documents returned in a
 // Result are copies too.
 type Document struct {
-	// ID identifies the document across all tenants; adding an ID that
-	// exists replaces the old document (in whichever tenant it was).
+	// ID identifies the document within its Tenant: the same ID in two
+	// tenants is two documents, and adding a document replaces only the
+	// one with the same Tenant and ID.
 	ID string `json:"id"`
 	// Title is indexed together with Text (Title first).
 	Title string `json:"title,omitempty"`
@@ -51,8 +52,8 @@ type Document struct {
 	Source string `json:"source,omitempty"`
 	// Span locates Text inside Source.
 	Span Span `json:"span"`
-	// Links are IDs of related documents, followed by query expansion.
-	// Links to unknown IDs are allowed and ignored.
+	// Links are IDs of related documents of the same Tenant, followed by
+	// query expansion. Links to unknown IDs are allowed and ignored.
 	Links []string `json:"links,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package postings
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -327,4 +328,33 @@ func (r *Rebuilding) kill(nd uint32) {
 	ns.numDead++
 	ns.liveDocs--
 	ns.liveLen -= uint64(ns.docLen[nd])
+}
+
+// RenameIDs gives every live document the external ID rename maps its ID
+// to, in one new snapshot (searches see all new IDs or none); deleted
+// documents keep theirs. It is meant for callers that change their ID
+// scheme (the engine migrating an older snapshot). Every live ID must be
+// in rename, and the new IDs must be distinct and non-empty; otherwise it
+// returns an error wrapping ErrBadDoc and changes nothing.
+func (ix *Index) RenameIDs(rename map[string]string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s := ix.cur.Load()
+	ns := *s
+	ns.docIDs = slices.Clone(s.docIDs[:s.numDocs])
+	byID := make(map[string]uint32, len(ix.byID))
+	for id, num := range ix.byID {
+		to, ok := rename[id]
+		if !ok || to == "" {
+			return fmt.Errorf("rename: %w: no new ID for %q", ErrBadDoc, id)
+		}
+		if _, dup := byID[to]; dup {
+			return fmt.Errorf("rename: %w: two documents renamed %q", ErrBadDoc, to)
+		}
+		byID[to] = num
+		ns.docIDs[num] = to
+	}
+	ix.byID = byID
+	ix.cur.Store(&ns)
+	return nil
 }
