@@ -266,13 +266,14 @@ type options struct {
 
 // WithEmbedder attaches the bi-encoder used to embed documents on Commit and
 // queries on Search. Without one, search is BM25 only (a fallback that each
-// Result records).
+// Result records). An embedder that is a models.Loader is loaded by Open.
 func WithEmbedder(e models.Embedder) Option {
 	return func(o *options) { o.embedder = e }
 }
 
 // WithReranker registers r under a profile name (e.g. "fast", "balanced",
 // "accurate") for Request.Rerank. Registering a name twice keeps the last.
+// A reranker that is a models.Loader is loaded by Open.
 func WithReranker(profile string, r models.Reranker) Option {
 	return func(o *options) {
 		if o.rerankers == nil {

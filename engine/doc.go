@@ -7,7 +7,12 @@
 // The engine does not construct models. It takes a models.Embedder
 // (WithEmbedder), named models.Rerankers (WithReranker("fast", r), ...) and a
 // TokenCounter (WithTokenCounter) at Open; package enginetest has small
-// deterministic fakes for tests.
+// deterministic fakes for tests. Open loads every model that loads lazily
+// (models.Loader, as models/ort's CrossEncoder and BiEncoder do) and fails
+// with ErrModelLoad if one cannot, so no search pays a model load inside
+// its budget or folds one into the rerank cost estimate; Warm then runs one
+// small inference per model (not measured), for what a model does on its
+// first call besides loading.
 //
 // # Documents and tenants
 //

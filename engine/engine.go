@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -112,6 +113,9 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 	if e.rerankers == nil {
 		e.rerankers = map[string]models.Reranker{}
 	}
+	if err := e.loadModels(); err != nil {
+		return nil, err
+	}
 	if dir == "" {
 		if err := e.initIndexes(); err != nil {
 			return nil, err
@@ -125,6 +129,52 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("open engine %s: %w", dir, err)
 	}
 	return e, nil
+}
+
+// loadModels loads every registered model that loads lazily
+// (models.Loader), so that the first search that needs one does not pay
+// the load inside its budget, nor fold it into the rerank cost estimate.
+func (e *Engine) loadModels() error {
+	load := func(what string, m any) error {
+		if l, ok := m.(models.Loader); ok {
+			if err := l.Load(); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrModelLoad, what, err)
+			}
+		}
+		return nil
+	}
+	if e.embedder != nil {
+		if err := load("embedder", e.embedder); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.rerankers)) {
+		if err := load(fmt.Sprintf("reranker %q", name), e.rerankers[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Warm runs one small inference through every registered model (one query
+// embedding, one scored pair per reranker), so that what a model does on
+// its first call — loading, if it is not a models.Loader; allocating its
+// buffers — happens now rather than inside a search's budget. Warm-up
+// calls are not folded into the rerank cost estimates. Call it after Open,
+// before serving; it is safe to call at any time.
+func (e *Engine) Warm(ctx context.Context) error {
+	const text = "warm up"
+	if e.embedder != nil {
+		if _, err := e.embedder.Embed(ctx, []string{text}); err != nil {
+			return fmt.Errorf("%w: embedder: %w", ErrModelLoad, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.rerankers)) {
+		if _, err := e.rerankers[name].Score(ctx, text, []string{text}); err != nil {
+			return fmt.Errorf("%w: reranker %q: %w", ErrModelLoad, name, err)
+		}
+	}
+	return nil
 }
 
 // initIndexes builds the analyzer and empty indexes from e.cfg.

@@ -1,6 +1,7 @@
 // Package models holds the contracts of hybrank's neural models and the
 // plain types around them: the Reranker (cross-encoder) and Embedder
-// (bi-encoder) interfaces, Pair and Usage, the documented errors, the model
+// (bi-encoder) interfaces, Loader (models that load ahead of first use),
+// Pair and Usage, the documented errors, the model
 // Config with its profiles, and ModelDir, the reader of a model directory.
 //
 // It has no cgo and no runtime: the engine and the server depend on it
