@@ -69,10 +69,15 @@
 //
 // # Latency budget
 //
-// The deadline is min(ctx's deadline, start + req.Budget). Retrieval (BM25,
-// dense) must finish: if the deadline passes there, Search returns an error
-// wrapping context.DeadlineExceeded. From reranking on, running out is a
-// result: the rerank loop keeps, per profile, an EWMA of the wall time per
+// The deadline is min(ctx's deadline, start + req.Budget); running out of
+// it is a result, not an error. The query embedding and the dense search
+// stop at it: the search goes on BM25 only, with Result.Degraded set and a
+// retrieval_budget fallback. BM25 retrieval always runs to the end, under
+// ctx alone, so a budget shorter than retrieval still returns BM25 (or
+// fused) hits, late; only ctx itself ending — cancellation or ctx's own
+// deadline, the hard limit — makes Search return an error (wrapping
+// context.Canceled or context.DeadlineExceeded) during retrieval. From
+// reranking on the budget is met by doing less: the rerank loop keeps, per profile, an EWMA of the wall time per
 // document; the first batch of an unmeasured profile is small
 // (RerankConfig.FirstBatch); each next batch is sized to the time left
 // minus a margin for MMR and packing (RerankConfig.Margin + MarginFraction ×
@@ -91,9 +96,9 @@
 //
 // Degradations the engine chooses instead of failing are listed in
 // Result.Fallbacks: no embedder, no vectors in the index, a failing query
-// embedding or dense search (BM25 only); an unknown rerank profile, a
-// failing reranker (fused order, partial scores discarded) or no time left
-// to rerank at all.
+// embedding or dense search, or a budget spent before either finished
+// (BM25 only); an unknown rerank profile, a failing reranker (fused order,
+// partial scores discarded) or no time left to rerank at all.
 //
 // # Atomicity and concurrency
 //

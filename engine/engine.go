@@ -623,10 +623,10 @@ func termSet(terms []string) []string {
 }
 
 // Search runs req; see the package doc for the pipeline, the budget and the
-// fallbacks. Running out of budget during reranking is reported in the
-// Result (Degraded), not as an error; an error means the request was
-// invalid, the engine is closed, ctx was cancelled, or retrieval itself
-// failed (including the deadline passing before BM25 finished).
+// fallbacks. Running out of req.Budget is reported in the Result
+// (Degraded), not as an error; an error means the request was invalid, the
+// engine is closed, ctx ended (cancelled, or its own deadline passed) before
+// retrieval finished, or BM25 retrieval itself failed.
 func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
 	if err := req.Validate(); err != nil {
@@ -644,8 +644,14 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}
+	// sctx carries the budget's deadline: the optional stages (query
+	// embedding and dense search, reranking) stop at it; BM25 runs under
+	// ctx alone, so running out of budget degrades the result instead of
+	// failing it.
+	// When ctx's deadline comes first, sctx is ctx itself, so that ctx's
+	// deadline reads as ctx's (an error), never as the budget's.
 	sctx := ctx
-	if !deadline.IsZero() {
+	if d, ok := ctx.Deadline(); !deadline.IsZero() && (!ok || deadline.Before(d)) {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -678,18 +684,20 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 		if err == nil && (len(vs) != 1 || len(vs[0]) != e.embedder.Dim()) {
 			err = errors.New("embedder returned a malformed vector")
 		}
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, fmt.Errorf("search: embed query: %w", cerr)
-			}
-			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackEmbedError, Detail: err.Error()})
-		} else {
+		switch {
+		case err == nil:
 			qvec = vs[0]
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("search: embed query: %w", ctx.Err())
+		case sctx.Err() != nil:
+			res.budgetFallback("query embedding")
+		default:
+			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackEmbedError, Detail: err.Error()})
 		}
 	}
 	done()
 
-	cands, err := e.retrieve(sctx, st, &req, terms, qvec, alpha, res)
+	cands, err := e.retrieve(ctx, sctx, st, &req, terms, qvec, alpha, res)
 	if err != nil {
 		return nil, err
 	}
@@ -708,7 +716,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("search: %w", err)
 			}
-			res.Reranked, res.Degraded = out.scored, out.degraded
+			res.Reranked, res.Degraded = out.scored, res.Degraded || out.degraded
 			if out.fallback != nil {
 				res.Fallbacks = append(res.Fallbacks, *out.fallback)
 			}
@@ -758,10 +766,18 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// retrieve runs BM25 and dense retrieval, fusion, the score threshold and
-// expansion on st and returns the candidates, best first, with their
-// records attached.
-func (e *Engine) retrieve(ctx context.Context, st *state, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
+// budgetFallback records that the latency budget ran out before stage
+// (part of dense retrieval) finished: the result is BM25 only.
+func (res *Result) budgetFallback(stage string) {
+	res.Degraded = true
+	res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRetrievalBudget, Detail: "budget spent before the " + stage + " finished; BM25 only"})
+}
+
+// retrieve runs BM25 (under ctx) and dense retrieval (under bctx, which
+// adds the budget's deadline), fusion, the score threshold and expansion
+// on st and returns the candidates, best first, with their records
+// attached.
+func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
 	var bm25, dn []scored
 	t := time.Now()
 	if len(terms) > 0 {
@@ -781,13 +797,17 @@ func (e *Engine) retrieve(ctx context.Context, st *state, req *Request, terms []
 	res.Timings.BM25 = time.Since(t)
 	if qvec != nil && st.vec != nil {
 		t = time.Now()
-		hits, err := st.vec.Search(ctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, fmt.Errorf("search: dense: %w", cerr)
-			}
+		hits, err := st.vec.Search(bctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("search: dense: %w", ctx.Err())
+		case bctx.Err() != nil:
+			res.budgetFallback("dense search")
+		default:
 			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackDenseError, Detail: err.Error()})
-		} else {
+		}
+		if err == nil {
 			dn = make([]scored, len(hits))
 			for i, h := range hits {
 				dn[i] = scored{h.ID, float64(h.Score)}

@@ -185,8 +185,10 @@ type Request struct {
 	Expand Expansion `json:"expand"`
 	// Rerank is the reranker profile name ("" = no reranking).
 	Rerank string `json:"rerank,omitempty"`
-	// Budget bounds the wall time of the search (0 = only ctx's deadline).
-	// The effective deadline is min(ctx deadline, start + Budget).
+	// Budget bounds the wall time of the search (0 = only ctx's deadline):
+	// dense retrieval and reranking stop at min(ctx deadline, start +
+	// Budget) and the result is marked Degraded, while BM25 retrieval
+	// always completes unless ctx itself ends (see the package doc).
 	Budget time.Duration `json:"budget,omitempty"`
 	// TokenBudget bounds the tokens of Result.Passages (0 = no packing
 	// limit: every hit becomes a passage).
@@ -333,6 +335,10 @@ const (
 	FallbackEmbedError FallbackCode = "embed_error"
 	// FallbackDenseError: dense search failed; BM25 only.
 	FallbackDenseError FallbackCode = "dense_error"
+	// FallbackRetrievalBudget: the latency budget ran out before dense
+	// retrieval (the query embedding or the vector search) finished; BM25
+	// only (Result.Degraded is set too).
+	FallbackRetrievalBudget FallbackCode = "retrieval_budget"
 	// FallbackRerankUnknown: no reranker with the requested profile name;
 	// fused order.
 	FallbackRerankUnknown FallbackCode = "rerank_unknown_profile"
@@ -375,8 +381,9 @@ type Result struct {
 	Candidates int `json:"candidates"`
 	// Reranked is how many candidates the reranker scored (in fused order).
 	Reranked int `json:"reranked"`
-	// Degraded is set when the latency budget stopped reranking before
-	// every candidate was scored.
+	// Degraded is set when the latency budget cut the search short: dense
+	// retrieval did not finish (BM25 only), or reranking stopped before
+	// every candidate was scored. Fallbacks say which.
 	Degraded  bool       `json:"degraded"`
 	Fallbacks []Fallback `json:"fallbacks,omitempty"`
 	Timings   Timings    `json:"timings"`
