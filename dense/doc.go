@@ -35,7 +35,9 @@
 // its node stays in the graph as a routing node, as in hnswlib's
 // markDelete (removing nodes degrades the graph around them). Compact
 // rebuilds the graph from the live vectors when tombstones pile up; it does
-// not renumber, so tombstoned rows keep their slab memory.
+// not renumber, so tombstoned rows keep their slab memory (and their
+// records, which views published before the deletion may still read,
+// until the index is saved and reopened).
 //
 // # Filtering
 //
@@ -55,10 +57,27 @@
 //
 // # Concurrency
 //
-// An *Index is safe for concurrent use. Searches share a read lock (the
-// graph's Search only reads); Add, Delete, Compact and Close take the
-// write lock. Returned slices belong to the caller; vectors passed to Add
-// are copied and not retained.
+// An *Index is safe for concurrent use, and searches never wait for
+// writers. The index publishes its state as an immutable *View through an
+// atomic pointer; Search loads the current one (or a caller keeps one from
+// View and searches it later) and takes no lock. Writers (Add, Delete,
+// SetEfSearch, Save, Close and the last step of a compaction) serialise on
+// a mutex and build the next view beside the published one: bitmaps and
+// maps are cloned on first write, records, vector rows and graph arrays
+// are only appended to, so a search sees each Add or Delete call entirely
+// or not at all. The one structure shared while it changes is the graph's
+// neighbour lists: an insert rewrites the lists of existing nodes with
+// atomic stores, and a concurrent search may route through a list half
+// rewritten (each slot holds a valid node) while it ignores nodes newer
+// than its view. Routing may thus differ slightly while writes run; the
+// results only ever hold items of the view searched. Returned slices
+// belong to the caller; vectors passed to Add are copied and not
+// retained.
+//
+// Compaction runs in bounded steps without a lock (StartCompaction, Step,
+// Finish): it builds a new graph from a view's live vectors, then Finish
+// adds the vectors inserted since and publishes the new graph under the
+// writer mutex. Compact does the three in one call.
 //
 // # Persistence
 //
@@ -74,6 +93,7 @@
 // manifest is durable. Version 1 snapshots (a plain JSON manifest without
 // its own checksum) still open.
 //
-// Both searches are deterministic for a given index state: the graph's
-// levels come from Config.Seed and ties are broken by ID.
+// Both searches are deterministic for a given index state, once writes
+// have stopped: the graph's levels come from Config.Seed and ties are
+// broken by ID.
 package dense

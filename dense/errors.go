@@ -14,7 +14,8 @@ var (
 	// ErrK reports a non-positive k.
 	ErrK = errors.New("dense: k must be positive")
 	// ErrFull reports that the index ran out of internal numbers (2^32-1
-	// vectors including tombstones); Compact frees them.
+	// vectors including tombstones; numbers are never reused, not even by
+	// Compact).
 	ErrFull = errors.New("dense: index full")
 	// ErrClosed reports use of a closed Index.
 	ErrClosed = errors.New("dense: index closed")

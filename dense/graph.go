@@ -9,45 +9,67 @@ import (
 	"math/rand"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hybrank/hybrank/simd"
 )
 
 // graph is an HNSW graph (Malkov & Yashunin, arXiv:1603.09320) over the
 // index's nums, using dot-product similarity of unit vectors (higher is
-// closer). Layer 0 links live in one flat array (m0 slots per num); upper
-// layers, held by about 1/M of the nodes, in a map. Vectors are not owned:
-// vec returns a num's row from the index's slabs.
+// closer), together with the vector slabs it routes over.
 //
-// Not safe for concurrent use by itself: search may run concurrently with
-// other searches (it only reads, plus a pooled visited set), insert needs
-// exclusive access; Index's RWMutex provides both.
+// Storage is flat: each neighbour list is a count followed by its slots,
+// layer-0 lists in one array (1+m0 words per num), upper layers, held by
+// about 1/M of the nodes, in groups of 1+m words (a node of level L owns L
+// consecutive groups, the first at upOff[num]−1).
+//
+// Concurrency: one writer (Index.mu) mutates the graph while any number of
+// searches read it without a lock. A search works on a copy of the graph
+// value taken when the view it belongs to was published (see View); that
+// copy's slices end at its n, and the writer only ever appends beyond
+// them or, for existing nodes, rewrites neighbour lists. The list arrays
+// are therefore read and written with atomic loads and stores, slots
+// before the count: a search may see a list half rewritten by a concurrent
+// insert, which only changes its route (every slot below any count holds
+// a valid num of that layer), and it skips any num at or above its own n —
+// nodes the writer added after its view, whose vectors and levels it must
+// not read. A count lives in the same array as its slots because the
+// writer may reallocate an array (append) while a search reads the old
+// one: the search then sees that list as it was, whole, never a new count
+// over old slots.
+// Everything else (levels, upOff, rows) is written once, before the view
+// that first contains the num is published, and never changed.
 type graph struct {
 	m, m0 int     // max links per node on upper layers / layer 0
-	ml    float64 // level multiplier
-	efc   int     // beam width while inserting
+	ml    float64 // level multiplier (writer only)
+	efc   int     // beam width while inserting (writer only)
 	rng   *rand.Rand
-	vec   func(uint32) []float32
+	dim   int
 
-	level  []int8   // by num; -1: not in the graph
-	cnt0   []uint16 // by num: used layer-0 slots
-	links0 []uint32 // by num: m0 slots
-	upper  map[uint32][][]uint32
-	entry  uint32
-	top    int // level of entry; -1 when empty
-	size   int // nodes in the graph
-
-	visitPool sync.Pool // *visited
+	slabs   [][]float32 // vector rows, slabRows per slab, never moved
+	level   []int8      // by num; -1: not in the graph
+	links0  []uint32    // by num: count, m0 slots (atomic)
+	upOff   []uint32    // by num: 0, or 1 + its first upper group
+	upLinks []uint32    // by group: count, m slots (atomic)
+	entry   uint32
+	top     int // level of entry; -1 when empty
+	size    int // nodes in the graph
+	n       int // num slots: nums below n exist
 }
 
-func newHNSW(cfg Config, vec func(uint32) []float32) *graph {
+func newHNSW(cfg Config) *graph {
 	return &graph{
 		m: cfg.M, m0: 2 * cfg.M, ml: cfg.Ml, efc: cfg.EfConstruction,
-		rng:   rand.New(rand.NewSource(cfg.Seed)),
-		vec:   vec,
-		upper: make(map[uint32][][]uint32),
-		top:   -1,
+		rng: rand.New(rand.NewSource(cfg.Seed)),
+		dim: cfg.Dim,
+		top: -1,
 	}
+}
+
+// vec returns num's row; num < n.
+func (g *graph) vec(num uint32) []float32 {
+	s, r, d := int(num/slabRows), int(num%slabRows), g.dim
+	return g.slabs[s][r*d : (r+1)*d : (r+1)*d]
 }
 
 // cand is a node and its similarity to the current query.
@@ -62,13 +84,16 @@ type visited struct {
 	gen   uint16
 }
 
+// visitPool holds visited sets for every graph (they grow to the largest).
+var visitPool sync.Pool // *visited
+
 func (g *graph) getVisited() *visited {
-	v, _ := g.visitPool.Get().(*visited)
+	v, _ := visitPool.Get().(*visited)
 	if v == nil {
 		v = &visited{}
 	}
-	if len(v.marks) < len(g.level) {
-		v.marks = make([]uint16, len(g.level)+len(g.level)/4+64)
+	if len(v.marks) < g.n {
+		v.marks = make([]uint16, g.n+g.n/4+64)
 		v.gen = 0
 	}
 	v.gen++
@@ -135,31 +160,46 @@ func (h *candHeap) pop() cand {
 	return top
 }
 
-func (g *graph) neighbors(n uint32, l int) []uint32 {
+// slots returns the array and the offset of num's neighbour list on layer
+// l: the count at links[base], the slots after it.
+func (g *graph) slots(n uint32, l int) (links []uint32, base int) {
 	if l == 0 {
-		o := int(n) * g.m0
-		return g.links0[o : o+int(g.cnt0[n])]
+		return g.links0, int(n) * (g.m0 + 1)
 	}
-	return g.upper[n][l-1]
+	grp := int(g.upOff[n]) - 1 + l - 1
+	return g.upLinks, grp * (g.m + 1)
 }
 
-func (g *graph) setNeighbors(n uint32, l int, nb []uint32) {
-	if l == 0 {
-		o := int(n) * g.m0
-		g.cnt0[n] = uint16(copy(g.links0[o:o+g.m0], nb))
-		return
+// neighbors returns a copy of num's neighbour list on layer l (for the
+// writer, which needs a stable list while it rewrites others).
+func (g *graph) neighbors(n uint32, l int) []uint32 {
+	links, base := g.slots(n, l)
+	out := make([]uint32, atomic.LoadUint32(&links[base]))
+	for i := range out {
+		out[i] = atomic.LoadUint32(&links[base+1+i])
 	}
-	g.upper[n][l-1] = append(g.upper[n][l-1][:0], nb...)
+	return out
+}
+
+// setNeighbors replaces num's list on layer l: slots first, then the count,
+// so a concurrent search sees old or new slots, never unwritten ones.
+func (g *graph) setNeighbors(n uint32, l int, nb []uint32) {
+	links, base := g.slots(n, l)
+	for i, x := range nb {
+		atomic.StoreUint32(&links[base+1+i], x)
+	}
+	atomic.StoreUint32(&links[base], uint32(len(nb)))
 }
 
 // searchLayer is the paper's SEARCH-LAYER: a best-first beam of width ef
 // from the entry points eps on layer l. Every reachable node is a routing
 // node, but only nodes accept admits (nil: all) enter the results, so a
 // filtered search explores further instead of returning excluded nodes.
+// Nodes at or above g.n (added after this copy of the graph) are skipped.
 // The result is sorted best first.
 func (g *graph) searchLayer(q []float32, eps []cand, ef, l int, accept func(uint32) bool) []cand {
 	vis := g.getVisited()
-	defer g.visitPool.Put(vis)
+	defer visitPool.Put(vis)
 	cands := candHeap{s: make([]cand, 0, ef*2), max: true}
 	res := candHeap{s: make([]cand, 0, ef+1)}
 	for _, e := range eps {
@@ -174,13 +214,16 @@ func (g *graph) searchLayer(q []float32, eps []cand, ef, l int, accept func(uint
 			}
 		}
 	}
+	limit := uint32(g.n)
 	for len(cands.s) > 0 {
 		c := cands.pop()
 		if len(res.s) >= ef && c.sim < res.s[0].sim {
 			break
 		}
-		for _, nb := range g.neighbors(c.num, l) {
-			if !vis.visit(nb) {
+		links, base := g.slots(c.num, l)
+		for i, k := base+1, base+1+int(atomic.LoadUint32(&links[base])); i < k; i++ {
+			nb := atomic.LoadUint32(&links[i])
+			if nb >= limit || !vis.visit(nb) {
 				continue
 			}
 			s := simd.Dot(q, g.vec(nb))
@@ -245,25 +288,36 @@ func (g *graph) selectNeighbors(cs []cand, m int) []uint32 {
 	return out
 }
 
-// grow makes room for nums below n.
+// grow makes room for nums below n, allocating vector slabs as needed.
+// Appending never writes below the old lengths, which published copies of
+// the graph may be reading.
 func (g *graph) grow(n int) {
+	for len(g.slabs)*slabRows < n {
+		g.slabs = append(g.slabs, make([]float32, slabRows*g.dim))
+	}
 	for len(g.level) < n {
 		g.level = append(g.level, -1)
-		g.cnt0 = append(g.cnt0, 0)
+		g.upOff = append(g.upOff, 0)
 	}
-	if need := n * g.m0; len(g.links0) < need {
+	if need := n * (g.m0 + 1); len(g.links0) < need {
 		g.links0 = append(g.links0, make([]uint32, need-len(g.links0))...)
+	}
+	g.n = max(g.n, n)
+}
+
+// setLevel records num's level and gives it its upper slot groups.
+func (g *graph) setLevel(num uint32, lvl int) {
+	g.level[num] = int8(lvl)
+	if lvl > 0 {
+		g.upOff[num] = uint32(len(g.upLinks)/(g.m+1)) + 1
+		g.upLinks = append(g.upLinks, make([]uint32, lvl*(g.m+1))...)
 	}
 }
 
-// insert adds num (whose vector vec already returns) to the graph.
+// insert adds num (below n, whose row is written) to the graph.
 func (g *graph) insert(num uint32) {
-	g.grow(int(num) + 1)
 	lvl := min(int(-math.Log(1-g.rng.Float64())*g.ml), 30)
-	g.level[num] = int8(lvl)
-	if lvl > 0 {
-		g.upper[num] = make([][]uint32, lvl)
-	}
+	g.setLevel(num, lvl)
 	g.size++
 	if g.top < 0 {
 		g.entry, g.top = num, lvl
@@ -295,19 +349,16 @@ func (g *graph) insert(num uint32) {
 // link adds the edge e→num on layer l, pruning e's links with the
 // heuristic when they exceed mmax.
 func (g *graph) link(e, num uint32, l, mmax int) {
-	cur := g.neighbors(e, l)
-	if len(cur) < mmax {
-		if l == 0 {
-			g.links0[int(e)*g.m0+len(cur)] = num
-			g.cnt0[e]++
-		} else {
-			g.upper[e][l-1] = append(g.upper[e][l-1], num)
-		}
+	links, base := g.slots(e, l)
+	if c := atomic.LoadUint32(&links[base]); int(c) < mmax {
+		atomic.StoreUint32(&links[base+1+int(c)], num)
+		atomic.StoreUint32(&links[base], c+1)
 		return
 	}
+	cur := g.neighbors(e, l)
 	ev := g.vec(e)
 	cs := make([]cand, 0, len(cur)+1)
-	for _, n := range append(slices.Clone(cur), num) {
+	for _, n := range append(cur, num) {
 		cs = append(cs, cand{n, simd.Dot(ev, g.vec(n))})
 	}
 	slices.SortFunc(cs, func(a, b cand) int {
@@ -330,35 +381,39 @@ func (g *graph) link(e, num uint32, l, mmax int) {
 //	u16 count | count × u32
 const graphMagic = "HRHNSW01"
 
+// writeTo encodes the graph; the caller excludes the writer.
 func (g *graph) writeTo(w io.Writer) error {
 	le := binary.LittleEndian
 	b := []byte(graphMagic)
 	b = le.AppendUint32(b, uint32(g.m))
-	b = le.AppendUint32(b, uint32(len(g.level)))
+	b = le.AppendUint32(b, uint32(g.n))
 	b = le.AppendUint32(b, g.entry)
 	b = le.AppendUint32(b, uint32(int32(g.top)))
-	for _, l := range g.level {
+	for _, l := range g.level[:g.n] {
 		b = append(b, byte(l))
 	}
-	for _, c := range g.cnt0 {
-		b = le.AppendUint16(b, c)
+	for num := 0; num < g.n; num++ {
+		b = le.AppendUint16(b, uint16(g.links0[num*(g.m0+1)]))
 	}
 	flush := func() error {
 		_, err := w.Write(b)
 		b = b[:0]
 		return err
 	}
-	for i, x := range g.links0 {
-		b = le.AppendUint32(b, x)
-		if i%16384 == 0 {
+	for num := 0; num < g.n; num++ {
+		base := num * (g.m0 + 1)
+		for _, x := range g.links0[base+1 : base+1+g.m0] {
+			b = le.AppendUint32(b, x)
+		}
+		if len(b) > 1<<16 {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
 	}
-	for num, l := range g.level {
+	for num, l := range g.level[:g.n] {
 		for i := 1; i <= int(l); i++ {
-			nb := g.upper[uint32(num)][i-1]
+			nb := g.neighbors(uint32(num), i)
 			b = le.AppendUint16(b, uint16(len(nb)))
 			for _, x := range nb {
 				b = le.AppendUint32(b, x)
@@ -375,10 +430,10 @@ func (g *graph) writeTo(w io.Writer) error {
 
 var errGraph = errors.New("malformed graph")
 
-// readGraph decodes writeTo's format and checks every link.
-func readGraph(b []byte, cfg Config, vec func(uint32) []float32) (*graph, error) {
+// readGraph decodes writeTo's format over slabs and checks every link.
+func readGraph(b []byte, cfg Config, slabs [][]float32) (*graph, error) {
 	le := binary.LittleEndian
-	g := newHNSW(cfg, vec)
+	g := newHNSW(cfg)
 	if len(b) < len(graphMagic)+16 || string(b[:len(graphMagic)]) != graphMagic {
 		return nil, fmt.Errorf("%w: bad header", errGraph)
 	}
@@ -393,6 +448,10 @@ func readGraph(b []byte, cfg Config, vec func(uint32) []float32) (*graph, error)
 	if need := n + 2*n + 4*n*g.m0; len(b) < need {
 		return nil, fmt.Errorf("%w: truncated", errGraph)
 	}
+	if len(slabs)*slabRows < n {
+		return nil, fmt.Errorf("%w: %d nums, %d vector rows", errGraph, n, len(slabs)*slabRows)
+	}
+	g.slabs = slabs
 	g.grow(n)
 	for i := 0; i < n; i++ {
 		g.level[i] = int8(b[i])
@@ -402,21 +461,24 @@ func readGraph(b []byte, cfg Config, vec func(uint32) []float32) (*graph, error)
 	}
 	b = b[n:]
 	for i := 0; i < n; i++ {
-		g.cnt0[i] = le.Uint16(b[2*i:])
-		if int(g.cnt0[i]) > g.m0 {
-			return nil, fmt.Errorf("%w: node %d has %d links", errGraph, i, g.cnt0[i])
+		c := le.Uint16(b[2*i:])
+		if int(c) > g.m0 {
+			return nil, fmt.Errorf("%w: node %d has %d links", errGraph, i, c)
 		}
+		g.links0[i*(g.m0+1)] = uint32(c)
 	}
 	b = b[2*n:]
-	for i := range g.links0 {
-		g.links0[i] = le.Uint32(b[4*i:])
+	for i := 0; i < n; i++ {
+		for j := 0; j < g.m0; j++ {
+			g.links0[i*(g.m0+1)+1+j] = le.Uint32(b[4*(i*g.m0+j):])
+		}
 	}
-	b = b[4*len(g.links0):]
+	b = b[4*n*g.m0:]
 	for num, l := range g.level {
 		if l <= 0 {
 			continue
 		}
-		g.upper[uint32(num)] = make([][]uint32, l)
+		g.setLevel(uint32(num), int(l))
 		for i := 1; i <= int(l); i++ {
 			if len(b) < 2 {
 				return nil, fmt.Errorf("%w: truncated", errGraph)
@@ -431,7 +493,7 @@ func readGraph(b []byte, cfg Config, vec func(uint32) []float32) (*graph, error)
 				nb[j] = le.Uint32(b[4*j:])
 			}
 			b = b[4*c:]
-			g.upper[uint32(num)][i-1] = nb
+			g.setNeighbors(uint32(num), i, nb)
 		}
 	}
 	if len(b) != 0 {

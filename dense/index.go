@@ -3,10 +3,12 @@ package dense
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -40,33 +42,43 @@ type Hit struct {
 // reallocated, so rows handed out stay valid.
 const slabRows = 1024
 
-// record is what the index knows about one num besides its vector.
+// record is what the index knows about one num besides its vector. Records
+// are immutable; a tombstoned num keeps its record (views published before
+// the deletion still return it).
 type record struct {
 	id     string
 	tenant string
 	meta   map[string]string
 }
 
-// Index is a dense vector index. It is safe for concurrent use; see the
-// package documentation for the locking model.
-type Index struct {
-	cfg Config
-
-	// saveMu serialises Save calls (which only need mu.RLock otherwise).
-	saveMu sync.Mutex
-
-	// mu guards every field below: readers (Search, Len, Save) take RLock,
-	// writers (Add, Delete, Compact, Close) take Lock.
-	mu      sync.RWMutex
+// View is one published state of an Index: the items it holds and the
+// graph that routes over them. A View never changes; searches on it run
+// without locks, concurrently with writers building the next one. It is
+// safe for concurrent use. Index.View returns the current one.
+type View struct {
 	closed  bool
-	g       *graph // nodes: live plus tombstoned nums
-	slabs   [][]float32
-	next    uint32   // next unused num
-	recs    []record // by num; zero record for tombstones
-	byID    map[string]uint32
+	cfg     Config // EfSearch as last set by SetEfSearch
+	g       graph  // a copy of the writer's graph: nums below g.n
+	recs    []record
 	live    *roaring.Bitmap
 	tenants map[string]*roaring.Bitmap
 	meta    map[string]map[string]*roaring.Bitmap // key -> value -> live nums
+}
+
+// Index is a dense vector index. It is safe for concurrent use; see the
+// package documentation for the concurrency model.
+type Index struct {
+	// cur is the published view: searches load it and never lock.
+	cur atomic.Pointer[View]
+
+	// mu serialises writers (Add, Delete, SetEfSearch, the last step of a
+	// compaction, Save, Close) and guards g, recs and byID: the writer's
+	// graph (which searches read through the copies in views, see graph),
+	// the append-only records by num, and the live ID → num map.
+	mu   sync.Mutex
+	g    *graph
+	recs []record
+	byID map[string]uint32
 }
 
 // New returns an empty index.
@@ -74,52 +86,41 @@ func New(cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	ix := &Index{
+	ix := &Index{g: newHNSW(cfg), byID: make(map[string]uint32)}
+	ix.cur.Store(&View{
 		cfg:     cfg,
-		byID:    make(map[string]uint32),
+		g:       *ix.g,
 		live:    roaring.New(),
-		tenants: make(map[string]*roaring.Bitmap),
-		meta:    make(map[string]map[string]*roaring.Bitmap),
-	}
-	ix.g = newHNSW(cfg, ix.rowAt)
+		tenants: map[string]*roaring.Bitmap{},
+		meta:    map[string]map[string]*roaring.Bitmap{},
+	})
 	return ix, nil
 }
 
+// View returns the current published state.
+func (ix *Index) View() *View { return ix.cur.Load() }
+
 // Config returns the index's configuration.
-func (ix *Index) Config() Config {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.cfg
-}
+func (ix *Index) Config() Config { return ix.cur.Load().cfg }
 
 // Len returns the number of live vectors.
-func (ix *Index) Len() int {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return int(ix.live.GetCardinality())
-}
+func (ix *Index) Len() int { return ix.cur.Load().Len() }
 
-// row returns the slab row of num, allocating its slab if needed (callers
-// hold the write lock for new nums).
-func (ix *Index) row(num uint32) []float32 {
-	s, r := int(num/slabRows), int(num%slabRows)
-	for len(ix.slabs) <= s {
-		ix.slabs = append(ix.slabs, make([]float32, slabRows*ix.cfg.Dim))
-	}
-	d := ix.cfg.Dim
-	return ix.slabs[s][r*d : (r+1)*d : (r+1)*d]
-}
+// Len returns the number of live vectors in v.
+func (v *View) Len() int { return int(v.live.GetCardinality()) }
 
-// rowAt returns the slab row of an existing num (callers hold mu).
-func (ix *Index) rowAt(num uint32) []float32 {
-	s, r, d := int(num/slabRows), int(num%slabRows), ix.cfg.Dim
-	return ix.slabs[s][r*d : (r+1)*d : (r+1)*d]
-}
+// Tombstones returns the number of graph nodes that no longer back a live
+// item (deleted or replaced); Compact drops them.
+func (ix *Index) Tombstones() int { return ix.cur.Load().Tombstones() }
+
+// Tombstones returns the number of graph nodes of v that back no live
+// item.
+func (v *View) Tombstones() int { return v.g.size - v.Len() }
 
 // checkVector validates v's length and finiteness.
-func (ix *Index) checkVector(v []float32) error {
-	if len(v) != ix.cfg.Dim {
-		return fmt.Errorf("%w: got %d, want %d", ErrDim, len(v), ix.cfg.Dim)
+func checkVector(cfg *Config, v []float32) error {
+	if len(v) != cfg.Dim {
+		return fmt.Errorf("%w: got %d, want %d", ErrDim, len(v), cfg.Dim)
 	}
 	var ss float64
 	for _, x := range v {
@@ -131,38 +132,160 @@ func (ix *Index) checkVector(v []float32) error {
 	return nil
 }
 
+// txn builds the next view from the current one under ix.mu. Bitmaps and
+// maps of the current view are cloned on first write (readers iterate
+// them); the graph, records and slabs are appended to or, for links,
+// written atomically (see graph).
+type txn struct {
+	ix        *Index
+	v         View
+	liveOwned bool
+	tenOwned  map[string]bool    // tenant bitmaps cloned (nil: map not cloned yet)
+	keyOwned  map[string]bool    // meta value maps cloned
+	metaOwned map[[2]string]bool // meta bitmaps cloned
+}
+
+func (ix *Index) begin() *txn { return &txn{ix: ix, v: *ix.cur.Load()} }
+
+func (t *txn) liveBM() *roaring.Bitmap {
+	if !t.liveOwned {
+		t.v.live, t.liveOwned = t.v.live.Clone(), true
+	}
+	return t.v.live
+}
+
+func (t *txn) tenantBM(tenant string) *roaring.Bitmap {
+	if t.tenOwned == nil {
+		t.v.tenants, t.tenOwned = maps.Clone(t.v.tenants), map[string]bool{}
+		if t.v.tenants == nil {
+			t.v.tenants = map[string]*roaring.Bitmap{}
+		}
+	}
+	bm := t.v.tenants[tenant]
+	switch {
+	case bm == nil:
+		bm = roaring.New()
+	case !t.tenOwned[tenant]:
+		bm = bm.Clone()
+	default:
+		return bm
+	}
+	t.v.tenants[tenant], t.tenOwned[tenant] = bm, true
+	return bm
+}
+
+func (t *txn) metaBM(k, v string) *roaring.Bitmap {
+	if t.keyOwned == nil {
+		t.v.meta, t.keyOwned, t.metaOwned = maps.Clone(t.v.meta), map[string]bool{}, map[[2]string]bool{}
+		if t.v.meta == nil {
+			t.v.meta = map[string]map[string]*roaring.Bitmap{}
+		}
+	}
+	vals := t.v.meta[k]
+	if !t.keyOwned[k] {
+		vals = maps.Clone(vals)
+		if vals == nil {
+			vals = map[string]*roaring.Bitmap{}
+		}
+		t.v.meta[k], t.keyOwned[k] = vals, true
+	}
+	kv := [2]string{k, v}
+	bm := vals[v]
+	switch {
+	case bm == nil:
+		bm = roaring.New()
+	case !t.metaOwned[kv]:
+		bm = bm.Clone()
+	default:
+		return bm
+	}
+	vals[v], t.metaOwned[kv] = bm, true
+	return bm
+}
+
+// index records num as live with rec and adds it to the filter bitmaps.
+func (t *txn) index(num uint32, rec record) {
+	ix := t.ix
+	for len(ix.recs) <= int(num) {
+		ix.recs = append(ix.recs, record{})
+	}
+	ix.recs[num] = rec
+	ix.byID[rec.id] = num
+	t.liveBM().Add(num)
+	t.tenantBM(rec.tenant).Add(num)
+	for k, v := range rec.meta {
+		t.metaBM(k, v).Add(num)
+	}
+}
+
+// tombstone removes num from the ID map and every bitmap; its record stays
+// and its graph node stays as a routing node (see package doc).
+func (t *txn) tombstone(num uint32) {
+	rec := t.ix.recs[num]
+	delete(t.ix.byID, rec.id)
+	t.liveBM().Remove(num)
+	t.tenantBM(rec.tenant).Remove(num)
+	for k, v := range rec.meta {
+		t.metaBM(k, v).Remove(num)
+	}
+}
+
+// publish drops emptied bitmaps and makes the view current.
+func (t *txn) publish() {
+	for tenant := range t.tenOwned {
+		if t.v.tenants[tenant].IsEmpty() {
+			delete(t.v.tenants, tenant)
+		}
+	}
+	for kv := range t.metaOwned {
+		vals := t.v.meta[kv[0]]
+		if vals[kv[1]].IsEmpty() {
+			delete(vals, kv[1])
+			if len(vals) == 0 {
+				delete(t.v.meta, kv[0])
+			}
+		}
+	}
+	t.v.g, t.v.recs = *t.ix.g, t.ix.recs
+	t.ix.cur.Store(&t.v)
+}
+
 // Add inserts items, replacing any existing item with the same ID (within
 // one call, the last occurrence wins). All items are validated before any
-// is inserted, so a bad item leaves the index unchanged.
+// is inserted, so a bad item leaves the index unchanged. Searches keep
+// running on the previous view meanwhile and see all of the items or none.
 func (ix *Index) Add(items ...Item) error {
+	cfg := ix.cur.Load().cfg
 	for i, it := range items {
 		if it.ID == "" {
 			return fmt.Errorf("add item %d: %w", i, ErrEmptyID)
 		}
-		if err := ix.checkVector(it.Vector); err != nil {
+		if err := checkVector(&cfg, it.Vector); err != nil {
 			return fmt.Errorf("add item %q: %w", it.ID, err)
 		}
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.closed {
+	if ix.cur.Load().closed {
 		return ErrClosed
 	}
-	if uint64(ix.next)+uint64(len(items)) > math.MaxUint32 {
+	if uint64(ix.g.n)+uint64(len(items)) > math.MaxUint32 {
 		return ErrFull
 	}
+	t := ix.begin()
 	for _, it := range items {
 		if old, ok := ix.byID[it.ID]; ok {
-			ix.tombstone(old)
+			t.tombstone(old)
 		}
-		num := ix.next
-		ix.next++
-		row := ix.row(num)
+		num := uint32(ix.g.n)
+		ix.g.grow(int(num) + 1)
+		row := ix.g.vec(num)
 		copy(row, it.Vector)
 		simd.L2Normalize(row)
-		ix.index(num, record{id: it.ID, tenant: it.Tenant, meta: cloneMeta(it.Meta)})
+		t.index(num, record{id: it.ID, tenant: it.Tenant, meta: cloneMeta(it.Meta)})
 		ix.g.insert(num)
 	}
+	t.publish()
 	return nil
 }
 
@@ -177,135 +300,158 @@ func cloneMeta(m map[string]string) map[string]string {
 	return out
 }
 
-// index records num as live with rec and adds it to the filter bitmaps.
-func (ix *Index) index(num uint32, rec record) {
-	for len(ix.recs) <= int(num) {
-		ix.recs = append(ix.recs, record{})
-	}
-	ix.recs[num] = rec
-	ix.byID[rec.id] = num
-	ix.live.Add(num)
-	bm := ix.tenants[rec.tenant]
-	if bm == nil {
-		bm = roaring.New()
-		ix.tenants[rec.tenant] = bm
-	}
-	bm.Add(num)
-	for k, v := range rec.meta {
-		vals := ix.meta[k]
-		if vals == nil {
-			vals = make(map[string]*roaring.Bitmap)
-			ix.meta[k] = vals
-		}
-		bm := vals[v]
-		if bm == nil {
-			bm = roaring.New()
-			vals[v] = bm
-		}
-		bm.Add(num)
-	}
-}
-
-// tombstone removes num from every bitmap and forgets its record; its
-// graph node stays as a routing node (see package doc).
-func (ix *Index) tombstone(num uint32) {
-	rec := ix.recs[num]
-	delete(ix.byID, rec.id)
-	ix.live.Remove(num)
-	if bm := ix.tenants[rec.tenant]; bm != nil {
-		bm.Remove(num)
-		if bm.IsEmpty() {
-			delete(ix.tenants, rec.tenant)
-		}
-	}
-	for k, v := range rec.meta {
-		if bm := ix.meta[k][v]; bm != nil {
-			bm.Remove(num)
-			if bm.IsEmpty() {
-				delete(ix.meta[k], v)
-				if len(ix.meta[k]) == 0 {
-					delete(ix.meta, k)
-				}
-			}
-		}
-	}
-	ix.recs[num] = record{}
-}
-
 // Delete removes the items with the given IDs; unknown IDs are ignored.
 func (ix *Index) Delete(ids ...string) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.closed {
+	if ix.cur.Load().closed {
 		return ErrClosed
 	}
+	t := ix.begin()
 	for _, id := range ids {
 		if num, ok := ix.byID[id]; ok {
-			ix.tombstone(num)
+			t.tombstone(num)
 		}
 	}
+	t.publish()
 	return nil
 }
 
-// Tombstones returns the number of graph nodes that no longer back a live
-// item (deleted or replaced); Compact drops them.
-func (ix *Index) Tombstones() int {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return ix.g.size - int(ix.live.GetCardinality())
+// RenameIDs gives every live item the ID rename maps its ID to, in one
+// new view (searches see all new IDs or none). It is meant for callers
+// that change their ID scheme (the engine migrating an older snapshot).
+// Every live ID must be in rename, and the new IDs must be distinct and
+// non-empty (a missing or empty one is an error wrapping ErrEmptyID);
+// otherwise it returns an error and changes nothing.
+func (ix *Index) RenameIDs(rename map[string]string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cur.Load().closed {
+		return ErrClosed
+	}
+	recs := slices.Clone(ix.recs)
+	byID := make(map[string]uint32, len(ix.byID))
+	for id, num := range ix.byID {
+		to, ok := rename[id]
+		if !ok || to == "" {
+			return fmt.Errorf("rename: %w: no new ID for %q", ErrEmptyID, id)
+		}
+		if _, dup := byID[to]; dup {
+			return fmt.Errorf("rename: two items renamed %q", to)
+		}
+		byID[to] = num
+		recs[num].id = to
+	}
+	ix.recs, ix.byID = recs, byID
+	ix.begin().publish()
+	return nil
+}
+
+// Compaction rebuilds the graph from the live vectors, dropping tombstoned
+// routing nodes, in bounded steps that hold no lock: searches and writers
+// carry on meanwhile. Start it with StartCompaction, call Step until it
+// reports done, then Finish. A Compaction is used by one goroutine.
+type Compaction struct {
+	ix   *Index
+	base *View
+	g    *graph
+	it   roaring.IntPeekable
+}
+
+// StartCompaction begins rebuilding the graph from the live vectors of the
+// current view.
+func (ix *Index) StartCompaction() (*Compaction, error) {
+	v := ix.cur.Load()
+	if v.closed {
+		return nil, ErrClosed
+	}
+	g := newHNSW(v.cfg)
+	g.slabs = v.g.slabs
+	g.grow(v.g.n)
+	return &Compaction{ix: ix, base: v, g: g, it: v.live.Iterator()}, nil
+}
+
+// Step inserts up to max vectors into the new graph (the rows it reads
+// never change) and reports whether all of the starting view's live
+// vectors are in.
+func (c *Compaction) Step(max int) bool {
+	for i := 0; i < max && c.it.HasNext(); i++ {
+		c.g.insert(c.it.Next())
+	}
+	return !c.it.HasNext()
+}
+
+// Finish inserts what Step has not, and the vectors added since
+// StartCompaction that are still live, and publishes the new graph, under
+// the writer lock (writers wait; searches do not). Vectors deleted since
+// StartCompaction stay in the new graph as tombstones.
+func (c *Compaction) Finish() error {
+	ix := c.ix
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cur.Load().closed {
+		return ErrClosed
+	}
+	c.Step(math.MaxInt)
+	cur := ix.cur.Load()
+	old := c.base.g.n
+	c.g.slabs = ix.g.slabs
+	c.g.grow(ix.g.n)
+	for num := old; num < ix.g.n; num++ {
+		if cur.live.Contains(uint32(num)) {
+			c.g.insert(uint32(num))
+		}
+	}
+	ix.g = c.g
+	t := ix.begin()
+	t.publish()
+	return nil
 }
 
 // Compact rebuilds the graph from the live vectors only, dropping
-// tombstoned routing nodes. It holds the write lock throughout (searches
-// wait) and polls ctx; on cancellation the old graph is kept.
+// tombstoned routing nodes (StartCompaction, Step, Finish in one call). It
+// polls ctx between steps; on cancellation the old graph is kept.
+// Searches run on the old graph until the new one is published.
 func (ix *Index) Compact(ctx context.Context) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return ErrClosed
+	c, err := ix.StartCompaction()
+	if err != nil {
+		return err
 	}
-	g := newHNSW(ix.cfg, ix.rowAt)
-	it := ix.live.Iterator()
-	for i := 0; it.HasNext(); i++ {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("compact: %w", err)
-			}
+	for !c.Step(1024) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("compact: %w", err)
 		}
-		num := it.Next()
-		g.insert(num)
 	}
-	ix.g = g
-	return nil
+	return c.Finish()
 }
 
-// Close releases the index's memory. It is idempotent; later calls of
-// other methods return ErrClosed.
+// Close releases the index's memory once no search holds a view of it. It
+// is idempotent; later calls of other methods return ErrClosed.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.closed {
+	v := ix.cur.Load()
+	if v.closed {
 		return nil
 	}
-	ix.closed = true
-	ix.g, ix.slabs, ix.recs, ix.byID = nil, nil, nil, nil
-	ix.live, ix.tenants, ix.meta = roaring.New(), nil, nil
+	ix.cur.Store(&View{closed: true, cfg: v.cfg, live: roaring.New()})
+	ix.g, ix.recs, ix.byID = nil, nil, nil
 	return nil
 }
 
 // candidates returns the live nums passing f, or nil meaning all live nums,
-// and their count. Callers hold mu.
-func (ix *Index) candidates(f *Filter) (*roaring.Bitmap, int) {
+// and their count.
+func (v *View) candidates(f *Filter) (*roaring.Bitmap, int) {
 	if f == nil {
-		return nil, int(ix.live.GetCardinality())
+		return nil, int(v.live.GetCardinality())
 	}
-	tb := ix.tenants[f.Tenant]
+	tb := v.tenants[f.Tenant]
 	if tb == nil {
 		return roaring.New(), 0
 	}
 	bms := []*roaring.Bitmap{tb}
-	for k, v := range f.Meta {
-		bm := ix.meta[k][v]
+	for k, val := range f.Meta {
+		bm := v.meta[k][val]
 		if bm == nil {
 			return roaring.New(), 0
 		}
@@ -319,11 +465,11 @@ func (ix *Index) candidates(f *Filter) (*roaring.Bitmap, int) {
 }
 
 // prepareQuery validates and normalises a copy of q.
-func (ix *Index) prepareQuery(q []float32, k int) ([]float32, error) {
+func (v *View) prepareQuery(q []float32, k int) ([]float32, error) {
 	if k <= 0 {
 		return nil, fmt.Errorf("%w: %d", ErrK, k)
 	}
-	if err := ix.checkVector(q); err != nil {
+	if err := checkVector(&v.cfg, q); err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
 	qn := slices.Clone(q)
@@ -331,82 +477,87 @@ func (ix *Index) prepareQuery(q []float32, k int) ([]float32, error) {
 	return qn, nil
 }
 
+// Search runs v.Search on the current view.
+func (ix *Index) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
+	return ix.cur.Load().Search(ctx, q, k, f)
+}
+
+// SearchExact runs v.SearchExact on the current view.
+func (ix *Index) SearchExact(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
+	return ix.cur.Load().SearchExact(ctx, q, k, f)
+}
+
 // Search returns the k items most similar to q that pass f, best first,
 // using the graph where that pays and exact search otherwise (see the
 // package doc). Fewer than k hits come back only when fewer than k items
 // pass f.
-func (ix *Index) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
-	qn, err := ix.prepareQuery(q, k)
+func (v *View) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
+	qn, err := v.prepareQuery(q, k)
 	if err != nil {
 		return nil, err
 	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	cand, count, err := ix.readCandidates(f)
+	cand, count, err := v.readCandidates(f)
 	if err != nil {
 		return nil, err
 	}
 	if count == 0 {
 		return []Hit{}, nil
 	}
-	if count <= ix.cfg.FlatThreshold || count <= k {
-		return ix.exact(ctx, qn, k, cand)
+	if count <= v.cfg.FlatThreshold || count <= k {
+		return v.exact(ctx, qn, k, cand)
 	}
-	if ix.g.size > count*ix.cfg.MaxOverfetch {
-		return ix.exact(ctx, qn, k, cand)
+	if v.g.size > count*v.cfg.MaxOverfetch {
+		return v.exact(ctx, qn, k, cand)
 	}
 	var accept func(uint32) bool
 	switch {
 	case cand != nil:
 		accept = cand.Contains
-	case ix.g.size > count: // tombstones in the graph
-		accept = ix.live.Contains
+	case v.g.size > count: // tombstones in the graph
+		accept = v.live.Contains
 	}
-	ef := max(k, ix.cfg.EfSearch)
+	ef := max(k, v.cfg.EfSearch)
 	for try := 0; try < 3; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("dense search: %w", err)
 		}
-		res := ix.g.search(qn, ef, accept)
+		res := v.g.search(qn, ef, accept)
 		if len(res) >= k {
 			hits := make([]scored, len(res))
 			for i, c := range res {
 				hits[i] = scored{num: c.num, score: c.sim}
 			}
-			return ix.toHits(hits, k), nil
+			return v.toHits(hits, k), nil
 		}
 		ef *= 2 // the beam ran dry before finding k admitted nodes
 	}
-	return ix.exact(ctx, qn, k, cand)
+	return v.exact(ctx, qn, k, cand)
 }
 
 // SearchExact returns the k items most similar to q that pass f by scanning
 // every candidate vector; ties are broken by ID.
-func (ix *Index) SearchExact(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
-	qn, err := ix.prepareQuery(q, k)
+func (v *View) SearchExact(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
+	qn, err := v.prepareQuery(q, k)
 	if err != nil {
 		return nil, err
 	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	cand, count, err := ix.readCandidates(f)
+	cand, count, err := v.readCandidates(f)
 	if err != nil {
 		return nil, err
 	}
 	if count == 0 {
 		return []Hit{}, nil
 	}
-	return ix.exact(ctx, qn, k, cand)
+	return v.exact(ctx, qn, k, cand)
 }
 
-// readCandidates is the common start of both searches, under ix.mu held
-// for reading: ErrClosed after Close, else the candidate set of f and its
-// size (see candidates).
-func (ix *Index) readCandidates(f *Filter) (*roaring.Bitmap, int, error) {
-	if ix.closed {
+// readCandidates is the common start of both searches: ErrClosed after
+// Close, else the candidate set of f and its size (see candidates).
+func (v *View) readCandidates(f *Filter) (*roaring.Bitmap, int, error) {
+	if v.closed {
 		return nil, 0, ErrClosed
 	}
-	cand, count := ix.candidates(f)
+	cand, count := v.candidates(f)
 	return cand, count, nil
 }
 
@@ -465,29 +616,33 @@ func (t *topK) push(s scored) {
 	}
 }
 
-// exact scans the candidates (nil: all live nums). Callers hold mu.
-func (ix *Index) exact(ctx context.Context, qn []float32, k int, cand *roaring.Bitmap) ([]Hit, error) {
-	t := &topK{k: k, h: make([]scored, 0, k), recs: ix.recs}
-	d := ix.cfg.Dim
+// exact scans the candidates (nil: all live nums).
+func (v *View) exact(ctx context.Context, qn []float32, k int, cand *roaring.Bitmap) ([]Hit, error) {
+	t := &topK{k: k, h: make([]scored, 0, k), recs: v.recs}
+	d := v.cfg.Dim
 	if cand == nil {
 		// Whole slabs through DotBatch, skipping tombstones.
-		dense := int(ix.live.GetCardinality()) == int(ix.next)
+		next := uint32(v.g.n)
+		dense := int(v.live.GetCardinality()) == int(next)
 		out := make([]float32, slabRows)
-		for s, slab := range ix.slabs {
+		for s, slab := range v.g.slabs {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("dense exact search: %w", err)
 			}
 			base := uint32(s * slabRows)
-			rows := min(slabRows, int(ix.next-base))
+			if base >= next {
+				break
+			}
+			rows := min(slabRows, int(next-base))
 			simd.DotBatch(qn, slab, d, out[:rows])
 			for r, sc := range out[:rows] {
 				num := base + uint32(r)
-				if dense || ix.live.Contains(num) {
+				if dense || v.live.Contains(num) {
 					t.push(scored{num: num, score: sc})
 				}
 			}
 		}
-		return ix.toHits(t.h, k), nil
+		return v.toHits(t.h, k), nil
 	}
 	buf := make([]uint32, 256)
 	it := cand.ManyIterator()
@@ -497,7 +652,7 @@ func (ix *Index) exact(ctx context.Context, qn []float32, k int, cand *roaring.B
 			break
 		}
 		for _, num := range buf[:n] {
-			t.push(scored{num: num, score: simd.Dot(qn, ix.rowAt(num))})
+			t.push(scored{num: num, score: simd.Dot(qn, v.g.vec(num))})
 		}
 		if seen += n; seen >= 1024 {
 			seen = 0
@@ -506,21 +661,21 @@ func (ix *Index) exact(ctx context.Context, qn []float32, k int, cand *roaring.B
 			}
 		}
 	}
-	return ix.toHits(t.h, k), nil
+	return v.toHits(t.h, k), nil
 }
 
 // toHits sorts s best first (ties by ID) and returns at most k hits.
-func (ix *Index) toHits(s []scored, k int) []Hit {
+func (v *View) toHits(s []scored, k int) []Hit {
 	sort.Slice(s, func(i, j int) bool {
 		if s[i].score != s[j].score {
 			return s[i].score > s[j].score
 		}
-		return ix.recs[s[i].num].id < ix.recs[s[j].num].id
+		return v.recs[s[i].num].id < v.recs[s[j].num].id
 	})
 	s = s[:min(k, len(s))]
 	out := make([]Hit, len(s))
 	for i, x := range s {
-		out[i] = Hit{ID: ix.recs[x.num].id, Score: x.score}
+		out[i] = Hit{ID: v.recs[x.num].id, Score: x.score}
 	}
 	return out
 }
@@ -533,6 +688,11 @@ func (ix *Index) SetEfSearch(ef int) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.cfg.EfSearch = ef
+	if ix.cur.Load().closed {
+		return ErrClosed
+	}
+	t := ix.begin()
+	t.v.cfg.EfSearch = ef
+	t.publish()
 	return nil
 }

@@ -79,11 +79,11 @@ func readLegacyManifest(raw []byte, m manifest.Manifest) error {
 // meanwhile; writers wait. A crash at any point leaves either the previous
 // snapshot or the new one readable by Open.
 func (ix *Index) Save(dir string) (err error) {
-	ix.saveMu.Lock()
-	defer ix.saveMu.Unlock()
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	if ix.closed {
+	// The writer lock keeps the graph's links still while they are written.
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	v := ix.cur.Load()
+	if v.closed {
 		return ErrClosed
 	}
 	w, err := layout.Begin(dir)
@@ -93,12 +93,12 @@ func (ix *Index) Save(dir string) (err error) {
 	for _, f := range []struct {
 		kind  string
 		write func(io.Writer) error
-	}{{itemsKind, ix.writeItems}, {vectorsKind, ix.writeVectors}, {graphKind, ix.g.writeTo}} {
+	}{{itemsKind, v.writeItems}, {vectorsKind, v.writeVectors}, {graphKind, v.g.writeTo}} {
 		if _, err := w.WriteFile(w.Name(f.kind, ".bin"), f.write); err != nil {
 			return fmt.Errorf("dense save %s: %w", f.kind, err)
 		}
 	}
-	if err := w.Commit(&persisted{Config: ix.cfg, Next: ix.next}); err != nil {
+	if err := w.Commit(&persisted{Config: v.cfg, Next: uint32(v.g.n)}); err != nil {
 		return fmt.Errorf("dense save: %w", err)
 	}
 	return nil
@@ -110,18 +110,18 @@ func (ix *Index) Save(dir string) (err error) {
 //	u32 nmeta | nmeta × (str key | str value))
 //
 // with str = u32 length | bytes, little endian, meta keys sorted.
-func (ix *Index) writeItems(w io.Writer) error {
+func (v *View) writeItems(w io.Writer) error {
 	var b []byte
 	b = append(b, itemsMagic...)
-	b = binary.LittleEndian.AppendUint32(b, uint32(ix.live.GetCardinality()))
+	b = binary.LittleEndian.AppendUint32(b, uint32(v.live.GetCardinality()))
 	str := func(s string) {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)
 	}
-	it := ix.live.Iterator()
+	it := v.live.Iterator()
 	for it.HasNext() {
 		num := it.Next()
-		rec := ix.recs[num]
+		rec := v.recs[num]
 		b = binary.LittleEndian.AppendUint32(b, num)
 		str(rec.id)
 		str(rec.tenant)
@@ -166,32 +166,37 @@ func Open(dir string) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dense open %s: %w", dir, err)
 	}
-	if err := ix.readItems(items, m.Next); err != nil {
-		return nil, fmt.Errorf("dense open %s: %w: items: %v", dir, ErrCorrupt, err)
-	}
-	if err := ix.readVectors(vectors, m.Next); err != nil {
+	slabs, err := readVectors(vectors, m.Config.Dim, m.Next)
+	if err != nil {
 		return nil, fmt.Errorf("dense open %s: %w: vectors: %v", dir, ErrCorrupt, err)
 	}
-	g, err := readGraph(graph, m.Config, ix.rowAt)
+	g, err := readGraph(graph, m.Config, slabs)
 	if err != nil {
 		return nil, fmt.Errorf("dense open %s: %w: %v", dir, ErrCorrupt, err)
 	}
-	if len(g.level) > int(m.Next) {
-		return nil, fmt.Errorf("dense open %s: %w: graph has %d nums, manifest %d", dir, ErrCorrupt, len(g.level), m.Next)
+	if g.n > int(m.Next) {
+		return nil, fmt.Errorf("dense open %s: %w: graph has %d nums, manifest %d", dir, ErrCorrupt, g.n, m.Next)
 	}
 	g.grow(int(m.Next))
-	it := ix.live.Iterator()
+	ix.g = g
+	t := ix.begin()
+	if err := t.readItems(items, m.Next); err != nil {
+		return nil, fmt.Errorf("dense open %s: %w: items: %v", dir, ErrCorrupt, err)
+	}
+	it := t.v.live.Iterator()
 	for it.HasNext() {
 		if num := it.Next(); g.level[num] < 0 {
 			return nil, fmt.Errorf("dense open %s: %w: live item %d not in graph", dir, ErrCorrupt, num)
 		}
 	}
-	ix.g = g
+	t.publish()
 	return ix, nil
 }
 
-// readItems decodes writeItems' format into the index's records and bitmaps.
-func (ix *Index) readItems(b []byte, next uint32) error {
+// readItems decodes writeItems' format into the records and bitmaps of
+// the index t builds.
+func (t *txn) readItems(b []byte, next uint32) error {
+	ix := t.ix
 	if len(b) < len(itemsMagic)+4 || string(b[:len(itemsMagic)]) != itemsMagic {
 		return errors.New("bad magic")
 	}
@@ -220,14 +225,13 @@ func (ix *Index) readItems(b []byte, next uint32) error {
 	if err != nil {
 		return err
 	}
-	ix.next = next
 	ix.recs = make([]record, next)
 	for i := uint32(0); i < count; i++ {
 		num, err := u32()
 		if err != nil {
 			return err
 		}
-		if num >= next || ix.live.Contains(num) {
+		if num >= next || t.v.live.Contains(num) {
 			return fmt.Errorf("bad num %d", num)
 		}
 		var rec record
@@ -258,7 +262,7 @@ func (ix *Index) readItems(b []byte, next uint32) error {
 		if _, dup := ix.byID[rec.id]; dup || rec.id == "" {
 			return fmt.Errorf("bad or duplicate id %q", rec.id)
 		}
-		ix.index(num, rec)
+		t.index(num, rec)
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("%d trailing bytes", len(b))
@@ -266,14 +270,14 @@ func (ix *Index) readItems(b []byte, next uint32) error {
 	return nil
 }
 
-// writeVectors writes the rows of nums [0, next) as little-endian float32.
-func (ix *Index) writeVectors(w io.Writer) error {
+// writeVectors writes the rows of nums [0, n) as little-endian float32.
+func (v *View) writeVectors(w io.Writer) error {
 	b := make([]byte, 0, 1<<16)
-	for num := uint32(0); num < ix.next; num++ {
-		for _, x := range ix.rowAt(num) {
+	for num := 0; num < v.g.n; num++ {
+		for _, x := range v.g.vec(uint32(num)) {
 			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
 		}
-		if len(b) >= 1<<16-4*ix.cfg.Dim {
+		if len(b) >= 1<<16-4*v.cfg.Dim {
 			if _, err := w.Write(b); err != nil {
 				return err
 			}
@@ -284,22 +288,25 @@ func (ix *Index) writeVectors(w io.Writer) error {
 	return err
 }
 
-// readVectors fills the slabs from writeVectors' format.
-func (ix *Index) readVectors(b []byte, next uint32) error {
-	d := ix.cfg.Dim
-	if len(b) != int(next)*d*4 {
-		return fmt.Errorf("%d bytes for %d rows of %d", len(b), next, d)
+// readVectors decodes writeVectors' format into slabs.
+func readVectors(b []byte, dim int, next uint32) ([][]float32, error) {
+	if len(b) != int(next)*dim*4 {
+		return nil, fmt.Errorf("%d bytes for %d rows of %d", len(b), next, dim)
 	}
-	for num := uint32(0); num < next; num++ {
-		row := ix.row(num)
+	slabs := make([][]float32, (int(next)+slabRows-1)/slabRows)
+	for i := range slabs {
+		slabs[i] = make([]float32, slabRows*dim)
+	}
+	for num := 0; num < int(next); num++ {
+		row := slabs[num/slabRows][num%slabRows*dim:][:dim]
 		for i := range row {
 			x := math.Float32frombits(binary.LittleEndian.Uint32(b))
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return fmt.Errorf("row %d is not finite", num)
+				return nil, fmt.Errorf("row %d is not finite", num)
 			}
 			row[i] = x
 			b = b[4:]
 		}
 	}
-	return nil
+	return slabs, nil
 }

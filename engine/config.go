@@ -44,6 +44,62 @@ type Config struct {
 	// Durability configures the write-ahead log and the background
 	// snapshots of an engine opened on a directory (unused in memory).
 	Durability DurabilityConfig `json:"durability"`
+	// Maintenance configures the background BM25 norm rebuilds and dense
+	// graph compactions. The zero value disables them.
+	Maintenance MaintenanceConfig `json:"maintenance"`
+}
+
+// MaintenanceConfig configures background maintenance (see the package
+// doc, Maintenance). With Interval 0 the other fields are ignored.
+type MaintenanceConfig struct {
+	// Interval is the pause between two maintenance steps, and between
+	// two checks while nothing needs doing; 0 disables maintenance.
+	// Default 200 ms.
+	Interval time.Duration `json:"interval"`
+	// MinDocs: an engine with fewer documents is not maintained (a small
+	// index's drift swings with every commit, and its deleted postings
+	// cost nothing). Default 1000.
+	MinDocs int `json:"min_docs"`
+	// RebuildDrift starts a rebuild of the BM25 index (new norms at the
+	// current average document length, deleted postings dropped) when
+	// |avgdl − avgdl_build| / avgdl_build exceeds it. Default 0.02, the
+	// postings package's RebuildDrift.
+	RebuildDrift float64 `json:"rebuild_drift"`
+	// RebuildDeleted starts a rebuild when deleted documents (their
+	// postings are still scanned) exceed this fraction of the BM25 index's
+	// documents, live and deleted. Default 0.25.
+	RebuildDeleted float64 `json:"rebuild_deleted"`
+	// CompactTombstones starts a compaction of the dense graph when nodes
+	// of deleted or replaced vectors exceed this fraction of its nodes.
+	// Default 0.25.
+	CompactTombstones float64 `json:"compact_tombstones"`
+	// RebuildStep bounds the work of one rebuild step, in documents,
+	// postings and filter entries handled. Default 65536.
+	RebuildStep int `json:"rebuild_step"`
+	// CompactStep is the number of vectors one compaction step inserts
+	// into the new graph. Default 256.
+	CompactStep int `json:"compact_step"`
+}
+
+// Validate reports why m is unusable, wrapping ErrInvalidConfig.
+func (m MaintenanceConfig) Validate() error {
+	switch {
+	case m.Interval < 0:
+		return fmt.Errorf("%w: maintenance interval %v is negative", ErrInvalidConfig, m.Interval)
+	case m.Interval == 0:
+		return nil
+	case m.MinDocs < 0:
+		return fmt.Errorf("%w: maintenance min_docs %d is negative", ErrInvalidConfig, m.MinDocs)
+	case !(m.RebuildDrift > 0) || math.IsInf(m.RebuildDrift, 0):
+		return fmt.Errorf("%w: maintenance rebuild_drift %v must be finite and > 0", ErrInvalidConfig, m.RebuildDrift)
+	case !(m.RebuildDeleted > 0 && m.RebuildDeleted <= 1):
+		return fmt.Errorf("%w: maintenance rebuild_deleted %v outside (0, 1]", ErrInvalidConfig, m.RebuildDeleted)
+	case !(m.CompactTombstones > 0 && m.CompactTombstones <= 1):
+		return fmt.Errorf("%w: maintenance compact_tombstones %v outside (0, 1]", ErrInvalidConfig, m.CompactTombstones)
+	case m.RebuildStep <= 0 || m.CompactStep <= 0:
+		return fmt.Errorf("%w: maintenance rebuild_step and compact_step must be positive", ErrInvalidConfig)
+	}
+	return nil
 }
 
 // SyncPolicy says when Commit returns relative to the write-ahead log's
@@ -111,8 +167,9 @@ type RerankConfig struct {
 // compatible), default dense settings, TopK 10, 100 candidates per
 // retriever, RRF with k = 60, alpha 0.5, embedding batches of 32, rerank
 // batches of 4 first, then 2..32, EWMA 0.3, margin 2 ms + 5 % of the budget,
-// and a log fsynced per commit in 64 MiB segments, snapshotted in the
-// background at 256 MiB of log or 10 minutes.
+// a log fsynced per commit in 64 MiB segments, snapshotted in the
+// background at 256 MiB of log or 10 minutes, and maintenance checked
+// every 200 ms (see MaintenanceConfig).
 func DefaultConfig() Config {
 	return Config{
 		Analysis:   analysis.DefaultConfig(),
@@ -138,6 +195,15 @@ func DefaultConfig() Config {
 			SegmentBytes:     wal.DefaultConfig().SegmentBytes,
 			SnapshotLogBytes: 256 << 20,
 			SnapshotAge:      10 * time.Minute,
+		},
+		Maintenance: MaintenanceConfig{
+			Interval:          200 * time.Millisecond,
+			MinDocs:           1000,
+			RebuildDrift:      postings.DefaultConfig().RebuildDrift,
+			RebuildDeleted:    0.25,
+			CompactTombstones: 0.25,
+			RebuildStep:       1 << 16,
+			CompactStep:       256,
 		},
 	}
 }
@@ -186,7 +252,7 @@ func (c Config) Validate() error {
 	if err := c.Durability.walConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: durability: %w", ErrInvalidConfig, err)
 	}
-	return nil
+	return c.Maintenance.Validate()
 }
 
 // Option attaches a model or helper to an Engine at Open.
@@ -200,13 +266,14 @@ type options struct {
 
 // WithEmbedder attaches the bi-encoder used to embed documents on Commit and
 // queries on Search. Without one, search is BM25 only (a fallback that each
-// Result records).
+// Result records). An embedder that is a models.Loader is loaded by Open.
 func WithEmbedder(e models.Embedder) Option {
 	return func(o *options) { o.embedder = e }
 }
 
 // WithReranker registers r under a profile name (e.g. "fast", "balanced",
 // "accurate") for Request.Rerank. Registering a name twice keeps the last.
+// A reranker that is a models.Loader is loaded by Open.
 func WithReranker(profile string, r models.Reranker) Option {
 	return func(o *options) {
 		if o.rerankers == nil {

@@ -7,7 +7,24 @@
 // The engine does not construct models. It takes a models.Embedder
 // (WithEmbedder), named models.Rerankers (WithReranker("fast", r), ...) and a
 // TokenCounter (WithTokenCounter) at Open; package enginetest has small
-// deterministic fakes for tests.
+// deterministic fakes for tests. Open loads every model that loads lazily
+// (models.Loader, as models/ort's CrossEncoder and BiEncoder do) and fails
+// with ErrModelLoad if one cannot, so no search pays a model load inside
+// its budget or folds one into the rerank cost estimate; Warm then runs one
+// small inference per model (not measured), for what a model does on its
+// first call besides loading.
+//
+// # Documents and tenants
+//
+// A document is identified by its Tenant and its ID together: the same ID
+// in two tenants is two documents, Batch.Add replaces only the document
+// with the same tenant and ID, Batch.DeleteIn and Engine.GetIn name the
+// tenant, and Links resolve within the linking document's tenant. (The
+// postings and dense indexes know a document by a key made of both; see
+// FormatVersion.) Engine.Get and Batch.Delete, which take an ID alone,
+// are deprecated: Get returns the document of the first tenant in byte
+// order, Delete deletes the ID in every tenant — the meaning IDs had when
+// they were global across tenants.
 //
 // Request, Result and Document are also the HTTP server's wire types: their
 // JSON tags are the API, with durations in milliseconds (Request.Budget as
@@ -56,10 +73,15 @@
 //
 // # Latency budget
 //
-// The deadline is min(ctx's deadline, start + req.Budget). Retrieval (BM25,
-// dense) must finish: if the deadline passes there, Search returns an error
-// wrapping context.DeadlineExceeded. From reranking on, running out is a
-// result: the rerank loop keeps, per profile, an EWMA of the wall time per
+// The deadline is min(ctx's deadline, start + req.Budget); running out of
+// it is a result, not an error. The query embedding and the dense search
+// stop at it: the search goes on BM25 only, with Result.Degraded set and a
+// retrieval_budget fallback. BM25 retrieval always runs to the end, under
+// ctx alone, so a budget shorter than retrieval still returns BM25 (or
+// fused) hits, late; only ctx itself ending — cancellation or ctx's own
+// deadline, the hard limit — makes Search return an error (wrapping
+// context.Canceled or context.DeadlineExceeded) during retrieval. From
+// reranking on the budget is met by doing less: the rerank loop keeps, per profile, an EWMA of the wall time per
 // document; the first batch of an unmeasured profile is small
 // (RerankConfig.FirstBatch); each next batch is sized to the time left
 // minus a margin for MMR and packing (RerankConfig.Margin + MarginFraction ×
@@ -78,21 +100,27 @@
 //
 // Degradations the engine chooses instead of failing are listed in
 // Result.Fallbacks: no embedder, no vectors in the index, a failing query
-// embedding or dense search (BM25 only); an unknown rerank profile, a
-// failing reranker (fused order, partial scores discarded) or no time left
-// to rerank at all.
+// embedding or dense search, or a budget spent before either finished
+// (BM25 only); an unknown rerank profile, a failing reranker (fused order,
+// partial scores discarded) or no time left to rerank at all.
 //
 // # Atomicity and concurrency
 //
-// An Engine is safe for concurrent use. Commit validates, analyzes and
-// embeds a whole Batch first (no lock held that Search needs), then applies
-// it to the postings index, the dense index and the document store under
-// the engine's write lock. Search holds the read lock from BM25 retrieval to
-// the end of expansion, so it sees every document of a batch or none of
-// them; later stages use immutable records and need no lock. Commits are
-// serialised with each other, with Snapshot and with Close, except for
-// their wait for the log's fsync. Readers may wait for a commit's apply
-// step (not for its embedding or its fsync).
+// An Engine is safe for concurrent use, and searches never wait for
+// writers. The engine publishes its contents as an immutable state — a
+// view of the postings index, a view of the dense index and a document
+// store, all as of one commit — through an atomic pointer; a Search loads
+// it once and reads only it, so it sees every document of a batch or none
+// of them, and it takes no lock. Commit validates, analyzes and embeds a
+// whole Batch first, with no lock held (concurrent Commits prepare in
+// parallel); then, serialised with other Commits, Snapshot, maintenance
+// and Close, it logs the batch, writes it into the indexes beside the
+// published state (postings builds its next snapshot copy-on-write, dense
+// appends vectors and graph nodes that older views do not see, the
+// document store copies the shards it touches) and publishes the next
+// state with one atomic swap. A large batch therefore costs searches only
+// the CPU it shares with them. Records are immutable, so the stages after
+// retrieval keep using them whatever is committed meanwhile.
 //
 // If the dense index refuses a write after the postings index accepted the
 // batch (which validation makes unexpected), the engine cannot roll back:
@@ -115,11 +143,16 @@
 // and crc32c of the document file and the log position, and ends with the
 // crc32c of its own JSON. Directories written by version 1 (MANIFEST.json,
 // BLAKE3, no log) still open; the next Snapshot converts them.
+// Directories of versions 1 and 2, written while IDs were global, open by
+// renaming every document in both indexes to its tenant-scoped key (the
+// indexes are not rebuilt), and their log records replay with the meaning
+// IDs had then.
 //
 // # Durability
 //
-// Commit writes its batch (reduced to the final operation per ID, with
-// the vectors it computed) as one checksummed record to the write-ahead
+// Commit writes its batch (reduced to the final operation per document,
+// with the tenant of every deletion and the vectors it computed) as one
+// checksummed record to the write-ahead
 // log before applying it, and returns once the record is durable under
 // Config.Durability.Sync:
 //
@@ -143,6 +176,37 @@
 // segments it covers are deleted. A snapshot holds the commit lock while
 // it writes (commits wait; searches do not). Close stops the background
 // work and flushes the log; it does not snapshot.
+//
+// # Maintenance
+//
+// A background goroutine keeps the indexes in shape (MaintenanceConfig;
+// Config.Maintenance.Interval 0 turns it off). Every Interval it checks the
+// published state and, once the engine holds Maintenance.MinDocs
+// documents, starts one task at a time:
+//
+//   - a BM25 rebuild when the average document length has drifted more
+//     than RebuildDrift from the one the document norms were built with,
+//     or deleted documents exceed RebuildDeleted of the postings index:
+//     norms at the current avgdl, deleted postings dropped, doc numbers
+//     compacted (postings.Rebuilding);
+//   - a compaction of the dense graph when the nodes of deleted or
+//     replaced vectors exceed CompactTombstones of its nodes
+//     (dense.Compaction).
+//
+// A task runs as a sequence of steps, one per Interval, each bounded
+// (RebuildStep documents and postings, CompactStep vectors) and holding no
+// lock: it reads an immutable state and builds the new index beside it,
+// while searches and commits carry on. Its last step takes the commit lock,
+// adds what was committed since the task started and publishes the result
+// as the next state (the documents are the same; scores change by the new
+// norms). Rebuilds are not logged: after a restart the norms are those of
+// the last snapshot until maintenance rebuilds again, so a rebuild asks
+// for a background snapshot. Close abandons a task in progress.
+//
+// Stats reports documents, tenants, both indexes' sizes, deleted
+// documents, tombstones and avgdl drift, maintenance (task running, counts,
+// last times, last error), the write-ahead log and recovery (Durability)
+// and the snapshot generation.
 //
 // # Ownership
 //

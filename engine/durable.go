@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,15 +19,28 @@ import (
 const walDir = "wal"
 
 // logRecord is one Commit in the write-ahead log: the batch reduced to its
-// final operation per ID, with the vectors computed at commit time (replay
-// never calls the embedder). Deletions apply before additions.
+// final operation per document, with the vectors computed at commit time
+// (replay never calls the embedder). Deletions apply before additions.
+//
+// Version 2 records carry the tenant of every deletion (DeleteKeys) and
+// the IDs deleted in every tenant (Wipes, Batch.Delete), resolved against
+// the state at apply time, live and on replay alike. Version 0 records,
+// written while IDs were global, carry Deletes, IDs without a tenant:
+// replay gives them their old meaning, the ID deleted in every tenant and
+// each added ID removed from the other tenants first.
 type logRecord struct {
-	Deletes []string
-	Adds    []storedRecord
+	Version    int
+	Deletes    []string // version 0
+	DeleteKeys []docKey
+	Wipes      []string
+	Adds       []storedRecord
 }
 
-func encodeLogRecord(adds []*record, dels []string) ([]byte, error) {
-	rec := logRecord{Deletes: dels, Adds: make([]storedRecord, len(adds))}
+// logVersion is the version of the log records Commit writes.
+const logVersion = 2
+
+func encodeLogRecord(adds []*record, dels []docKey, wipes []string) ([]byte, error) {
+	rec := logRecord{Version: logVersion, DeleteKeys: dels, Wipes: wipes, Adds: make([]storedRecord, len(adds))}
 	for i, r := range adds {
 		rec.Adds[i] = storedRecord{Doc: r.doc, Vec: r.vec}
 	}
@@ -113,6 +127,7 @@ func (e *Engine) openDir() error {
 		if err := e.initIndexes(); err != nil {
 			return err
 		}
+		e.publish(store{}, 0)
 	}
 	e.recovery.SnapshotPosition = pos
 	e.snapPos.Store(max(pos, 1))
@@ -126,6 +141,7 @@ func (e *Engine) openDir() error {
 		return fmt.Errorf("replay write-ahead log: %w", err)
 	}
 	e.bg.start(e)
+	e.maint.start(e)
 	return nil
 }
 
@@ -149,7 +165,14 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 		}
 		adds[i] = r
 	}
-	err := e.apply(adds, e.analyze(adds), rec.Deletes)
+	dels, wipes := rec.DeleteKeys, rec.Wipes
+	if rec.Version < logVersion {
+		wipes = slices.Clone(rec.Deletes)
+		for _, r := range adds {
+			wipes = append(wipes, r.doc.ID)
+		}
+	}
+	err := e.apply(adds, e.analyze(adds), dels, wipes)
 	switch {
 	case errors.Is(err, errLexRefused):
 		e.recovery.Refused++
@@ -186,7 +209,15 @@ func (b *background) start(e *Engine) {
 
 // afterCommit requests a snapshot when the log has grown past the limit.
 func (b *background) afterCommit(l *wal.Log) {
-	if b.kick == nil || b.maxBytes <= 0 || l.Stats().Bytes < b.maxBytes {
+	if b.maxBytes <= 0 || l.Stats().Bytes < b.maxBytes {
+		return
+	}
+	b.request()
+}
+
+// request asks for a snapshot soon (a no-op in memory).
+func (b *background) request() {
+	if b.kick == nil {
 		return
 	}
 	select {

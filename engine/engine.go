@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -21,17 +22,32 @@ import (
 
 // record is one stored document with what the engine derived from it. A
 // record is immutable once published: Commit replaces records, never edits
-// them, so a Search may keep using a record after releasing the read lock.
+// them, so a Search may keep using a record after the state it came from
+// was replaced.
 type record struct {
 	doc     Document
 	termSet []string  // analyzed terms of title+text, sorted, unique (MMR Jaccard)
 	vec     []float32 // embedding, nil when none (MMR cosine)
 }
 
+// state is one published state of the engine, everything a Search reads:
+// the lexical and dense indexes as of one commit and the document store
+// that matches them. A state never changes; Commit and maintenance build
+// the next one beside it and publish it with one atomic store, so a
+// search sees a batch entirely or not at all and never waits for a
+// writer.
+type state struct {
+	lex  *postings.View
+	vec  *dense.View // nil without an embedder
+	docs store
+	nvec int // records with a vector
+}
+
 // Engine is a hybrid retrieval engine: BM25 postings, an optional dense
 // index, a document store, fusion, expansion, budgeted reranking and
 // packing. It is safe for concurrent use: any number of Searches may run
-// during a Commit (see the package doc for the consistency model).
+// during a Commit and never wait for it (see the package doc for the
+// consistency model).
 type Engine struct {
 	cfg       Config
 	dir       string
@@ -41,11 +57,17 @@ type Engine struct {
 	counter   TokenCounter
 	costs     *costModel
 
-	// commitMu serialises Commit, Snapshot and Close; it guards broken,
-	// gen and writes to log. It is taken before mu.
+	// cur is the published state; searches load it and take no lock.
+	cur    atomic.Pointer[state]
+	closed atomic.Bool
+
+	// commitMu serialises the apply step of Commit, Snapshot, the
+	// publishing steps of maintenance and Close. It guards broken and
+	// every write to lex, vec and log, and the publishing of cur.
 	commitMu sync.Mutex
 	broken   error
-	gen      uint64
+	lex      *postings.Index
+	vec      *dense.Index // nil without an embedder
 
 	// log is the write-ahead log (nil in memory); bg runs background
 	// snapshots (see durable.go).
@@ -54,17 +76,9 @@ type Engine struct {
 	bg       background
 	recovery Recovery      // what Open restored; read-only after Open
 	snapPos  atomic.Uint64 // log position of the newest snapshot
+	snapGen  atomic.Uint64 // generation of the newest snapshot
 
-	// mu guards docs, nvec, closed and the contents of lex and vec: a
-	// Search holds it shared from retrieval to the end of expansion; the
-	// apply step of Commit and Close hold it exclusively, so a Search sees
-	// all of a batch or none of it.
-	mu     sync.RWMutex
-	docs   map[string]*record
-	nvec   int // records with a vector
-	lex    *postings.Index
-	vec    *dense.Index // nil without an embedder
-	closed bool
+	maint maintainer // background rebuilds and compactions (maintenance.go)
 }
 
 // Open opens the engine stored in dir: the newest snapshot, then every
@@ -92,7 +106,6 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 		rerankers: o.rerankers,
 		counter:   o.counter,
 		costs:     newCostModel(cfg.Rerank.EWMAAlpha),
-		docs:      map[string]*record{},
 	}
 	if e.counter == nil {
 		e.counter = wordCounter{}
@@ -100,10 +113,15 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 	if e.rerankers == nil {
 		e.rerankers = map[string]models.Reranker{}
 	}
+	if err := e.loadModels(); err != nil {
+		return nil, err
+	}
 	if dir == "" {
 		if err := e.initIndexes(); err != nil {
 			return nil, err
 		}
+		e.publish(store{}, 0)
+		e.maint.start(e)
 		return e, nil
 	}
 	if err := e.openDir(); err != nil {
@@ -111,6 +129,52 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 		return nil, fmt.Errorf("open engine %s: %w", dir, err)
 	}
 	return e, nil
+}
+
+// loadModels loads every registered model that loads lazily
+// (models.Loader), so that the first search that needs one does not pay
+// the load inside its budget, nor fold it into the rerank cost estimate.
+func (e *Engine) loadModels() error {
+	load := func(what string, m any) error {
+		if l, ok := m.(models.Loader); ok {
+			if err := l.Load(); err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrModelLoad, what, err)
+			}
+		}
+		return nil
+	}
+	if e.embedder != nil {
+		if err := load("embedder", e.embedder); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.rerankers)) {
+		if err := load(fmt.Sprintf("reranker %q", name), e.rerankers[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Warm runs one small inference through every registered model (one query
+// embedding, one scored pair per reranker), so that what a model does on
+// its first call — loading, if it is not a models.Loader; allocating its
+// buffers — happens now rather than inside a search's budget. Warm-up
+// calls are not folded into the rerank cost estimates. Call it after Open,
+// before serving; it is safe to call at any time.
+func (e *Engine) Warm(ctx context.Context) error {
+	const text = "warm up"
+	if e.embedder != nil {
+		if _, err := e.embedder.Embed(ctx, models.InputQuery, []string{text}); err != nil {
+			return fmt.Errorf("%w: embedder: %w", ErrModelLoad, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.rerankers)) {
+		if _, err := e.rerankers[name].Score(ctx, text, []string{text}); err != nil {
+			return fmt.Errorf("%w: reranker %q: %w", ErrModelLoad, name, err)
+		}
+	}
+	return nil
 }
 
 // initIndexes builds the analyzer and empty indexes from e.cfg.
@@ -144,44 +208,61 @@ func (e *Engine) initIndexes() error {
 // Config returns the effective configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
-// Len returns the number of stored documents.
-func (e *Engine) Len() int {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return len(e.docs)
+// publish makes the indexes' current views and docs the engine's state.
+// Called with commitMu held (or during Open).
+func (e *Engine) publish(docs store, nvec int) {
+	st := &state{lex: e.lex.View(), docs: docs, nvec: nvec}
+	if e.vec != nil {
+		st.vec = e.vec.View()
+	}
+	e.cur.Store(st)
 }
 
-// Get returns a copy of the stored document with the given ID.
-func (e *Engine) Get(id string) (Document, bool) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	r := e.docs[id]
+// Len returns the number of stored documents.
+func (e *Engine) Len() int { return e.cur.Load().docs.n }
+
+// GetIn returns a copy of tenant's document with the given ID.
+func (e *Engine) GetIn(tenant, id string) (Document, bool) {
+	r := e.cur.Load().docs.get(tenant, id)
 	if r == nil {
 		return Document{}, false
 	}
 	return r.doc.clone(), true
 }
 
-// Close stops background snapshots, flushes and closes the write-ahead log
+// Get returns a copy of a stored document with the given ID: the one of
+// the first tenant, in byte order, that has it.
+//
+// Deprecated: IDs are scoped by tenant; use GetIn. Get keeps the meaning
+// IDs had when they were global (one document per ID), which a caller
+// acting for one tenant must not use.
+func (e *Engine) Get(id string) (Document, bool) {
+	rs := e.cur.Load().docs.all(id)
+	if len(rs) == 0 {
+		return Document{}, false
+	}
+	return rs[0].doc.clone(), true
+}
+
+// Close stops background maintenance and snapshots, flushes and closes the write-ahead log
 // (every acknowledged commit is durable either way) and releases the
-// indexes. It waits for in-flight Commits and for Searches in their
-// retrieval stage, and is safe to call more than once. Close does not
-// snapshot: the next Open replays the log since the last snapshot.
+// indexes. It waits for in-flight Commits; Searches in flight finish on
+// the state they started with. It is safe to call more than once. Close
+// does not snapshot: the next Open replays the log since the last
+// snapshot.
 func (e *Engine) Close() error {
+	e.maint.stop()
 	e.bg.stop()
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	if e.closed.Swap(true) {
 		return nil
 	}
-	e.closed = true
 	return e.release()
 }
 
 // release closes the log and the dense index and unlocks the directory.
-// Called by Close with both mutexes held, or by a failing Open.
+// Called by Close with commitMu held, or by a failing Open.
 func (e *Engine) release() error {
 	var errs []error
 	if e.log != nil {
@@ -197,32 +278,58 @@ func (e *Engine) release() error {
 }
 
 // Batch collects additions and deletions that Commit applies atomically.
-// Operations on one ID apply in order (the last one wins). A Batch is not
-// safe for concurrent use; it may be reused after Commit returns, and is
-// emptied by a successful Commit.
+// A document is identified by its tenant and its ID together (the same ID
+// in two tenants is two documents). Operations on one document apply in
+// order (the last one wins). A Batch is not safe for concurrent use; it
+// may be reused after Commit returns, and is emptied by a successful
+// Commit.
 type Batch struct {
 	ops []op
 }
 
+type opKind uint8
+
+const (
+	opAdd    opKind = iota // doc
+	opDelete               // key
+	opWipe                 // key.ID in every tenant (the deprecated Delete)
+)
+
 type op struct {
-	doc    Document
-	delete string // non-empty for deletions
+	kind opKind
+	doc  Document
+	key  docKey
 }
 
 // NewBatch returns an empty batch for e.
 func (e *Engine) NewBatch() *Batch { return &Batch{} }
 
-// Add queues copies of docs. Documents are validated by Commit.
+// Add queues copies of docs; each replaces the document with the same
+// Tenant and ID, if any. Documents are validated by Commit.
 func (b *Batch) Add(docs ...Document) {
 	for i := range docs {
-		b.ops = append(b.ops, op{doc: docs[i].clone()})
+		b.ops = append(b.ops, op{kind: opAdd, doc: docs[i].clone()})
 	}
 }
 
-// Delete queues deletions; deleting an unknown ID is not an error.
+// DeleteIn queues the deletion of tenant's documents with the given IDs;
+// deleting an unknown document is not an error.
+func (b *Batch) DeleteIn(tenant string, ids ...string) {
+	for _, id := range ids {
+		b.ops = append(b.ops, op{kind: opDelete, key: docKey{tenant, id}})
+	}
+}
+
+// Delete queues the deletion of the given IDs in every tenant that has
+// them (resolved when the batch is applied); deleting an unknown ID is not
+// an error.
+//
+// Deprecated: IDs are scoped by tenant; use DeleteIn. Delete keeps the
+// meaning IDs had when they were global, which a caller acting for one
+// tenant must not use.
 func (b *Batch) Delete(ids ...string) {
 	for _, id := range ids {
-		b.ops = append(b.ops, op{delete: id})
+		b.ops = append(b.ops, op{kind: opWipe, key: docKey{ID: id}})
 	}
 }
 
@@ -231,38 +338,48 @@ func (b *Batch) Len() int { return len(b.ops) }
 
 // Commit applies b atomically: documents are validated, analyzed and (with
 // an embedder) embedded in batches of Config.EmbedBatch before anything
-// changes; then the batch is written to the write-ahead log and the
-// lexical index, the dense index and the document store switch together
-// under the write lock. On any error before that point nothing is applied.
-// Commit returns once the log record is durable under
-// Config.Durability.Sync; concurrent Commits share fsyncs. Searches may
-// see the batch before it is durable (as soon as it is applied). An error
-// from the log's fsync means the batch is applied but may not survive a
-// crash; the log then refuses further commits until the engine is
-// reopened. ctx bounds the embedding.
+// changes and without a lock, so concurrent Commits prepare in parallel;
+// then, one Commit at a time, the batch is written to the write-ahead log,
+// applied to the lexical index, the dense index and the document store
+// beside the state searches read, and published as the next state with one
+// atomic swap. On any error before that point nothing is applied. Commit
+// returns once the log record is durable under Config.Durability.Sync;
+// concurrent Commits share fsyncs. Searches never wait for a Commit and
+// may see the batch before it is durable (as soon as it is published). An
+// error from the log's fsync means the batch is applied but may not
+// survive a crash; the log then refuses further commits until the engine
+// is reopened. ctx bounds the embedding.
 func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if b == nil || len(b.ops) == 0 {
 		return nil
 	}
-	// Reduce to the final operation per ID, in first-seen order.
-	final := map[string]int{}
-	var order []string
-	for i, o := range b.ops {
-		id := o.delete
-		if id == "" {
-			if err := o.doc.Validate(); err != nil {
-				return fmt.Errorf("commit: %w", err)
-			}
-			id = o.doc.ID
-		}
-		if _, ok := final[id]; !ok {
-			order = append(order, id)
-		}
-		final[id] = i
+	if e.closed.Load() {
+		return ErrClosed
 	}
-	ticket, err := e.commitLocked(ctx, b, order, final)
-	if err != nil || e.log == nil {
+	adds, dels, wipes, err := reduce(b.ops)
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	addTerms := e.analyze(adds)
+	if e.embedder != nil && len(adds) > 0 {
+		if err := e.embed(ctx, adds); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+	}
+	var payload []byte
+	if e.log != nil {
+		var err error
+		if payload, err = encodeLogRecord(adds, dels, wipes); err != nil {
+			return fmt.Errorf("commit: encode log record: %w", err)
+		}
+	}
+	ticket, err := e.commitLocked(payload, adds, addTerms, dels, wipes)
+	if err != nil {
 		return err
+	}
+	b.ops = b.ops[:0]
+	if e.log == nil {
+		return nil
 	}
 	if err := e.log.Wait(ticket); err != nil {
 		return fmt.Errorf("commit: write-ahead log: %w", err)
@@ -271,51 +388,80 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	return nil
 }
 
-// commitLocked prepares, logs and applies the reduced batch under
-// commitMu, and returns the log record's ticket for Commit to wait on
-// outside the lock (so concurrent Commits can share an fsync).
-func (e *Engine) commitLocked(ctx context.Context, b *Batch, order []string, final map[string]int) (wal.Ticket, error) {
+// commitLocked logs and applies a prepared batch under commitMu, and
+// returns the log record's ticket for Commit to wait on outside the lock
+// (so concurrent Commits can share an fsync).
+func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []docKey, wipes []string) (wal.Ticket, error) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	if e.isClosed() {
+	if e.closed.Load() {
 		return wal.Ticket{}, ErrClosed
 	}
 	if e.broken != nil {
 		return wal.Ticket{}, fmt.Errorf("commit: %w", e.broken)
 	}
-	var adds []*record
-	var dels []string
-	for _, id := range order {
-		o := b.ops[final[id]]
-		if o.delete != "" {
-			dels = append(dels, id)
-			continue
-		}
-		adds = append(adds, &record{doc: o.doc})
-	}
-	addTerms := e.analyze(adds)
-	if e.embedder != nil && len(adds) > 0 {
-		if err := e.embed(ctx, adds); err != nil {
-			return wal.Ticket{}, fmt.Errorf("commit: %w", err)
-		}
-	}
 	var ticket wal.Ticket
 	if e.log != nil {
 		// Logged before it is applied: a batch the lexical index refuses
 		// is refused again, identically, when the log is replayed.
-		payload, err := encodeLogRecord(adds, dels)
-		if err != nil {
-			return wal.Ticket{}, fmt.Errorf("commit: encode log record: %w", err)
-		}
+		var err error
 		if ticket, err = e.log.Write(payload); err != nil {
 			return wal.Ticket{}, fmt.Errorf("commit: write-ahead log: %w", err)
 		}
 	}
-	if err := e.apply(adds, addTerms, dels); err != nil {
+	if err := e.apply(adds, addTerms, dels, wipes); err != nil {
 		return wal.Ticket{}, fmt.Errorf("commit: %w", err)
 	}
-	b.ops = b.ops[:0]
 	return ticket, nil
+}
+
+// reduce validates ops and reduces them to the final operation per
+// document, in first-seen order: the additions, the deletions, and the
+// IDs to delete in every stored tenant whose document the batch does not
+// itself add or delete (a wipe turns the batch's earlier operations on
+// that ID into deletions; later ones stand).
+func reduce(ops []op) (adds []*record, dels []docKey, wipes []string, err error) {
+	final := map[docKey]int{}
+	var order []docKey
+	byID := map[string][]docKey{} // keys of the batch, by ID
+	wiped := map[string]bool{}
+	for i, o := range ops {
+		k := o.key
+		switch o.kind {
+		case opAdd:
+			if err := o.doc.Validate(); err != nil {
+				return nil, nil, nil, err
+			}
+			k = docKey{o.doc.Tenant, o.doc.ID}
+		case opDelete, opWipe:
+			if k.ID == "" {
+				return nil, nil, nil, fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
+			}
+		}
+		if o.kind == opWipe {
+			for _, bk := range byID[k.ID] {
+				final[bk] = i
+			}
+			if !wiped[k.ID] {
+				wiped[k.ID] = true
+				wipes = append(wipes, k.ID)
+			}
+			continue
+		}
+		if _, ok := final[k]; !ok {
+			order = append(order, k)
+			byID[k.ID] = append(byID[k.ID], k)
+		}
+		final[k] = i
+	}
+	for _, k := range order {
+		if o := ops[final[k]]; o.kind == opAdd {
+			adds = append(adds, &record{doc: o.doc})
+		} else {
+			dels = append(dels, k)
+		}
+	}
+	return adds, dels, wipes, nil
 }
 
 // analyze fills every record's termSet and returns its analyzed terms.
@@ -332,69 +478,86 @@ func (e *Engine) analyze(adds []*record) [][]string {
 // applied.
 var errLexRefused = errors.New("lexical index refused the batch")
 
-// apply switches the lexical index, the dense index and the document store
-// to include a prepared batch, under the write lock. Called with commitMu
-// held (or during Open).
-func (e *Engine) apply(adds []*record, addTerms [][]string, dels []string) error {
+// apply writes a prepared batch into the lexical index, the dense index and
+// a copy of the document store, then publishes them as the next state.
+// Wipes delete an ID in every tenant of the state except documents the
+// batch adds or deletes itself. Searches keep reading the previous state
+// meanwhile (the indexes publish views of their own, which no search uses
+// until the engine's state names them). Called with commitMu held (or
+// during Open).
+func (e *Engine) apply(adds []*record, addTerms [][]string, dels []docKey, wipes []string) error {
+	st := e.cur.Load()
+	if len(wipes) > 0 {
+		inBatch := make(map[docKey]bool, len(adds)+len(dels))
+		for _, r := range adds {
+			inBatch[docKey{r.doc.Tenant, r.doc.ID}] = true
+		}
+		for _, k := range dels {
+			inBatch[k] = true
+		}
+		dels = slices.Clone(dels)
+		for _, id := range wipes {
+			for _, r := range st.docs.all(id) {
+				if k := (docKey{r.doc.Tenant, id}); !inBatch[k] {
+					dels = append(dels, k)
+				}
+			}
+		}
+	}
 	lb := e.lex.NewBatch()
-	for _, id := range dels {
-		lb.Delete(id)
+	for _, k := range dels {
+		lb.Delete(indexKey(k.Tenant, k.ID))
 	}
 	for i, r := range adds {
 		lb.Add(postings.Doc{
-			ID:     r.doc.ID,
+			ID:     indexKey(r.doc.Tenant, r.doc.ID),
 			Terms:  addTerms[i],
 			Tenant: lexTenant(r.doc.Tenant),
 			Meta:   r.doc.Metadata,
 		})
 	}
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	// Postings first: its Commit is atomic and validates everything, so a
 	// refusal here leaves all three stores untouched.
 	if err := e.lex.Commit(lb); err != nil {
 		return fmt.Errorf("%w: %w", errLexRefused, err)
 	}
-	if err := e.applyDense(adds, dels); err != nil {
+	if err := e.applyDense(st, adds, dels); err != nil {
 		e.broken = fmt.Errorf("%w: dense index: %w", ErrBroken, err)
 		return e.broken
 	}
-	for _, id := range dels {
-		if r := e.docs[id]; r != nil {
-			if r.vec != nil {
-				e.nvec--
-			}
-			delete(e.docs, id)
+	w, nvec := st.docs.writer(), st.nvec
+	for _, k := range dels {
+		if old := w.del(k.Tenant, k.ID); old != nil && old.vec != nil {
+			nvec--
 		}
 	}
 	for _, r := range adds {
-		if old := e.docs[r.doc.ID]; old != nil && old.vec != nil {
-			e.nvec--
+		if old := w.put(r); old != nil && old.vec != nil {
+			nvec--
 		}
 		if r.vec != nil {
-			e.nvec++
+			nvec++
 		}
-		e.docs[r.doc.ID] = r
 	}
-	e.gen++
+	e.publish(w.done(), nvec)
 	return nil
 }
 
-// applyDense mirrors a batch into the vector index. Called with mu held.
-func (e *Engine) applyDense(adds []*record, dels []string) error {
+// applyDense mirrors a batch into the vector index; st is the state before
+// the batch. Called with commitMu held.
+func (e *Engine) applyDense(st *state, adds []*record, dels []docKey) error {
 	if e.vec == nil {
 		return nil
 	}
 	var gone []string
-	for _, id := range dels {
-		if r := e.docs[id]; r != nil && r.vec != nil {
-			gone = append(gone, id)
+	for _, k := range dels {
+		if r := st.docs.get(k.Tenant, k.ID); r != nil && r.vec != nil {
+			gone = append(gone, indexKey(k.Tenant, k.ID))
 		}
 	}
 	for _, r := range adds {
-		if old := e.docs[r.doc.ID]; old != nil && old.vec != nil && r.vec == nil {
-			gone = append(gone, r.doc.ID)
+		if old := st.docs.get(r.doc.Tenant, r.doc.ID); old != nil && old.vec != nil && r.vec == nil {
+			gone = append(gone, indexKey(r.doc.Tenant, r.doc.ID))
 		}
 	}
 	if len(gone) > 0 {
@@ -405,7 +568,7 @@ func (e *Engine) applyDense(adds []*record, dels []string) error {
 	items := make([]dense.Item, 0, len(adds))
 	for _, r := range adds {
 		if r.vec != nil {
-			items = append(items, dense.Item{ID: r.doc.ID, Vector: r.vec, Tenant: r.doc.Tenant, Meta: r.doc.Metadata})
+			items = append(items, dense.Item{ID: indexKey(r.doc.Tenant, r.doc.ID), Vector: r.vec, Tenant: r.doc.Tenant, Meta: r.doc.Metadata})
 		}
 	}
 	if len(items) > 0 {
@@ -446,12 +609,6 @@ func (e *Engine) embed(ctx context.Context, recs []*record) error {
 	return nil
 }
 
-func (e *Engine) isClosed() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.closed
-}
-
 // lexTenant is the tenant key given to the postings index. postings treats
 // an empty tenant as "no tenant" (and an empty filter tenant as "any"),
 // while the engine's empty tenant is a tenant like any other; the prefix
@@ -466,10 +623,10 @@ func termSet(terms []string) []string {
 }
 
 // Search runs req; see the package doc for the pipeline, the budget and the
-// fallbacks. Running out of budget during reranking is reported in the
-// Result (Degraded), not as an error; an error means the request was
-// invalid, the engine is closed, ctx was cancelled, or retrieval itself
-// failed (including the deadline passing before BM25 finished).
+// fallbacks. Running out of req.Budget is reported in the Result
+// (Degraded), not as an error; an error means the request was invalid, the
+// engine is closed, ctx ended (cancelled, or its own deadline passed) before
+// retrieval finished, or BM25 retrieval itself failed.
 func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	start := time.Now()
 	if err := req.Validate(); err != nil {
@@ -487,8 +644,14 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	if d, ok := ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
 		deadline = d
 	}
+	// sctx carries the budget's deadline: the optional stages (query
+	// embedding and dense search, reranking) stop at it; BM25 runs under
+	// ctx alone, so running out of budget degrades the result instead of
+	// failing it.
+	// When ctx's deadline comes first, sctx is ctx itself, so that ctx's
+	// deadline reads as ctx's (an error), never as the budget's.
 	sctx := ctx
-	if !deadline.IsZero() {
+	if d, ok := ctx.Deadline(); !deadline.IsZero() && (!ok || deadline.Before(d)) {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
@@ -503,37 +666,38 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	terms := e.analyzer.AnalyzeQuery(req.Query)
 	done()
 
-	// The query embedding is computed outside the lock: it may be slow.
-	var qvec []float32
-	done = mark(&res.Timings.Dense)
-	e.mu.RLock()
-	closed, nvec := e.closed, e.nvec
-	e.mu.RUnlock()
-	if closed {
+	// One state for the whole search: a batch committed meanwhile is
+	// seen entirely or not at all.
+	st := e.cur.Load()
+	if e.closed.Load() {
 		return nil, ErrClosed
 	}
+	var qvec []float32
+	done = mark(&res.Timings.Dense)
 	switch {
 	case e.embedder == nil:
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoEmbedder, Detail: "BM25 only"})
-	case nvec == 0:
+	case st.nvec == 0:
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoVectors, Detail: "BM25 only"})
 	default:
 		vs, err := e.embedder.Embed(sctx, models.InputQuery, []string{req.Query})
 		if err == nil && (len(vs) != 1 || len(vs[0]) != e.embedder.Dim()) {
 			err = errors.New("embedder returned a malformed vector")
 		}
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, fmt.Errorf("search: embed query: %w", cerr)
-			}
-			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackEmbedError, Detail: err.Error()})
-		} else {
+		switch {
+		case err == nil:
 			qvec = vs[0]
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("search: embed query: %w", ctx.Err())
+		case sctx.Err() != nil:
+			res.budgetFallback("query embedding")
+		default:
+			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackEmbedError, Detail: err.Error()})
 		}
 	}
 	done()
 
-	cands, err := e.retrieve(sctx, &req, terms, qvec, alpha, res)
+	cands, err := e.retrieve(ctx, sctx, st, &req, terms, qvec, alpha, res)
 	if err != nil {
 		return nil, err
 	}
@@ -552,7 +716,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("search: %w", err)
 			}
-			res.Reranked, res.Degraded = out.scored, out.degraded
+			res.Reranked, res.Degraded = out.scored, res.Degraded || out.degraded
 			if out.fallback != nil {
 				res.Fallbacks = append(res.Fallbacks, *out.fallback)
 			}
@@ -602,19 +766,22 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// retrieve runs BM25 and dense retrieval, fusion, the score threshold and
-// expansion under the read lock and returns the candidates, best first,
-// with their records attached.
-func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
-		return nil, ErrClosed
-	}
+// budgetFallback records that the latency budget ran out before stage
+// (part of dense retrieval) finished: the result is BM25 only.
+func (res *Result) budgetFallback(stage string) {
+	res.Degraded = true
+	res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRetrievalBudget, Detail: "budget spent before the " + stage + " finished; BM25 only"})
+}
+
+// retrieve runs BM25 (under ctx) and dense retrieval (under bctx, which
+// adds the budget's deadline), fusion, the score threshold and expansion
+// on st and returns the candidates, best first, with their records
+// attached.
+func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
 	var bm25, dn []scored
 	t := time.Now()
 	if len(terms) > 0 {
-		hits, err := e.lex.Search(ctx, postings.Query{
+		hits, err := st.lex.Search(ctx, postings.Query{
 			Terms:  terms,
 			K:      req.Candidates,
 			Filter: &postings.Filter{Tenant: lexTenant(req.Tenant), Meta: req.Filter},
@@ -628,15 +795,19 @@ func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qve
 		}
 	}
 	res.Timings.BM25 = time.Since(t)
-	if qvec != nil && e.vec != nil {
+	if qvec != nil && st.vec != nil {
 		t = time.Now()
-		hits, err := e.vec.Search(ctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
-		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, fmt.Errorf("search: dense: %w", cerr)
-			}
+		hits, err := st.vec.Search(bctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("search: dense: %w", ctx.Err())
+		case bctx.Err() != nil:
+			res.budgetFallback("dense search")
+		default:
 			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackDenseError, Detail: err.Error()})
-		} else {
+		}
+		if err == nil {
 			dn = make([]scored, len(hits))
 			for i, h := range hits {
 				dn[i] = scored{h.ID, float64(h.Score)}
@@ -649,11 +820,14 @@ func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qve
 	fused := fuse(req.Fusion, bm25, dn, req.RRFK, alpha)
 	cands := fused[:0]
 	for _, c := range fused {
-		c.rec = e.docs[c.id]
+		c.rec = st.docs.getKey(c.id)
 		// Defence in depth: the retrievers filter, and the store agrees.
 		if c.rec == nil || !c.rec.doc.matches(req.Tenant, req.Filter) {
 			continue
 		}
+		// From here on candidates are the request tenant's documents,
+		// known by their IDs (which order like their index keys).
+		c.id = c.rec.doc.ID
 		if req.ScoreThreshold != 0 && c.fused < req.ScoreThreshold {
 			continue
 		}
@@ -674,7 +848,8 @@ func (e *Engine) retrieve(ctx context.Context, req *Request, terms []string, qve
 		if seeds == 0 {
 			seeds = req.TopK
 		}
-		cands = expand(cands, func(id string) *record { return e.docs[id] }, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
+		lookup := func(id string) *record { return st.docs.get(req.Tenant, id) }
+		cands = expand(cands, lookup, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
 		res.Timings.Expansion = time.Since(t)
 	}
 	return cands, nil

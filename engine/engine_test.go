@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/engine/enginetest"
+	"github.com/hybrank/hybrank/models"
 )
 
 var corpus = []engine.Document{
@@ -508,5 +509,56 @@ func TestScoreThreshold(t *testing.T) {
 	}
 	if len(res.Hits) < 1 || len(res.Hits) >= len(all.Hits) {
 		t.Errorf("threshold kept %d of %d", len(res.Hits), len(all.Hits))
+	}
+}
+
+// blockingEmbedder embeds documents, and blocks query embeddings (single
+// texts) until their context ends.
+type blockingEmbedder struct{ *enginetest.HashEmbedder }
+
+func (b blockingEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
+	if in == models.InputQuery {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return b.HashEmbedder.Embed(ctx, in, texts)
+}
+
+// TestBudgetShorterThanRetrieval: a budget that runs out during the query
+// embedding gives BM25 hits marked Degraded, reranking skipped; ctx's own
+// deadline there is an error. A budget already spent before retrieval
+// still gets BM25's hits.
+func TestBudgetShorterThanRetrieval(t *testing.T) {
+	rr := &enginetest.OverlapReranker{}
+	e := open(t, "", engine.WithEmbedder(blockingEmbedder{enginetest.NewHashEmbedder(8)}), engine.WithReranker("fast", rr))
+	commit(t, e, corpus...)
+	req := engine.Request{Query: "channels goroutines", Tenant: "acme", Rerank: "fast", Budget: 5 * time.Millisecond}
+	res, err := e.Search(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Degraded || !res.HasFallback(engine.FallbackRetrievalBudget) || !res.HasFallback(engine.FallbackRerankBudget) || res.Reranked != 0 {
+		t.Fatalf("degraded %v reranked %d fallbacks %+v", res.Degraded, res.Reranked, res.Fallbacks)
+	}
+	if ids := hitIDs(res); len(ids) == 0 || ids[0] != "go1" {
+		t.Fatalf("hits %v", ids)
+	}
+	for _, h := range res.Hits {
+		if h.Provenance.DenseRank != 0 || h.Provenance.BM25Rank == 0 {
+			t.Fatalf("hit %s not BM25 only: %+v", h.Document.ID, h.Provenance)
+		}
+	}
+	// The hard limit: ctx's deadline during retrieval is an error.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	if _, err := e.Search(ctx, engine.Request{Query: "channels", Tenant: "acme"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx deadline during retrieval: %v", err)
+	}
+	// A budget spent before retrieval starts: BM25 still answers.
+	bm := open(t, "", engine.WithReranker("fast", rr))
+	commit(t, bm, corpus...)
+	res, err = bm.Search(context.Background(), engine.Request{Query: "channels goroutines", Tenant: "acme", Rerank: "fast", Budget: time.Nanosecond})
+	if err != nil || len(res.Hits) == 0 || !res.Degraded || res.Reranked != 0 {
+		t.Fatalf("1 ns budget: %v %+v", err, res)
 	}
 }

@@ -30,6 +30,10 @@ var (
 	// and, when known, the holder's process ID. The lock is released by
 	// Close or when the holding process dies.
 	ErrLocked = errors.New("engine: index directory is in use by another engine")
+	// ErrModelLoad is returned by Open when a registered model that loads
+	// ahead of use (models.Loader) fails to load, and by Warm when a model
+	// fails its warm-up; the error names the model.
+	ErrModelLoad = errors.New("engine: model failed to load")
 	// ErrEmbed is returned by Commit when the attached embedder fails or
 	// returns vectors of the wrong shape; nothing of the batch is applied.
 	ErrEmbed = errors.New("engine: embedding failed")

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"lukechampine.com/blake3"
@@ -29,7 +28,17 @@ import (
 // (MANIFEST with a checksum line; the document file checked by crc32c);
 // version 1 directories (MANIFEST.json, BLAKE3) still open, and the next
 // Snapshot replaces their manifest.
-const FormatVersion = 2
+//
+// Version 3 scopes document IDs by tenant: the postings and dense indexes
+// know a document by indexKey(tenant, ID), and the document file may hold
+// one ID in several tenants. Versions 1 and 2 (one document per ID, known
+// to the indexes by its ID) open as they are: Open renames every document
+// in both indexes to its key (no index is rebuilt), and the next Snapshot
+// writes version 3.
+const FormatVersion = 3
+
+// tenantKeysVersion is the first format whose indexes use indexKey.
+const tenantKeysVersion = 3
 
 const (
 	snapKind   = "snap" // generation directories snap-NNNNNN
@@ -129,9 +138,7 @@ func (e *Engine) Snapshot() (err error) {
 	}
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	if e.closed {
+	if e.closed.Load() {
 		return ErrClosed
 	}
 	if e.broken != nil {
@@ -141,7 +148,9 @@ func (e *Engine) Snapshot() (err error) {
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	m := persisted{Config: e.cfg, DocCount: len(e.docs), HasDense: e.vec != nil}
+	// commitMu is held: the indexes are at the published state.
+	st := e.cur.Load()
+	m := persisted{Config: e.cfg, DocCount: st.docs.n, HasDense: e.vec != nil}
 	if e.log != nil {
 		// commitMu is held: every record below Next is applied.
 		m.LogPosition = e.log.Next()
@@ -158,12 +167,14 @@ func (e *Engine) Snapshot() (err error) {
 			return fmt.Errorf("snapshot: dense: %w", err)
 		}
 	}
-	if _, err := w.WriteFile(path.Join(w.Name(snapKind, ""), docsName), e.writeDocs); err != nil {
+	writeDocs := func(w io.Writer) error { return st.docs.write(w) }
+	if _, err := w.WriteFile(path.Join(w.Name(snapKind, ""), docsName), writeDocs); err != nil {
 		return fmt.Errorf("snapshot: documents: %w", err)
 	}
 	if err := w.Commit(&m); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	e.snapGen.Store(m.Generation)
 	if e.log != nil {
 		e.snapPos.Store(m.LogPosition)
 		if err := e.log.TruncateBefore(m.LogPosition); err != nil {
@@ -173,25 +184,14 @@ func (e *Engine) Snapshot() (err error) {
 	return nil
 }
 
-// writeDocs gob-encodes the store in ID order (so equal stores give equal
-// files).
-func (e *Engine) writeDocs(w io.Writer) error {
-	ids := make([]string, 0, len(e.docs))
-	for id := range e.docs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+// write gob-encodes the store in (ID, tenant) order (so equal stores give
+// equal files).
+func (s *store) write(w io.Writer) error {
 	enc := gob.NewEncoder(w)
-	if err := enc.Encode(len(ids)); err != nil {
+	if err := enc.Encode(s.n); err != nil {
 		return err
 	}
-	for _, id := range ids {
-		r := e.docs[id]
-		if err := enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}) })
 }
 
 // load opens the snapshot in dir and sets snapPos to its log position; it
@@ -206,6 +206,7 @@ func (e *Engine) load(dir string) (bool, error) {
 		return false, err
 	}
 	e.snapPos.Store(m.LogPosition)
+	e.snapGen.Store(m.Generation)
 	if m.snapDir == "" {
 		m.snapDir = manifest.GenName(snapKind, m.Generation, "")
 	}
@@ -252,6 +253,14 @@ func (e *Engine) load(dir string) (bool, error) {
 		}
 		return false, err
 	}
+	if m.Version < tenantKeysVersion {
+		if err := e.migrateKeys(); err != nil {
+			if e.vec != nil {
+				e.vec.Close()
+			}
+			return false, fmt.Errorf("%w: migrate version %d snapshot to tenant-scoped IDs: %w", ErrCorrupt, m.Version, err)
+		}
+	}
 	return true, nil
 }
 
@@ -279,6 +288,7 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 	if err := dec.Decode(&n); err != nil || n != m.DocCount {
 		return fmt.Errorf("%w: documents: count %d, manifest %d (%v)", ErrCorrupt, n, m.DocCount, err)
 	}
+	docs, nvec := store{}.writer(), 0
 	for i := 0; i < n; i++ {
 		var s storedRecord
 		if err := dec.Decode(&s); err != nil {
@@ -286,9 +296,39 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 		}
 		r := &record{doc: s.Doc, vec: s.Vec, termSet: termSet(e.analyzer.Analyze(docText(&s.Doc)))}
 		if r.vec != nil {
-			e.nvec++
+			nvec++
 		}
-		e.docs[s.Doc.ID] = r
+		docs.put(r)
 	}
+	e.publish(docs.done(), nvec)
+	return nil
+}
+
+// migrateKeys renames the documents of a snapshot written before IDs were
+// scoped by tenant (one document per ID, known to the indexes by its ID)
+// to their index keys in both indexes, and publishes the result. Called
+// during Open.
+func (e *Engine) migrateKeys() error {
+	st := e.cur.Load()
+	rename := make(map[string]string, st.docs.n)
+	err := st.docs.each(func(r *record) error {
+		if _, dup := rename[r.doc.ID]; dup {
+			return fmt.Errorf("document ID %q in two tenants", r.doc.ID)
+		}
+		rename[r.doc.ID] = indexKey(r.doc.Tenant, r.doc.ID)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.lex.RenameIDs(rename); err != nil {
+		return fmt.Errorf("lexical: %w", err)
+	}
+	if e.vec != nil {
+		if err := e.vec.RenameIDs(rename); err != nil {
+			return fmt.Errorf("dense: %w", err)
+		}
+	}
+	e.publish(st.docs, st.nvec)
 	return nil
 }

@@ -1,11 +1,13 @@
 package engine_test
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"lukechampine.com/blake3"
@@ -15,20 +17,29 @@ import (
 	"github.com/hybrank/hybrank/internal/manifest"
 )
 
+// copyFixture copies testdata/format2 — an engine directory written by
+// the engine of commit d7fb671 (snapshot format 2, before IDs were scoped
+// by tenant; HashEmbedder(8), DefaultConfig): the corpus, then
+// three commits in the version-0 log record format (add "late" and delete
+// rs1; replace go2; add de1 in tenant evil, which then moved it there from
+// acme) — into a temporary directory.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "idx")
+	err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "format2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // TestOpenVersion1 opens an engine directory whose root manifest is in the
 // version-1 layout (MANIFEST.json, plain JSON, the document file checked by
 // BLAKE3), as written before the shared manifest package, and checks that
 // the next Snapshot moves it to the current layout.
 func TestOpenVersion1(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "idx")
+	dir := copyFixture(t)
 	emb := enginetest.NewHashEmbedder(8)
-	e := open(t, dir, engine.WithEmbedder(emb))
-	commit(t, e, corpus...)
-	if err := e.Snapshot(); err != nil {
-		t.Fatal(err)
-	}
-	e.Close()
-
 	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +70,7 @@ func TestOpenVersion1(t *testing.T) {
 	if e2.Len() != len(corpus) {
 		t.Fatalf("version-1 reopen: %d documents", e2.Len())
 	}
-	if d, ok := e2.Get("go1"); !ok || d.Text != corpus[0].Text {
+	if d, ok := e2.GetIn("acme", "go1"); !ok || d.Text != corpus[0].Text {
 		t.Fatalf("go1 = %+v, %v", d, ok)
 	}
 	if err := e2.Snapshot(); err != nil {
@@ -94,5 +105,93 @@ func TestOpenVersion1(t *testing.T) {
 	os.WriteFile(filepath.Join(dir2, "MANIFEST.json"), js, 0o644)
 	if _, err := engine.Open(dir2, engine.DefaultConfig()); !errors.Is(err, engine.ErrCorrupt) {
 		t.Fatalf("open with a bad BLAKE3: %v", err)
+	}
+}
+
+// TestMigrateFormat2 opens a directory written before IDs were scoped by
+// tenant (snapshot format 2, version-0 log records), checks that the log
+// replays with the old meaning of IDs, that the same ID then goes into a
+// second tenant as a second document, and that the next snapshot is
+// format 3 and reopens.
+func TestMigrateFormat2(t *testing.T) {
+	dir := copyFixture(t)
+	emb := enginetest.NewHashEmbedder(8)
+	e := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	if r := e.Durability().Recovery; r.Replayed != 3 || r.SnapshotPosition != 2 {
+		t.Fatalf("recovery %+v", r)
+	}
+	ctx := context.Background()
+	check := func(e *engine.Engine, extra int) {
+		t.Helper()
+		want := map[[2]string]bool{
+			{"acme", "go1"}: true, {"acme", "go2"}: true, {"acme", "late"}: true, {"evil", "ev1"}: true, {"evil", "de1"}: true,
+			{"acme", "rs1"}: false, {"acme", "de1"}: false,
+		}
+		for k, present := range want {
+			if _, ok := e.GetIn(k[0], k[1]); ok != present {
+				t.Errorf("%s/%s present %v, want %v", k[0], k[1], ok, present)
+			}
+		}
+		if d, _ := e.GetIn("acme", "go2"); d.Text != "Select picks a ready channel at random." {
+			t.Errorf("go2 not replaced: %q", d.Text)
+		}
+		if e.Len() != 5+extra {
+			t.Errorf("%d documents, want %d", e.Len(), 5+extra)
+		}
+		for _, tc := range []struct {
+			tenant, query string
+			want          []string
+		}{
+			{"evil", "Kanäle", []string{"de1"}},
+			{"acme", "Kanäle", nil},
+			{"acme", "ownership borrowing", nil},
+			{"acme", "ready channel", []string{"go2"}},
+		} {
+			res, err := e.Search(ctx, engine.Request{Query: tc.query, Tenant: tc.tenant, Fusion: engine.FusionWeighted, Alpha: engine.Float(0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string // BM25's hits (dense ranks every document)
+			for _, h := range res.Hits {
+				if h.Provenance.BM25Rank > 0 {
+					got = append(got, h.Document.ID)
+				}
+			}
+			if !slices.Equal(got[:min(len(got), len(tc.want))], tc.want) || len(tc.want) == 0 && len(got) != 0 {
+				t.Errorf("%s %q: %v, want %v first", tc.tenant, tc.query, got, tc.want)
+			}
+			if res.HasFallback(engine.FallbackNoVectors) {
+				t.Errorf("%s %q: no vectors after migration", tc.tenant, tc.query)
+			}
+		}
+	}
+	check(e, 0)
+	// The same ID in another tenant is another document now.
+	commit(t, e, engine.Document{ID: "go1", Tenant: "evil", Text: "Evil twin of go1 about ownership."})
+	check(e, 1)
+	if d, _ := e.GetIn("acme", "go1"); d.Text != corpus[0].Text {
+		t.Fatalf("acme's go1 overwritten: %q", d.Text)
+	}
+	if err := e.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := manifest.Unseal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h manifest.Header
+	if err := json.Unmarshal(body, &h); err != nil || h.Version != engine.FormatVersion {
+		t.Fatalf("manifest version %d (%v), want %d", h.Version, err, engine.FormatVersion)
+	}
+	e2 := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	check(e2, 1)
+	res, err := e2.Search(ctx, engine.Request{Query: "ownership twin", Tenant: "evil"})
+	if err != nil || len(res.Hits) == 0 || res.Hits[0].Document.ID != "go1" || res.Hits[0].Document.Tenant != "evil" {
+		t.Fatalf("evil's go1: %v %v", err, res)
 	}
 }

@@ -34,8 +34,9 @@ func (s Span) Len() int { return s.End - s.Start }
 // included); the caller may reuse it afterwards. Documents returned in a
 // Result are copies too.
 type Document struct {
-	// ID identifies the document across all tenants; adding an ID that
-	// exists replaces the old document (in whichever tenant it was).
+	// ID identifies the document within its Tenant: the same ID in two
+	// tenants is two documents, and adding a document replaces only the
+	// one with the same Tenant and ID.
 	ID string `json:"id"`
 	// Title is indexed together with Text (Title first).
 	Title string `json:"title,omitempty"`
@@ -52,8 +53,8 @@ type Document struct {
 	Source string `json:"source,omitempty"`
 	// Span locates Text inside Source.
 	Span Span `json:"span"`
-	// Links are IDs of related documents, followed by query expansion.
-	// Links to unknown IDs are allowed and ignored.
+	// Links are IDs of related documents of the same Tenant, followed by
+	// query expansion. Links to unknown IDs are allowed and ignored.
 	Links []string `json:"links,omitempty"`
 }
 
@@ -188,8 +189,10 @@ type Request struct {
 	Expand Expansion `json:"expand"`
 	// Rerank is the reranker profile name ("" = no reranking).
 	Rerank string `json:"rerank,omitempty"`
-	// Budget bounds the wall time of the search (0 = only ctx's deadline).
-	// The effective deadline is min(ctx deadline, start + Budget). In JSON
+	// Budget bounds the wall time of the search (0 = only ctx's deadline):
+	// dense retrieval and reranking stop at min(ctx deadline, start +
+	// Budget) and the result is marked Degraded, while BM25 retrieval
+	// always completes unless ctx itself ends (see the package doc). In JSON
 	// it is "budget_ms", whole milliseconds.
 	Budget time.Duration `json:"-"`
 	// TokenBudget bounds the tokens of Result.Passages (0 = no packing
@@ -379,6 +382,10 @@ const (
 	FallbackEmbedError FallbackCode = "embed_error"
 	// FallbackDenseError: dense search failed; BM25 only.
 	FallbackDenseError FallbackCode = "dense_error"
+	// FallbackRetrievalBudget: the latency budget ran out before dense
+	// retrieval (the query embedding or the vector search) finished; BM25
+	// only (Result.Degraded is set too).
+	FallbackRetrievalBudget FallbackCode = "retrieval_budget"
 	// FallbackRerankUnknown: no reranker with the requested profile name;
 	// fused order.
 	FallbackRerankUnknown FallbackCode = "rerank_unknown_profile"
@@ -468,8 +475,9 @@ type Result struct {
 	Candidates int `json:"candidates"`
 	// Reranked is how many candidates the reranker scored (in fused order).
 	Reranked int `json:"reranked"`
-	// Degraded is set when the latency budget stopped reranking before
-	// every candidate was scored.
+	// Degraded is set when the latency budget cut the search short: dense
+	// retrieval did not finish (BM25 only), or reranking stopped before
+	// every candidate was scored. Fallbacks say which.
 	Degraded  bool       `json:"degraded"`
 	Fallbacks []Fallback `json:"fallbacks,omitempty"`
 	Timings   Timings    `json:"timings"`

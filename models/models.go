@@ -22,3 +22,13 @@ type Embedder interface {
 	// Dim is the length of every vector Embed returns.
 	Dim() int
 }
+
+// Loader is implemented by models that load lazily, on first use, and can
+// be loaded ahead of time instead. Load loads the model if it is not loaded
+// yet and reports why it cannot be; it is safe to call more than once and
+// concurrently with the model's other methods, and a failed Load may be
+// retried. The engine calls it when a model is registered (engine.Open),
+// so that no search pays a load inside its latency budget.
+type Loader interface {
+	Load() error
+}

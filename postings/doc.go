@@ -87,7 +87,9 @@
 // # Concurrency
 //
 // An Index is safe for concurrent use. Search and Stats read one immutable
-// snapshot through an atomic pointer and never block on writers. Commit,
+// snapshot through an atomic pointer and never block on writers; View
+// hands that snapshot out, so a caller can search a state it pinned
+// together with other indexes (the engine does, for atomic batches). Commit,
 // Rebuild, Save and Has serialise on one mutex. Commit builds the next
 // snapshot copy-on-write — touched terms' bitmaps and filter bitmaps are
 // cloned, the term slice and the deleted bitset are copied, doc tables and
@@ -95,6 +97,14 @@
 // publishes it with one pointer swap, so readers see a batch entirely or
 // not at all. A Batch belongs to one goroutine and is committed once. The
 // cost of a commit grows with the size of the touched terms' bitmaps.
+//
+// Rebuild holds the mutex for its whole O(postings) run. StartRebuild does
+// the same work in bounded steps with no lock (it reads one immutable
+// snapshot), so commits carry on; Rebuilding.Finish then appends, under the
+// mutex, what was committed since the start — later snapshots of one build
+// only ever append doc nums, postings (at the end of each list's rank
+// order) and filter entries, and mark deletions — and publishes. Summary
+// is the O(1) part of Stats that decides when to rebuild.
 //
 // # Snapshot format and crash safety
 //

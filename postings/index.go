@@ -378,12 +378,10 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 	}
 	if firstBuild && ns.liveDocs > 0 {
 		// The first documents of an empty index: build at their statistics.
-		rebuilt := ix.rebuild(&ns)
-		clear(ix.byID)
-		for i := uint32(0); i < rebuilt.numDocs; i++ {
-			ix.byID[rebuilt.docIDs[i]] = i
-		}
-		return rebuilt
+		r := newRebuilding(ix, &ns)
+		r.Step(math.MaxInt)
+		ix.byID = r.byID
+		return r.ns
 	}
 	return &ns
 }
@@ -498,103 +496,6 @@ func (w *writer) filter(key string) *roaring.Bitmap {
 	return bm
 }
 
-// Rebuild recomputes everything at the current statistics: deleted
-// documents are dropped and live ones renumbered densely (compaction), the
-// build avgdl becomes the current avgdl (drift 0), norms and pruning bounds
-// are recomputed, and terms without postings disappear.
-func (ix *Index) Rebuild() error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ns := ix.rebuild(ix.cur.Load())
-	ix.byID = make(map[string]uint32, ns.numDocs)
-	for i := uint32(0); i < ns.numDocs; i++ {
-		ix.byID[ns.docIDs[i]] = i
-	}
-	ix.cur.Store(ns)
-	return nil
-}
-
-// rebuild builds a compacted snapshot from s. It does not touch ix.byID;
-// callers that renumber must refresh it (apply's first build renumbers only
-// when dead docs exist, so it refreshes too).
-func (ix *Index) rebuild(s *snapshot) *snapshot {
-	ns := &snapshot{sc: s.sc, dict: newTermDict(), filters: map[string]*roaring.Bitmap{}}
-	ns.avgdlBuild = s.avgdl()
-	remap := make([]uint32, s.numDocs)
-	for d := uint32(0); d < s.numDocs; d++ {
-		if s.isDead(d) {
-			remap[d] = math.MaxUint32
-			continue
-		}
-		remap[d] = ns.numDocs
-		ns.numDocs++
-		ns.docIDs = append(ns.docIDs, s.docIDs[d])
-		ns.docLen = append(ns.docLen, s.docLen[d])
-		ns.hashes = append(ns.hashes, s.hashes[d])
-		ns.liveDocs++
-		ns.liveLen += uint64(s.docLen[d])
-	}
-	ns.extendNorms(ns.maxDocLen())
-	var it roaring.ManyIntIterator
-	buf := make([]uint32, 4096)
-	nbuf := make([]uint32, 0, 4096)
-	for tid, tp := range s.terms {
-		if tp == nil || tp.docs.IsEmpty() {
-			continue
-		}
-		out := &termPostings{docs: roaring.New(), tf: make([]uint8, 0, len(tp.tf))}
-		it.Initialize(tp.docs)
-		pos := 0
-		for {
-			n := it.NextMany(buf)
-			if n == 0 {
-				break
-			}
-			nbuf = nbuf[:0]
-			for _, d := range buf[:n] {
-				if nd := remap[d]; nd != math.MaxUint32 {
-					tf := tp.tfAt(pos)
-					if tf >= 255 {
-						out.big = append(out.big, bigTF{pos: uint32(len(out.tf)), tf: tf})
-						out.tf = append(out.tf, 255)
-					} else {
-						out.tf = append(out.tf, uint8(tf))
-					}
-					if c := ns.sc.tfc(float64(tf), ns.norm(nd)); c > out.maxTfc {
-						out.maxTfc = c
-					}
-					nbuf = append(nbuf, nd)
-				}
-				pos++
-			}
-			out.docs.AddMany(nbuf)
-		}
-		if out.docs.IsEmpty() {
-			continue
-		}
-		out.docs.RunOptimize()
-		out.tf = slices.Clip(out.tf)
-		ns.dict.getOrAdd(s.dict.name(uint32(tid)))
-		ns.terms = append(ns.terms, out)
-		ns.postings += int64(len(out.tf))
-		ns.numTerms++
-	}
-	for key, bm := range s.filters {
-		out := roaring.New()
-		bm.Iterate(func(d uint32) bool {
-			if d < uint32(len(remap)) && remap[d] != math.MaxUint32 {
-				out.Add(remap[d])
-			}
-			return true
-		})
-		if !out.IsEmpty() {
-			out.RunOptimize()
-			ns.filters[key] = out
-		}
-	}
-	return ns
-}
-
 // Stats describes the current snapshot.
 type Stats struct {
 	Docs     int // live documents
@@ -613,12 +514,30 @@ type Stats struct {
 	NeedsRebuild  bool    // Drift > Config.RebuildDrift
 }
 
-// Stats reports sizes and statistics of the current snapshot. It walks the
-// term and doc tables (O(terms + docs)); safe for concurrent use.
-func (ix *Index) Stats() Stats {
-	s := ix.cur.Load()
+// Stats reports sizes and statistics of the current snapshot: v.Stats on
+// View(). It walks the term and doc tables (O(terms + docs)); safe for
+// concurrent use.
+func (ix *Index) Stats() Stats { return ix.View().Stats() }
+
+// Summary is Stats without the sizes (IndexBytes and DocTableBytes are
+// 0), in O(1): what decides a Rebuild.
+func (ix *Index) Summary() Stats { return ix.View().Summary() }
+
+// Summary is Index.Summary of v's snapshot.
+func (v *View) Summary() Stats {
+	s := v.s
 	st := Stats{Docs: s.liveDocs, Terms: s.numTerms, Postings: int(s.postings), DeletedDocs: s.numDead,
 		AvgDL: s.avgdl(), BuildAvgDL: s.avgdlBuild}
+	if s.avgdlBuild > 0 {
+		st.Drift = math.Abs(st.AvgDL-s.avgdlBuild) / s.avgdlBuild
+	}
+	st.NeedsRebuild = st.Drift > v.ix.cfg.RebuildDrift || (s.numDead > 0 && s.numDead*4 > int(s.numDocs))
+	return st
+}
+
+// Stats is Index.Stats of v's snapshot.
+func (v *View) Stats() Stats {
+	s, st := v.s, v.Summary()
 	for _, tp := range s.terms {
 		if tp == nil || tp.docs.IsEmpty() {
 			continue
@@ -638,9 +557,5 @@ func (ix *Index) Stats() Stats {
 	for i := uint32(0); i < s.numDocs; i++ {
 		st.DocTableBytes += int64(len(s.docIDs[i])) + 16
 	}
-	if s.avgdlBuild > 0 {
-		st.Drift = math.Abs(st.AvgDL-s.avgdlBuild) / s.avgdlBuild
-	}
-	st.NeedsRebuild = st.Drift > ix.cfg.RebuildDrift || (s.numDead > 0 && s.numDead*4 > int(s.numDocs))
 	return st
 }

@@ -92,15 +92,35 @@ func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.id
 // by ascending external ID. Documents
 // that match no query term, deleted documents and (with a Filter) documents
 // outside the filter are never returned. Safe for concurrent use; it reads
-// one atomic snapshot. ctx is polled about every 1024 postings.
+// one atomic snapshot (View().Search). ctx is polled about every 1024
+// postings.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	return ix.View().Search(ctx, q)
+}
+
+// View is one published state of an Index: immutable, searchable without
+// locks while commits build later states. Callers that search several
+// indexes as one keep a View of each. A View is safe for concurrent use.
+type View struct {
+	ix *Index
+	s  *snapshot
+}
+
+// View returns the current state.
+func (ix *Index) View() *View { return &View{ix: ix, s: ix.cur.Load()} }
+
+// Docs returns the number of live documents in v.
+func (v *View) Docs() int { return v.s.liveDocs }
+
+// Search is Index.Search on v's state.
+func (v *View) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.K < 0 {
 		return nil, fmt.Errorf("search: %w: k %d < 0", ErrBadQuery, q.K)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := ix.cur.Load()
+	ix, s := v.ix, v.s
 	if q.K == 0 || len(q.Terms) == 0 || s.liveDocs == 0 {
 		return nil, nil
 	}

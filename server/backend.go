@@ -47,10 +47,11 @@ type Tokenizer interface {
 }
 
 // DocumentBatch is one atomic change to an index: every upsert and delete
-// becomes visible together or not at all. When Scoped, the batch belongs to
-// Tenant: implementations must only delete documents of that tenant and
-// must refuse (with an error wrapping ErrForbidden) to overwrite a document
-// of another tenant.
+// becomes visible together or not at all. Document IDs are scoped to a
+// tenant (the same ID in two tenants is two documents): upserts write their
+// own Document.Tenant, deletes remove IDs of Tenant only. Scoped says the
+// tenant came from an API key (the handler has already forced every
+// upsert's tenant to it).
 type DocumentBatch struct {
 	Tenant  string
 	Scoped  bool

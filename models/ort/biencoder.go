@@ -28,6 +28,7 @@ type BiEncoder struct {
 }
 
 var _ models.Embedder = (*BiEncoder)(nil)
+var _ models.Loader = (*BiEncoder)(nil)
 
 // NewBiEncoder validates cfg and returns an embedder that loads its model
 // directory on first use (or Load).

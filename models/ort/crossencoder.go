@@ -19,6 +19,7 @@ type CrossEncoder struct {
 }
 
 var _ models.Reranker = (*CrossEncoder)(nil)
+var _ models.Loader = (*CrossEncoder)(nil)
 
 // NewCrossEncoder validates cfg and returns a cross-encoder that loads its
 // model directory on first use. Errors wrap ErrInvalidConfig or

@@ -40,16 +40,16 @@ func (x *Index) Apply(ctx context.Context, b server.DocumentBatch) (server.Commi
 	defer x.mu.Unlock()
 	batch := x.e.NewBatch()
 	var res server.CommitResult
+	// Document IDs are scoped to a tenant in the engine: an upsert writes
+	// (d.Tenant, d.ID) and can never touch another tenant's document, and a
+	// delete names an ID of the batch's tenant only.
 	for _, d := range b.Upserts {
-		if old, ok := x.e.Get(d.ID); ok && b.Scoped && old.Tenant != b.Tenant {
-			return server.CommitResult{}, fmt.Errorf("%w: document id %q belongs to another tenant", server.ErrForbidden, d.ID)
-		}
 		batch.Add(d)
 		res.Upserted++
 	}
 	for _, id := range b.Deletes {
-		if old, ok := x.e.Get(id); ok && (!b.Scoped || old.Tenant == b.Tenant) {
-			batch.Delete(id)
+		if _, ok := x.e.GetIn(b.Tenant, id); ok {
+			batch.DeleteIn(b.Tenant, id)
 			res.Deleted++
 		}
 	}
