@@ -10,6 +10,7 @@
 //	HYBRANK_ASSETS         .deps/assets                   (make assets)
 //	HYBRANK_HF_TOKENIZERS  .deps/node_modules/tokenizers  (make hftokenizers)
 //	HYBRANK_DATASETS       ../shared/datasets
+//	HYBRANK_PEERS          .deps/peers                    (make peers)
 //
 // The functions only compute paths; none checks that the path exists.
 package artifacts
@@ -77,3 +78,13 @@ func Datasets() string { return lookup("HYBRANK_DATASETS", "../shared/datasets")
 
 // Dataset returns the folder of one dataset (e.g. "scifact").
 func Dataset(name string) string { return filepath.Join(Datasets(), name) }
+
+// Peers is the folder of the peers' Python packages (bm25s, faiss-cpu,
+// onnxruntime, tokenizers) that `make peers` installs; the benchmark
+// drivers put it on PYTHONPATH.
+func Peers() string { return lookup("HYBRANK_PEERS", ".deps/peers") }
+
+// PeersMarker is the file `make peers` writes into the peers' folder last,
+// after the installed packages imported: its presence means a complete
+// install.
+const PeersMarker = ".installed"
