@@ -200,7 +200,7 @@ func TestBM25sReadsTheRunInTrecOrder(t *testing.T) {
 }
 
 func TestFaissRoundTripsTheFiles(t *testing.T) {
-	base := [][]float32{{1, 0}, {0, 1}, {0.6, 0.8}}
+	base := [][]float32{{1, 0}, {0, 1}, {3, 4}} // normalised to 0.6, 0.8 on the way
 	queries := [][]float32{{1, 0}, {0, -1}}
 	r, _ := fake(t, func(c call) (string, string, error) {
 		b, err := os.ReadFile(c.flags["base"])
@@ -221,7 +221,7 @@ func TestFaissRoundTripsTheFiles(t *testing.T) {
 		}
 		return `{"version":"1.15.1","m":` + c.flags["m"] + `,"n":3,"queries":2,"dim":2,"build_s":0.1,"rows":[` + strings.Join(rows, ",") + "]}\n", "", nil
 	})
-	res, err := r.FaissHNSW(context.Background(), peers.FaissArgs{Base: base, Queries: queries, M: 8, EfConstruction: 40, Efs: []int{16, 32}, K: 2, Rounds: 1})
+	res, err := r.FaissHNSW(context.Background(), peers.FaissArgs{Base: base, Queries: queries, Normalize: true, M: 8, EfConstruction: 40, Efs: []int{16, 32}, K: 2, Rounds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +230,9 @@ func TestFaissRoundTripsTheFiles(t *testing.T) {
 	}
 	if want := [][]int64{{0, 2}, {1, -2}}; !reflect.DeepEqual(res.Rows[1].IDs, want) {
 		t.Errorf("ids %v, want %v", res.Rows[1].IDs, want)
+	}
+	if base[2][0] != 3 {
+		t.Errorf("the caller's vectors were normalised: %v", base[2])
 	}
 	if _, err := r.FaissHNSW(context.Background(), peers.FaissArgs{Base: [][]float32{{1, 0}, {1}}, Queries: queries, Efs: []int{1}, K: 1}); err == nil {
 		t.Error("ragged vectors written")

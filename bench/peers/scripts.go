@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/simd"
 )
 
 // BM25sArgs runs bm25s_run.py on a BEIR folder.
@@ -114,11 +115,14 @@ func ReadRun(path string) (eval.Run, error) {
 	return run, nil
 }
 
-// FaissArgs runs faiss_hnsw.py: IndexHNSWFlat with inner product over the
-// vectors as given (normalise them first for cosine, as hybrank's index
-// does internally), one thread.
+// FaissArgs runs faiss_hnsw.py: IndexHNSWFlat with inner product, one
+// thread.
 type FaissArgs struct {
-	Base, Queries     [][]float32
+	Base, Queries [][]float32
+	// Normalize L2-normalises every vector on its way to the file (the
+	// caller's slices are not modified), so inner product is cosine, as in
+	// hybrank's dense index.
+	Normalize         bool
 	M, EfConstruction int
 	// Efs are the efSearch values searched, each over all queries.
 	Efs []int
@@ -168,10 +172,10 @@ func (r *Runner) FaissHNSW(ctx context.Context, a FaissArgs) (FaissResult, error
 	}
 	defer os.RemoveAll(dir)
 	base, queries := filepath.Join(dir, "base.f32"), filepath.Join(dir, "queries.f32")
-	if err := WriteFloat32s(base, a.Base, dim); err != nil {
+	if err := WriteFloat32s(base, a.Base, dim, a.Normalize); err != nil {
 		return res, err
 	}
-	if err := WriteFloat32s(queries, a.Queries, dim); err != nil {
+	if err := WriteFloat32s(queries, a.Queries, dim, a.Normalize); err != nil {
 		return res, err
 	}
 	efs := make([]string, len(a.Efs))
@@ -320,20 +324,26 @@ func writePairs(path string, pairs []models.Pair) error {
 }
 
 // WriteFloat32s writes rows as raw little-endian float32, row-major: the
-// vector files of faiss_hnsw.py. Every row must have dim values.
-func WriteFloat32s(path string, rows [][]float32, dim int) error {
+// vector files of faiss_hnsw.py, each row L2-normalised when normalize is
+// set (rows are not modified). Every row must have dim values.
+func WriteFloat32s(path string, rows [][]float32, dim int, normalize bool) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("peers: %w", err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	buf := make([]byte, 4*dim)
+	row := make([]float32, dim)
 	for i, v := range rows {
 		if len(v) != dim {
 			f.Close()
 			return fmt.Errorf("peers: vector %d has dimension %d, want %d", i, len(v), dim)
 		}
-		for j, x := range v {
+		copy(row, v)
+		if normalize {
+			simd.L2Normalize(row)
+		}
+		for j, x := range row {
 			binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(x))
 		}
 		if _, err := w.Write(buf); err != nil {

@@ -93,7 +93,7 @@ func TestLexicalSubcommand(t *testing.T) {
 
 func TestDenseSubcommand(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := run(t, "dense", "--n", "300", "--dim", "8", "--queries", "10", "--clusters", "4", "--rank", "2",
+	code, stdout, stderr := run(t, "dense", "--peers=false", "--n", "300", "--dim", "8", "--queries", "10", "--clusters", "4", "--rank", "2",
 		"--m", "4", "--ef", "8,16", "--efc", "16", "--json", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
