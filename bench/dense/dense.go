@@ -503,21 +503,11 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Columns: report.Columns(Row{}),
 		Rows:    report.Rows(res.Rows),
 	}
-	if v := peerVersion(res.Rows); v != "" {
-		rep.Notes = append(rep.Notes, "impl=faiss: faiss-cpu "+v+" (make peers) IndexHNSWFlat, inner product on the same L2-normalised vectors, the same M and efConstruction, "+
+	if slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Impl != implHybrank }) {
+		rep.Notes = append(rep.Notes, "impl=faiss: faiss-cpu (make peers; versions pinned in bench/peers/requirements.txt, each row's in its JSON) IndexHNSWFlat, inner product on the same L2-normalised vectors, the same M and efConstruction, "+
 			"built (add, one thread) and searched right after hybrank's graph of that M was closed; its neighbours are scored against the same exact truth. "+
 			"QPS: queries / one batched search call over all of them on one thread (hybrank: one call per query, summed latencies); build_s is its add time. "+
 			"hybrank × = hybrank QPS / faiss QPS at the same M and ef, same run.")
 	}
 	return rep
-}
-
-// peerVersion is the version of the first peer row, "" without one.
-func peerVersion(rows []Row) string {
-	for _, r := range rows {
-		if r.Impl != implHybrank {
-			return r.Version
-		}
-	}
-	return ""
 }

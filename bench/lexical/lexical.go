@@ -330,9 +330,23 @@ func newIndex(cfg Config) (*analysis.Analyzer, *postings.Index, error) {
 // runBEIR indexes ds (title + " " + text per document, one batch) and runs
 // every judged query.
 func runBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (Row, error) {
-	an, ix, err := newIndex(cfg)
+	an, ix, build, err := indexBEIR(ctx, ds, cfg)
 	if err != nil {
 		return Row{}, err
+	}
+	qs := make([]query, len(ds.Queries))
+	for i, q := range ds.Queries {
+		qs[i] = query{q.ID, q.Text}
+	}
+	return finish(ctx, ds.Name, len(ds.Docs), ix, an, qs, ds.Qrels, build, cfg)
+}
+
+// indexBEIR indexes ds's documents (title + " " + text, one batch) and
+// returns the analyzer, the index and the build time.
+func indexBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (*analysis.Analyzer, *postings.Index, time.Duration, error) {
+	an, ix, err := newIndex(cfg)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	runtime.GC()
 	bar := measure.NewProgress("index "+ds.Name, len(ds.Docs), cfg.Progress)
@@ -341,7 +355,7 @@ func runBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (Row, error) {
 	for i := range ds.Docs {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Row{}, err
+				return nil, nil, 0, err
 			}
 			bar.Add(min(1024, len(ds.Docs)-i))
 		}
@@ -349,15 +363,52 @@ func runBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (Row, error) {
 		b.Add(postings.Doc{ID: d.ID, Terms: an.Analyze(d.IndexText())})
 	}
 	if err := ix.Commit(b); err != nil {
-		return Row{}, fmt.Errorf("lexical %s: commit: %w", ds.Name, err)
+		return nil, nil, 0, fmt.Errorf("lexical %s: commit: %w", ds.Name, err)
 	}
 	build := time.Since(start)
 	bar.Done()
-	qs := make([]query, len(ds.Queries))
-	for i, q := range ds.Queries {
-		qs[i] = query{q.ID, q.Text}
+	return an, ix, build, nil
+}
+
+// Candidates is one query and its BM25 hits, best first: what a reranker
+// receives.
+type Candidates struct {
+	Query eval.Query
+	Docs  []eval.Doc
+}
+
+// TopK returns the BM25 top-k documents (DefaultConfig: lucene, k1 1.2,
+// b 0.75, the bm25s analyzer) of the first n judged queries of ds (all
+// when n ≤ 0), in query order: the real candidate lists of `bench
+// rerank`. A query with no matching document has none.
+func TopK(ctx context.Context, ds *eval.Dataset, n, k int) ([]Candidates, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("%w: lexical: top-k %d", bench.ErrBadOption, k)
 	}
-	return finish(ctx, ds.Name, len(ds.Docs), ix, an, qs, ds.Qrels, build, cfg)
+	an, ix, _, err := indexBEIR(ctx, ds, DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]int, len(ds.Docs))
+	for i, d := range ds.Docs {
+		byID[d.ID] = i
+	}
+	qs := ds.Queries
+	if n > 0 && n < len(qs) {
+		qs = qs[:n]
+	}
+	out := make([]Candidates, len(qs))
+	for i, q := range qs {
+		hits, err := ix.Search(ctx, postings.Query{Terms: an.AnalyzeQuery(q.Text), K: k})
+		if err != nil {
+			return nil, fmt.Errorf("lexical %s: query %s: %w", ds.Name, q.ID, err)
+		}
+		out[i].Query = q
+		for _, h := range hits {
+			out[i].Docs = append(out[i].Docs, ds.Docs[byID[h.ID]])
+		}
+	}
+	return out, nil
 }
 
 // runSynthetic indexes the generated corpus (in one batch, or in batches

@@ -187,7 +187,7 @@ func TestPeerRows(t *testing.T) {
 				t.Fatalf("checks %v", res.Checks)
 			}
 			rep := Report(cfg, res, "bench lexical")
-			if len(rep.Checks) != 2 || !strings.Contains(strings.Join(rep.Notes, " "), "bm25s 0.3.16") {
+			if len(rep.Checks) != 2 || !strings.Contains(strings.Join(rep.Notes, " "), "impl=bm25s") {
 				t.Errorf("report checks %v notes %v", rep.Checks, rep.Notes)
 			}
 		})
@@ -197,5 +197,35 @@ func TestPeerRows(t *testing.T) {
 	cfg.Datasets, cfg.Peers.Enabled, cfg.Peers.Dir = []string{data}, true, t.TempDir()
 	if _, err := Run(context.Background(), cfg); !errors.Is(err, peers.ErrNotInstalled) || !strings.Contains(err.Error(), "make peers") {
 		t.Errorf("Run without the peers installed: %v", err)
+	}
+}
+
+func TestTopK(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	docs := []eval.Doc{
+		{ID: "a", Text: "honey bees make honey"},
+		{ID: "b", Text: "bees sting"},
+		{ID: "c", Text: "solar panels"},
+	}
+	qs := []eval.Query{{ID: "1", Text: "honey bees"}, {ID: "2", Text: "volcano"}, {ID: "3", Text: "solar"}}
+	if err := eval.WriteBEIR(dir, docs, qs, eval.Qrels{"1": {"a": 1}, "2": {"b": 1}, "3": {"c": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := eval.LoadBEIR(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := TopK(context.Background(), ds, 2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Query.ID != "1" || len(got[0].Docs) != 2 || got[0].Docs[0].ID != "a" || got[0].Docs[1].ID != "b" || len(got[1].Docs) != 0 {
+		t.Fatalf("candidates %+v", got)
+	}
+	if all, err := TopK(context.Background(), ds, 0, 1); err != nil || len(all) != 3 || len(all[0].Docs) != 1 || all[2].Docs[0].Text != "solar panels" {
+		t.Fatalf("all queries, top 1: %+v, %v", all, err)
+	}
+	if _, err := TopK(context.Background(), ds, 0, 0); err == nil {
+		t.Error("top-0 accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package lexical
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,8 +33,8 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Columns: report.Columns(Row{}),
 		Rows:    report.Rows(res.Rows),
 	}
-	if v := peerVersion(res.Rows); v != "" {
-		rep.Notes = append(rep.Notes, "impl=bm25s: bm25s "+v+" (make peers) run by bench/peers right after hybrank on the same corpus, variant, k1, b, delta and top-K, one thread: "+
+	if slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Impl != implHybrank }) {
+		rep.Notes = append(rep.Notes, "impl=bm25s: bm25s (make peers; versions pinned in bench/peers/requirements.txt, each row's in its JSON) run by bench/peers right after hybrank on the same corpus, variant, k1, b, delta and top-K, one thread: "+
 			"index_s is its tokenization (bm25s English stopwords, PyStemmer Snowball) + indexing; QPS is its queries / the fastest of the same number of rounds, query tokenization included. "+
 			"Its run file is scored by bench/eval exactly as hybrank's hits (trec_eval order and conventions). hybrank × = hybrank QPS / bm25s QPS, same run. "+
 			"The checks require the two nDCG@10 to agree at the targets' decimals.")
@@ -42,16 +43,6 @@ func Report(cfg Config, res Result, command string) report.Report {
 		rep.Figures = []report.Figure{{File: "lexical_scaling.svg", Alt: "BM25 QPS and p99 against corpus size", Panels: panels}}
 	}
 	return rep
-}
-
-// peerVersion is the version of the first bm25s row, "" without one.
-func peerVersion(rows []Row) string {
-	for _, r := range rows {
-		if r.Impl != implHybrank {
-			return r.Version
-		}
-	}
-	return ""
 }
 
 // scaling plots QPS and p99 against corpus size for the synthetic rows

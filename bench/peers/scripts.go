@@ -178,14 +178,10 @@ func (r *Runner) FaissHNSW(ctx context.Context, a FaissArgs) (FaissResult, error
 	if err := WriteFloat32s(queries, a.Queries, dim, a.Normalize); err != nil {
 		return res, err
 	}
-	efs := make([]string, len(a.Efs))
-	for i, ef := range a.Efs {
-		efs[i] = strconv.Itoa(ef)
-	}
 	out := filepath.Join(dir, "ids")
 	args := []string{"--base", base, "--queries", queries, "--dim", strconv.Itoa(dim), "--out", out,
 		"--k", strconv.Itoa(a.K), "--m", strconv.Itoa(a.M), "--ef-construction", strconv.Itoa(a.EfConstruction),
-		"--ef", strings.Join(efs, ","), "--rounds", strconv.Itoa(a.Rounds)}
+		"--ef", joinInts(a.Efs), "--rounds", strconv.Itoa(a.Rounds)}
 	var raw struct {
 		FaissResult
 		Rows []struct {
@@ -267,12 +263,8 @@ func (r *Runner) ORTRerank(ctx context.Context, a ORTArgs) (ORTResult, error) {
 	if err != nil {
 		return res, err
 	}
-	bs := make([]string, len(a.Batches))
-	for i, b := range a.Batches {
-		bs[i] = strconv.Itoa(b)
-	}
 	out := filepath.Join(dir, "scores")
-	args := []string{"--model", model, "--pairs", pairs, "--out", out, "--batch", strings.Join(bs, ","),
+	args := []string{"--model", model, "--pairs", pairs, "--out", out, "--batch", joinInts(a.Batches),
 		"--threads", strconv.Itoa(a.Threads), "--max-length", strconv.Itoa(a.MaxLength), "--rounds", strconv.Itoa(a.Rounds)}
 	var raw struct {
 		ORTResult
@@ -399,6 +391,15 @@ func readSized(path string, size int) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s has %d bytes, want %d", ErrOutput, path, len(b), size)
 	}
 	return b, nil
+}
+
+// joinInts is a comma list, as the scripts read lists.
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 // ftoa formats a parameter so Python reads back the same float64.

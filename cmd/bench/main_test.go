@@ -115,10 +115,12 @@ func TestDenseSubcommand(t *testing.T) {
 // before it and stops at -h (exit 0) only when all were known and valid.
 func TestAllStepsParse(t *testing.T) {
 	for _, quick := range []bool{false, true} {
-		for _, s := range allSteps("/data", "/out", "/models", quick) {
-			args := append(append([]string{s.cmd}, s.args...), "--json", "-h")
-			if code, _, stderr := run(t, args...); code != 0 {
-				t.Errorf("quick=%v step %s: exit %d\n%s", quick, s.name, code, stderr)
+		for _, data := range []bool{true, false} {
+			for _, s := range allSteps("/data", "/out", "/models", quick, data) {
+				args := append(append([]string{s.cmd}, s.args...), "--json", "-h")
+				if code, _, stderr := run(t, args...); code != 0 {
+					t.Errorf("quick=%v data=%v step %s: exit %d\n%s", quick, data, s.name, code, stderr)
+				}
 			}
 		}
 	}
