@@ -98,7 +98,7 @@ func (t Targets) Check(ps []PeerRow) []report.Check {
 	for _, p := range ps {
 		name := fmt.Sprintf("%s batch %d", p.Profile, p.BatchPairs)
 		cs = append(cs, report.AtMost(name+": max |hybrank − "+p.Impl+"| score", p.MaxAbsDiff, t.MaxScoreDiff,
-			fmt.Sprintf("over %d %s pairs, same ONNX file", p.Pairs, p.Data)))
+			fmt.Sprintf("over %d pairs (%s), same ONNX file; hybrank's scores span %.3g", p.Pairs, p.Data, p.ScoreRange)))
 		if p.PairsPerS > 0 {
 			cs = append(cs, report.Inform(name+": pairs/s hybrank / "+p.Impl, p.HybrankSpeedup,
 				fmt.Sprintf("%.1f vs %.1f pairs/s, same pairs, same run", p.HybrankSpeedup*p.PairsPerS, p.PairsPerS)))
@@ -203,8 +203,11 @@ type PeerRow struct {
 	// HybrankSpeedup is hybrank's pairs/s on the same pairs in the same
 	// run / this row's.
 	HybrankSpeedup float64 `json:"hybrank_speedup" table:"hybrank ×"`
-	// MaxAbsDiff is max |hybrank − peer| score over the pairs.
+	// MaxAbsDiff is max |hybrank − peer| score over the pairs; ScoreRange
+	// hybrank's max − min score over them, the scale to read it against
+	// (generated models' logits all lie close together).
 	MaxAbsDiff  float64 `json:"max_abs_diff" table:"max |Δ|"`
+	ScoreRange  float64 `json:"score_range"`
 	RealWeights bool    `json:"real_weights" table:""`
 	Data        string  `json:"data"`
 }
@@ -362,6 +365,7 @@ func runPeer(ctx context.Context, peer *peers.Runner, cfg Config, ours throughpu
 	}
 	sigmoid := cfg.ModelConfig(md.Dir, models.KindCrossEncoder).Sigmoid
 	shape := modeldir.Shape(md, models.KindCrossEncoder)
+	span := float64(slices.Max(scores) - slices.Min(scores))
 	var rows []PeerRow
 	for _, o := range out.Rows {
 		var diff float64
@@ -376,7 +380,7 @@ func runPeer(ctx context.Context, peer *peers.Runner, cfg Config, ours throughpu
 		r := PeerRow{
 			Impl: "onnxruntime-python", Version: out.ORTVersion, Profile: ours.Profile, Kind: ours.Kind, Provider: "cpu", Threads: out.Threads,
 			BatchPairs: o.Batch, SeqLen: measure.Round(seqLen, 1), PaddedTokens: o.PaddedTokens, Pairs: len(pairs),
-			PairsPerS: measure.Round(o.PairsPerS, 2), MaxAbsDiff: measure.Round(diff, 7),
+			PairsPerS: measure.Round(o.PairsPerS, 2), MaxAbsDiff: measure.Round(diff, 7), ScoreRange: measure.Round(span, 7),
 			RealWeights: ours.RealWeights, Data: ours.Data,
 		}
 		if o.Seconds > 0 {

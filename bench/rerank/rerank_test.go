@@ -150,7 +150,7 @@ func TestRealPairs(t *testing.T) {
 	}
 	p := res.Peers[1]
 	if p.BatchPairs != 32 || p.Profile != "fast" || p.Pairs != 10 || p.PairsPerS != 5 || p.SeqLen != 40 || p.Threads != 1 || p.Data != real.Data ||
-		p.HybrankSpeedup != math.Round(real.PairsPerS/5*100)/100 || p.MaxAbsDiff <= 0 {
+		p.HybrankSpeedup != math.Round(real.PairsPerS/5*100)/100 || p.MaxAbsDiff <= 0 || p.ScoreRange <= 0 {
 		t.Errorf("peer row %+v (hybrank %v pairs/s)", p, real.PairsPerS)
 	}
 	// The stand-in scores 0: the difference is hybrank's largest |score|,
