@@ -270,10 +270,11 @@ test-hf: deps hftokenizers-rs
 test-short: deps
 	$(GO) test -short -count=1 ./...
 
-bench: deps build-hf models
+# The peers (make peers) run beside hybrank in bench lexical, dense and rerank.
+bench: deps build-hf models peers
 	./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
-bench-quick: deps build-hf models
+bench-quick: deps build-hf models peers
 	./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 clean-deps:

@@ -9,6 +9,7 @@
 //	throughput                     the measuring engine shared by rerank, embed (and serve's model)
 //	loadgen                        the one closed-loop HTTP load generator (no server import)
 //	modeldir                       model directories: resolution, generation, real or generated
+//	peers                          the peers (bm25s, faiss-cpu, ONNX Runtime's Python package) run beside hybrank
 //	eval, synth                    BEIR datasets and metrics; seeded synthetic corpora and vectors
 //	report, measure                reports, tables, plots, machine info, checks; latency, rounding, progress
 //

@@ -10,17 +10,49 @@ import (
 
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/peers"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/synth"
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/simd"
 )
 
-// Config configures `bench dense`: a synthetic clustered vector set, exact
-// ground truth, and an HNSW sweep over M and EfSearch. Safe to copy.
+// Vectors are the data of a run: Base is indexed, Queries are searched.
+// Every vector has the same dimension; the index L2-normalises copies, so
+// similarity is cosine. The driver does not modify them.
+type Vectors struct {
+	// Name says what the vectors are in rows and reports ("scifact
+	// all-MiniLM-L6-v2"); synthetic data is "synthetic".
+	Name    string      `json:"name"`
+	Base    [][]float32 `json:"-"`
+	Queries [][]float32 `json:"-"`
+}
+
+// validate reports empty or ragged data.
+func (v *Vectors) validate() error {
+	if len(v.Base) == 0 || len(v.Queries) == 0 || len(v.Base[0]) == 0 {
+		return fmt.Errorf("%w: dense: vectors %q: need base and query vectors", bench.ErrBadOption, v.Name)
+	}
+	dim := len(v.Base[0])
+	for _, set := range [][][]float32{v.Base, v.Queries} {
+		for i, x := range set {
+			if len(x) != dim {
+				return fmt.Errorf("%w: dense: vectors %q: vector %d has dimension %d, want %d", bench.ErrBadOption, v.Name, i, len(x), dim)
+			}
+		}
+	}
+	return nil
+}
+
+// Config configures `bench dense`: a vector set (given, or synthetic
+// clustered vectors), exact ground truth, and an HNSW sweep over M and
+// EfSearch. Safe to copy.
 type Config struct {
+	// Vectors are the data; nil generates synthetic vectors from N, Dim,
+	// Queries and the shape fields below.
+	Vectors *Vectors `json:"vectors,omitempty"`
 	// N is the number of indexed vectors; Queries more are drawn from the
-	// same distribution and held out as queries.
+	// same distribution and held out as queries (synthetic data only).
 	N       int `json:"n"`
 	Dim     int `json:"dim"`
 	Queries int `json:"queries"`
@@ -37,14 +69,20 @@ type Config struct {
 	Rank     int     `json:"rank"`
 	Noise    float64 `json:"noise"`
 	Seed     uint64  `json:"seed"`
+	// Peers builds faiss's IndexHNSWFlat (make peers) with every M, the
+	// same EfConstruction, and searches it at every ef on the same vectors,
+	// one thread; recall against the same exact truth. Off by default.
+	Peers peers.Config `json:"peers"`
+	// Targets are the report's checks against the peer.
+	Targets Targets `json:"targets"`
 	// Progress forces progress bars on a non-terminal stderr.
 	Progress bool `json:"-"`
 	// Log receives one line per row as it is measured (nil = none).
 	Log io.Writer `json:"-"`
 }
 
-// DefaultConfig returns the sweep of the task statement: 100K × 384, 1000
-// queries, M 8/16/32, ef 16..256.
+// DefaultConfig returns the sweep of the task statement: 100K × 384
+// synthetic vectors, 1000 queries, M 8/16/32, ef 16..256, no peers.
 func DefaultConfig() Config {
 	return Config{
 		N: 100_000, Dim: 384, Queries: 1000, K: 10,
@@ -52,24 +90,114 @@ func DefaultConfig() Config {
 		Efs:            []int{16, 32, 64, 128, 256},
 		EfConstruction: dense.DefaultConfig(384).EfConstruction,
 		Clusters:       300, Rank: 64, Noise: 0.5, Seed: 1,
+		Peers:   peers.DefaultConfig(),
+		Targets: DefaultTargets(),
 	}
 }
 
-func (c Config) vectors() synth.VectorConfig {
+// Targets are what a run with a peer is checked against, per M: the
+// fastest hybrank row with recall ≥ MinRecall must reach MinSpeedup × the
+// QPS of the fastest peer row with recall ≥ MinRecall (the real-models
+// issue's bar: 0.95 at 0.5×).
+type Targets struct {
+	MinRecall  float64 `json:"min_recall"`
+	MinSpeedup float64 `json:"min_speedup"`
+}
+
+// DefaultTargets is recall@K 0.95 at half the peer's QPS.
+func DefaultTargets() Targets { return Targets{MinRecall: 0.95, MinSpeedup: 0.5} }
+
+// Check evaluates t per M that has peer rows. A hybrank that never reaches
+// MinRecall fails (value 0); a peer that never does leaves an INFO line.
+func (t Targets) Check(rows []Row) []report.Check {
+	type best struct {
+		qps float64
+		ef  int
+	}
+	var ms []int
+	ours, peer := map[int]best{}, map[int]best{}
+	names := map[int]string{}
+	for _, r := range rows {
+		if r.Kind != kindHNSW {
+			continue
+		}
+		m := ours
+		if r.Impl != implHybrank {
+			m, names[r.M] = peer, r.Impl
+		}
+		if !slices.Contains(ms, r.M) {
+			ms = append(ms, r.M)
+		}
+		if r.RecallAtK >= t.MinRecall && r.QPS > m[r.M].qps {
+			m[r.M] = best{r.QPS, r.EfSearch}
+		}
+	}
+	var cs []report.Check
+	for _, m := range ms {
+		name, ok := names[m]
+		if !ok {
+			continue
+		}
+		o, p := ours[m], peer[m]
+		label := fmt.Sprintf("M=%d QPS hybrank / %s at recall@K ≥ %.2f", m, name, t.MinRecall)
+		switch {
+		case p.qps == 0:
+			cs = append(cs, report.Inform(label, 0, name+" never reached the recall"))
+		case o.qps == 0:
+			cs = append(cs, report.AtLeast(label, 0, t.MinSpeedup, "hybrank never reached the recall"))
+		default:
+			cs = append(cs, report.AtLeast(label, measure.Round(o.qps/p.qps, 2), t.MinSpeedup,
+				fmt.Sprintf("hybrank %.0f q/s at ef %d, %s %.0f q/s at ef %d", o.qps, o.ef, name, p.qps, p.ef)))
+		}
+	}
+	return cs
+}
+
+// Row kinds and implementations.
+const (
+	kindFlat    = "flat"
+	kindHNSW    = "hnsw"
+	implHybrank = "hybrank"
+)
+
+func (c Config) synthetic() synth.VectorConfig {
 	return synth.VectorConfig{N: c.N + c.Queries, Dim: c.Dim, Clusters: c.Clusters, Rank: c.Rank, Noise: c.Noise, Seed: c.Seed}
+}
+
+// data returns c.Vectors, or generates the synthetic set.
+func (c Config) data(ctx context.Context) (*Vectors, error) {
+	if c.Vectors != nil {
+		return c.Vectors, nil
+	}
+	vecs, err := synth.Vectors(ctx, c.synthetic())
+	if err != nil {
+		return nil, err
+	}
+	return &Vectors{Name: "synthetic", Base: vecs[:c.N], Queries: vecs[c.N:]}, nil
 }
 
 // Validate reports the first unusable option.
 func (c Config) Validate() error {
 	switch {
-	case c.N < 1 || c.Dim < 1 || c.Queries < 1 || c.K < 1:
-		return fmt.Errorf("%w: dense: n, dim, queries and k must be positive", bench.ErrBadOption)
+	case c.K < 1:
+		return fmt.Errorf("%w: dense: k must be positive", bench.ErrBadOption)
+	case c.Vectors == nil && (c.N < 1 || c.Dim < 1 || c.Queries < 1):
+		return fmt.Errorf("%w: dense: n, dim and queries must be positive", bench.ErrBadOption)
 	case len(c.Ms) == 0 || len(c.Efs) == 0:
 		return fmt.Errorf("%w: dense: need at least one M and one ef", bench.ErrBadOption)
 	case c.EfConstruction < 1:
 		return fmt.Errorf("%w: dense: ef_construction %d", bench.ErrBadOption, c.EfConstruction)
+	case !(c.Targets.MinRecall >= 0 && c.Targets.MinRecall <= 1) || !(c.Targets.MinSpeedup >= 0):
+		return fmt.Errorf("%w: dense: targets %+v", bench.ErrBadOption, c.Targets)
 	}
-	if err := c.vectors().Validate(); err != nil {
+	if c.Vectors != nil {
+		if err := c.Vectors.validate(); err != nil {
+			return err
+		}
+	} else if err := c.synthetic().Validate(); err != nil {
+		return err
+	}
+	if err := c.Peers.Validate(); err != nil {
 		return err
 	}
 	for _, m := range c.Ms {
@@ -87,15 +215,19 @@ func (c Config) Validate() error {
 
 // Row is one measured search configuration: a line of dense.md.
 type Row struct {
-	// Impl is who ran it: "hybrank"; a peer (hnswlib) adds rows of its own.
-	Impl string `json:"impl"`
+	// Impl is who ran it: "hybrank", or the peer "faiss" (Version says
+	// which release) on the same vectors in the same run.
+	Impl    string `json:"impl" table:""`
+	Version string `json:"version,omitempty"`
 	// Kind is "flat" (exact search over every vector) or "hnsw".
-	Kind    string `json:"kind" table:""`
+	Kind string `json:"kind" table:""`
+	// Data names the vectors (Vectors.Name).
+	Data    string `json:"data"`
 	N       int    `json:"n"`
 	Dim     int    `json:"dim"`
 	Queries int    `json:"queries"`
 	K       int    `json:"k"`
-	SIMD    string `json:"simd"`
+	SIMD    string `json:"simd,omitempty"`
 	// M, EfConstruction, EfSearch and BuildS describe an hnsw row's graph
 	// (absent on the flat row).
 	M              int     `json:"m,omitempty" table:""`
@@ -105,37 +237,56 @@ type Row struct {
 	// RecallAtK is mean |found ∩ exact| / K over the queries.
 	RecallAtK float64 `json:"recall_at_k" table:""`
 	QPS       float64 `json:"qps" table:""`
-	P50Ms     float64 `json:"p50_ms" table:""`
-	P99Ms     float64 `json:"p99_ms" table:""`
+	// HybrankSpeedup is on a peer's row: hybrank's QPS at the same M and
+	// ef in the same run / this row's QPS.
+	HybrankSpeedup float64 `json:"hybrank_speedup,omitempty" table:"hybrank ×"`
+	// Latency percentiles are hybrank's (the peer searches all queries in
+	// one call).
+	P50Ms float64 `json:"p50_ms,omitempty" table:""`
+	P99Ms float64 `json:"p99_ms,omitempty" table:""`
 }
 
 // Result is the rows of one Run: the flat row, then each M's builds at
-// every ef.
+// every ef (each followed by the peer's rows for that M), and
+// Targets.Check of them.
 type Result struct {
-	Rows []Row `json:"rows"`
+	Rows   []Row          `json:"rows"`
+	Checks []report.Check `json:"checks,omitempty"`
 }
 
-// Run generates the data, computes exact top-K for every query (the "flat"
-// row: exact search QPS), then for each M builds an index and measures
-// recall@K, single-goroutine QPS and latency percentiles at every ef.
+// Run takes (or generates) the vectors, computes exact top-K for every
+// query (the "flat" row: exact search QPS), then for each M builds an
+// index and measures recall@K, single-goroutine QPS and latency
+// percentiles at every ef; with Peers, faiss's HNSW follows each M.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	var res Result
 	if err := cfg.Validate(); err != nil {
 		return res, err
 	}
-	vecs, err := synth.Vectors(ctx, cfg.vectors())
+	var peer *peers.Runner
+	if cfg.Peers.Enabled {
+		var err error
+		if peer, err = peers.New(cfg.Peers); err != nil {
+			return res, fmt.Errorf("dense: %w", err)
+		}
+	}
+	vecs, err := cfg.data(ctx)
 	if err != nil {
 		return res, err
 	}
-	data, queries := vecs[:cfg.N], vecs[cfg.N:]
+	data, queries := vecs.Base, vecs.Queries
+	dim := len(data[0])
 	add := func(r Row) {
-		r.Impl, r.N, r.Dim, r.Queries, r.K, r.SIMD = "hybrank", cfg.N, cfg.Dim, cfg.Queries, cfg.K, simd.Dispatch()
+		r.Data, r.N, r.Dim, r.Queries, r.K = vecs.Name, len(data), dim, len(queries), cfg.K
+		if r.Impl == "" {
+			r.Impl, r.SIMD = implHybrank, simd.Dispatch()
+		}
 		res.Rows = append(res.Rows, r)
 		report.Log(cfg.Log, r)
 	}
 	var truth [][]string
 	for mi, m := range cfg.Ms {
-		ix, build, err := buildIndex(ctx, cfg, m, data)
+		ix, build, err := buildIndex(ctx, cfg, dim, m, data)
 		if err != nil {
 			return res, err
 		}
@@ -150,8 +301,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				ix.Close()
 				return res, err
 			}
-			add(withLatency(Row{Kind: "flat", RecallAtK: 1}, lat))
+			add(withLatency(Row{Kind: kindFlat, RecallAtK: 1}, lat))
 		}
+		qps := map[int]float64{}
 		for _, ef := range cfg.Efs {
 			r, err := searchAt(ctx, ix, ef, queries, truth, cfg.K)
 			if err != nil {
@@ -159,19 +311,66 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return res, err
 			}
 			r.M, r.EfConstruction, r.BuildS = m, cfg.EfConstruction, measure.Round(build.Seconds(), 2)
+			qps[ef] = r.QPS
 			add(r)
 		}
+		// Closed before the peer runs, so both have the machine to
+		// themselves.
 		if err := ix.Close(); err != nil {
 			return res, err
 		}
+		if peer == nil {
+			continue
+		}
+		rows, err := runFaiss(ctx, peer, cfg, m, vecs, truth, qps)
+		if err != nil {
+			return res, err
+		}
+		for _, r := range rows {
+			add(r)
+		}
 	}
+	res.Checks = cfg.Targets.Check(res.Rows)
 	return res, nil
+}
+
+// runFaiss builds faiss's HNSW with M m on the same (normalised) vectors
+// and measures it at every ef against the same truth; ours holds
+// hybrank's QPS by ef for the ratio.
+func runFaiss(ctx context.Context, peer *peers.Runner, cfg Config, m int, vecs *Vectors, truth [][]string, ours map[int]float64) ([]Row, error) {
+	out, err := peer.FaissHNSW(ctx, peers.FaissArgs{
+		Base: vecs.Base, Queries: vecs.Queries, Normalize: true,
+		M: m, EfConstruction: cfg.EfConstruction, Efs: cfg.Efs, K: cfg.K, Rounds: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dense M=%d: faiss: %w", m, err)
+	}
+	var rows []Row
+	for _, fr := range out.Rows {
+		got := make([][]string, len(fr.IDs))
+		for i, nn := range fr.IDs {
+			for _, id := range nn {
+				if id >= 0 { // -1: fewer than K found
+					got[i] = append(got[i], strconv.FormatInt(id, 10))
+				}
+			}
+		}
+		r := Row{
+			Impl: "faiss", Version: out.Version, Kind: kindHNSW, M: m, EfConstruction: cfg.EfConstruction, EfSearch: fr.Ef,
+			BuildS: measure.Round(out.BuildS, 2), RecallAtK: measure.Round(recall(got, truth), 4), QPS: measure.Round(fr.QPS, 1),
+		}
+		if fr.QPS > 0 && ours[fr.Ef] > 0 {
+			r.HybrankSpeedup = measure.Round(ours[fr.Ef]/fr.QPS, 2)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 // buildIndex builds an M-degree graph over data (never the exact
 // shortcut) and returns it with its build time.
-func buildIndex(ctx context.Context, cfg Config, m int, data [][]float32) (*dense.Index, time.Duration, error) {
-	dc := dense.DefaultConfig(cfg.Dim)
+func buildIndex(ctx context.Context, cfg Config, dim, m int, data [][]float32) (*dense.Index, time.Duration, error) {
+	dc := dense.DefaultConfig(dim)
 	dc.M = m
 	dc.EfConstruction = cfg.EfConstruction
 	dc.FlatThreshold = 0 // measure the graph, never the exact shortcut
@@ -201,7 +400,7 @@ func searchAt(ctx context.Context, ix *dense.Index, ef int, queries [][]float32,
 	if err != nil {
 		return Row{}, err
 	}
-	return withLatency(Row{Kind: "hnsw", EfSearch: ef, RecallAtK: measure.Round(recall(got, truth), 4)}, lat), nil
+	return withLatency(Row{Kind: kindHNSW, EfSearch: ef, RecallAtK: measure.Round(recall(got, truth), 4)}, lat), nil
 }
 
 // insert adds data one item per call (as a streaming writer would) and
@@ -282,12 +481,21 @@ func recall(got, truth [][]string) float64 {
 
 // Report renders res for bench/results/dense.md.
 func Report(cfg Config, res Result, command string) report.Report {
-	def := dense.DefaultConfig(cfg.Dim)
-	return report.Report{
+	n, dim, queries := cfg.N, cfg.Dim, cfg.Queries
+	if len(res.Rows) > 0 {
+		n, dim, queries = res.Rows[0].N, res.Rows[0].Dim, res.Rows[0].Queries
+	}
+	data := fmt.Sprintf("Data: %d + %d held-out query vectors of dimension %d from a Gaussian mixture (%d centroids; per-cluster rank-%d subspace noise plus isotropic σ=%.2f; see synth.Vectors), L2-normalised by the index.", n, queries, dim, cfg.Clusters, cfg.Rank, cfg.Noise)
+	if cfg.Vectors != nil {
+		data = fmt.Sprintf("Data: %s, %d base and %d query vectors of dimension %d, L2-normalised by the index.", cfg.Vectors.Name, n, queries, dim)
+	}
+	def := dense.DefaultConfig(dim)
+	rep := report.Report{
 		Title:   "Dense vector search: HNSW sweep and exact flat search",
 		Command: command,
+		Checks:  res.Checks,
 		Notes: []string{
-			fmt.Sprintf("Data: %d + %d held-out query vectors of dimension %d from a Gaussian mixture (%d centroids; per-cluster rank-%d subspace noise plus isotropic σ=%.2f; see synth.Vectors), L2-normalised by the index. Ground truth: exact top-%d by SearchExact (simd %s). Recall@%d is against it; QPS and latency are one goroutine, sequential queries, unfiltered.", cfg.N, cfg.Queries, cfg.Dim, cfg.Clusters, cfg.Rank, cfg.Noise, cfg.K, simd.Dispatch(), cfg.K),
+			fmt.Sprintf("%s Ground truth: exact top-%d by SearchExact (simd %s). Recall@%d is against it; QPS and latency are one goroutine, sequential queries, unfiltered.", data, cfg.K, simd.Dispatch(), cfg.K),
 			"Build = single-goroutine streaming inserts (Add one item at a time). kind=flat is the exact search over all vectors (DotBatch over the slabs).",
 			fmt.Sprintf("Index defaults: M=%d, EfConstruction=%d, EfSearch=%d (dense.DefaultConfig).", def.M, def.EfConstruction, def.EfSearch),
 		},
@@ -295,4 +503,11 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Columns: report.Columns(Row{}),
 		Rows:    report.Rows(res.Rows),
 	}
+	if slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Impl != implHybrank }) {
+		rep.Notes = append(rep.Notes, "impl=faiss: faiss-cpu (make peers; versions pinned in bench/peers/requirements.txt, each row's in its JSON) IndexHNSWFlat, inner product on the same L2-normalised vectors, the same M and efConstruction, "+
+			"built (add, one thread) and searched right after hybrank's graph of that M was closed; its neighbours are scored against the same exact truth. "+
+			"QPS: queries / one batched search call over all of them on one thread (hybrank: one call per query, summed latencies); build_s is its add time. "+
+			"hybrank × = hybrank QPS / faiss QPS at the same M and ef, same run.")
+	}
+	return rep
 }

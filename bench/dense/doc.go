@@ -1,10 +1,15 @@
 // Package dense is the driver of `bench dense`: HNSW build time, recall@K,
 // single-goroutine QPS and latency percentiles of the dense index over a
-// sweep of M × efSearch, next to exact flat search, on seeded clustered
-// vectors (synth.Vectors).
+// sweep of M × efSearch, next to exact flat search, on the vectors of
+// Config.Vectors (base and queries, e.g. real embeddings) or, without
+// them, seeded clustered vectors (synth.Vectors).
 //
 // Run(ctx, Config) returns the flat row and one row per M × ef; Report
-// renders them as bench/results/dense.md.
+// renders them as bench/results/dense.md. With Config.Peers, faiss's
+// IndexHNSWFlat (package peers) is built with each M on the same
+// normalised vectors and searched at the same ef values; its rows
+// (impl=faiss) have recall against the same exact truth and the QPS ratio,
+// and Targets.Check compares the two at a recall bar.
 //
 // # Concurrency
 //

@@ -6,7 +6,11 @@
 //
 // Run(ctx, Config) returns one Row per corpus × variant; Report renders
 // them as bench/results/lexical.md (with lexical_scaling.svg for synthetic
-// corpora).
+// corpora). With Config.Peers, bm25s (package peers) indexes and queries
+// every BEIR dataset × variant right after hybrank; its run file is scored
+// by package eval exactly as hybrank's hits, its row (impl=bm25s) follows
+// hybrank's, and Targets.Check requires the two nDCG@10 to agree to 4
+// decimals: the anchor of the whole lexical path.
 //
 // # Concurrency
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/peers"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/synth"
 	"github.com/hybrank/hybrank/postings"
@@ -46,6 +48,12 @@ type Config struct {
 	// synthetic corpora; 0 commits the whole corpus as one batch (a bulk
 	// build, like bm25s's). BEIR corpora are always committed in one batch.
 	ChunkDocs int `json:"chunk_docs"`
+	// Peers runs bm25s (make peers) on every BEIR dataset × variant right
+	// after hybrank, with the same k1, b, delta, K and rounds; its run
+	// file is scored by package eval like hybrank's hits. Off by default.
+	Peers peers.Config `json:"peers"`
+	// Targets are the report's checks.
+	Targets Targets `json:"targets"`
 	// Progress forces a progress bar even when stderr is not a terminal.
 	Progress bool `json:"-"`
 	// Log receives one line per row as it is measured (nil = none).
@@ -53,15 +61,63 @@ type Config struct {
 }
 
 // DefaultConfig returns lucene k1=1.2 b=0.75, the bm25s analyzer, top-100,
-// best of 3 rounds, and no corpus (give Datasets or Synthetic).
+// best of 3 rounds, no peers, DefaultTargets, and no corpus (give
+// Datasets or Synthetic).
 func DefaultConfig() Config {
 	return Config{
 		Index:    postings.DefaultConfig(),
 		Analyzer: analysis.DefaultConfig(),
 		K:        100,
 		Rounds:   3,
+		Peers:    peers.DefaultConfig(),
+		Targets:  DefaultTargets(),
 	}
 }
+
+// Targets are what a lexical run is checked against.
+type Targets struct {
+	// PeerDecimals is how many decimals of nDCG@10 hybrank and bm25s must
+	// share on every dataset × variant they both ran (4: the bm25s
+	// anchors of ANCHORS.md, scifact 0.6802). 0 turns the check off.
+	PeerDecimals int `json:"peer_decimals"`
+}
+
+// DefaultTargets is agreement with bm25s to 4 decimals.
+func DefaultTargets() Targets { return Targets{PeerDecimals: 4} }
+
+// Check compares each bm25s row with the hybrank row of the same dataset
+// and variant before it: nDCG@10 equal at PeerDecimals (PASS/FAIL), and
+// the QPS ratio (INFO). No peer rows, no checks.
+func (t Targets) Check(rows []Row) []report.Check {
+	var cs []report.Check
+	ours := map[[2]string]Row{}
+	for _, r := range rows {
+		key := [2]string{r.Dataset, r.Variant}
+		if r.Impl == implHybrank {
+			ours[key] = r
+			continue
+		}
+		h, ok := ours[key]
+		if !ok {
+			continue
+		}
+		name := r.Dataset + " " + r.Variant
+		if t.PeerDecimals > 0 {
+			d := t.PeerDecimals
+			diff := math.Abs(measure.Round(h.NDCG10, d) - measure.Round(r.NDCG10, d))
+			cs = append(cs, report.AtMost(fmt.Sprintf("%s nDCG@10 |hybrank − %s| at %d decimals", name, r.Impl, d),
+				measure.Round(diff, d+2), 0, fmt.Sprintf("hybrank %.5f, %s %.5f", h.NDCG10, r.Impl, r.NDCG10)))
+		}
+		if r.QPS > 0 {
+			cs = append(cs, report.Inform(fmt.Sprintf("%s QPS hybrank / %s", name, r.Impl), measure.Round(h.QPS/r.QPS, 2),
+				fmt.Sprintf("%.0f vs %.0f queries/s, one thread each, same run", h.QPS, r.QPS)))
+		}
+	}
+	return cs
+}
+
+// implHybrank is the Impl of hybrank's own rows.
+const implHybrank = "hybrank"
 
 // Validate reports the first unusable option.
 func (c Config) Validate() error {
@@ -83,10 +139,10 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	if c.K < 1 || c.Rounds < 1 || c.ChunkDocs < 0 {
-		return fmt.Errorf("%w: lexical k=%d rounds=%d chunk=%d", bench.ErrBadOption, c.K, c.Rounds, c.ChunkDocs)
+	if c.K < 1 || c.Rounds < 1 || c.ChunkDocs < 0 || c.Targets.PeerDecimals < 0 {
+		return fmt.Errorf("%w: lexical k=%d rounds=%d chunk=%d peer decimals=%d", bench.ErrBadOption, c.K, c.Rounds, c.ChunkDocs, c.Targets.PeerDecimals)
 	}
-	return nil
+	return c.Peers.Validate()
 }
 
 func (c Config) variants() []postings.Variant {
@@ -110,14 +166,16 @@ func SyntheticAnalyzerConfig() analysis.Config {
 	return c
 }
 
-// Row is one corpus × variant: a line of lexical.md. Columns are tagged
-// `table` (see package report).
+// Row is one corpus × variant × implementation: a line of lexical.md.
+// Columns are tagged `table` (see package report).
 type Row struct {
-	// Impl is who ran it: "hybrank"; a peer (bm25s) adds rows of its own.
-	Impl       string  `json:"impl"`
-	Dataset    string  `json:"dataset" table:""`
-	Docs       int     `json:"docs" table:""`
-	Queries    int     `json:"queries" table:""`
+	Dataset string `json:"dataset" table:""`
+	Docs    int    `json:"docs" table:""`
+	Queries int    `json:"queries" table:""`
+	// Impl is who ran it: "hybrank", or the peer "bm25s" (Version says
+	// which release) on the same corpus and queries in the same run.
+	Impl       string  `json:"impl" table:""`
+	Version    string  `json:"version,omitempty"`
 	Variant    string  `json:"variant" table:""`
 	K1         float64 `json:"k1" table:""`
 	B          float64 `json:"b" table:""`
@@ -130,21 +188,28 @@ type Row struct {
 	NDCG10OtherID    float64 `json:"ndcg@10_other_id_convention"`
 	Recall100OtherID float64 `json:"recall@100_other_id_convention"`
 	// Build: analysis + commits (+ final Rebuild for chunked builds).
-	IndexS    float64 `json:"index_s" table:""`
-	DocsPerS  float64 `json:"docs_per_s" table:""`
-	QPS       float64 `json:"qps" table:""`
-	P50Ms     float64 `json:"p50_ms" table:""`
-	P90Ms     float64 `json:"p90_ms"`
-	P99Ms     float64 `json:"p99_ms" table:""`
-	Postings  int     `json:"postings"`
-	Terms     int     `json:"terms"`
-	IndexMB   float64 `json:"index_mb"`
-	BytesPerP float64 `json:"bytes_per_posting" table:""`
+	IndexS   float64 `json:"index_s" table:""`
+	DocsPerS float64 `json:"docs_per_s" table:""`
+	QPS      float64 `json:"qps" table:""`
+	// HybrankSpeedup is on a peer's row: hybrank's QPS on the same corpus
+	// and variant in the same run / this row's QPS.
+	HybrankSpeedup float64 `json:"hybrank_speedup,omitempty" table:"hybrank ×"`
+	// Latency percentiles and index figures are hybrank's only (the peer
+	// reports its total time).
+	P50Ms     float64 `json:"p50_ms,omitempty" table:""`
+	P90Ms     float64 `json:"p90_ms,omitempty"`
+	P99Ms     float64 `json:"p99_ms,omitempty" table:""`
+	Postings  int     `json:"postings,omitempty"`
+	Terms     int     `json:"terms,omitempty"`
+	IndexMB   float64 `json:"index_mb,omitempty"`
+	BytesPerP float64 `json:"bytes_per_posting,omitempty" table:""`
 }
 
-// Result is the rows of one Run, BEIR datasets first, in Config order.
+// Result is the rows of one Run, BEIR datasets first, in Config order,
+// each peer row right after hybrank's, and Targets.Check of the rows.
 type Result struct {
-	Rows []Row `json:"rows"`
+	Rows   []Row          `json:"rows"`
+	Checks []report.Check `json:"checks,omitempty"`
 }
 
 // Run indexes and queries every corpus of cfg with every variant.
@@ -156,6 +221,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	add := func(r Row) {
 		res.Rows = append(res.Rows, r)
 		report.Log(cfg.Log, r)
+	}
+	var peer *peers.Runner
+	if cfg.Peers.Enabled && len(cfg.Datasets) > 0 {
+		var err error
+		if peer, err = peers.New(cfg.Peers); err != nil {
+			return res, fmt.Errorf("lexical: %w", err)
+		}
 	}
 	for _, dir := range cfg.Datasets {
 		ds, err := eval.LoadBEIR(dir)
@@ -170,6 +242,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return res, err
 			}
 			add(r)
+			if peer == nil {
+				continue
+			}
+			pr, err := runBM25s(ctx, peer, dir, ds, c, r)
+			if err != nil {
+				return res, err
+			}
+			add(pr)
 		}
 	}
 	for _, sc := range cfg.Synthetic {
@@ -187,7 +267,43 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			add(r)
 		}
 	}
+	res.Checks = cfg.Targets.Check(res.Rows)
 	return res, nil
+}
+
+// runBM25s runs bm25s on the dataset in dir with cfg's variant and
+// parameters and scores its run with the conventions of ours, hybrank's
+// row on the same corpus.
+func runBM25s(ctx context.Context, peer *peers.Runner, dir string, ds *eval.Dataset, cfg Config, ours Row) (Row, error) {
+	out, err := peer.BM25s(ctx, peers.BM25sArgs{
+		Data: dir, K: cfg.K, Method: ours.Variant, K1: cfg.Index.K1, B: cfg.Index.B, Delta: cfg.Index.Delta, Rounds: cfg.Rounds,
+	})
+	if err != nil {
+		return Row{}, fmt.Errorf("lexical %s: bm25s: %w", ds.Name, err)
+	}
+	r := Row{
+		Impl: "bm25s", Version: out.Version, Dataset: ds.Name, Docs: out.Docs, Queries: out.Queries, Variant: out.Method,
+		K1: out.K1, B: out.B, IndexS: measure.Round(out.IndexS, 4), QPS: measure.Round(out.QPS, 0),
+	}
+	if out.IndexS > 0 {
+		r.DocsPerS = measure.Round(float64(out.Docs)/out.IndexS, 0)
+	}
+	if out.QPS > 0 {
+		r.HybrankSpeedup = measure.Round(ours.QPS/out.QPS, 2)
+	}
+	scoreRun(&r, ds.Qrels, out.Run, cfg.Eval)
+	return r, nil
+}
+
+// scoreRun fills r's quality figures: run scored with opt, and with the
+// other identical-ids convention.
+func scoreRun(r *Row, qrels eval.Qrels, run eval.Run, opt eval.Options) {
+	sc := eval.Evaluate(qrels, run, opt)
+	other := opt
+	other.DropIdenticalIDs = !other.DropIdenticalIDs
+	r.NDCG10, r.Recall100, r.MRR10 = measure.Round(sc.NDCG10, 5), measure.Round(sc.Recall100, 5), measure.Round(sc.MRR10, 5)
+	osc := eval.Evaluate(qrels, run, other)
+	r.NDCG10OtherID, r.Recall100OtherID = measure.Round(osc.NDCG10, 5), measure.Round(osc.Recall100, 5)
 }
 
 // query is a query as the timing loop sees it.
@@ -214,9 +330,23 @@ func newIndex(cfg Config) (*analysis.Analyzer, *postings.Index, error) {
 // runBEIR indexes ds (title + " " + text per document, one batch) and runs
 // every judged query.
 func runBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (Row, error) {
-	an, ix, err := newIndex(cfg)
+	an, ix, build, err := indexBEIR(ctx, ds, cfg)
 	if err != nil {
 		return Row{}, err
+	}
+	qs := make([]query, len(ds.Queries))
+	for i, q := range ds.Queries {
+		qs[i] = query{q.ID, q.Text}
+	}
+	return finish(ctx, ds.Name, len(ds.Docs), ix, an, qs, ds.Qrels, build, cfg)
+}
+
+// indexBEIR indexes ds's documents (title + " " + text, one batch) and
+// returns the analyzer, the index and the build time.
+func indexBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (*analysis.Analyzer, *postings.Index, time.Duration, error) {
+	an, ix, err := newIndex(cfg)
+	if err != nil {
+		return nil, nil, 0, err
 	}
 	runtime.GC()
 	bar := measure.NewProgress("index "+ds.Name, len(ds.Docs), cfg.Progress)
@@ -225,7 +355,7 @@ func runBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (Row, error) {
 	for i := range ds.Docs {
 		if i&1023 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Row{}, err
+				return nil, nil, 0, err
 			}
 			bar.Add(min(1024, len(ds.Docs)-i))
 		}
@@ -233,15 +363,52 @@ func runBEIR(ctx context.Context, ds *eval.Dataset, cfg Config) (Row, error) {
 		b.Add(postings.Doc{ID: d.ID, Terms: an.Analyze(d.IndexText())})
 	}
 	if err := ix.Commit(b); err != nil {
-		return Row{}, fmt.Errorf("lexical %s: commit: %w", ds.Name, err)
+		return nil, nil, 0, fmt.Errorf("lexical %s: commit: %w", ds.Name, err)
 	}
 	build := time.Since(start)
 	bar.Done()
-	qs := make([]query, len(ds.Queries))
-	for i, q := range ds.Queries {
-		qs[i] = query{q.ID, q.Text}
+	return an, ix, build, nil
+}
+
+// Candidates is one query and its BM25 hits, best first: what a reranker
+// receives.
+type Candidates struct {
+	Query eval.Query
+	Docs  []eval.Doc
+}
+
+// TopK returns the BM25 top-k documents (DefaultConfig: lucene, k1 1.2,
+// b 0.75, the bm25s analyzer) of the first n judged queries of ds (all
+// when n ≤ 0), in query order: the real candidate lists of `bench
+// rerank`. A query with no matching document has none.
+func TopK(ctx context.Context, ds *eval.Dataset, n, k int) ([]Candidates, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("%w: lexical: top-k %d", bench.ErrBadOption, k)
 	}
-	return finish(ctx, ds.Name, len(ds.Docs), ix, an, qs, ds.Qrels, build, cfg)
+	an, ix, _, err := indexBEIR(ctx, ds, DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]int, len(ds.Docs))
+	for i, d := range ds.Docs {
+		byID[d.ID] = i
+	}
+	qs := ds.Queries
+	if n > 0 && n < len(qs) {
+		qs = qs[:n]
+	}
+	out := make([]Candidates, len(qs))
+	for i, q := range qs {
+		hits, err := ix.Search(ctx, postings.Query{Terms: an.AnalyzeQuery(q.Text), K: k})
+		if err != nil {
+			return nil, fmt.Errorf("lexical %s: query %s: %w", ds.Name, q.ID, err)
+		}
+		out[i].Query = q
+		for _, h := range hits {
+			out[i].Docs = append(out[i].Docs, ds.Docs[byID[h.ID]])
+		}
+	}
+	return out, nil
 }
 
 // runSynthetic indexes the generated corpus (in one batch, or in batches
@@ -303,7 +470,7 @@ func runSynthetic(ctx context.Context, syn *synth.Corpus, cfg Config) (Row, erro
 func finish(ctx context.Context, name string, docs int, ix *postings.Index, an *analysis.Analyzer,
 	qs []query, qrels eval.Qrels, build time.Duration, cfg Config) (Row, error) {
 	res := Row{
-		Impl: "hybrank", Dataset: name, Docs: docs, Queries: len(qs), Variant: string(cfg.Index.Variant),
+		Impl: implHybrank, Dataset: name, Docs: docs, Queries: len(qs), Variant: string(cfg.Index.Variant),
 		K1: cfg.Index.K1, B: cfg.Index.B, Exhaustive: cfg.Exhaustive,
 		IndexS: measure.Round(build.Seconds(), 4),
 	}
@@ -325,12 +492,7 @@ func finish(ctx context.Context, name string, docs int, ix *postings.Index, an *
 	for i, q := range qs {
 		run[q.id] = eval.TrecOrder(first[i], func(h postings.Hit) string { return h.ID }, func(h postings.Hit) float64 { return float64(h.Score) })
 	}
-	sc := eval.Evaluate(qrels, run, cfg.Eval)
-	other := cfg.Eval
-	other.DropIdenticalIDs = !other.DropIdenticalIDs
-	res.NDCG10, res.Recall100, res.MRR10 = measure.Round(sc.NDCG10, 5), measure.Round(sc.Recall100, 5), measure.Round(sc.MRR10, 5)
-	osc := eval.Evaluate(qrels, run, other)
-	res.NDCG10OtherID, res.Recall100OtherID = measure.Round(osc.NDCG10, 5), measure.Round(osc.Recall100, 5)
+	scoreRun(&res, qrels, run, cfg.Eval)
 
 	st := ix.Stats()
 	res.Postings, res.Terms = st.Postings, st.Terms

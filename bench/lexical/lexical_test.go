@@ -2,12 +2,21 @@ package lexical
 
 import (
 	"context"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/internal/configtest"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/peers"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/synth"
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/postings"
 )
@@ -49,7 +58,7 @@ func TestLexicalSynthetic(t *testing.T) {
 	if len(rep.Rows) != 1 || len(rep.Figures) != 1 || rep.Figures[0].File != "lexical_scaling.svg" || len(rep.Figures[0].Panels[0].Series) != 1 {
 		t.Errorf("report %+v", rep)
 	}
-	want := "dataset docs queries variant k1 b ndcg@10 recall@100 mrr@10 index_s docs_per_s qps p50_ms p99_ms bytes_per_posting"
+	want := "dataset docs queries impl variant k1 b ndcg@10 recall@100 mrr@10 index_s docs_per_s qps hybrank × p50_ms p99_ms bytes_per_posting"
 	if got := strings.Join(rep.Columns, " "); got != want {
 		t.Errorf("columns %s, want %s", got, want)
 	}
@@ -111,5 +120,112 @@ func TestConfigValidate(t *testing.T) {
 		configtest.Bad("zero rounds", func(c *Config) { c.Rounds = 0 }),
 		configtest.Bad("negative chunk", func(c *Config) { c.ChunkDocs = -1 }),
 		configtest.Bad("bad k1", func(c *Config) { c.Index.K1 = -1 }),
+		configtest.OK("peers", func(c *Config) { c.Peers.Enabled = true }),
+		configtest.Bad("peers without python", func(c *Config) { c.Peers.Enabled, c.Peers.Python = true, "" }),
+		configtest.Bad("negative peer decimals", func(c *Config) { c.Targets.PeerDecimals = -1 }),
 	)
+}
+
+// TestPeerRows runs the driver with a stand-in for bm25s (no Python): its
+// run file is scored beside hybrank's row, and the check passes when the
+// nDCG@10 agree and fails when they do not.
+func TestPeerRows(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "tiny")
+	docs := []eval.Doc{
+		{ID: "d1", Text: "solar panels convert sunlight into electricity"},
+		{ID: "d2", Text: "wind turbines spin in strong wind"},
+		{ID: "d3", Text: "bees make honey from flower nectar"},
+		{ID: "d4", Text: "rivers carry water to the sea"},
+	}
+	qs := []eval.Query{{ID: "q1", Text: "sunlight electricity"}, {ID: "q2", Text: "honey bees"}}
+	qrels := eval.Qrels{"q1": {"d1": 1}, "q2": {"d3": 1}}
+	if err := eval.WriteBEIR(data, docs, qs, qrels); err != nil {
+		t.Fatal(err)
+	}
+	pkgs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pkgs, artifacts.PeersMarker), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		run     string // the stand-in's run file
+		verdict string
+	}{
+		{"agrees", "q1\td1\t1\t3.5\nq1\td2\t2\t0.1\nq2\td3\t1\t2.0\n", report.Pass},
+		{"disagrees", "q1\td2\t1\t3.5\nq1\td1\t2\t0.1\nq2\td3\t1\t2.0\n", report.Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			cfg := DefaultConfig()
+			cfg.Datasets, cfg.Rounds = []string{data}, 1
+			cfg.Peers = peers.Config{Enabled: true, Python: "python3", Dir: pkgs,
+				Exec: func(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, []byte, error) {
+					got = args
+					run := args[slices.Index(args, "--run")+1]
+					if err := os.WriteFile(run, []byte(tt.run), 0o644); err != nil {
+						return nil, nil, err
+					}
+					return []byte(`{"peer":"bm25s","version":"0.3.16","method":"lucene","k1":1.2,"b":0.75,"delta":0.5,"k":100,"docs":4,"queries":2,"index_s":0.01,"retrieve_s":0.001,"qps":2000,"threads":1}` + "\n"), nil, nil
+				}}
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Rows) != 2 || res.Rows[0].Impl != "hybrank" || res.Rows[1].Impl != "bm25s" {
+				t.Fatalf("rows %+v", res.Rows)
+			}
+			ours, peer := res.Rows[0], res.Rows[1]
+			if ours.NDCG10 != 1 || peer.Dataset != "tiny" || peer.Variant != "lucene" || peer.QPS != 2000 || peer.DocsPerS != 400 ||
+				peer.HybrankSpeedup != measure.Round(ours.QPS/2000, 2) || peer.P50Ms != 0 {
+				t.Errorf("rows %+v\n%+v", ours, peer)
+			}
+			if !slices.Contains(got, "--method") || got[slices.Index(got, "--data")+1] != data {
+				t.Errorf("bm25s args %v", got)
+			}
+			if len(res.Checks) != 2 || res.Checks[0].Verdict != tt.verdict || res.Checks[1].Verdict != report.Info {
+				t.Fatalf("checks %v", res.Checks)
+			}
+			rep := Report(cfg, res, "bench lexical")
+			if len(rep.Checks) != 2 || !strings.Contains(strings.Join(rep.Notes, " "), "impl=bm25s") {
+				t.Errorf("report checks %v notes %v", rep.Checks, rep.Notes)
+			}
+		})
+	}
+	// Missing packages fail before anything is measured, naming make peers.
+	cfg := DefaultConfig()
+	cfg.Datasets, cfg.Peers.Enabled, cfg.Peers.Dir = []string{data}, true, t.TempDir()
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, peers.ErrNotInstalled) || !strings.Contains(err.Error(), "make peers") {
+		t.Errorf("Run without the peers installed: %v", err)
+	}
+}
+
+func TestTopK(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	docs := []eval.Doc{
+		{ID: "a", Text: "honey bees make honey"},
+		{ID: "b", Text: "bees sting"},
+		{ID: "c", Text: "solar panels"},
+	}
+	qs := []eval.Query{{ID: "1", Text: "honey bees"}, {ID: "2", Text: "volcano"}, {ID: "3", Text: "solar"}}
+	if err := eval.WriteBEIR(dir, docs, qs, eval.Qrels{"1": {"a": 1}, "2": {"b": 1}, "3": {"c": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := eval.LoadBEIR(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := TopK(context.Background(), ds, 2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Query.ID != "1" || len(got[0].Docs) != 2 || got[0].Docs[0].ID != "a" || got[0].Docs[1].ID != "b" || len(got[1].Docs) != 0 {
+		t.Fatalf("candidates %+v", got)
+	}
+	if all, err := TopK(context.Background(), ds, 0, 1); err != nil || len(all) != 3 || len(all[0].Docs) != 1 || all[2].Docs[0].Text != "solar panels" {
+		t.Fatalf("all queries, top 1: %+v, %v", all, err)
+	}
+	if _, err := TopK(context.Background(), ds, 0, 0); err == nil {
+		t.Error("top-0 accepted")
+	}
 }

@@ -1,6 +1,7 @@
 package lexical
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,6 +18,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 	rep := report.Report{
 		Title:   "Lexical BM25",
 		Command: command,
+		Checks:  res.Checks,
 		Notes: []string{
 			"Index text is title + \" \" + text, analyzed with the bm25s-compatible analyzer (lowercase, `\\w\\w+` tokens, bm25s STOPWORDS_EN, Snowball English). " +
 				"QPS: judged queries / wall time for all of them on one goroutine, query analysis included, top-K, best of the rounds; p50/p99 from that round. " +
@@ -30,6 +32,12 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Config:  cfg,
 		Columns: report.Columns(Row{}),
 		Rows:    report.Rows(res.Rows),
+	}
+	if slices.ContainsFunc(res.Rows, func(r Row) bool { return r.Impl != implHybrank }) {
+		rep.Notes = append(rep.Notes, "impl=bm25s: bm25s (make peers; versions pinned in bench/peers/requirements.txt, each row's in its JSON) run by bench/peers right after hybrank on the same corpus, variant, k1, b, delta and top-K, one thread: "+
+			"index_s is its tokenization (bm25s English stopwords, PyStemmer Snowball) + indexing; QPS is its queries / the fastest of the same number of rounds, query tokenization included. "+
+			"Its run file is scored by bench/eval exactly as hybrank's hits (trec_eval order and conventions). hybrank × = hybrank QPS / bm25s QPS, same run. "+
+			"The checks require the two nDCG@10 to agree at the targets' decimals.")
 	}
 	if panels := scaling(res.Rows); panels != nil {
 		rep.Figures = []report.Figure{{File: "lexical_scaling.svg", Alt: "BM25 QPS and p99 against corpus size", Panels: panels}}

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -31,15 +32,20 @@ func LatencyStats(ds []time.Duration) Latency {
 	return Latency{
 		N:    len(s),
 		Mean: sum / time.Duration(len(s)),
-		P50:  percentile(s, 50),
-		P90:  percentile(s, 90),
-		P99:  percentile(s, 99),
+		P50:  Percentile(s, 50),
+		P90:  Percentile(s, 90),
+		P99:  Percentile(s, 99),
 		Max:  s[len(s)-1],
 	}
 }
 
-// percentile of sorted s by nearest rank.
-func percentile(s []time.Duration, p float64) time.Duration {
+// Percentile returns the p-th percentile (0 < p ≤ 100) of sorted s by the
+// nearest-rank method, as LatencyStats; the zero value for an empty s.
+func Percentile[T cmp.Ordered](s []T, p float64) T {
+	if len(s) == 0 {
+		var zero T
+		return zero
+	}
 	rank := int(math.Ceil(p / 100 * float64(len(s))))
 	if rank < 1 {
 		rank = 1

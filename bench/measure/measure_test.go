@@ -7,6 +7,21 @@ import (
 	"time"
 )
 
+func TestPercentile(t *testing.T) {
+	s := []int{3, 5, 8, 13, 21, 34, 55, 89, 144, 233}
+	for _, tt := range []struct {
+		p    float64
+		want int
+	}{{10, 3}, {50, 21}, {90, 144}, {91, 233}, {100, 233}, {0, 3}} {
+		if got := Percentile(s, tt.p); got != tt.want {
+			t.Errorf("p%v = %d, want %d", tt.p, got, tt.want)
+		}
+	}
+	if got := Percentile([]int(nil), 50); got != 0 {
+		t.Errorf("empty: %d", got)
+	}
+}
+
 func TestLatencyStats(t *testing.T) {
 	var ds []time.Duration
 	for i := 100; i >= 1; i-- {

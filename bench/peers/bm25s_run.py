@@ -33,6 +33,7 @@ def main():
     ap.add_argument("--k1", type=float, default=1.2)
     ap.add_argument("--b", type=float, default=0.75)
     ap.add_argument("--method", default="lucene")
+    ap.add_argument("--delta", type=float, default=0.5, help="delta of bm25l and bm25+")
     ap.add_argument("--rounds", type=int, default=3, help="timed retrieval rounds; the best is reported")
     args = ap.parse_args()
 
@@ -44,7 +45,7 @@ def main():
 
     t0 = time.perf_counter()
     tokens = bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
-    model = bm25s.BM25(k1=args.k1, b=args.b, method=args.method)
+    model = bm25s.BM25(k1=args.k1, b=args.b, delta=args.delta, method=args.method)
     model.index(tokens, show_progress=False)
     index_s = time.perf_counter() - t0
 
@@ -61,10 +62,12 @@ def main():
     with open(args.run, "w", encoding="utf-8") as f:
         for qi, q in enumerate(queries):
             for rank, (di, s) in enumerate(zip(docs[qi], scores[qi])):
-                f.write(f"{q['_id']}\t{ids[int(di)]}\t{rank + 1}\t{float(s):.6f}\n")
+                # Every bit of the float32 score (repr), so ties are the
+                # index's own ties when the run is read in trec_eval order.
+                f.write(f"{q['_id']}\t{ids[int(di)]}\t{rank + 1}\t{float(s)!r}\n")
     json.dump({
         "peer": "bm25s", "version": bm25s.__version__, "method": args.method,
-        "k1": args.k1, "b": args.b, "k": k, "docs": len(ids), "queries": len(queries),
+        "k1": args.k1, "b": args.b, "delta": args.delta, "k": k, "docs": len(ids), "queries": len(queries),
         "index_s": index_s, "retrieve_s": best, "qps": len(queries) / best, "threads": 1,
     }, sys.stdout)
     sys.stdout.write("\n")

@@ -2,33 +2,395 @@ package rerank
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
 
+	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/lexical"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/modeldir"
+	"github.com/hybrank/hybrank/bench/peers"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/throughput"
+	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/bertgen"
 )
 
-// Config configures `bench rerank`: a throughput.Spec of a cross-encoder,
-// run once or over a Sweep. Kind must be models.KindCrossEncoder.
-type Config = throughput.Config
+// Config configures `bench rerank`: cross-encoders on real-length pairs
+// (BM25 candidates of real queries) beside the peer, then on the synthetic
+// shapes of the embedded throughput.Config (its Spec once, or its Sweep).
+// Kind must be models.KindCrossEncoder. Safe to copy.
+type Config struct {
+	throughput.Config
+	// Real are the real-length pairs; Real.Data "" skips them.
+	Real RealPairs `json:"real"`
+	// Synthetic runs the synthetic shapes (rows after the real ones).
+	Synthetic bool `json:"synthetic"`
+	// Peers scores the real pairs with ONNX Runtime's Python package and
+	// HF tokenizers (make peers) on the same ONNX file, with the same
+	// threads, at every PeerBatches size, right after hybrank. Off by
+	// default.
+	Peers       peers.Config `json:"peers"`
+	PeerBatches []int        `json:"peer_batches"`
+	// PeerRounds is the peer's timed passes over all pairs per batch size
+	// (the fastest is reported); hybrank's row is one timed pass or more.
+	PeerRounds int `json:"peer_rounds"`
+	// Targets are the checks of hybrank against the peer.
+	Targets Targets `json:"targets"`
+}
 
-// Result is the rows of Run.
-type Result = throughput.Result
+// RealPairs selects real-length pairs: the BM25 top-TopK documents
+// (lexical.TopK) of the first Queries judged queries of a BEIR dataset,
+// each query scored against its own candidates in one call, documents
+// whole (title + " " + text) up to the model's 512 tokens.
+type RealPairs struct {
+	// Data is the BEIR dataset folder; "" means no real pairs.
+	Data string `json:"data,omitempty"`
+	// Queries is how many judged queries, in file order (0 = all).
+	Queries int `json:"queries"`
+	// TopK is the number of candidates per query.
+	TopK int `json:"top_k"`
+	// Profiles are the models run on them; empty means those of the
+	// synthetic part (Sweep.Profiles, else Profile).
+	Profiles []string `json:"profiles,omitempty"`
+}
 
-// DefaultConfig is one run of the balanced profile: 64 pairs of 128
-// document tokens per call, batches of 16,384 tokens, one thread per core.
-func DefaultConfig() Config { return throughput.DefaultConfig(models.KindCrossEncoder) }
+// DefaultRealPairs is 20 queries × BM25 top 32 of scifact when the dataset
+// is present (internal/artifacts), for fast, balanced and accurate.
+func DefaultRealPairs() RealPairs {
+	rp := RealPairs{Queries: 20, TopK: 32}
+	for _, p := range models.Profiles() {
+		if p.Kind == models.KindCrossEncoder {
+			rp.Profiles = append(rp.Profiles, p.Name)
+		}
+	}
+	if d := artifacts.Dataset("scifact"); fileExists(filepath.Join(d, "corpus.jsonl")) {
+		rp.Data = d
+	}
+	return rp
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Targets are what the real-pair rows are checked against.
+type Targets struct {
+	// MaxScoreDiff bounds max |hybrank − peer| score over the real pairs,
+	// per profile and peer batch size: the two run the same ONNX file, so
+	// only tokenization (and float summation order) may differ (1e-3).
+	MaxScoreDiff float64 `json:"max_score_diff"`
+}
+
+// DefaultTargets is a score difference of at most 1e-3.
+func DefaultTargets() Targets { return Targets{MaxScoreDiff: 1e-3} }
+
+// Check turns each peer row into a PASS/FAIL line on its score difference
+// and an INFO line on the speed ratio.
+func (t Targets) Check(ps []PeerRow) []report.Check {
+	var cs []report.Check
+	for _, p := range ps {
+		name := fmt.Sprintf("%s batch %d", p.Profile, p.BatchPairs)
+		cs = append(cs, report.AtMost(name+": max |hybrank − "+p.Impl+"| score", p.MaxAbsDiff, t.MaxScoreDiff,
+			fmt.Sprintf("over %d pairs (%s), same ONNX file; hybrank's scores span %.3g", p.Pairs, p.Data, p.ScoreRange)))
+		if p.PairsPerS > 0 {
+			cs = append(cs, report.Inform(name+": pairs/s hybrank / "+p.Impl, p.HybrankSpeedup,
+				fmt.Sprintf("%.1f vs %.1f pairs/s, same pairs, same run", p.HybrankSpeedup*p.PairsPerS, p.PairsPerS)))
+		}
+	}
+	return cs
+}
+
+// DefaultConfig is the real pairs of DefaultRealPairs for every
+// cross-encoder profile, then one synthetic run of the balanced profile
+// (64 pairs of 128 document tokens per call, batches of 16,384 tokens,
+// one thread per core); peers off, batches 16 and 32 when on.
+func DefaultConfig() Config {
+	return Config{
+		Config:      throughput.DefaultConfig(models.KindCrossEncoder),
+		Real:        DefaultRealPairs(),
+		Synthetic:   true,
+		Peers:       peers.DefaultConfig(),
+		PeerBatches: []int{16, 32},
+		PeerRounds:  1,
+		Targets:     DefaultTargets(),
+	}
+}
 
 // DefaultSweep is fast, balanced and accurate × batches of 1, 4, 16, 64 ×
 // one and two threads × 128 and 256 document tokens.
 func DefaultSweep() throughput.Sweep { return throughput.DefaultSweep(models.KindCrossEncoder) }
 
-// Run measures cfg's cross-encoders (throughput.Run).
-func Run(ctx context.Context, cfg Config) (Result, error) {
-	return throughput.RunKind(ctx, cfg, models.KindCrossEncoder)
+// Validate reports the first unusable option.
+func (c Config) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	if c.Kind != models.KindCrossEncoder {
+		return fmt.Errorf("%w: this benchmark measures %s models, not %q", bench.ErrBadOption, models.KindCrossEncoder, c.Kind)
+	}
+	if c.Real.Data == "" && !c.Synthetic {
+		return fmt.Errorf("%w: rerank: neither real pairs nor synthetic shapes", bench.ErrBadOption)
+	}
+	if c.Real.Data != "" {
+		if c.Real.Queries < 0 || c.Real.TopK < 1 {
+			return fmt.Errorf("%w: rerank: real queries %d, top-k %d", bench.ErrBadOption, c.Real.Queries, c.Real.TopK)
+		}
+		for _, p := range c.Real.Profiles {
+			prof, err := models.LookupProfile(p)
+			switch {
+			case err != nil && c.ModelDir == "":
+				return fmt.Errorf("%w: rerank: %w", bench.ErrBadOption, err)
+			case err == nil && prof.Kind != models.KindCrossEncoder:
+				return fmt.Errorf("%w: rerank: profile %s is a %s model", bench.ErrBadOption, p, prof.Kind)
+			}
+		}
+	}
+	if c.Peers.Enabled {
+		if len(c.PeerBatches) == 0 || c.PeerRounds < 1 {
+			return fmt.Errorf("%w: rerank: peer batches %v, rounds %d", bench.ErrBadOption, c.PeerBatches, c.PeerRounds)
+		}
+		for _, b := range c.PeerBatches {
+			if b < 1 {
+				return fmt.Errorf("%w: rerank: peer batch %d", bench.ErrBadOption, b)
+			}
+		}
+	}
+	if !(c.Targets.MaxScoreDiff >= 0) {
+		return fmt.Errorf("%w: rerank: max score diff %v", bench.ErrBadOption, c.Targets.MaxScoreDiff)
+	}
+	return c.Peers.Validate()
 }
 
-// Report renders res as bench/results/rerank.md with rerank.svg.
-func Report(cfg Config, res Result, command string) report.Report {
-	return throughput.Report("rerank", cfg, res, command)
+// realProfiles are the profiles run on the real pairs.
+func (c Config) realProfiles() []string {
+	if len(c.Real.Profiles) > 0 {
+		return c.Real.Profiles
+	}
+	if len(c.Sweep.Profiles) > 0 {
+		return c.Sweep.Profiles
+	}
+	return []string{c.Profile}
+}
+
+// PeerRow is the peer's measurement of one profile at one batch size on
+// the real pairs: a line of rerank.md after hybrank's row of that
+// profile.
+type PeerRow struct {
+	// Impl is "onnxruntime-python"; Version its ONNX Runtime release.
+	Impl     string `json:"impl" table:""`
+	Version  string `json:"version"`
+	Profile  string `json:"profile" table:""`
+	Kind     string `json:"kind"`
+	Provider string `json:"provider" table:""`
+	Threads  int    `json:"threads" table:""`
+	// BatchPairs is the peer's fixed batch size (pairs in input order,
+	// padded to the batch's longest).
+	BatchPairs   int     `json:"batch_pairs" table:""`
+	SeqLen       float64 `json:"seq_len" table:""`
+	PaddedTokens int     `json:"padded_tokens"`
+	Pairs        int     `json:"pairs"`
+	PairsPerS    float64 `json:"pairs_per_s" table:""`
+	TokensPerS   float64 `json:"tokens_per_s" table:""`
+	// GFLOPs is effective, as hybrank's rows (real tokens only).
+	GFLOPs float64 `json:"gflops" table:""`
+	// HybrankSpeedup is hybrank's pairs/s on the same pairs in the same
+	// run / this row's.
+	HybrankSpeedup float64 `json:"hybrank_speedup" table:"hybrank ×"`
+	// MaxAbsDiff is max |hybrank − peer| score over the pairs; ScoreRange
+	// hybrank's max − min score over them, the scale to read it against
+	// (generated models' logits all lie close together).
+	MaxAbsDiff  float64 `json:"max_abs_diff" table:"max |Δ|"`
+	ScoreRange  float64 `json:"score_range"`
+	RealWeights bool    `json:"real_weights" table:""`
+	Data        string  `json:"data"`
+}
+
+// Result is hybrank's rows (the real pairs' first, one per profile, then
+// the synthetic shapes'), the peer's rows, and Targets.Check of them.
+type Result struct {
+	Rows   []throughput.Row `json:"rows"`
+	Peers  []PeerRow        `json:"peers,omitempty"`
+	Checks []report.Check   `json:"checks,omitempty"`
+}
+
+// Run measures the real pairs (with the peer) and then the synthetic
+// shapes of cfg.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	var res Result
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	if cfg.Real.Data != "" {
+		if err := runReal(ctx, cfg, &res); err != nil {
+			return res, err
+		}
+	}
+	if cfg.Synthetic {
+		syn, err := throughput.RunKind(ctx, cfg.Config, models.KindCrossEncoder)
+		res.Rows = append(res.Rows, syn.Rows...)
+		if err != nil {
+			return res, err
+		}
+	}
+	res.Checks = cfg.Targets.Check(res.Peers)
+	return res, nil
+}
+
+// runReal builds the real pairs and measures every profile on them, each
+// followed by the peer.
+func runReal(ctx context.Context, cfg Config, res *Result) error {
+	var peer *peers.Runner
+	if cfg.Peers.Enabled {
+		var err error
+		if peer, err = peers.New(cfg.Peers); err != nil {
+			return fmt.Errorf("rerank: %w", err)
+		}
+	}
+	ds, err := eval.LoadBEIR(cfg.Real.Data)
+	if err != nil {
+		return err
+	}
+	cands, err := lexical.TopK(ctx, ds, cfg.Real.Queries, cfg.Real.TopK)
+	if err != nil {
+		return err
+	}
+	var text throughput.Text
+	var pairs []models.Pair
+	for _, c := range cands {
+		if len(c.Docs) == 0 {
+			continue // nothing to rerank
+		}
+		docs := make([]string, len(c.Docs))
+		for i, d := range c.Docs {
+			docs[i] = d.IndexText()
+			pairs = append(pairs, models.Pair{Query: c.Query.Text, Doc: docs[i]})
+		}
+		text.Queries = append(text.Queries, c.Query.Text)
+		text.PerQuery = append(text.PerQuery, docs)
+	}
+	if len(pairs) == 0 {
+		return fmt.Errorf("rerank: %s: no query has a BM25 candidate", ds.Name)
+	}
+	data := fmt.Sprintf("%s bm25 top-%d of %d queries", ds.Name, cfg.Real.TopK, len(text.Queries))
+	r := modeldir.NewResolver(cfg.Models)
+	defer r.Close()
+	for _, p := range cfg.realProfiles() {
+		dir, err := r.Dir(p, cfg.ModelDir)
+		if err != nil {
+			return err
+		}
+		row, scores, md, err := measureReal(ctx, cfg, p, dir, text, pairs)
+		if err != nil {
+			return fmt.Errorf("rerank %s on %s: %w", p, ds.Name, err)
+		}
+		row.Data = data
+		res.Rows = append(res.Rows, row)
+		report.Log(cfg.Log, row)
+		if peer == nil {
+			continue
+		}
+		prs, err := runPeer(ctx, peer, cfg, row, md, pairs, scores)
+		if err != nil {
+			return fmt.Errorf("rerank %s on %s: %w", p, ds.Name, err)
+		}
+		for _, pr := range prs {
+			res.Peers = append(res.Peers, pr)
+			report.Log(cfg.Log, pr)
+		}
+	}
+	return nil
+}
+
+// measureReal measures profile p (directory dir) on the real pairs with
+// the model's whole sequence length, and returns its row with the length
+// distribution and its scores in pair order.
+func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput.Text, pairs []models.Pair) (throughput.Row, []float32, models.ModelDir, error) {
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		return throughput.Row{}, nil, md, err
+	}
+	s := cfg.Spec
+	s.Profile, s.Data = p, ""
+	s.MaxLength = models.MaxSupportedLength
+	if mp := md.Config.MaxPositionEmbeddings; mp > 0 {
+		s.MaxLength = min(s.MaxLength, mp)
+	}
+	s.Pairs = cfg.Real.TopK
+	// Every query is timed at least once, so every pair has a score.
+	s.MinCalls = max(s.MinCalls, len(text.Queries))
+	row, byQuery, err := throughput.MeasureText(ctx, dir, s, models.KindCrossEncoder, text)
+	if err != nil {
+		return row, nil, md, err
+	}
+	scores := slices.Concat(byQuery...)
+	if len(scores) != len(pairs) {
+		return row, nil, md, fmt.Errorf("%d scores for %d pairs", len(scores), len(pairs))
+	}
+	tok, err := md.Tokenizer()
+	if err != nil {
+		return row, nil, md, err
+	}
+	// The lengths hybrank feeds the model: the query cut to half the
+	// budget, then the document to the rest (package models/ort).
+	lens := make([]int, len(pairs))
+	for i, pr := range pairs {
+		q := min(tok.CountTokens(pr.Query), (s.MaxLength-3)/2)
+		lens[i] = min(q+tok.CountTokens(pr.Doc)+3, s.MaxLength)
+	}
+	slices.Sort(lens)
+	row.LenP10, row.LenP50, row.LenP90, row.LenMax = measure.Percentile(lens, 10), measure.Percentile(lens, 50), measure.Percentile(lens, 90), lens[len(lens)-1]
+	row.DocTokens, row.Pairs = 0, len(pairs)
+	return row, scores, md, nil
+}
+
+// runPeer scores the pairs with the peer at every batch size and compares
+// its scores and speed with ours, hybrank's row and scores.
+func runPeer(ctx context.Context, peer *peers.Runner, cfg Config, ours throughput.Row, md models.ModelDir, pairs []models.Pair, scores []float32) ([]PeerRow, error) {
+	maxLen := models.MaxSupportedLength
+	if mp := md.Config.MaxPositionEmbeddings; mp > 0 {
+		maxLen = min(maxLen, mp)
+	}
+	out, err := peer.ORTRerank(ctx, peers.ORTArgs{
+		ModelDir: md.Dir, Pairs: pairs, Batches: cfg.PeerBatches, Threads: cfg.Threads, MaxLength: maxLen, Rounds: cfg.PeerRounds,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("onnxruntime-python: %w", err)
+	}
+	sigmoid := cfg.ModelConfig(md.Dir, models.KindCrossEncoder).Sigmoid
+	shape := modeldir.Shape(md, models.KindCrossEncoder)
+	span := float64(slices.Max(scores) - slices.Min(scores))
+	var rows []PeerRow
+	for _, o := range out.Rows {
+		var diff float64
+		for i, s := range o.Scores {
+			want := float64(s)
+			if sigmoid {
+				want = models.Sigmoid(s)
+			}
+			diff = max(diff, math.Abs(float64(scores[i])-want))
+		}
+		seqLen := float64(o.Tokens) / float64(len(pairs))
+		r := PeerRow{
+			Impl: "onnxruntime-python", Version: out.ORTVersion, Profile: ours.Profile, Kind: ours.Kind, Provider: "cpu", Threads: out.Threads,
+			BatchPairs: o.Batch, SeqLen: measure.Round(seqLen, 1), PaddedTokens: o.PaddedTokens, Pairs: len(pairs),
+			PairsPerS: measure.Round(o.PairsPerS, 2), MaxAbsDiff: measure.Round(diff, 7), ScoreRange: measure.Round(span, 7),
+			RealWeights: ours.RealWeights, Data: ours.Data,
+		}
+		if o.Seconds > 0 {
+			r.TokensPerS = measure.Round(float64(o.Tokens)/o.Seconds, 0)
+			r.GFLOPs = measure.Round(float64(len(pairs))*bertgen.FLOPs(shape, int(seqLen+0.5))/o.Seconds/1e9, 2)
+		}
+		if o.PairsPerS > 0 {
+			r.HybrankSpeedup = measure.Round(ours.PairsPerS/o.PairsPerS, 2)
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
 }

@@ -43,6 +43,10 @@ type Spec struct {
 	// Data is a BEIR dataset folder to take queries and documents from
 	// (documents cut to DocTokens); "" samples vocabulary words.
 	Data string `json:"data,omitempty"`
+	// MaxLength, when set, is the model's sequence cap (special tokens
+	// included, at most models.MaxSupportedLength) instead of one sized to
+	// the prepared text: real-length text prepared by the caller.
+	MaxLength int `json:"max_length,omitempty"`
 	// MinTime and MinCalls bound the measurement: calls repeat until both
 	// are reached (after one warm-up call).
 	MinTime  time.Duration `json:"min_time_ns"`
@@ -81,6 +85,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("%w: peak n %d", bench.ErrBadOption, s.PeakN)
 	case s.BatchTokens < 0:
 		return fmt.Errorf("%w: batch tokens %d", bench.ErrBadOption, s.BatchTokens)
+	case s.MaxLength < 0 || s.MaxLength > models.MaxSupportedLength:
+		return fmt.Errorf("%w: max length %d (0 or up to %d)", bench.ErrBadOption, s.MaxLength, models.MaxSupportedLength)
 	}
 	return nil
 }
@@ -107,6 +113,9 @@ func (s Spec) ModelConfig(dir string, kind models.Kind) models.Config {
 	// The cap fits the prepared text exactly, so batch-size sweeps are
 	// not bent by a larger MaxLength (MaxBatchTokens must hold one).
 	mc.MaxLength = min(s.seqCap(kind), models.MaxSupportedLength)
+	if s.MaxLength > 0 {
+		mc.MaxLength = s.MaxLength
+	}
 	mc.MaxBatchTokens = max(mc.MaxBatchTokens, mc.MaxLength)
 	return mc
 }

@@ -8,7 +8,9 @@
 //
 // A Config is a Spec run once, or once per combination of a Sweep (models
 // × doc tokens × threads × batch sizes); each Row is one measurement, the
-// table row of rerank.md / embed.md.
+// table row of rerank.md / embed.md. MeasureText measures text prepared by
+// the caller (the rerank driver's real candidate lists, Text.PerQuery) and
+// returns the scores too.
 //
 // # Concurrency
 //

@@ -7,13 +7,12 @@ import (
 
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/embed"
-	"github.com/hybrank/hybrank/bench/rerank"
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
 )
 
-// TestDrivers checks the defaults of the rerank and embed drivers and that
-// each refuses the other's models.
+// TestDrivers checks the defaults of the embed driver and that it refuses
+// cross-encoders (the rerank driver's own test is in package rerank).
 func TestDrivers(t *testing.T) {
 	for _, d := range []struct {
 		name     string
@@ -25,7 +24,6 @@ func TestDrivers(t *testing.T) {
 		profiles int
 		foreign  string // a profile of the other kind
 	}{
-		{"rerank", rerank.DefaultConfig, rerank.DefaultSweep, rerank.Run, models.KindCrossEncoder, models.ProfileBalanced, 3, models.ProfileEmbed},
 		{"embed", embed.DefaultConfig, embed.DefaultSweep, embed.Run, models.KindEmbedder, models.ProfileEmbed, 1, models.ProfileFast},
 	} {
 		t.Run(d.name, func(t *testing.T) {

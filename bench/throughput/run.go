@@ -24,7 +24,7 @@ import (
 type Row struct {
 	// Impl is who ran the model: "hybrank" (models/ort); a peer (ONNX
 	// Runtime from Python) adds rows of its own.
-	Impl        string `json:"impl"`
+	Impl        string `json:"impl" table:""`
 	Profile     string `json:"profile" table:""`
 	Kind        string `json:"kind"`
 	Provider    string `json:"provider" table:""`
@@ -36,9 +36,18 @@ type Row struct {
 	BatchTokens int    `json:"batch_tokens" table:""`
 	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
 	BatchPairs int `json:"batch_pairs" table:""`
-	DocTokens  int `json:"doc_tokens" table:""`
-	// SeqLen is the mean real sequence length, special tokens included.
-	SeqLen     float64 `json:"seq_len" table:""`
+	// DocTokens is the synthetic documents' length (absent for real text).
+	DocTokens int `json:"doc_tokens,omitempty" table:""`
+	// SeqLen is the mean real sequence length, special tokens included;
+	// PaddedTokens the tokens the model ran, padding included.
+	SeqLen       float64 `json:"seq_len" table:""`
+	PaddedTokens int     `json:"padded_tokens,omitempty"`
+	// LenP10 … LenMax are the distribution of real sequence lengths
+	// (nearest rank), on rows of real-length text.
+	LenP10     int     `json:"len_p10,omitempty"`
+	LenP50     int     `json:"len_p50,omitempty"`
+	LenP90     int     `json:"len_p90,omitempty"`
+	LenMax     int     `json:"len_max,omitempty"`
 	Pairs      int     `json:"pairs"`
 	Calls      int     `json:"calls"`
 	PairsPerS  float64 `json:"pairs_per_s" table:""`
@@ -100,9 +109,10 @@ func RunKind(ctx context.Context, cfg Config, kind models.Kind) (Result, error) 
 	return Run(ctx, cfg)
 }
 
-// model is a loaded model and one call of it on the prepared text.
+// model is a loaded model and one call of it on the prepared text: the
+// scores (cross-encoder; nil for a bi-encoder) and the work done.
 type model struct {
-	call     func(ctx context.Context, i int) (models.Usage, error)
+	call     func(ctx context.Context, i int) ([]float32, models.Usage, error)
 	provider func() string
 	close    func() error
 }
@@ -114,23 +124,22 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 		if err != nil {
 			return model{}, err
 		}
-		return model{call: func(ctx context.Context, i int) (models.Usage, error) {
-			_, u, err := ce.ScoreWithUsage(ctx, t.Queries[i%len(t.Queries)], t.Docs)
-			return u, err
+		return model{call: func(ctx context.Context, i int) ([]float32, models.Usage, error) {
+			return ce.ScoreWithUsage(ctx, t.Queries[i%len(t.Queries)], t.docs(i))
 		}, provider: ce.Provider, close: ce.Close}, nil
 	}
 	be, err := ort.NewBiEncoder(mc)
 	if err != nil {
 		return model{}, err
 	}
-	return model{call: func(ctx context.Context, _ int) (models.Usage, error) {
+	return model{call: func(ctx context.Context, _ int) ([]float32, models.Usage, error) {
 		_, u, err := be.EmbedWithUsage(ctx, models.InputDocument, t.Docs)
-		return u, err
+		return nil, u, err
 	}, provider: be.Provider, close: be.Close}, nil
 }
 
-// measureOne runs one Spec: resolve the model, make the text, warm up, call
-// until MinCalls and MinTime are reached, then measure the peak.
+// measureOne runs one Spec: resolve the model, make the text, then
+// measure it (MeasureText).
 func measureOne(ctx context.Context, r *modeldir.Resolver, s Spec, kind models.Kind) (Row, error) {
 	dir, err := r.Dir(s.Profile, s.ModelDir)
 	if err != nil {
@@ -148,27 +157,49 @@ func measureOne(ctx context.Context, r *modeldir.Resolver, s Spec, kind models.K
 	if err != nil {
 		return Row{}, err
 	}
+	row, _, err := MeasureText(ctx, dir, s, kind, t)
+	return row, err
+}
+
+// MeasureText measures the model of kind in dir on t as s says: load,
+// one warm-up call, calls until s.MinCalls and s.MinTime are reached
+// (call i scores Queries[i % len] against its documents), then the peak
+// GFLOP/s when s.PeakN is set. It returns the row and, for a
+// cross-encoder, the scores of the first len(t.Queries) timed calls (one
+// slice per query; nil for a query no timed call reached).
+func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Text) (Row, [][]float32, error) {
+	if len(t.Queries) == 0 && kind == models.KindCrossEncoder || t.PerQuery != nil && len(t.PerQuery) != len(t.Queries) {
+		return Row{}, nil, fmt.Errorf("%w: %d queries, %d candidate lists", bench.ErrBadOption, len(t.Queries), len(t.PerQuery))
+	}
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		return Row{}, nil, err
+	}
 	mc := s.ModelConfig(dir, kind)
 	m, err := open(mc, kind, t)
 	if err != nil {
-		return Row{}, err
+		return Row{}, nil, err
 	}
 	defer m.close()
 	// Warm-up: loads the model and lets the runtime plan its memory.
-	if _, err := m.call(ctx, 0); err != nil {
-		return Row{}, err
+	if _, _, err := m.call(ctx, 0); err != nil {
+		return Row{}, nil, err
 	}
 	var lat []time.Duration
 	var usage models.Usage
+	scores := make([][]float32, len(t.Queries))
 	start := time.Now()
 	for i := 0; i < s.MinCalls || time.Since(start) < s.MinTime; i++ {
 		t0 := time.Now()
-		u, err := m.call(ctx, i)
+		sc, u, err := m.call(ctx, i)
 		if err != nil {
-			return Row{}, err
+			return Row{}, nil, err
 		}
 		lat = append(lat, time.Since(t0))
 		usage.Add(u)
+		if i < len(scores) {
+			scores[i] = sc
+		}
 	}
 	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
 	if s.PeakN > 0 {
@@ -176,14 +207,14 @@ func measureOne(ctx context.Context, r *modeldir.Resolver, s Spec, kind models.K
 		// load on the machine lowers both).
 		peak, err := PeakGFLOPs(ctx, s.PeakN, s.Threads, s.Provider, 5)
 		if err != nil {
-			return row, err
+			return row, nil, err
 		}
 		row.PeakGFLOPs = measure.Round(peak, 2)
 		if peak > 0 {
 			row.Efficiency = measure.Round(row.GFLOPs/peak, 3)
 		}
 	}
-	return row, nil
+	return row, scores, nil
 }
 
 // newRow turns the calls' usage and latencies into a row.
@@ -197,7 +228,7 @@ func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, prov
 		Impl: "hybrank", Profile: s.Profile, Kind: string(kind), Provider: provider, Threads: s.Threads, PoolSize: s.PoolSize,
 		GraphOpt: orDefault(s.GraphOptimization, "all"), Arena: !s.DisableArena, Spinning: !s.DisableSpinning,
 		BatchTokens: mc.MaxBatchTokens, BatchPairs: max(1, int(float64(mc.MaxBatchTokens)/seqLen)),
-		DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), Pairs: s.Pairs, Calls: len(lat),
+		DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), PaddedTokens: usage.PaddedTokens, Pairs: s.Pairs, Calls: len(lat),
 		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
 		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),
 		GFLOPs:      measure.Round(flops/sec/1e9, 2),

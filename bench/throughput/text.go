@@ -10,9 +10,21 @@ import (
 )
 
 // Text is the input of a run: a few queries and the documents (or texts).
+// Call i of a cross-encoder scores Queries[i % len(Queries)] against Docs,
+// or against that query's own documents when PerQuery is set (real
+// candidate lists, one per query).
 type Text struct {
-	Queries []string
-	Docs    []string
+	Queries  []string
+	Docs     []string
+	PerQuery [][]string
+}
+
+// docs returns the documents of call i.
+func (t Text) docs(i int) []string {
+	if t.PerQuery != nil {
+		return t.PerQuery[i%len(t.PerQuery)]
+	}
+	return t.Docs
 }
 
 // MakeText builds s.Pairs documents of exactly s.DocTokens word pieces and

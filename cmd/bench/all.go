@@ -28,14 +28,21 @@ type step struct {
 
 // allSteps lists the main job. Every step is an ordinary subcommand run,
 // so any one of them can be repeated by hand with the printed command line.
-func allSteps(datasets, out, models string, quick bool) []step {
+// Without the datasets (haveData false) the rerank step has no real pairs.
+func allSteps(datasets, out, models string, quick, haveData bool) []step {
 	ds := func(name string) string { return filepath.Join(datasets, name) }
+	realData := ds("scifact")
+	if !haveData {
+		realData = ""
+	}
 	synth := []string{"--synthetic", "10000", "--synthetic", "100000", "--synthetic", "1000000"}
 	denseN, rerankPairs, hybridQueries, serveDur := "100000", "64", "200", "30s"
+	rerankQueries := "20"                   // real scifact queries × their BM25 top 32, beside the peer
 	serveOverload := []string{"--overload"} // 64 clients for 60 s against small queues
 	if quick {
 		synth = []string{"--synthetic", "10000", "--synthetic", "100000"}
 		denseN, rerankPairs, hybridQueries, serveDur = "20000", "32", "50", "10s"
+		rerankQueries = "5"
 		serveOverload = nil
 	}
 	return []step{
@@ -48,8 +55,8 @@ func allSteps(datasets, out, models string, quick bool) []step {
 			args: append(synth, "--out", out, "--name", "lexical_synthetic")},
 		{name: "tokenize (ours vs HF)", cmd: "tokenize", data: true,
 			args: []string{"--data", ds("scifact"), "--out", out}},
-		{name: "rerank (profiles × batch × threads × doc tokens)", cmd: "rerank",
-			args: []string{"--sweep", "--models-root", models, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
+		{name: "rerank (scifact pairs beside the peer; profiles × batch × threads × doc tokens)", cmd: "rerank",
+			args: []string{"--sweep", "--models-root", models, "--real-data", realData, "--real-queries", rerankQueries, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
 		{name: "embed (batch × threads × tokens)", cmd: "embed",
 			args: []string{"--sweep", "--models-root", models, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
 		{name: "dense (HNSW M × ef vs exact)", cmd: "dense",
@@ -83,7 +90,7 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 		fmt.Fprintf(cl.stderr, "bench all: no datasets at %s: running the synthetic and generated-model steps only\n", *datasets)
 	}
 	var failed []string
-	for _, s := range allSteps(*datasets, *out, *models, *quick) {
+	for _, s := range allSteps(*datasets, *out, *models, *quick, haveData) {
 		switch {
 		case len(only) > 0 && !slices.Contains(only, s.cmd):
 			continue

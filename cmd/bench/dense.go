@@ -9,7 +9,7 @@ import (
 func init() {
 	register(subcommand{
 		name:    "dense",
-		summary: "HNSW build time, recall@10, QPS and latency over M × efSearch, plus exact flat search, on synthetic clustered vectors",
+		summary: "HNSW build time, recall@10, QPS and latency over M × efSearch, plus exact flat search, on synthetic clustered vectors (faiss beside it with --peers)",
 		run:     runDense,
 	})
 }
@@ -29,6 +29,9 @@ func runDense(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.Rank, "rank", cfg.Rank, "per-cluster subspace rank (local intrinsic dimension)")
 	fs.Float64Var(&cfg.Noise, "noise", cfg.Noise, "isotropic noise sigma")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "data seed")
+	peerFlags(fs, &cfg.Peers, "faiss-cpu's IndexHNSWFlat with every --m, --efc and --ef")
+	fs.Float64Var(&cfg.Targets.MinRecall, "target-recall", cfg.Targets.MinRecall, "check: recall@k at which hybrank and the peer are compared")
+	fs.Float64Var(&cfg.Targets.MinSpeedup, "target-speedup", cfg.Targets.MinSpeedup, "check: least hybrank QPS / peer QPS at that recall")
 	fs.BoolVar(&cfg.Progress, "progress", false, "show progress even when stderr is not a terminal")
 	name := fs.String("name", "dense", "report file name (without .md) under --out")
 	var o output

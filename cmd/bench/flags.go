@@ -1,10 +1,13 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hybrank/hybrank/bench/peers"
 )
 
 // listFlag collects repeated and comma-separated values. It appends, so
@@ -85,4 +88,13 @@ func (l *durationsFlag) Set(v string) error {
 		*l = append(*l, d)
 	}
 	return nil
+}
+
+// peerFlags sets c to peers.Detect and registers --peers (on by default
+// when `make peers` has installed the packages) and --python; what names
+// the peer that runs beside hybrank.
+func peerFlags(fs *flag.FlagSet, c *peers.Config, what string) {
+	*c = peers.Detect()
+	fs.BoolVar(&c.Enabled, "peers", c.Enabled, "run "+what+" beside hybrank in the same run (default: whether 'make peers' has installed the packages in "+c.Dir+")")
+	fs.StringVar(&c.Python, "python", c.Python, "Python interpreter of the peers")
 }

@@ -34,6 +34,8 @@ func runLexical(ctx context.Context, cl *cli, args []string) error {
 	fs.BoolVar(&cfg.Exhaustive, "exhaustive", false, "score every posting (no MaxScore pruning)")
 	fs.BoolVar(&cfg.Eval.DropIdenticalIDs, "drop-identical-ids", false, "drop retrieved docs whose id equals the query id before scoring (BEIR's ignore_identical_ids; default keeps them, as trec_eval and bm25s's figures do)")
 	fs.IntVar(&cfg.ChunkDocs, "chunk", 0, "synthetic: commit every N docs, then Rebuild (0 = one bulk batch)")
+	peerFlags(fs, &cfg.Peers, "bm25s on every --data dataset")
+	fs.IntVar(&cfg.Targets.PeerDecimals, "peer-decimals", cfg.Targets.PeerDecimals, "check: decimals of nDCG@10 hybrank and bm25s must share (0 = no check)")
 	fs.BoolVar(&cfg.Progress, "progress", false, "show progress even when stderr is not a terminal")
 	seed := fs.Uint64("seed", 1, "synthetic corpus seed")
 	synthQueries := fs.Int("synthetic-queries", 1000, "queries per synthetic corpus")

@@ -93,7 +93,7 @@ func TestLexicalSubcommand(t *testing.T) {
 
 func TestDenseSubcommand(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := run(t, "dense", "--n", "300", "--dim", "8", "--queries", "10", "--clusters", "4", "--rank", "2",
+	code, stdout, stderr := run(t, "dense", "--peers=false", "--n", "300", "--dim", "8", "--queries", "10", "--clusters", "4", "--rank", "2",
 		"--m", "4", "--ef", "8,16", "--efc", "16", "--json", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -115,10 +115,12 @@ func TestDenseSubcommand(t *testing.T) {
 // before it and stops at -h (exit 0) only when all were known and valid.
 func TestAllStepsParse(t *testing.T) {
 	for _, quick := range []bool{false, true} {
-		for _, s := range allSteps("/data", "/out", "/models", quick) {
-			args := append(append([]string{s.cmd}, s.args...), "--json", "-h")
-			if code, _, stderr := run(t, args...); code != 0 {
-				t.Errorf("quick=%v step %s: exit %d\n%s", quick, s.name, code, stderr)
+		for _, data := range []bool{true, false} {
+			for _, s := range allSteps("/data", "/out", "/models", quick, data) {
+				args := append(append([]string{s.cmd}, s.args...), "--json", "-h")
+				if code, _, stderr := run(t, args...); code != 0 {
+					t.Errorf("quick=%v data=%v step %s: exit %d\n%s", quick, data, s.name, code, stderr)
+				}
 			}
 		}
 	}

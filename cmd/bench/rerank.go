@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/bench/embed"
-	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/rerank"
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
@@ -15,30 +14,14 @@ import (
 func init() {
 	register(subcommand{
 		name:    "rerank",
-		summary: "cross-encoder pairs/s, tokens/s, latency and effective GFLOP/s vs measured peak (profiles fast, balanced, accurate)",
-		run: func(ctx context.Context, cl *cli, args []string) error {
-			return runThroughput(ctx, cl, "rerank", args, throughputDriver{
-				config: rerank.DefaultConfig, sweep: rerank.DefaultSweep, run: rerank.Run, report: rerank.Report,
-			})
-		},
+		summary: "cross-encoder pairs/s, tokens/s, latency and effective GFLOP/s vs measured peak on real-length scifact pairs (beside ONNX Runtime's Python package with --peers) and synthetic shapes (profiles fast, balanced, accurate)",
+		run:     runRerank,
 	})
 	register(subcommand{
 		name:    "embed",
 		summary: "bi-encoder texts/s, tokens/s, latency and effective GFLOP/s vs measured peak (profile embed)",
-		run: func(ctx context.Context, cl *cli, args []string) error {
-			return runThroughput(ctx, cl, "embed", args, throughputDriver{
-				config: embed.DefaultConfig, sweep: embed.DefaultSweep, run: embed.Run, report: embed.Report,
-			})
-		},
+		run:     runEmbed,
 	})
-}
-
-// throughputDriver is the rerank or embed driver.
-type throughputDriver struct {
-	config func() throughput.Config
-	sweep  func() throughput.Sweep
-	run    func(context.Context, throughput.Config) (throughput.Result, error)
-	report func(throughput.Config, throughput.Result, string) report.Report
 }
 
 // modelFlags registers the model and text flags shared by rerank, embed
@@ -55,11 +38,18 @@ func modelFlags(fs *flag.FlagSet, s *throughput.Spec) {
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "synthetic text seed")
 }
 
-// runThroughput is `bench rerank` and `bench embed`: one run, or with
-// --sweep every combination and the report.
-func runThroughput(ctx context.Context, cl *cli, name string, args []string, d throughputDriver) error {
-	fs := cl.flags(name)
-	cfg := d.config()
+// throughputFlags are the flags of `bench rerank` and `bench embed` beyond
+// the model's: how the runtime runs, the synthetic text, the sweep and
+// --report-from. apply puts the sweep into the config after parsing.
+type throughputFlags struct {
+	defaults               throughput.Sweep
+	sweep                  *bool
+	profiles               listFlag
+	batches, threads, docs intsFlag
+	reportFrom             *string
+}
+
+func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, defaults throughput.Sweep) *throughputFlags {
 	unit := "pairs"
 	if cfg.Kind == models.KindEmbedder {
 		unit = "texts"
@@ -70,42 +60,98 @@ func runThroughput(ctx context.Context, cl *cli, name string, args []string, d t
 	fs.BoolVar(&cfg.DisableSpinning, "no-spin", false, "stop intra-op threads from busy-waiting between operators")
 	fs.IntVar(&cfg.BatchTokens, "batch-tokens", cfg.BatchTokens, "max padded tokens per runtime call")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, unit+" per call")
-	fs.StringVar(&cfg.Data, "data", "", "BEIR dataset folder for real text (e.g. ../shared/datasets/scifact); default: vocabulary words")
+	fs.StringVar(&cfg.Data, "data", "", "BEIR dataset folder for real text cut to --doc-tokens (e.g. ../shared/datasets/scifact); default: vocabulary words")
 	fs.DurationVar(&cfg.MinTime, "min-time", cfg.MinTime, "measure at least this long per run")
 	fs.IntVar(&cfg.MinCalls, "min-calls", cfg.MinCalls, "measure at least this many calls per run")
 	fs.IntVar(&cfg.PeakN, "peak-n", cfg.PeakN, "MatMul size for the peak GFLOP/s measurement (0 = skip)")
-	sw := d.sweep()
-	sweep := fs.Bool("sweep", false, "sweep batch sizes × threads × doc tokens × profiles and write the report")
-	var profiles listFlag
-	batches, threads, docs := intsFlag(sw.BatchPairs), intsFlag(sw.Threads), intsFlag(sw.DocTokens)
-	fs.Var(&profiles, "sweep-profiles", "profiles to sweep (default "+strings.Join(sw.Profiles, ",")+")")
-	fs.Var(&batches, "sweep-batches", "batch sizes to sweep, in "+unit+" per runtime call")
-	fs.Var(&threads, "sweep-threads", "intra-op thread counts to sweep")
-	fs.Var(&docs, "sweep-doc-tokens", "document lengths to sweep")
-	reportFrom := fs.String("report-from", "", "re-render "+name+".md/.svg from saved --json lines instead of running")
+	f := &throughputFlags{defaults: defaults,
+		batches: intsFlag(defaults.BatchPairs), threads: intsFlag(defaults.Threads), docs: intsFlag(defaults.DocTokens)}
+	f.sweep = fs.Bool("sweep", false, "sweep batch sizes × threads × doc tokens × profiles and write the report")
+	fs.Var(&f.profiles, "sweep-profiles", "profiles to sweep (default "+strings.Join(defaults.Profiles, ",")+")")
+	fs.Var(&f.batches, "sweep-batches", "batch sizes to sweep, in "+unit+" per runtime call")
+	fs.Var(&f.threads, "sweep-threads", "intra-op thread counts to sweep")
+	fs.Var(&f.docs, "sweep-doc-tokens", "document lengths to sweep")
+	f.reportFrom = fs.String("report-from", "", "re-render "+name+".md/.svg from saved --json lines instead of running")
+	return f
+}
+
+// apply sets cfg's sweep from the parsed flags. Without --sweep or
+// --report-from one measurement is printed, not written over the sweep's
+// report.
+func (f *throughputFlags) apply(cfg *throughput.Config, o *output) {
+	if *f.sweep {
+		cfg.Sweep = throughput.Sweep{Profiles: f.defaults.Profiles, BatchPairs: f.batches, Threads: f.threads, DocTokens: f.docs}
+		if len(f.profiles) > 0 {
+			cfg.Sweep.Profiles = f.profiles
+		}
+	} else if *f.reportFrom == "" {
+		o.out = ""
+	}
+}
+
+// runEmbed is `bench embed`: one run, or with --sweep every combination
+// and the report.
+func runEmbed(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("embed")
+	cfg := embed.DefaultConfig()
+	tf := registerThroughput(fs, &cfg, "embed", embed.DefaultSweep())
 	var o output
-	o.register(fs, name+".md and "+name+".svg (with --sweep or --report-from)")
+	o.register(fs, "embed.md and embed.svg (with --sweep or --report-from)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *sweep {
-		cfg.Sweep = throughput.Sweep{Profiles: sw.Profiles, BatchPairs: batches, Threads: threads, DocTokens: docs}
-		if len(profiles) > 0 {
-			cfg.Sweep.Profiles = profiles
-		}
-	} else if *reportFrom == "" {
-		o.out = "" // one measurement is printed, not written over the sweep's report
-	}
+	tf.apply(&cfg, &o)
 	cfg.Log = cl.stderr
 	var res throughput.Result
 	var err error
-	if *reportFrom != "" {
-		res.Rows, err = throughput.ReadRows(*reportFrom)
+	if *tf.reportFrom != "" {
+		res.Rows, err = throughput.ReadRows(*tf.reportFrom)
 	} else {
-		res, err = d.run(ctx, cfg)
+		res, err = embed.Run(ctx, cfg)
 	}
 	if err != nil {
 		return err
 	}
-	return o.finish(cl, name, d.report(cfg, res, command(name, args)))
+	return o.finish(cl, "embed", embed.Report(cfg, res, command("embed", args)))
+}
+
+// runRerank is `bench rerank`: real-length pairs (beside the peer) and
+// the synthetic shapes, once or with --sweep over every combination.
+func runRerank(ctx context.Context, cl *cli, args []string) error {
+	fs := cl.flags("rerank")
+	cfg := rerank.DefaultConfig()
+	tf := registerThroughput(fs, &cfg.Config, "rerank", rerank.DefaultSweep())
+	fs.StringVar(&cfg.Real.Data, "real-data", cfg.Real.Data, `BEIR dataset for real-length pairs: BM25 candidates of its queries ("" = none; default scifact when present)`)
+	fs.IntVar(&cfg.Real.Queries, "real-queries", cfg.Real.Queries, "judged queries of --real-data (0 = all)")
+	fs.IntVar(&cfg.Real.TopK, "real-top-k", cfg.Real.TopK, "BM25 candidates per query")
+	var realProfiles listFlag
+	fs.Var(&realProfiles, "real-profiles", "profiles run on the real pairs (comma list; default "+strings.Join(cfg.Real.Profiles, ",")+")")
+	fs.BoolVar(&cfg.Synthetic, "synthetic", cfg.Synthetic, "also run the synthetic shapes (--pairs × --doc-tokens, or the sweep)")
+	peerFlags(fs, &cfg.Peers, "ONNX Runtime's Python package with HF tokenizers on the real pairs")
+	batches := intsFlag(cfg.PeerBatches)
+	fs.Var(&batches, "peer-batches", "the peer's batch sizes (comma list)")
+	fs.IntVar(&cfg.PeerRounds, "peer-rounds", cfg.PeerRounds, "the peer's timed passes per batch size (the fastest is reported)")
+	fs.Float64Var(&cfg.Targets.MaxScoreDiff, "max-score-diff", cfg.Targets.MaxScoreDiff, "check: max |hybrank − peer| score")
+	var o output
+	o.register(fs, "rerank.md and rerank.svg (with --sweep or --report-from)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if len(realProfiles) > 0 {
+		cfg.Real.Profiles = realProfiles
+	}
+	cfg.PeerBatches = batches
+	tf.apply(&cfg.Config, &o)
+	cfg.Log = cl.stderr
+	var res rerank.Result
+	var err error
+	if *tf.reportFrom != "" {
+		res, err = rerank.ReadResult(*tf.reportFrom, cfg.Targets)
+	} else {
+		res, err = rerank.Run(ctx, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	return o.finish(cl, "rerank", rerank.Report(cfg, res, command("rerank", args)))
 }

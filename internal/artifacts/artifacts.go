@@ -11,6 +11,7 @@
 //	HYBRANK_HF_TOKENIZERS  .deps/node_modules/tokenizers  (make hftokenizers)
 //	HYBRANK_DATASETS       ../shared/datasets
 //	HYBRANK_REAL_MODELS    .deps/realmodels               (make models)
+//	HYBRANK_PEERS          .deps/peers                    (make peers)
 //
 // The functions only compute paths; none checks that the path exists.
 package artifacts
@@ -86,3 +87,13 @@ func Datasets() string { return lookup("HYBRANK_DATASETS", "../shared/datasets")
 
 // Dataset returns the folder of one dataset (e.g. "scifact").
 func Dataset(name string) string { return filepath.Join(Datasets(), name) }
+
+// Peers is the folder of the peers' Python packages (bm25s, faiss-cpu,
+// onnxruntime, tokenizers) that `make peers` installs; the benchmark
+// drivers put it on PYTHONPATH.
+func Peers() string { return lookup("HYBRANK_PEERS", ".deps/peers") }
+
+// PeersMarker is the file `make peers` writes into the peers' folder last,
+// after the installed packages imported: its presence means a complete
+// install.
+const PeersMarker = ".installed"

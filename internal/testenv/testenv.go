@@ -82,3 +82,15 @@ func NeedRealModel(t testing.TB, name string) string {
 	}
 	return p
 }
+
+// NeedPeers returns the folder of the peers' Python packages or skips the
+// test. The peers are not part of `make test` (only of `make bench`), so
+// their absence always skips, in CI too.
+func NeedPeers(t testing.TB) string {
+	t.Helper()
+	p := artifacts.Peers()
+	if !exists(filepath.Join(p, artifacts.PeersMarker)) {
+		t.Skipf("peers not installed at %q: run `make peers` or set HYBRANK_PEERS", p)
+	}
+	return p
+}

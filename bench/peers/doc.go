@@ -1,0 +1,29 @@
+// Package peers runs the programs hybrank is measured against (bm25s,
+// faiss-cpu, ONNX Runtime's Python package with Hugging Face tokenizers)
+// from the benchmark drivers, in the same process run and on the same
+// data and files. The harness scripts live beside this file (README.md
+// lists them) and are embedded, so the bench binary runs from anywhere;
+// the packages are those `make peers` installs into HYBRANK_PEERS, which
+// goes on PYTHONPATH.
+//
+// A script writes its raw output (a run file, neighbour ids, scores) to
+// files and its timings as one JSON line on stdout. Runner.Run runs a
+// script and decodes that line; BM25s, FaissHNSW and ORTRerank are the
+// typed calls of the three scripts, which also read the raw output back
+// (ReadRun, ReadInt64s, ReadFloat32s) so that the drivers compute every
+// metric with the same code as for hybrank.
+//
+// # Errors
+//
+// New fails with ErrNotInstalled, naming `make peers`, when the packages
+// folder lacks the marker a complete install leaves; a script that cannot
+// import a package fails the same way; a missing interpreter is
+// ErrNoPython; output that cannot be read is ErrOutput.
+//
+// # Concurrency
+//
+// Config is a plain value. A Runner is safe for concurrent use: each call
+// runs in its own temporary folder, removed when it returns. The drivers
+// run peers one at a time, after their own measurements, so the timings
+// do not disturb each other. A cancelled context kills the script.
+package peers

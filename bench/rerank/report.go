@@ -1,0 +1,98 @@
+package rerank
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/bench/throughput"
+)
+
+// Report renders res as bench/results/rerank.md: one table in which each
+// real-pair row of hybrank is followed by the peer's rows of its profile,
+// then the synthetic rows; rerank.svg plots the synthetic rows.
+func Report(cfg Config, res Result, command string) report.Report {
+	var real, synthetic []throughput.Row
+	for _, r := range res.Rows {
+		if r.LenMax > 0 {
+			real = append(real, r)
+		} else {
+			synthetic = append(synthetic, r)
+		}
+	}
+	rep := throughput.Report("rerank", cfg.Config, throughput.Result{Rows: synthetic}, command)
+	rep.Config = cfg
+	rep.Checks = res.Checks
+	rep.Columns = report.Columns(throughput.Row{}, PeerRow{})
+	rep.Rows = nil
+	for _, r := range real {
+		rep.Rows = append(rep.Rows, r)
+		for _, p := range res.Peers {
+			if p.Profile == r.Profile && p.Data == r.Data {
+				rep.Rows = append(rep.Rows, p)
+			}
+		}
+	}
+	rep.Rows = append(rep.Rows, report.Rows(synthetic)...)
+	if len(synthetic) == 0 {
+		rep.Figures = nil
+	}
+	if len(real) > 0 {
+		r := real[0]
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Real pairs (%s): each query against its own BM25 candidates (bench/lexical TopK), one Score call per query, documents whole "+
+			"(title + \" \" + text) up to the model's maximum length (at most 512 tokens); sequence lengths as hybrank feeds them, specials included: p10 %d, p50 %d, p90 %d, max %d (mean %.1f). "+
+			"These rows come first; the synthetic shapes (doc_tokens set) follow.", r.Data, r.LenP10, r.LenP50, r.LenP90, r.LenMax, r.SeqLen))
+	}
+	if len(res.Peers) > 0 {
+		rep.Notes = append(rep.Notes, "impl=onnxruntime-python: ONNX Runtime "+res.Peers[0].Version+" (Python, make peers) with Hugging Face tokenizers on the same model directory's ONNX file and the same real pairs, "+
+			"the way sentence-transformers' ONNX backend runs a CrossEncoder: pairs in input order, fixed batches padded to their longest, longest_first truncation, the same intra-op threads, tokenization inside the timing. "+
+			"Run right after hybrank's row of that profile. hybrank × = hybrank pairs/s (its default batching) / the peer's, same run; max |Δ| = max |hybrank − peer| score over the pairs "+
+			"(hybrank cuts the query to half the budget, then only the document: the same tokens as longest_first for real queries); "+
+			"read it against score_range in the JSON (hybrank's max − min score): generated weights put every logit close together, so only a difference far below that range shows the two compute the same.")
+	}
+	return rep
+}
+
+// ReadResult reads the JSON lines printed by `bench rerank --json`:
+// hybrank's rows and the peer's (told apart by impl), with the checks
+// recomputed by t, for re-rendering a report without re-running it.
+func ReadResult(path string, t Targets) (Result, error) {
+	var res Result
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return res, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err == io.EOF {
+			break
+		} else if err != nil {
+			return res, fmt.Errorf("%s: result %d: %w", path, n, err)
+		}
+		var who struct {
+			Impl string `json:"impl"`
+		}
+		if err := json.Unmarshal(raw, &who); err != nil {
+			return res, fmt.Errorf("%s: result %d: %w", path, n, err)
+		}
+		if who.Impl == "" || who.Impl == "hybrank" {
+			var r throughput.Row
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return res, fmt.Errorf("%s: result %d: %w", path, n, err)
+			}
+			res.Rows = append(res.Rows, r)
+			continue
+		}
+		var p PeerRow
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return res, fmt.Errorf("%s: result %d: %w", path, n, err)
+		}
+		res.Peers = append(res.Peers, p)
+	}
+	res.Checks = t.Check(res.Peers)
+	return res, nil
+}
