@@ -272,10 +272,10 @@ test-short: deps
 
 # The peers (make peers) run beside hybrank in bench lexical, dense and rerank.
 bench: deps build-hf models peers
-	./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) ./bin/bench all --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 bench-quick: deps build-hf models peers
-	./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) ./bin/bench all --quick --datasets $(DATASETS) --out bench/results --models $(HYBRANK_MODELS)
 
 clean-deps:
 	rm -rf $(DEPS)

@@ -39,13 +39,18 @@ type Profile struct {
 	Heads        int // num_attention_heads
 	Intermediate int // intermediate_size (FFN)
 	MaxLength    int // max_position_embeddings
+	// RealModel names the directory of the real model under
+	// $HYBRANK_REAL_MODELS (`make models`), preferred over the generated one
+	// under $HYBRANK_MODELS when present; "" when no real weights are
+	// reachable (the cross-encoders).
+	RealModel string
 }
 
 var profiles = []Profile{
-	{ProfileFast, "cross-encoder/ms-marco-TinyBERT-L-2-v2", KindCrossEncoder, 2, 128, 2, 512, 512},
-	{ProfileBalanced, "cross-encoder/ms-marco-MiniLM-L-6-v2", KindCrossEncoder, 6, 384, 12, 1536, 512},
-	{ProfileAccurate, "cross-encoder/ms-marco-MiniLM-L-12-v2", KindCrossEncoder, 12, 384, 12, 1536, 512},
-	{ProfileEmbed, "sentence-transformers/all-MiniLM-L6-v2", KindEmbedder, 6, 384, 12, 1536, 512},
+	{ProfileFast, "cross-encoder/ms-marco-TinyBERT-L-2-v2", KindCrossEncoder, 2, 128, 2, 512, 512, ""},
+	{ProfileBalanced, "cross-encoder/ms-marco-MiniLM-L-6-v2", KindCrossEncoder, 6, 384, 12, 1536, 512, ""},
+	{ProfileAccurate, "cross-encoder/ms-marco-MiniLM-L-12-v2", KindCrossEncoder, 12, 384, 12, 1536, 512, ""},
+	{ProfileEmbed, "sentence-transformers/all-MiniLM-L6-v2", KindEmbedder, 6, 384, 12, 1536, 512, "all-minilm-l6-v2"},
 }
 
 // Profiles returns every profile: the three cross-encoders from fastest to
@@ -355,10 +360,34 @@ func (c Config) CalibrationBudget() int {
 	return c.CalibrationMillis
 }
 
-// ResolveDir returns the model directory c names: Dir, else $HYBRANK_MODELS/<profile>.
+// RealModelsEnv names the environment variable holding the folder of real
+// model directories that `make models` fetches (.deps/realmodels).
+const RealModelsEnv = "HYBRANK_REAL_MODELS"
+
+// RealDir returns the real model directory of profile under
+// $HYBRANK_REAL_MODELS when the variable is set, the profile has one and it
+// holds a config.json; else "".
+func RealDir(profile string) string {
+	p, err := LookupProfile(profile)
+	root := os.Getenv(RealModelsEnv)
+	if err != nil || p.RealModel == "" || root == "" {
+		return ""
+	}
+	dir := filepath.Join(root, p.RealModel)
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// ResolveDir returns the model directory c names: Dir, else the profile's
+// real model (RealDir), else $HYBRANK_MODELS/<profile>.
 func (c Config) ResolveDir() (string, error) {
 	if c.Dir != "" {
 		return c.Dir, nil
+	}
+	if d := RealDir(c.Profile); d != "" {
+		return d, nil
 	}
 	root := os.Getenv(ModelsEnv)
 	if root == "" {

@@ -157,3 +157,30 @@ func TestBatchingDefaults(t *testing.T) {
 		t.Fatalf("zero values do not mean the defaults: %q %d", c.BatchingMode(), c.CalibrationBudget())
 	}
 }
+
+func TestResolveDirPrefersRealModel(t *testing.T) {
+	real, gen := t.TempDir(), t.TempDir()
+	t.Setenv(models.ModelsEnv, gen)
+	t.Setenv(models.RealModelsEnv, real)
+	embed := models.DefaultEmbedderConfig()
+	if d, err := embed.ResolveDir(); err != nil || d != filepath.Join(gen, models.ProfileEmbed) {
+		t.Fatalf("no real model yet: %q %v, want the generated dir", d, err)
+	}
+	dir := filepath.Join(real, "all-minilm-l6-v2")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := embed.ResolveDir(); err != nil || d != dir {
+		t.Fatalf("with the real model: %q %v, want %q", d, err, dir)
+	}
+	if d, _ := models.DefaultConfig().ResolveDir(); d != filepath.Join(gen, models.ProfileBalanced) {
+		t.Fatalf("balanced has no real model: %q", d)
+	}
+	embed.Dir = "/explicit"
+	if d, _ := embed.ResolveDir(); d != "/explicit" {
+		t.Fatalf("explicit Dir: %q", d)
+	}
+}

@@ -46,10 +46,14 @@ type Resolver struct {
 func NewResolver(src Source) *Resolver { return &Resolver{src: src} }
 
 // Dir returns the directory of profile: explicit when it is not "", else
-// as the Resolver's doc says.
+// the profile's real model under $HYBRANK_REAL_MODELS (models.RealDir: the
+// embedder, once `make models` ran), else as the Resolver's doc says.
 func (r *Resolver) Dir(profile, explicit string) (string, error) {
 	if explicit != "" {
 		return explicit, nil
+	}
+	if d := models.RealDir(profile); d != "" {
+		return d, nil
 	}
 	root, err := r.root()
 	if err != nil {
