@@ -11,6 +11,17 @@
 // (impl=faiss) have recall against the same exact truth and the QPS ratio,
 // and Targets.Check compares the two at a recall bar.
 //
+// RunQuality(ctx, QualityConfig) is `bench dense --beir`: retrieval quality
+// of real embedders (model directories with sentence-transformers files)
+// on BEIR datasets. The corpus (title + " " + text, stripped, as MTEB
+// does) is embedded as documents and the judged queries as queries, the
+// vectors cached on disk under a key of the ONNX file, the settings and
+// the texts; exact cosine, the HNSW graph at its defaults and (with Peers)
+// faiss's HNSW rank the top 100, scored by bench/eval (nDCG@10, Recall@100,
+// MRR@10). QualityTargets.Check compares scifact with the published MTEB
+// figures (PublishedMTEB) and each int8 "-q" model with its float32
+// original; QualityReport renders bench/results/dense_real.md.
+//
 // # Concurrency
 //
 // Config, Result and the row types are plain values: safe to share for

@@ -33,11 +33,36 @@ func runDense(ctx context.Context, cl *cli, args []string) error {
 	fs.Float64Var(&cfg.Targets.MinRecall, "target-recall", cfg.Targets.MinRecall, "check: recall@k at which hybrank and the peer are compared")
 	fs.Float64Var(&cfg.Targets.MinSpeedup, "target-speedup", cfg.Targets.MinSpeedup, "check: least hybrank QPS / peer QPS at that recall")
 	fs.BoolVar(&cfg.Progress, "progress", false, "show progress even when stderr is not a terminal")
-	name := fs.String("name", "dense", "report file name (without .md) under --out")
+	beir := fs.Bool("beir", false, "quality mode: embed BEIR datasets (--data) with real embedders (--model) and report nDCG@10, Recall@100 and MRR@10 of exact, HNSW and faiss rankings (dense_real.md)")
+	qc := dense.DefaultQualityConfig()
+	var data, mdirs listFlag
+	fs.Var(&data, "data", "quality mode: BEIR dataset folder (repeatable or comma list)")
+	fs.Var(&mdirs, "model", "quality mode: embedder model directory (repeatable or comma list)")
+	fs.StringVar(&qc.CacheDir, "cache", qc.CacheDir, `quality mode: folder of cached vectors ("" = none)`)
+	fs.IntVar(&qc.TopK, "top-k", qc.TopK, "quality mode: ranking depth")
+	fs.IntVar(&qc.Batch, "batch", qc.Batch, "quality mode: texts per Embed call")
+	fs.StringVar(&qc.Provider, "provider", qc.Provider, "quality mode: ONNX Runtime provider: auto, cuda, cpu")
+	fs.IntVar(&qc.Threads, "threads", 0, "quality mode: intra-op threads (0 = the model's default)")
+	fs.BoolVar(&qc.Eval.DropIdenticalIDs, "drop-identical-ids", false, "quality mode: drop retrieved docs whose id equals the query id (BEIR's default; MTEB keeps them)")
+	name := fs.String("name", "", `report file name (without .md) under --out (default "dense", "dense_real" with --beir)`)
 	var o output
 	o.register(fs, "the report")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *beir {
+		if *name == "" {
+			*name = "dense_real"
+		}
+		qc.Models, qc.Datasets, qc.Peers, qc.Progress, qc.Log = mdirs, data, cfg.Peers, cfg.Progress, cl.stderr
+		res, err := dense.RunQuality(ctx, qc)
+		if err != nil {
+			return err
+		}
+		return o.finish(cl, *name, dense.QualityReport(qc, res, command("dense", args)))
+	}
+	if *name == "" {
+		*name = "dense"
 	}
 	cfg.Ms, cfg.Efs, cfg.Log = ms, efs, cl.stderr
 	res, err := dense.Run(ctx, cfg)

@@ -1,0 +1,156 @@
+package dense
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/internal/configtest"
+	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/bertgen"
+)
+
+func TestQualityConfigValidate(t *testing.T) {
+	base := DefaultQualityConfig()
+	base.Models, base.Datasets = []string{"m"}, []string{"d"}
+	configtest.Check(t, base,
+		configtest.OK("default with a model and a dataset", func(*QualityConfig) {}),
+		configtest.OK("no cache", func(c *QualityConfig) { c.CacheDir = "" }),
+		configtest.Bad("no model", func(c *QualityConfig) { c.Models = nil }),
+		configtest.Bad("no dataset", func(c *QualityConfig) { c.Datasets = nil }),
+		configtest.Bad("empty model path", func(c *QualityConfig) { c.Models = []string{"m", ""} }),
+		configtest.Bad("top k below 10", func(c *QualityConfig) { c.TopK = 9 }),
+		configtest.Bad("zero batch", func(c *QualityConfig) { c.Batch = 0 }),
+		configtest.Bad("batch above max docs", func(c *QualityConfig) { c.Batch = 101 }),
+		configtest.Bad("negative threads", func(c *QualityConfig) { c.Threads = -1 }),
+		configtest.Bad("negative delta", func(c *QualityConfig) { c.Targets.MaxDelta = -0.1 }),
+		configtest.Bad("NaN int8 delta", func(c *QualityConfig) { c.Targets.MaxInt8Delta = nan() }),
+		configtest.Bad("peers without python", func(c *QualityConfig) { c.Peers.Enabled, c.Peers.Python = true, "" }),
+	)
+}
+
+func nan() float64 { z := 0.0; return z / z }
+
+func TestQualityTargetsCheck(t *testing.T) {
+	rows := []QualityRow{
+		{Model: "all-minilm-l6-v2", Dataset: "scifact", Impl: implHybrank, Kind: kindFlat, NDCG10: 0.645},
+		{Model: "all-minilm-l6-v2", Dataset: "scifact", Impl: implHybrank, Kind: kindHNSW, NDCG10: 0.5},
+		{Model: "all-minilm-l6-v2-q", Dataset: "scifact", Impl: implHybrank, Kind: kindFlat, NDCG10: 0.635},
+		{Model: "bge-small-en-v1.5", Dataset: "scifact", Impl: implHybrank, Kind: kindFlat, NDCG10: 0.69},
+		{Model: "e5-small-v2-q", Dataset: "cisi", Impl: implHybrank, Kind: kindFlat, NDCG10: 0.2},
+		{Model: "e5-small-v2", Dataset: "cisi", Impl: implHybrank, Kind: kindFlat, NDCG10: 0.2},
+	}
+	cs := DefaultQualityConfig().Targets.Check(rows)
+	want := []string{report.Pass, report.Fail, report.Fail, report.Pass}
+	if len(cs) != len(want) {
+		t.Fatalf("%d checks: %v", len(cs), cs)
+	}
+	for i, c := range cs {
+		if c.Verdict != want[i] {
+			t.Errorf("check %d %s: verdict %s, want %s", i, c, c.Verdict, want[i])
+		}
+	}
+	only := DefaultQualityConfig().Targets.Check(rows[2:3])
+	if len(only) != 1 || only[0].Verdict != report.Info {
+		t.Fatalf("int8 without its float32 original: %v", only)
+	}
+}
+
+func TestVectorCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "v.f32")
+	in := [][]float32{{1, -2.5, 3}, {0, 0.25, -1e-7}}
+	if err := writeVectors(path, in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readVectors(path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(in) {
+		t.Fatalf("read %v, wrote %v", got, in)
+	}
+	if _, err := readVectors(path, 3); !errors.Is(err, errCache) {
+		t.Fatalf("wrong count: %v", err)
+	}
+	if err := os.WriteFile(path, []byte{1, 2, 3}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readVectors(path, 2); !errors.Is(err, errCache) {
+		t.Fatalf("truncated file: %v", err)
+	}
+}
+
+// TestRunQuality ranks a tiny generated BEIR collection with a generated
+// (random-weight) embedder twice: the second run reads every vector from
+// the cache and scores the same.
+func TestRunQuality(t *testing.T) {
+	testenv.NeedORT(t)
+	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
+	mdir := filepath.Join(t.TempDir(), "embed")
+	small := bertgen.TinyBERTL2CrossEncoder()
+	small.Kind = bertgen.BiEncoder
+	if err := bertgen.Write(mdir, small, vocab, tok); err != nil {
+		t.Fatal(err)
+	}
+	var docs []eval.Doc
+	var queries []eval.Query
+	qrels := eval.Qrels{}
+	for i := range 30 {
+		docs = append(docs, eval.Doc{ID: fmt.Sprintf("d%d", i), Title: fmt.Sprintf("topic %d", i),
+			Text: fmt.Sprintf("alpha%d beta%d words about retrieval number %d", i, i, i)})
+		if i < 6 {
+			q := fmt.Sprintf("q%d", i)
+			queries = append(queries, eval.Query{ID: q, Text: fmt.Sprintf("alpha%d beta%d", i, i)})
+			qrels[q] = map[string]int{fmt.Sprintf("d%d", i): 1}
+		}
+	}
+	ds := filepath.Join(t.TempDir(), "tiny")
+	if err := eval.WriteBEIR(ds, docs, queries, qrels); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultQualityConfig()
+	cfg.Models, cfg.Datasets, cfg.CacheDir = []string{mdir}, []string{ds}, t.TempDir()
+	cfg.Provider, cfg.Threads, cfg.TopK, cfg.Batch = "cpu", 1, 10, 7
+	first, err := RunQuality(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := RunQuality(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Rows) != 2 || len(second.Rows) != 2 {
+		t.Fatalf("rows %d and %d, want flat and hnsw", len(first.Rows), len(second.Rows))
+	}
+	for i, r := range first.Rows {
+		s := second.Rows[i]
+		if r.Model != "embed" || r.Dataset != "tiny" || r.Docs != 30 || r.Queries != 6 || r.RealWeights {
+			t.Fatalf("row %+v", r)
+		}
+		if r.Cached || !s.Cached || s.EmbedS != 0 {
+			t.Fatalf("cache: first %v, second %v (%v s)", r.Cached, s.Cached, s.EmbedS)
+		}
+		if r.NDCG10 != s.NDCG10 || r.Recall100 != s.Recall100 || r.MRR10 != s.MRR10 {
+			t.Fatalf("cached vectors score differently: %+v vs %+v", r, s)
+		}
+		if r.NDCG10 < 0 || r.NDCG10 > 1 || r.Recall100 <= 0 || r.Recall100 > 1 {
+			t.Fatalf("scores out of range: %+v", r)
+		}
+	}
+	// 30 documents fit in the graph's beam: HNSW finds the exact ranking.
+	if f, h := first.Rows[0], first.Rows[1]; f.Kind != kindFlat || h.Kind != kindHNSW || f.NDCG10 != h.NDCG10 {
+		t.Fatalf("flat %+v, hnsw %+v", f, h)
+	}
+	files, err := filepath.Glob(filepath.Join(cfg.CacheDir, "embed-tiny-*.f32"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("cache files %v (%v), want documents and queries", files, err)
+	}
+	if len(first.Checks) != 0 {
+		t.Fatalf("checks for a model without published figures: %v", first.Checks)
+	}
+}
