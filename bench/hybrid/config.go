@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
@@ -135,6 +136,10 @@ type Config struct {
 	MaxDocTokens int `json:"max_doc_tokens"`
 	// Eval selects evaluation conventions.
 	Eval eval.Options `json:"eval"`
+	// TuneOn names the dataset (a Datasets folder's base name) on which the
+	// best fusion is chosen; FusionChoice checks it unchanged on the others
+	// ("" = no choice).
+	TuneOn string `json:"tune_on,omitempty"`
 	// Sweep is the rerank budget sweep (no Budgets: none).
 	Sweep Sweep `json:"sweep"`
 	// Targets are checked against the sweep.
@@ -198,6 +203,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hybrid: a budget sweep needs searches > 0 and profiles", bench.ErrBadOption)
 	case c.Targets.Budget < 0 || c.Targets.MaxP99 < 0:
 		return fmt.Errorf("%w: hybrid: targets %+v", bench.ErrBadOption, c.Targets)
+	}
+	if c.TuneOn != "" && !slices.ContainsFunc(c.Datasets, func(d string) bool { return datasetName(d) == c.TuneOn }) {
+		return fmt.Errorf("%w: hybrid: tune_on %q is none of the datasets", bench.ErrBadOption, c.TuneOn)
 	}
 	for _, b := range c.Sweep.Budgets {
 		if b <= 0 {

@@ -9,7 +9,11 @@
 // Run(ctx, Config) commits each dataset once into a BM25-only engine and,
 // when a setup needs dense retrieval, a hybrid one with the embedder; the
 // models come from bench/modeldir. Report renders bench/results/hybrid.md
-// and hybrid_budget.svg.
+// and hybrid_budget.svg. With Config.TuneOn, FusionChoice picks the
+// fusion with the best nDCG@10 on that one dataset and checks it,
+// unchanged, against the better single retriever on each other dataset;
+// the report names the winning fusion per dataset. Real embedders come in
+// through EmbedDir (MaxDocTokens 0: the model's own max_seq_length).
 //
 // # Concurrency
 //

@@ -119,7 +119,43 @@ func TestConfigValidate(t *testing.T) {
 		configtest.Bad("bad pattern", func(c *Config) { c.Setups = []string{"["} }),
 		configtest.Bad("negative target", func(c *Config) { c.Targets.MaxP99 = -1 }),
 		configtest.Bad("bad engine", func(c *Config) { c.Engine.RRFK = -1 }),
+		configtest.OK("tune on a dataset's folder name", func(c *Config) { c.Datasets, c.TuneOn = []string{"/x/cisi/", "/x/cran"}, "cisi" }),
+		configtest.Bad("tune on an unknown dataset", func(c *Config) { c.TuneOn = "scifact" }),
 	)
+}
+
+func TestFusionChoice(t *testing.T) {
+	rows := []Row{
+		{Config: "bm25", Dataset: "cisi", NDCG10: 0.30},
+		{Config: "dense", Dataset: "cisi", NDCG10: 0.40},
+		{Config: "rrf", Dataset: "cisi", NDCG10: 0.41},
+		{Config: "weighted-0.7", Dataset: "cisi", NDCG10: 0.45},
+		{Config: "rrf+mmr-0.7", Dataset: "cisi", NDCG10: 0.90}, // MMR is not a fusion choice
+		{Config: "bm25", Dataset: "scifact", NDCG10: 0.66},
+		{Config: "dense", Dataset: "scifact", NDCG10: 0.64},
+		{Config: "rrf", Dataset: "scifact", NDCG10: 0.70},
+		{Config: "weighted-0.7", Dataset: "scifact", NDCG10: 0.65},
+		{Config: "bm25", Dataset: "cran", NDCG10: 0.5},
+		{Config: "dense", Dataset: "cran", NDCG10: 0.3},
+		{Config: "weighted-0.7", Dataset: "cran", NDCG10: 0.55},
+	}
+	cs, notes := FusionChoice(rows, Matrix(nil), "cisi")
+	if len(cs) != 2 || len(notes) != 3 {
+		t.Fatalf("checks %v notes %v", cs, notes)
+	}
+	// weighted-0.7 wins on cisi; on scifact it trails bm25, on cran it beats it.
+	if cs[0].Verdict != report.Fail || cs[0].Value != -0.01 || !strings.Contains(cs[0].Name, "scifact: weighted-0.7 (chosen on cisi) nDCG@10 − bm25") {
+		t.Errorf("scifact: %v", cs[0])
+	}
+	if cs[1].Verdict != report.Pass || cs[1].Value != 0.05 {
+		t.Errorf("cran: %v", cs[1])
+	}
+	if !strings.Contains(notes[1], "scifact: best fusion rrf") {
+		t.Errorf("notes %v", notes)
+	}
+	if cs, notes := FusionChoice(rows, Matrix(nil), ""); cs != nil || notes != nil {
+		t.Fatalf("no tune dataset: %v %v", cs, notes)
+	}
 }
 
 func TestTargetsCheck(t *testing.T) {

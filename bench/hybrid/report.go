@@ -35,6 +35,12 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Columns: report.Columns(Row{}),
 		Rows:    report.Rows(res.Rows),
 	}
+	if setups, err := cfg.setups(); err == nil {
+		if _, notes := FusionChoice(res.Rows, setups, cfg.TuneOn); len(notes) > 0 {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Fusion chosen on %s (best nDCG@10 among rrf, weighted-α, relative there) and checked unchanged on the other datasets against the better single retriever. Per dataset:", cfg.TuneOn))
+			rep.Notes = append(rep.Notes, notes...)
+		}
+	}
 	if len(res.Sweep) == 0 {
 		return rep
 	}

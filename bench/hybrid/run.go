@@ -35,6 +35,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Checks = cfg.Targets.Check(res.Sweep)
+	cs, _ := FusionChoice(res.Rows, setups, cfg.TuneOn)
+	res.Checks = append(res.Checks, cs...)
 	return res, nil
 }
 

@@ -38,6 +38,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.MaxDocTokens, "max-doc-tokens", cfg.MaxDocTokens, "embedder truncation in tokens (0 = the model's maximum)")
 	fs.StringVar(&cfg.Provider, "provider", cfg.Provider, "ONNX Runtime provider: auto, cuda, cpu")
 	fs.IntVar(&cfg.Threads, "threads", 0, "intra-op threads of every model (0 = the models' default)")
+	fs.StringVar(&cfg.TuneOn, "tune-on", "", "dataset (folder name) on which the best fusion is chosen and then checked unchanged on the others")
 	fs.BoolVar(&cfg.Eval.DropIdenticalIDs, "drop-identical-ids", false, "drop retrieved docs whose id equals the query id (BEIR convention)")
 	fs.StringVar(&cfg.Targets.Profile, "target-profile", cfg.Targets.Profile, "target: the sweep profile checked")
 	fs.DurationVar(&cfg.Targets.Budget, "target-budget", cfg.Targets.Budget, "target: the sweep budget checked")
