@@ -117,7 +117,7 @@ func TestRun(t *testing.T) {
 	cfg.Model.Profile = models.ProfileFast
 	cfg.Model.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
 	cfg.Model.Threads, cfg.Model.DocTokens = 1, 20
-	cfg.Clients, cfg.Docs, cfg.Duration, cfg.Warmup = 3, 4, 700*time.Millisecond, 100*time.Millisecond
+	cfg.Clients, cfg.Docs, cfg.Duration, cfg.Warmup = 3, 4, 2*time.Second, 300*time.Millisecond // long enough for a request on a loaded machine
 	cfg.CurveSizes, cfg.CurveMinTime = []int{1, 4}, 50*time.Millisecond
 	oc := DefaultOverloadConfig()
 	oc.Clients, oc.Duration, oc.MaxConcurrentRequests, oc.QueueItems, oc.Backoff = 12, time.Second, 2, 4, time.Millisecond
