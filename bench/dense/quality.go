@@ -2,18 +2,11 @@ package dense
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +16,7 @@ import (
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/peers"
 	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/bench/vcache"
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
@@ -210,10 +204,16 @@ func runModel(ctx context.Context, cfg QualityConfig, dir string, sets []*eval.D
 	}
 	defer func() { err = errors.Join(err, be.Close()) }()
 	name := filepath.Base(filepath.Clean(dir))
-	key, err := modelKey(md, mc)
+	key, err := vcache.Key(md, mc)
 	if err != nil {
 		return nil, err
 	}
+	var bar *measure.Progress
+	ce, err := vcache.New(be, cfg.CacheDir, name, key, vcache.WithBatch(cfg.Batch), vcache.WithProgress(func(n int) { bar.Add(n) }))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, ce.Close()) }()
 	var rows []QualityRow
 	for _, ds := range sets {
 		docs := make([]string, len(ds.Docs))
@@ -224,22 +224,27 @@ func runModel(ctx context.Context, cfg QualityConfig, dir string, sets []*eval.D
 		for i, q := range ds.Queries {
 			qs[i] = q.Text
 		}
-		e := embedJob{cfg: cfg, be: be, model: name, dataset: ds.Name, key: key}
-		start := time.Now()
-		dv, dHit, err := e.vectors(ctx, models.InputDocument, docs)
+		start, before := time.Now(), ce.Stats()
+		bar = measure.NewProgress(fmt.Sprintf("embed %s %s", name, ds.Name), len(docs)+len(qs), cfg.Progress)
+		dv, err := ce.Embed(ctx, models.InputDocument, docs)
 		if err != nil {
 			return nil, err
 		}
-		qv, qHit, err := e.vectors(ctx, models.InputQuery, qs)
+		qv, err := ce.Embed(ctx, models.InputQuery, qs)
 		if err != nil {
 			return nil, err
 		}
+		bar.Done()
+		if len(dv) == 0 || len(qv) == 0 {
+			return nil, fmt.Errorf("%w: dense: %s: no documents or queries", bench.ErrBadOption, ds.Name)
+		}
+		embedded := ce.Stats().Misses - before.Misses
 		base := QualityRow{Model: name, RealWeights: modeldir.RealWeights(dir), Dataset: ds.Name,
-			Docs: len(docs), Queries: len(qs), Dim: len(dv[0]), MaxLen: md.SequenceLength(mc), Cached: dHit && qHit}
-		if !base.Cached {
+			Docs: len(docs), Queries: len(qs), Dim: len(dv[0]), MaxLen: md.SequenceLength(mc), Cached: embedded == 0}
+		if embedded > 0 {
 			el := time.Since(start).Seconds()
 			base.EmbedS = measure.Round(el, 1)
-			base.DocsPerS = measure.Round(float64(len(docs)+len(qs))/el, 1)
+			base.DocsPerS = measure.Round(float64(embedded)/el, 1)
 		}
 		rs, err := rankAll(ctx, cfg, base, ds, dv, qv, peer)
 		if err != nil {
@@ -369,128 +374,6 @@ func (t QualityTargets) Check(rows []QualityRow) []report.Check {
 	return cs
 }
 
-// modelKey hashes what decides a model's vectors: the ONNX file, the
-// sentence-transformers settings and the sequence length.
-func modelKey(md models.ModelDir, mc models.Config) (string, error) {
-	h := sha256.New()
-	f, err := os.Open(md.ONNXPath)
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(h, f)
-	f.Close()
-	if err != nil {
-		return "", err
-	}
-	st, err := json.Marshal(md.Sentence)
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(h, "\x00%s\x00%d\x00%v", st, md.SequenceLength(mc), mc.Normalize)
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// embedJob embeds one model's texts of one dataset, through the cache.
-type embedJob struct {
-	cfg            QualityConfig
-	be             *ort.BiEncoder
-	model, dataset string
-	key            string
-}
-
-// vectors returns the embeddings of texts as kind in, read from the cache
-// when a file of the same key exists (hit true), else embedded in batches
-// and written there.
-func (e embedJob) vectors(ctx context.Context, in models.Input, texts []string) (_ [][]float32, hit bool, _ error) {
-	path := ""
-	if e.cfg.CacheDir != "" {
-		h := sha256.New()
-		io.WriteString(h, e.key)
-		fmt.Fprintf(h, "\x00%s", in)
-		for _, t := range texts {
-			io.WriteString(h, t)
-			h.Write([]byte{0})
-		}
-		path = filepath.Join(e.cfg.CacheDir, fmt.Sprintf("%s-%s-%s-%s.f32", e.model, e.dataset, in, hex.EncodeToString(h.Sum(nil))[:16]))
-		v, err := readVectors(path, len(texts))
-		if err == nil {
-			return v, true, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, false, err
-		}
-	}
-	p := measure.NewProgress(fmt.Sprintf("embed %s %s %s", e.model, e.dataset, in), len(texts), e.cfg.Progress)
-	out := make([][]float32, 0, len(texts))
-	for i := 0; i < len(texts); i += e.cfg.Batch {
-		v, err := e.be.Embed(ctx, in, texts[i:min(i+e.cfg.Batch, len(texts))])
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, v...)
-		p.Add(len(v))
-	}
-	p.Done()
-	if len(out) == 0 || len(out[0]) == 0 {
-		return nil, false, fmt.Errorf("%w: dense: %s: no texts or empty vectors", bench.ErrBadOption, e.dataset)
-	}
-	if path != "" {
-		if err := writeVectors(path, out); err != nil {
-			return nil, false, err
-		}
-	}
-	return out, false, nil
-}
-
-// errCache marks a cache file that does not hold what its name says.
-var errCache = errors.New("dense: corrupt vector cache file")
-
-// writeVectors stores vecs as n, dim (uint32 LE) then float32 LE values,
-// through a temporary file renamed into place.
-func writeVectors(path string, vecs [][]float32) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	dim := len(vecs[0])
-	buf := make([]byte, 8, 8+4*len(vecs)*dim)
-	binary.LittleEndian.PutUint32(buf, uint32(len(vecs)))
-	binary.LittleEndian.PutUint32(buf[4:], uint32(dim))
-	for _, v := range vecs {
-		for _, x := range v {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-		}
-	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// readVectors loads a file of writeVectors holding n vectors.
-func readVectors(path string, n int) ([][]float32, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) < 8 {
-		return nil, fmt.Errorf("%w: %s", errCache, path)
-	}
-	cnt, dim := int(binary.LittleEndian.Uint32(raw)), int(binary.LittleEndian.Uint32(raw[4:]))
-	if cnt != n || dim == 0 || len(raw) != 8+4*cnt*dim {
-		return nil, fmt.Errorf("%w: %s", errCache, path)
-	}
-	out := make([][]float32, cnt)
-	flat := make([]float32, cnt*dim)
-	for i := range flat {
-		flat[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[8+4*i:]))
-	}
-	for i := range out {
-		out[i] = flat[i*dim : (i+1)*dim : (i+1)*dim]
-	}
-	return out, nil
-}
-
 // QualityReport renders res for bench/results/dense_real.md.
 func QualityReport(cfg QualityConfig, res QualityResult, command string) report.Report {
 	dc := dense.DefaultConfig(384)
@@ -501,7 +384,7 @@ func QualityReport(cfg QualityConfig, res QualityResult, command string) report.
 		Notes: []string{
 			"Corpus texts are (title + \" \" + text).strip() embedded as documents, queries embedded as queries, each with the model directory's sentence-transformers prompts, pooling, normalisation and max_seq_length (models.OpenModelDir; max_len column). Identical query and document ids are kept (MTEB's ignore_identical_ids=False) unless the config says otherwise.",
 			fmt.Sprintf("kind=flat: exact cosine top-%d (SearchExact); kind=hnsw: the dense index's graph at its defaults (M=%d, EfConstruction=%d, EfSearch=%d); impl=faiss: faiss-cpu IndexHNSWFlat with the same M, efConstruction and efSearch on the same normalised vectors. nDCG@10, Recall@100 (R@100) and MRR@10 by bench/eval (trec_eval conventions). QPS: one goroutine, one query per call.", cfg.TopK, dc.M, dc.EfConstruction, dc.EfSearch),
-			"embed_s: wall time to embed corpus and queries in this run (0 with cached=true: the vectors came from the cache, keyed by the ONNX file's sha256, the sentence-transformers settings, the length and the texts). docs/s counts corpus and query texts together.",
+			"embed_s: wall time to embed corpus and queries in this run (0 with cached=true: every vector came from the cache, bench/vcache, keyed by the ONNX file's sha256, the resolved pooling, normalisation and prompts, the length and each text's sha256). docs/s counts the texts embedded in this run, corpus and queries together, in order of length.",
 			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization). Published MTEB SciFact figures and sources are in each check's detail.",
 		},
 		Config:  cfg,

@@ -2,9 +2,7 @@ package dense
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -58,30 +56,6 @@ func TestQualityTargetsCheck(t *testing.T) {
 	only := DefaultQualityConfig().Targets.Check(rows[2:3])
 	if len(only) != 1 || only[0].Verdict != report.Info {
 		t.Fatalf("int8 without its float32 original: %v", only)
-	}
-}
-
-func TestVectorCache(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "v.f32")
-	in := [][]float32{{1, -2.5, 3}, {0, 0.25, -1e-7}}
-	if err := writeVectors(path, in); err != nil {
-		t.Fatal(err)
-	}
-	got, err := readVectors(path, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fmt.Sprint(got) != fmt.Sprint(in) {
-		t.Fatalf("read %v, wrote %v", got, in)
-	}
-	if _, err := readVectors(path, 3); !errors.Is(err, errCache) {
-		t.Fatalf("wrong count: %v", err)
-	}
-	if err := os.WriteFile(path, []byte{1, 2, 3}, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := readVectors(path, 2); !errors.Is(err, errCache) {
-		t.Fatalf("truncated file: %v", err)
 	}
 }
 
@@ -146,7 +120,7 @@ func TestRunQuality(t *testing.T) {
 	if f, h := first.Rows[0], first.Rows[1]; f.Kind != kindFlat || h.Kind != kindHNSW || f.NDCG10 != h.NDCG10 {
 		t.Fatalf("flat %+v, hnsw %+v", f, h)
 	}
-	files, err := filepath.Glob(filepath.Join(cfg.CacheDir, "embed-tiny-*.f32"))
+	files, err := filepath.Glob(filepath.Join(cfg.CacheDir, "embed-*.vec"))
 	if err != nil || len(files) != 2 {
 		t.Fatalf("cache files %v (%v), want documents and queries", files, err)
 	}

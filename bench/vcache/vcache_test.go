@@ -1,0 +1,180 @@
+package vcache
+
+import (
+	"context"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybrank/hybrank/models"
+)
+
+// fake embeds a text as a vector derived from its hash and kind, and
+// records the batches it was given.
+type fake struct {
+	dim     int
+	batches [][]string
+}
+
+func (f *fake) Dim() int { return f.dim }
+
+func (f *fake) Embed(_ context.Context, in models.Input, texts []string) ([][]float32, error) {
+	f.batches = append(f.batches, append([]string(nil), texts...))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		h := fnv.New64a()
+		h.Write([]byte(string(in) + "|" + t))
+		x := h.Sum64()
+		v := make([]float32, f.dim)
+		for j := range v {
+			v[j] = float32((x>>(j%60))&1023) + float32(j)
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (f *fake) embedded() int {
+	n := 0
+	for _, b := range f.batches {
+		n += len(b)
+	}
+	return n
+}
+
+func mustEqual(t *testing.T, got, want [][]float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d vectors, want %d", len(got), len(want))
+	}
+	for i := range got {
+		for j := range got[i] {
+			if got[i][j] != want[i][j] {
+				t.Fatalf("vector %d differs at %d: %v vs %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+}
+
+func TestCacheHitsAcrossOpens(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	texts := []string{"a much longer text here", "b", "ccc", "dd dd", "b"}
+	ref := &fake{dim: 5}
+	want, _ := ref.Embed(ctx, models.InputDocument, texts)
+
+	f1 := &fake{dim: 5}
+	e1, err := New(f1, dir, "m", "0123456789abcdef0123", WithBatch(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e1.Embed(ctx, models.InputDocument, texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, got, want)
+	// Batches come in order of length.
+	for _, b := range f1.batches {
+		for k := 1; k < len(b); k++ {
+			if len(b[k]) < len(b[k-1]) {
+				t.Errorf("batch %q not in order of length", b)
+			}
+		}
+	}
+	if st := e1.Stats(); st.Misses != 5 || st.Hits != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	// The same texts as queries are other vectors.
+	if _, err := e1.Embed(ctx, models.InputQuery, texts[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e1.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	f2 := &fake{dim: 5}
+	e2, _ := New(f2, dir, "m", "0123456789abcdef0123")
+	got, err = e2.Embed(ctx, models.InputDocument, append(texts, "new"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want2, _ := ref.Embed(ctx, models.InputDocument, append(texts, "new"))
+	mustEqual(t, got, want2)
+	if f2.embedded() != 1 {
+		t.Errorf("reopened cache embedded %d texts, want only the new one", f2.embedded())
+	}
+	if st := e2.Stats(); st.Hits != 5 || st.Misses != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	e2.Close()
+
+	// Another key misses.
+	f3 := &fake{dim: 5}
+	e3, _ := New(f3, dir, "m", "fffffffffffffffff")
+	if _, err := e3.Embed(ctx, models.InputDocument, texts[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if f3.embedded() != 2 {
+		t.Errorf("other key embedded %d, want 2", f3.embedded())
+	}
+	e3.Close()
+}
+
+func TestTornTailIsIgnored(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	f := &fake{dim: 3}
+	e, _ := New(f, dir, "m", "k0k0k0k0k0k0k0k0k0")
+	if _, err := e.Embed(ctx, models.InputRaw, []string{"x", "y"}); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "m-*-raw.vec"))
+	if len(files) != 1 {
+		t.Fatalf("cache files %v", files)
+	}
+	st, _ := os.Stat(files[0])
+	if err := os.Truncate(files[0], st.Size()-5); err != nil { // a kill mid-record
+		t.Fatal(err)
+	}
+	f2 := &fake{dim: 3}
+	e2, _ := New(f2, dir, "m", "k0k0k0k0k0k0k0k0k0")
+	got, err := e2.Embed(ctx, models.InputRaw, []string{"x", "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := (&fake{dim: 3}).Embed(ctx, models.InputRaw, []string{"x", "y"})
+	mustEqual(t, got, want)
+	if f2.embedded() != 1 {
+		t.Errorf("embedded %d after a torn tail, want 1", f2.embedded())
+	}
+	e2.Close()
+	st2, _ := os.Stat(files[0])
+	if st2.Size() != st.Size() {
+		t.Errorf("file size %d after repair, want %d", st2.Size(), st.Size())
+	}
+}
+
+func TestMemoryOnlyAndBadArgs(t *testing.T) {
+	f := &fake{dim: 2}
+	e, err := New(f, "", "m", "key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := e.Embed(context.Background(), models.InputQuery, []string{strings.Repeat("z", 3)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.embedded() != 1 || e.Dim() != 2 {
+		t.Errorf("embedded %d, dim %d", f.embedded(), e.Dim())
+	}
+	if _, err := New(f, "", "a/b", "key"); err == nil {
+		t.Error("a model name with a slash was accepted")
+	}
+	if _, err := New(nil, "", "m", "key"); err == nil {
+		t.Error("a nil embedder was accepted")
+	}
+}
