@@ -204,12 +204,8 @@ func runModel(ctx context.Context, cfg QualityConfig, dir string, sets []*eval.D
 	}
 	defer func() { err = errors.Join(err, be.Close()) }()
 	name := filepath.Base(filepath.Clean(dir))
-	key, err := vcache.Key(md, mc)
-	if err != nil {
-		return nil, err
-	}
 	var bar *measure.Progress
-	ce, err := vcache.New(be, cfg.CacheDir, name, key, vcache.WithBatch(cfg.Batch), vcache.WithProgress(func(n int) { bar.Add(n) }))
+	ce, err := vcache.Wrap(be, mc, cfg.CacheDir, vcache.WithBatch(cfg.Batch), vcache.WithProgress(func(n int) { bar.Add(n) }))
 	if err != nil {
 		return nil, err
 	}

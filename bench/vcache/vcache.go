@@ -88,6 +88,20 @@ func New(inner models.Embedder, dir, name, key string, opts ...Option) (*Embedde
 	return e, nil
 }
 
+// Wrap puts be, the embedder of model directory mc.Dir under mc, behind
+// the cache in dir: New with the folder's base name and Key.
+func Wrap(be models.Embedder, mc models.Config, dir string, opts ...Option) (*Embedder, error) {
+	md, err := models.OpenModelDir(mc.Dir)
+	if err != nil {
+		return nil, err
+	}
+	key, err := Key(md, mc)
+	if err != nil {
+		return nil, err
+	}
+	return New(be, dir, filepath.Base(filepath.Clean(mc.Dir)), key, opts...)
+}
+
 // Dim is the wrapped embedder's dimension.
 func (e *Embedder) Dim() int { return e.inner.Dim() }
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 
 	"github.com/hybrank/hybrank/bench/dense"
 )
@@ -44,30 +46,50 @@ func runDense(ctx context.Context, cl *cli, args []string) error {
 	fs.StringVar(&qc.Provider, "provider", qc.Provider, "quality mode: ONNX Runtime provider: auto, cuda, cpu")
 	fs.IntVar(&qc.Threads, "threads", 0, "quality mode: intra-op threads (0 = the model's default)")
 	fs.BoolVar(&qc.Eval.DropIdenticalIDs, "drop-identical-ids", false, "quality mode: drop retrieved docs whose id equals the query id (BEIR's default; MTEB keeps them)")
-	name := fs.String("name", "", `report file name (without .md) under --out (default "dense", "dense_real" with --beir)`)
+	passages := fs.Bool("passages", false, "sweep on real vectors: the sentences of the --data corpora and their queries embedded by --model (cached), instead of synthetic ones (dense_sentences.md)")
+	pc := dense.DefaultPassageConfig()
+	fs.IntVar(&pc.MaxPassages, "max-passages", 0, "passages mode: cap on the indexed sentences (0 = all)")
+	name := fs.String("name", "", `report file name (without .md) under --out (default "dense", "dense_real" with --beir, "dense_sentences" with --passages)`)
 	var o output
 	o.register(fs, "the report")
-	if err := parse(fs, args); err != nil {
+	err := parse(fs, args)
+	if err != nil {
 		return err
 	}
 	if *beir {
-		if *name == "" {
-			*name = "dense_real"
-		}
 		qc.Models, qc.Datasets, qc.Peers, qc.Progress, qc.Log = mdirs, data, cfg.Peers, cfg.Progress, cl.stderr
-		res, err := dense.RunQuality(ctx, qc)
-		if err != nil {
+		return runDenseQuality(ctx, cl, &o, cmp.Or(*name, "dense_real"), qc, args)
+	}
+	if *passages {
+		pc.Datasets, pc.CacheDir, pc.Batch, pc.Provider, pc.Threads, pc.Progress = data, qc.CacheDir, qc.Batch, qc.Provider, qc.Threads, cfg.Progress
+		if cfg.Vectors, err = passageVectors(ctx, pc, mdirs); err != nil {
 			return err
 		}
-		return o.finish(cl, *name, dense.QualityReport(qc, res, command("dense", args)))
+		*name = cmp.Or(*name, "dense_sentences")
 	}
-	if *name == "" {
-		*name = "dense"
-	}
+	*name = cmp.Or(*name, "dense")
 	cfg.Ms, cfg.Efs, cfg.Log = ms, efs, cl.stderr
 	res, err := dense.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	return o.finish(cl, *name, dense.Report(cfg, res, command("dense", args)))
+}
+
+// runDenseQuality is `bench dense --beir`.
+func runDenseQuality(ctx context.Context, cl *cli, o *output, name string, qc dense.QualityConfig, args []string) error {
+	res, err := dense.RunQuality(ctx, qc)
+	if err != nil {
+		return err
+	}
+	return o.finish(cl, name, dense.QualityReport(qc, res, command("dense", args)))
+}
+
+// passageVectors embeds the sentences of `bench dense --passages`.
+func passageVectors(ctx context.Context, pc dense.PassageConfig, mdirs []string) (*dense.Vectors, error) {
+	if len(mdirs) != 1 {
+		return nil, fmt.Errorf("%w: --passages needs exactly one --model", errUsage)
+	}
+	pc.Model = mdirs[0]
+	return dense.PassageVectors(ctx, pc)
 }
