@@ -189,11 +189,12 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 	return out, nil
 }
 
-// docText is what the reranker and the embedder see of a document: the
-// title and the text separated by a newline (or just the text).
+// docText is what the analyzer, the reranker and the embedder see of a
+// document: the title and the text separated by a space (or just the
+// text), as BEIR and MTEB join them.
 func docText(d *Document) string {
 	if d.Title == "" {
 		return d.Text
 	}
-	return d.Title + "\n" + d.Text
+	return d.Title + " " + d.Text
 }

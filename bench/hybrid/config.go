@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -134,6 +135,10 @@ type Config struct {
 	Threads  int    `json:"threads,omitempty"`
 	// MaxDocTokens is the embedder's truncation (0 = the model's maximum).
 	MaxDocTokens int `json:"max_doc_tokens"`
+	// CacheDir keeps the corpus's document vectors (bench/vcache, shared
+	// with bench dense), so a corpus is embedded once per model; queries
+	// are always embedded, inside the timed search ("" = no cache).
+	CacheDir string `json:"cache_dir,omitempty"`
 	// Eval selects evaluation conventions.
 	Eval eval.Options `json:"eval"`
 	// TuneOn names the dataset (a Datasets folder's base name) on which the
@@ -182,6 +187,7 @@ func DefaultConfig() Config {
 		Models:       modeldir.DefaultSource(),
 		Provider:     "auto",
 		MaxDocTokens: 128,
+		CacheDir:     filepath.Join("out", "cache"),
 		Sweep:        Sweep{Profiles: []string{models.ProfileBalanced}, Searches: 200},
 		Targets:      Targets{Profile: models.ProfileBalanced, Budget: 100 * time.Millisecond, MaxP99: 110 * time.Millisecond},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/bench/modeldir"
+	"github.com/hybrank/hybrank/bench/vcache"
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
@@ -121,7 +122,12 @@ func openEngines(ctx context.Context, ds *eval.Dataset, cfg Config, ms modelSet)
 	if err := be.Load(); err != nil {
 		return nil, fmt.Errorf("hybrid: embedder: %w", err)
 	}
-	if h.hybrid, err = engine.Open("", cfg.Engine, append([]engine.Option{engine.WithEmbedder(be)}, ropts...)...); err != nil {
+	ce, err := vcache.Wrap(be, ms.embed, cfg.CacheDir, vcache.WithOnly(models.InputDocument))
+	if err != nil {
+		return nil, fmt.Errorf("hybrid: embedder: %w", err)
+	}
+	h.closers = append(h.closers, ce.Close)
+	if h.hybrid, err = engine.Open("", cfg.Engine, append([]engine.Option{engine.WithEmbedder(ce)}, ropts...)...); err != nil {
 		return nil, err
 	}
 	h.closers = append(h.closers, h.hybrid.Close)

@@ -241,7 +241,7 @@ func TestHybridWithModels(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Datasets, cfg.Profiles = []string{hybridDataset(t)}, []string{"fast"}
 	cfg.Models = modeldir.Source{Root: root} // no assets: nothing is generated
-	cfg.Provider, cfg.Threads = "cpu", 1
+	cfg.Provider, cfg.Threads, cfg.CacheDir = "cpu", 1, t.TempDir()
 	cfg.Budget, cfg.Candidates, cfg.K, cfg.Warmup = 0, 20, 20, 1
 	cfg.Setups = []string{"bm25", "dense", "rrf", "rrf+fast", "rrf+mmr-0.7"}
 	// A generous budget reranks everything; 12 searches cycle the 10

@@ -57,6 +57,8 @@ type Embedder struct {
 	batch int
 	// Progress, when set, is told how many texts each inner call embedded.
 	progress func(n int)
+	// only, when set, lists the input kinds cached; others pass through.
+	only []models.Input
 
 	mu    sync.Mutex
 	kinds map[models.Input]*store
@@ -71,6 +73,11 @@ func WithBatch(n int) Option { return func(e *Embedder) { e.batch = max(n, 1) } 
 
 // WithProgress calls f with the number of texts of each embedded batch.
 func WithProgress(f func(n int)) Option { return func(e *Embedder) { e.progress = f } }
+
+// WithOnly caches texts of these input kinds only; the others go straight
+// to the wrapped embedder every time (a benchmark that times query
+// embedding caches documents alone).
+func WithOnly(kinds ...models.Input) Option { return func(e *Embedder) { e.only = kinds } }
 
 // New returns inner behind the cache in dir for the model named name
 // whose Key is key. dir "" caches in memory only.
@@ -117,6 +124,9 @@ func (e *Embedder) Stats() Stats {
 // batches), which are then appended to the cache. Returned vectors must
 // not be modified.
 func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
+	if e.only != nil && !slices.Contains(e.only, in) {
+		return e.inner.Embed(ctx, in, texts)
+	}
 	s, err := e.store(in)
 	if err != nil {
 		return nil, err

@@ -171,6 +171,15 @@ func TestMemoryOnlyAndBadArgs(t *testing.T) {
 	if f.embedded() != 1 || e.Dim() != 2 {
 		t.Errorf("embedded %d, dim %d", f.embedded(), e.Dim())
 	}
+	q, _ := New(f, "", "m", "key", WithOnly(models.InputDocument))
+	for range 2 {
+		if _, err := q.Embed(context.Background(), models.InputQuery, []string{"q"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.embedded() != 3 || q.Stats() != (Stats{}) {
+		t.Errorf("WithOnly(document): queries embedded %d times in all, stats %+v", f.embedded()-1, q.Stats())
+	}
 	if _, err := New(f, "", "a/b", "key"); err == nil {
 		t.Error("a model name with a slash was accepted")
 	}

@@ -36,6 +36,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	fs.StringVar(&cfg.RerankDir, "rerank-dir", "", "reranker model dir for every profile (overrides --models-root; for a real export of one model)")
 	fs.BoolVar(&cfg.NoDense, "no-dense", false, "run without an embedder (only the bm25 configuration; the budget sweep reranks BM25 candidates)")
 	fs.IntVar(&cfg.MaxDocTokens, "max-doc-tokens", cfg.MaxDocTokens, "embedder truncation in tokens (0 = the model's maximum)")
+	fs.StringVar(&cfg.CacheDir, "cache", cfg.CacheDir, `folder of cached document vectors, shared with bench dense ("" = none)`)
 	fs.StringVar(&cfg.Provider, "provider", cfg.Provider, "ONNX Runtime provider: auto, cuda, cpu")
 	fs.IntVar(&cfg.Threads, "threads", 0, "intra-op threads of every model (0 = the models' default)")
 	fs.StringVar(&cfg.TuneOn, "tune-on", "", "dataset (folder name) on which the best fusion is chosen and then checked unchanged on the others")
