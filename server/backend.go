@@ -50,8 +50,8 @@ type Tokenizer interface {
 // becomes visible together or not at all. Document IDs are scoped to a
 // tenant (the same ID in two tenants is two documents): upserts write their
 // own Document.Tenant, deletes remove IDs of Tenant only. Scoped says the
-// tenant came from an API key (the handler has already forced every
-// upsert's tenant to it).
+// tenant came from an API key or the ?tenant= parameter (with a key, the
+// handler has already checked both and forced every upsert's tenant).
 type DocumentBatch struct {
 	Tenant  string
 	Scoped  bool
@@ -68,11 +68,19 @@ type CommitResult struct {
 	Generation uint64 `json:"generation,omitempty"`
 }
 
-// DocumentStore applies atomic batches to the index behind /documents.
-// Implementations must be safe for concurrent use and wrap ErrInvalid when
-// they reject a document.
+// DocumentStore is the index behind /documents: Apply commits atomic
+// batches (returning only once the batch is as durable as the store
+// promises), Get reads one document of a tenant. Implementations must be
+// safe for concurrent use and wrap ErrInvalid when they reject a document.
 type DocumentStore interface {
 	Apply(ctx context.Context, b DocumentBatch) (CommitResult, error)
+	Get(ctx context.Context, tenant, id string) (engine.Document, bool, error)
+}
+
+// IndexStats is implemented by an index that reports its state (size,
+// maintenance, write-ahead log and recovery): /metrics exports it.
+type IndexStats interface {
+	Stats() engine.Stats
 }
 
 // Searcher runs hybrid searches; the request and result are the engine's
@@ -91,4 +99,6 @@ type Backends struct {
 	Tokenizer Tokenizer
 	Searcher  Searcher
 	Documents DocumentStore
+	// Stats, when set, is scraped by /metrics (hybrank_index_*).
+	Stats IndexStats
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"hash/fnv"
 	"math"
 	"sort"
@@ -151,8 +150,9 @@ func (fakeTokenizer) Tokenize(text string, addSpecial bool) ([]Token, error) {
 	return out, nil
 }
 
-// fakeIndex is an in-memory Searcher and DocumentStore. leak makes Search
-// ignore the tenant, to test the server's own tenant filter.
+// fakeIndex is an in-memory Searcher and DocumentStore with tenant-scoped
+// IDs, keyed by docKey. leak makes Search ignore the tenant, to test the
+// server's own tenant filter.
 type fakeIndex struct {
 	mu   sync.Mutex
 	docs map[string]engine.Document
@@ -162,25 +162,32 @@ type fakeIndex struct {
 
 func newFakeIndex() *fakeIndex { return &fakeIndex{docs: map[string]engine.Document{}} }
 
+// docKey is a document's key in fakeIndex.docs.
+func docKey(tenant, id string) string { return tenant + "\x00" + id }
+
 func (x *fakeIndex) Apply(ctx context.Context, b DocumentBatch) (CommitResult, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var res CommitResult
 	for _, id := range b.Deletes {
-		if d, ok := x.docs[id]; ok && (!b.Scoped || d.Tenant == b.Tenant) {
-			delete(x.docs, id)
+		if _, ok := x.docs[docKey(b.Tenant, id)]; ok {
+			delete(x.docs, docKey(b.Tenant, id))
 			res.Deleted++
 		}
 	}
 	for _, d := range b.Upserts {
-		if old, ok := x.docs[d.ID]; ok && b.Scoped && old.Tenant != b.Tenant {
-			return CommitResult{}, fmt.Errorf("%w: id %q belongs to another tenant", ErrForbidden, d.ID)
-		}
-		x.docs[d.ID] = d
+		x.docs[docKey(d.Tenant, d.ID)] = d
 		res.Upserted++
 	}
 	res.Generation = uint64(len(x.docs))
 	return res, nil
+}
+
+func (x *fakeIndex) Get(_ context.Context, tenant, id string) (engine.Document, bool, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	d, ok := x.docs[docKey(tenant, id)]
+	return d, ok, nil
 }
 
 func (x *fakeIndex) Search(ctx context.Context, req engine.Request) (*engine.Result, error) {
@@ -212,3 +219,11 @@ func (x *fakeIndex) Search(ctx context.Context, req engine.Request) (*engine.Res
 }
 
 func (fakeTokenizer) CountTokens(text string) int { return len(strings.Fields(text)) }
+
+func (x *fakeIndex) Stats() engine.Stats {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	st := engine.Stats{Documents: len(x.docs)}
+	st.Durability.Commits, st.Durability.LogSyncs = 7, 2
+	return st
+}

@@ -492,15 +492,21 @@ func (s *Server) documentsEndpoint() endpoint[DocumentBatch] {
 			return decodeDocuments(body, s.lim, r.Method == http.MethodDelete)
 		},
 		authorize: func(r *http.Request, b *DocumentBatch) (err error) {
-			if t, ok := keyTenant(r); ok {
-				b.Tenant, b.Scoped = t, true
+			// One rule with or without a key: ?tenant= names the batch's
+			// tenant (deletes); a key allows its own tenant only, in the
+			// query and in every document.
+			q := r.URL.Query()
+			if b.Tenant, err = forceTenant(r, q.Get("tenant")); err != nil {
+				return err
+			}
+			_, keyed := keyTenant(r)
+			b.Scoped = keyed || q.Has("tenant")
+			if keyed {
 				for i := range b.Upserts {
 					if b.Upserts[i].Tenant, err = forceTenant(r, b.Upserts[i].Tenant); err != nil {
 						return err
 					}
 				}
-			} else if q := r.URL.Query(); q.Has("tenant") {
-				b.Tenant, b.Scoped = q.Get("tenant"), true
 			}
 			if s.b.Documents == nil {
 				return notConfigured("writable index")
@@ -515,6 +521,38 @@ func (s *Server) documentsEndpoint() endpoint[DocumentBatch] {
 			return reply{body: res}, nil
 		},
 		admit: true,
+	}
+}
+
+// getDocument is GET /documents/{id}?tenant=T: one stored document of the
+// tenant (the key's with an API key), 404 when there is none.
+type getDocument struct{ tenant, id string }
+
+func (s *Server) documentEndpoint() endpoint[getDocument] {
+	return endpoint[getDocument]{
+		decode: func(r *http.Request, _ []byte) (getDocument, error) {
+			return getDocument{tenant: r.URL.Query().Get("tenant"), id: r.PathValue("id")}, nil
+		},
+		authorize: func(r *http.Request, g *getDocument) (err error) {
+			if g.tenant, err = forceTenant(r, g.tenant); err != nil {
+				return err
+			}
+			if s.b.Documents == nil {
+				return notConfigured("writable index")
+			}
+			return nil
+		},
+		call: func(ctx context.Context, _ *http.Request, g getDocument) (reply, error) {
+			d, ok, err := s.b.Documents.Get(ctx, g.tenant, g.id)
+			if err != nil {
+				return reply{}, fmt.Errorf("get document: %w", err)
+			}
+			if !ok {
+				return reply{}, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+					msg: fmt.Sprintf("no document %q in tenant %q", g.id, g.tenant)}
+			}
+			return reply{body: d}, nil
+		},
 	}
 }
 

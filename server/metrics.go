@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,4 +107,83 @@ func (m *metrics) instrument(route string, h http.Handler) http.Handler {
 		m.requests.WithLabelValues(route, code).Inc()
 		m.latency.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
 	})
+}
+
+// indexCollector exports an index's Stats at every scrape.
+type indexCollector struct {
+	src   IndexStats
+	descs map[string]*prometheus.Desc
+}
+
+// indexMetrics are the hybrank_index_* series: name → help. Counters end
+// in _total.
+var indexMetrics = map[string]string{
+	"documents":                     "Stored documents.",
+	"tenants":                       "Distinct tenants of the stored documents.",
+	"vectors":                       "Documents with an embedding.",
+	"dense_tombstones":              "Graph nodes of deleted or replaced vectors awaiting compaction.",
+	"bm25_deleted_docs":             "BM25 postings of deleted documents awaiting a rebuild.",
+	"bm25_avgdl_drift":              "Relative drift of the average document length since the BM25 norms were built.",
+	"maintenance_rebuilds_total":    "BM25 norm rebuilds finished by background maintenance.",
+	"maintenance_compactions_total": "Dense compactions finished by background maintenance.",
+	"maintenance_steps_total":       "Bounded background maintenance steps run.",
+	"maintenance_failing":           "1 when the last maintenance task failed.",
+	"wal_bytes":                     "Bytes in the write-ahead log (truncated by the next snapshot).",
+	"wal_syncs_total":               "Write-ahead log fsyncs since open.",
+	"wal_commits_total":             "Commits logged since open (commits / syncs is the group commit factor).",
+	"snapshots_background_total":    "Snapshots the engine took by itself since open.",
+	"snapshot_failing":              "1 when the last background snapshot failed.",
+	"snapshot_generation":           "Generation of the newest snapshot loaded or written.",
+	"recovery_replayed":             "Log records replayed at open.",
+	"recovery_dropped_bytes":        "Bytes of torn or corrupt log tail cut off at open.",
+}
+
+func newIndexCollector(src IndexStats) *indexCollector {
+	c := &indexCollector{src: src, descs: map[string]*prometheus.Desc{}}
+	for name, help := range indexMetrics {
+		c.descs[name] = prometheus.NewDesc("hybrank_index_"+name, help, nil, nil)
+	}
+	return c
+}
+
+func (c *indexCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Stats()
+	flag := func(s string) float64 {
+		if s != "" {
+			return 1
+		}
+		return 0
+	}
+	for name, v := range map[string]float64{
+		"documents":                     float64(st.Documents),
+		"tenants":                       float64(st.Tenants),
+		"vectors":                       float64(st.Vectors),
+		"dense_tombstones":              float64(st.Dense.Tombstones),
+		"bm25_deleted_docs":             float64(st.Postings.DeletedDocs),
+		"bm25_avgdl_drift":              st.Postings.Drift,
+		"maintenance_rebuilds_total":    float64(st.Maintenance.Rebuilds),
+		"maintenance_compactions_total": float64(st.Maintenance.Compactions),
+		"maintenance_steps_total":       float64(st.Maintenance.Steps),
+		"maintenance_failing":           flag(st.Maintenance.LastError),
+		"wal_bytes":                     float64(st.Durability.LogBytes),
+		"wal_syncs_total":               float64(st.Durability.LogSyncs),
+		"wal_commits_total":             float64(st.Durability.Commits),
+		"snapshots_background_total":    float64(st.Durability.BackgroundSnapshots),
+		"snapshot_failing":              flag(st.Durability.LastSnapshotError),
+		"snapshot_generation":           float64(st.SnapshotGeneration),
+		"recovery_replayed":             float64(st.Durability.Recovery.Replayed),
+		"recovery_dropped_bytes":        float64(st.Durability.Recovery.DroppedBytes),
+	} {
+		kind := prometheus.GaugeValue
+		if strings.HasSuffix(name, "_total") {
+			kind = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs[name], kind, v)
+	}
 }

@@ -58,6 +58,9 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if b.Stats != nil {
+		s.metrics.reg.MustRegister(newIndexCollector(b.Stats))
+	}
 	for _, k := range cfg.APIKeys {
 		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
 	}
@@ -106,6 +109,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /search", "/search", serveEndpoint(s, s.searchEndpoint()), true)
 	handle("POST /documents", "/documents", documents, true)
 	handle("DELETE /documents", "/documents", documents, true)
+	handle("GET /documents/{id}", "/documents/{id}", serveEndpoint(s, s.documentEndpoint()), true)
 	handle("GET /healthz", "/healthz", s.handleHealth, false)
 	handle("GET /health", "/healthz", s.handleHealth, false)
 	handle("GET /readyz", "/readyz", s.handleReady, false)

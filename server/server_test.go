@@ -37,7 +37,7 @@ func newTestServer(t *testing.T, mut func(*Config, *Backends)) *testServer {
 	cfg.Rerank.MaxWait = Duration(time.Millisecond)
 	cfg.Embed.MaxWait = Duration(time.Millisecond)
 	sc, ix := &fakeScorer{}, newFakeIndex()
-	b := Backends{Scorer: sc, Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix}
+	b := Backends{Scorer: sc, Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
 	if mut != nil {
 		mut(&cfg, &b)
 	}
@@ -351,6 +351,7 @@ func TestMetrics(t *testing.T) {
 	ts := newTestServer(t, func(c *Config, b *Backends) { c.Provider = "cuda" })
 	ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "cat", "documents": rerankDocs})
 	ts.do(t, "POST", "/v1/rerank", "", "{bad")
+	ts.do(t, "POST", "/documents", "", map[string]any{"documents": []map[string]string{{"id": "1", "text": "a"}, {"id": "2", "text": "b"}}})
 	code, _, body := ts.do(t, "GET", "/metrics", "", nil)
 	if code != 200 {
 		t.Fatalf("metrics %d", code)
@@ -363,6 +364,11 @@ func TestMetrics(t *testing.T) {
 		`hybrank_queue_items{kind="rerank"} 0`,
 		`hybrank_tokens_total{kind="rerank"}`,
 		`hybrank_provider{provider="cuda"} 1`,
+		"hybrank_index_documents 2",
+		"hybrank_index_wal_commits_total 7",
+		"hybrank_index_wal_syncs_total 2",
+		"# TYPE hybrank_index_wal_syncs_total counter",
+		"hybrank_index_recovery_dropped_bytes 0",
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
@@ -571,7 +577,7 @@ func TestAuthTenantIsolation(t *testing.T) {
 					t.Fatalf("upsert %d %s", code, body)
 				}
 			}
-			if ts.index.docs["doc-a"].Tenant != "a" || ts.index.docs["doc-b"].Tenant != "b" {
+			if ts.index.docs[docKey("a", "doc-a")].Tenant != "a" || ts.index.docs[docKey("b", "doc-b")].Tenant != "b" {
 				t.Fatalf("tenants not forced: %+v", ts.index.docs)
 			}
 			// Writing into another tenant is refused.
@@ -586,16 +592,47 @@ func TestAuthTenantIsolation(t *testing.T) {
 			if code != 200 || len(resp.Hits) != 1 || resp.Hits[0].Document.ID != "doc-a" {
 				t.Fatalf("tenant a search %d %s", code, body)
 			}
-			// Overwriting another tenant's document by ID is refused.
-			code, _, body = ts.do(t, "POST", "/documents", "key-a", map[string]any{"documents": []map[string]string{{"id": "doc-b", "text": "mine now"}}})
-			expectError(t, code, body, 403, TypeForbidden, "another tenant")
-			// Deleting another tenant's document is a no-op.
-			code, _, body = ts.do(t, "DELETE", "/documents", "key-a", map[string]any{"ids": []string{"doc-b"}})
-			if code != 200 || !strings.Contains(string(body), `"deleted":0`) {
-				t.Fatalf("cross-tenant delete %d %s", code, body)
+			// The same ID in another tenant is another document.
+			code, _, body = ts.do(t, "POST", "/documents", "key-a", map[string]any{"documents": []map[string]string{{"id": "doc-b", "text": "mine too"}}})
+			if code != 200 {
+				t.Fatalf("same id in tenant a: %d %s", code, body)
 			}
-			if _, ok := ts.index.docs["doc-b"]; !ok {
+			for _, k := range []struct{ key, text string }{{"key-a", "mine too"}, {"key-b", "secret cat"}} {
+				code, _, body = ts.do(t, "GET", "/documents/doc-b", k.key, nil)
+				var d engine.Document
+				mustJSON(t, body, &d)
+				if code != 200 || d.Text != k.text {
+					t.Fatalf("GET doc-b with %s: %d %s", k.key, code, body)
+				}
+			}
+			code, _, body = ts.do(t, "GET", "/documents/nope", "key-a", nil)
+			expectError(t, code, body, 404, TypeNotFound, `"nope"`)
+			// Deleting deletes in the key's tenant only.
+			code, _, body = ts.do(t, "DELETE", "/documents", "key-a", map[string]any{"ids": []string{"doc-b"}})
+			if code != 200 || !strings.Contains(string(body), `"deleted":1`) {
+				t.Fatalf("delete %d %s", code, body)
+			}
+			if _, ok := ts.index.docs[docKey("b", "doc-b")]; !ok {
 				t.Fatal("tenant a deleted tenant b's document")
+			}
+			// ?tenant= naming another tenant is refused with a key, on every
+			// documents route, as the same tenant in the body is.
+			for _, m := range []struct{ method, path string }{
+				{"POST", "/documents?tenant=b"}, {"DELETE", "/documents?tenant=b"}, {"GET", "/documents/doc-b?tenant=b"},
+			} {
+				var payload any
+				switch m.method {
+				case "POST":
+					payload = map[string]any{"documents": []map[string]string{{"id": "y", "text": "t"}}}
+				case "DELETE":
+					payload = map[string]any{"ids": []string{"doc-b"}}
+				}
+				code, _, body = ts.do(t, m.method, m.path, "key-a", payload)
+				expectError(t, code, body, 403, TypeForbidden, `tenant "a"`)
+			}
+			code, _, body = ts.do(t, "GET", "/documents/doc-a?tenant=a", "key-a", nil)
+			if code != 200 {
+				t.Fatalf("own ?tenant=: %d %s", code, body)
 			}
 		})
 	}

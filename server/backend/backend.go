@@ -195,9 +195,28 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			return nil, err
 		}
 		ix := NewIndex(b.engine)
-		b.backends.Searcher, b.backends.Documents = ix, ix
+		b.backends.Searcher, b.backends.Documents, b.backends.Stats = ix, ix, ix
 	}
 	return b, nil
+}
+
+// Warm runs one inference through every model, the engine's Warm when an
+// index is served, else the scorer and embedder directly, so that the
+// first request does not pay ONNX Runtime's first-run allocations.
+func (b *Backend) Warm(ctx context.Context) error {
+	if b.engine != nil {
+		return b.engine.Warm(ctx)
+	}
+	const text = "warm up"
+	if _, _, err := b.backends.Scorer.ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
+		return fmt.Errorf("warm cross-encoder: %w", err)
+	}
+	if b.backends.Embedder != nil {
+		if _, _, err := b.backends.Embedder.EmbedWithUsage(ctx, models.InputRaw, []string{text}); err != nil {
+			return fmt.Errorf("warm embedder: %w", err)
+		}
+	}
+	return nil
 }
 
 // Backends returns what the server serves.
@@ -236,6 +255,11 @@ func Run[C CrossEncoder, B BiEncoder](ctx context.Context, cfg Config, newCrossE
 		return err
 	}
 	defer func() { err = errors.Join(err, b.Close()) }()
+	start := time.Now()
+	if err := b.Warm(ctx); err != nil {
+		return err
+	}
+	slog.Info("models warmed", "took", time.Since(start).Round(time.Millisecond))
 	scfg := b.ServerConfig()
 	s, err := server.New(scfg, b.Backends())
 	if err != nil {

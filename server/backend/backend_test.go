@@ -160,6 +160,18 @@ func TestOpen(t *testing.T) {
 	if res.Reranked == 0 || len(res.Fallbacks) != 0 || res.Hits[0].Document.ID != "1" || res.Hits[0].Provenance.DenseRank != 1 || res.Tokens != 3 {
 		t.Fatalf("search %+v", res)
 	}
+	if d, ok, err := bs.Documents.Get(ctx, "", "2"); err != nil || !ok || d.Text != "a dog ran" {
+		t.Fatalf("Get = %+v %v %v", d, ok, err)
+	}
+	if _, ok, _ := bs.Documents.Get(ctx, "other", "2"); ok {
+		t.Fatal("Get found a document in another tenant")
+	}
+	if st := bs.Stats.Stats(); st.Documents != 2 || st.Vectors != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	if err := b.Warm(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +197,11 @@ func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bs := b.Backends(); bs.Scorer == nil || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil {
+	if bs := b.Backends(); bs.Scorer == nil || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
 		t.Fatalf("backends %+v", bs)
+	}
+	if err := b.Warm(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 

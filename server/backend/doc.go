@@ -1,10 +1,9 @@
 // Package backend adapts hybrank's engine and models to the HTTP server's
 // interfaces (package server) and assembles what one server process serves.
 //
-//   - Index serves an engine.Engine as server.Searcher and
-//     server.DocumentStore, with the tenant ownership rule: engine IDs are
-//     global, so a batch scoped to a tenant cannot overwrite another
-//     tenant's ID (server.ErrForbidden) and skips deleting one.
+//   - Index serves an engine.Engine as server.Searcher,
+//     server.DocumentStore and server.IndexStats; document IDs are scoped
+//     to a tenant, so one tenant's batch can never touch another's.
 //   - Tokenizer serves a wordpiece.Tokenizer as server.Tokenizer.
 //   - Config (with Validate) names the models, the runtime settings and the
 //     index; RegisterFlags binds serve's command line to it; Open loads and

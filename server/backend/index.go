@@ -4,54 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/server"
 )
 
-// Index serves an engine.Engine as the server's Searcher and DocumentStore.
-//
-// Engine IDs are global across tenants (adding an ID that exists replaces
-// the document in whichever tenant it was), so Apply enforces ownership
-// for scoped batches: overwriting another tenant's ID is refused with
-// server.ErrForbidden and deleting one is skipped. The check and the commit
-// happen under one lock, so the Index must be the engine's only writer.
+// Index serves an engine.Engine as the server's Searcher, DocumentStore
+// and IndexStats. Document IDs are scoped to a tenant in the engine (the
+// same ID in two tenants is two documents), so a batch can never touch
+// another tenant's document: upserts write (Tenant, ID), deletes remove
+// IDs of the batch's tenant. Apply returns once the engine's Commit has,
+// that is once the batch is durable under the engine's sync policy;
+// concurrent Applys commit concurrently, so they share the log's fsyncs.
 // Engine errors about bad input are wrapped in server.ErrInvalid, as the
 // server's interfaces ask.
 //
 // An Index is safe for concurrent use.
 type Index struct {
-	e  *engine.Engine
-	mu sync.Mutex // makes Apply's ownership check and commit one step
+	e *engine.Engine
 }
 
 var (
 	_ server.Searcher      = (*Index)(nil)
 	_ server.DocumentStore = (*Index)(nil)
+	_ server.IndexStats    = (*Index)(nil)
 )
 
 // NewIndex returns an Index over e; the caller keeps e and closes it.
 func NewIndex(e *engine.Engine) *Index { return &Index{e: e} }
 
-// Apply commits b atomically after the tenant ownership checks.
+// Apply commits b atomically. Deleted counts the IDs of b that existed in
+// b's tenant just before the commit.
 func (x *Index) Apply(ctx context.Context, b server.DocumentBatch) (server.CommitResult, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
 	batch := x.e.NewBatch()
 	var res server.CommitResult
-	// Document IDs are scoped to a tenant in the engine: an upsert writes
-	// (d.Tenant, d.ID) and can never touch another tenant's document, and a
-	// delete names an ID of the batch's tenant only.
 	for _, d := range b.Upserts {
 		batch.Add(d)
 		res.Upserted++
 	}
 	for _, id := range b.Deletes {
 		if _, ok := x.e.GetIn(b.Tenant, id); ok {
-			batch.DeleteIn(b.Tenant, id)
 			res.Deleted++
 		}
+		batch.DeleteIn(b.Tenant, id)
 	}
 	if err := x.e.Commit(ctx, batch); err != nil {
 		if errors.Is(err, engine.ErrInvalidDocument) {
@@ -61,6 +56,15 @@ func (x *Index) Apply(ctx context.Context, b server.DocumentBatch) (server.Commi
 	}
 	return res, nil
 }
+
+// Get returns the document id of tenant.
+func (x *Index) Get(_ context.Context, tenant, id string) (engine.Document, bool, error) {
+	d, ok := x.e.GetIn(tenant, id)
+	return d, ok, nil
+}
+
+// Stats is the engine's.
+func (x *Index) Stats() engine.Stats { return x.e.Stats() }
 
 // Search runs req on the engine, which sees only req.Tenant's documents.
 func (x *Index) Search(ctx context.Context, req engine.Request) (*engine.Result, error) {
