@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/engine/enginetest"
+	"github.com/hybrank/hybrank/internal/crashtest"
 )
 
 // The crash test re-executes the test binary as a child that commits batches
@@ -211,7 +211,7 @@ func TestEngineCrashSnapshot(t *testing.T) {
 func runAndKill(t *testing.T, dir string, d time.Duration) int {
 	t.Helper()
 	n := 0
-	c := startCrashChild(t, "TestEngineCrashChild", []string{crashDirEnv + "=" + dir}, func(line string) {
+	c := crashtest.Start(t, "TestEngineCrashChild", []string{crashDirEnv + "=" + dir}, func(line string) {
 		if v, ok := strings.CutPrefix(line, "snap "); ok {
 			if b, err := strconv.Atoi(v); err == nil {
 				n = b
@@ -219,53 +219,8 @@ func runAndKill(t *testing.T, dir string, d time.Duration) int {
 		}
 	})
 	time.Sleep(d)
-	c.kill(t)
+	c.Kill(t)
 	return n
-}
-
-// crashChild is the test binary re-executed to run one child test.
-type crashChild struct {
-	cmd    *exec.Cmd
-	stderr strings.Builder
-	done   chan struct{} // closed when stdout reaches EOF
-}
-
-// startCrashChild runs the test named test in a child process with env
-// added, calling onLine for each line it prints (from one goroutine; what
-// onLine writes may be read after kill returns).
-func startCrashChild(t *testing.T, test string, env []string, onLine func(string)) *crashChild {
-	t.Helper()
-	c := &crashChild{done: make(chan struct{})}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	c.cmd.Env = append(os.Environ(), env...)
-	c.cmd.Stderr = &c.stderr
-	pipe, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(c.done)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			onLine(sc.Text())
-		}
-	}()
-	return c
-}
-
-// kill SIGKILLs the child, reads the rest of its output and fails t unless
-// the kill is what ended it.
-func (c *crashChild) kill(t *testing.T) {
-	t.Helper()
-	_ = c.cmd.Process.Kill()
-	<-c.done
-	err := c.cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != -1 {
-		t.Fatalf("child did not die by the kill (%v); stderr:\n%s", err, c.stderr.String())
-	}
 }
 
 // checkCrashState compares e with crashState(b) document by document and

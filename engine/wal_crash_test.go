@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/engine/enginetest"
-	"github.com/hybrank/hybrank/internal/wal"
+	"github.com/hybrank/hybrank/internal/crashtest"
 )
 
 // The write-ahead log crash test re-executes the test binary as a child in
@@ -155,7 +154,7 @@ func runWALChild(t *testing.T, dir string, policy engine.SyncPolicy, d time.Dura
 	t.Helper()
 	ready := make(chan struct{})
 	env := []string{walCrashEnv + "=" + dir, walCrashPolicy + "=" + string(policy)}
-	c := startCrashChild(t, "TestEngineWALCrashChild", env, func(line string) {
+	c := crashtest.Start(t, "TestEngineWALCrashChild", env, func(line string) {
 		var g, n int
 		if line == "ready" {
 			close(ready)
@@ -166,51 +165,10 @@ func runWALChild(t *testing.T, dir string, policy engine.SyncPolicy, d time.Dura
 	select {
 	case <-ready:
 		time.Sleep(d)
-	case <-c.done: // died early: kill reports it
+	case <-c.Done: // died early: kill reports it
 	case <-time.After(crashMaxLife):
 	}
-	c.kill(t)
-}
-
-// damageLastRecord cuts the log's last record at a random byte or flips
-// one random bit in it, as a crash mid-write or a bad sector at the tail
-// would; it reports false when the newest segment holds no record (a
-// completed older segment is fsynced before the next one starts, so damage
-// there is not a torn tail but corruption, which wal's own tests cover).
-func damageLastRecord(t *testing.T, walDir string, flip bool, rng *rand.Rand) bool {
-	t.Helper()
-	recs, err := wal.Records(walDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	segs, err := filepath.Glob(filepath.Join(walDir, "*.wal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(segs)
-	if len(recs) == 0 || len(segs) == 0 || recs[len(recs)-1].Segment != segs[len(segs)-1] {
-		return false
-	}
-	last := recs[len(recs)-1]
-	if !flip {
-		// Inside the record (a cut at its first byte would remove it
-		// cleanly, which no crash does to an acknowledged record).
-		at := last.Offset + 1 + rng.Int64N(last.Size-1)
-		if err := os.Truncate(last.Segment, at); err != nil {
-			t.Fatal(err)
-		}
-		return true
-	}
-	at := last.Offset + rng.Int64N(last.Size)
-	b, err := os.ReadFile(last.Segment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[at] ^= 1 << rng.IntN(8)
-	if err := os.WriteFile(last.Segment, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return true
+	c.Kill(t)
 }
 
 // TestEngineWALCrash: see the comment at the top of this file. Runs a few
@@ -245,7 +203,7 @@ func TestEngineWALCrash(t *testing.T) {
 		before := acked
 		runWALChild(t, dir, policy, time.Duration(20+rng.IntN(300))*time.Millisecond, &acked)
 		damage := []string{"none", "cut", "flip"}[run%3]
-		damaged := damage != "none" && damageLastRecord(t, filepath.Join(dir, "wal"), damage == "flip", rng)
+		damaged := damage != "none" && crashtest.DamageLastRecord(t, filepath.Join(dir, "wal"), damage == "flip", rng)
 
 		e, err := walCrashOpen(dir, policy)
 		if err != nil {
