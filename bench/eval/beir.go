@@ -1,241 +1,25 @@
 package eval
 
-import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
+import "github.com/hybrank/hybrank/internal/beir"
+
+// The BEIR layout is read by internal/beir (also used below bench, by
+// tests and testing.B benchmarks that need real texts); these names keep
+// the benchmarks' vocabulary in one place.
+type (
+	// Doc is one corpus document.
+	Doc = beir.Doc
+	// Query is one query.
+	Query = beir.Query
+	// Qrels maps query id → document id → graded relevance.
+	Qrels = beir.Qrels
+	// Dataset is a BEIR-layout collection restricted to judged queries.
+	Dataset = beir.Dataset
 )
 
-// Doc is one corpus document.
-type Doc struct {
-	ID    string
-	Title string
-	Text  string
-}
+// LoadBEIR reads a BEIR folder (beir.Load).
+func LoadBEIR(dir string) (*Dataset, error) { return beir.Load(dir) }
 
-// IndexText is the text a lexical index sees: title + " " + text, as in
-// BEIR's and bm25s's BM25 runs.
-func (d Doc) IndexText() string {
-	if d.Title == "" {
-		return d.Text
-	}
-	return d.Title + " " + d.Text
-}
-
-// Query is one judged query.
-type Query struct {
-	ID   string
-	Text string
-}
-
-// Qrels maps query id → document id → graded relevance.
-type Qrels map[string]map[string]int
-
-// Dataset is a BEIR-layout collection restricted to judged queries. It is
-// read-only after loading and safe for concurrent use.
-type Dataset struct {
-	Name    string
-	Docs    []Doc
-	Queries []Query // only queries with at least one qrels line, file order
-	Qrels   Qrels
-}
-
-// LoadBEIR reads dir/corpus.jsonl, dir/queries.jsonl and dir/qrels/test.tsv.
-// Queries without judgments are dropped; judgments for unknown queries are
-// kept in Qrels but have no Query. Dataset.Name is the folder's base name.
-func LoadBEIR(dir string) (*Dataset, error) {
-	ds := &Dataset{Name: filepath.Base(filepath.Clean(dir))}
-	var err error
-	if ds.Qrels, err = loadQrels(filepath.Join(dir, "qrels", "test.tsv")); err != nil {
-		return nil, err
-	}
-	if err = readJSONL(filepath.Join(dir, "corpus.jsonl"), func(line int, raw []byte) error {
-		d, err := parseRecord(raw)
-		ds.Docs = append(ds.Docs, d)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if err = readJSONL(filepath.Join(dir, "queries.jsonl"), func(line int, raw []byte) error {
-		q, err := parseRecord(raw)
-		if _, judged := ds.Qrels[q.ID]; judged && err == nil {
-			ds.Queries = append(ds.Queries, Query{ID: q.ID, Text: q.Text})
-		}
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if len(ds.Queries) == 0 {
-		return nil, fmt.Errorf("load %s: %w", dir, ErrNoQueries)
-	}
-	return ds, nil
-}
-
-// parseRecord decodes one corpus or queries line (a query has no title).
-func parseRecord(raw []byte) (Doc, error) {
-	var r struct {
-		ID    json.RawMessage `json:"_id"`
-		Title string          `json:"title"`
-		Text  string          `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return Doc{}, err
-	}
-	id, err := parseID(r.ID)
-	return Doc{ID: id, Title: r.Title, Text: r.Text}, err
-}
-
-// parseID accepts a JSON string or number (some BEIR exports write numeric
-// ids) and returns its text; a missing or empty id is an error.
-func parseID(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", fmt.Errorf("missing _id")
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		var n json.Number
-		if nerr := json.Unmarshal(raw, &n); nerr != nil {
-			return "", fmt.Errorf("_id %s is neither a string nor a number", raw)
-		}
-		s = n.String()
-	}
-	if s == "" {
-		return "", fmt.Errorf("empty _id")
-	}
-	return s, nil
-}
-
-// readJSONL calls fn for each non-blank line; errors carry file and line.
-func readJSONL(path string, fn func(line int, raw []byte) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	for line := 1; ; line++ {
-		raw, err := r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(raw))) > 0 {
-			if ferr := fn(line, raw); ferr != nil {
-				return fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, ferr)
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", path, err)
-		}
-	}
-}
-
-func loadQrels(path string) (Qrels, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	q := make(Qrels)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
-		fields := strings.Split(text, "\t")
-		if line == 1 && len(fields) >= 3 && fields[2] == "score" {
-			continue // header
-		}
-		if len(fields) != 3 {
-			return nil, fmt.Errorf("%s:%d: %w: want 3 tab-separated fields, got %d", path, line, ErrMalformed, len(fields))
-		}
-		score, err := strconv.Atoi(strings.TrimSpace(fields[2]))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w: score %q: %v", path, line, ErrMalformed, fields[2], err)
-		}
-		qid, did := strings.TrimSpace(fields[0]), strings.TrimSpace(fields[1])
-		if qid == "" || did == "" {
-			return nil, fmt.Errorf("%s:%d: %w: empty id", path, line, ErrMalformed)
-		}
-		m := q[qid]
-		if m == nil {
-			m = make(map[string]int)
-			q[qid] = m
-		}
-		m[did] = score
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return q, nil
-}
-
-// QueryIDs returns the ids of the judged queries in sorted order.
-func (ds *Dataset) QueryIDs() []string {
-	ids := make([]string, len(ds.Queries))
-	for i, q := range ds.Queries {
-		ids[i] = q.ID
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-// WriteBEIR writes docs, queries and qrels to dir in the layout LoadBEIR
-// reads (dir/corpus.jsonl, dir/queries.jsonl, dir/qrels/test.tsv),
-// creating dir: small fixtures and subsets of a collection.
+// WriteBEIR writes a BEIR folder (beir.Write).
 func WriteBEIR(dir string, docs []Doc, queries []Query, qrels Qrels) error {
-	if err := os.MkdirAll(filepath.Join(dir, "qrels"), 0o755); err != nil {
-		return fmt.Errorf("write beir %s: %w", dir, err)
-	}
-	var corpus, qs, rel bytes.Buffer
-	enc := json.NewEncoder(&corpus)
-	for _, d := range docs {
-		if err := enc.Encode(map[string]string{"_id": d.ID, "title": d.Title, "text": d.Text}); err != nil {
-			return err
-		}
-	}
-	enc = json.NewEncoder(&qs)
-	for _, q := range queries {
-		if err := enc.Encode(map[string]string{"_id": q.ID, "text": q.Text}); err != nil {
-			return err
-		}
-	}
-	rel.WriteString("query-id\tcorpus-id\tscore\n")
-	qids := make([]string, 0, len(qrels))
-	for q := range qrels {
-		qids = append(qids, q)
-	}
-	sort.Strings(qids)
-	for _, q := range qids {
-		if strings.ContainsAny(q, "\t\n") {
-			return fmt.Errorf("write beir: %w: query id %q", ErrMalformed, q)
-		}
-		dids := make([]string, 0, len(qrels[q]))
-		for d := range qrels[q] {
-			dids = append(dids, d)
-		}
-		sort.Strings(dids)
-		for _, d := range dids {
-			if strings.ContainsAny(d, "\t\n") {
-				return fmt.Errorf("write beir: %w: document id %q", ErrMalformed, d)
-			}
-			fmt.Fprintf(&rel, "%s\t%s\t%d\n", q, d, qrels[q][d])
-		}
-	}
-	for name, b := range map[string][]byte{"corpus.jsonl": corpus.Bytes(), "queries.jsonl": qs.Bytes(), "qrels/test.tsv": rel.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return fmt.Errorf("write beir: %w", err)
-		}
-	}
-	return nil
+	return beir.Write(dir, docs, queries, qrels)
 }

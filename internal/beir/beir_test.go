@@ -1,4 +1,4 @@
-package eval
+package beir
 
 import (
 	"errors"
@@ -22,12 +22,12 @@ func writeBEIR(t *testing.T, corpus, queries, qrels string) string {
 	return dir
 }
 
-func TestLoadBEIR(t *testing.T) {
+func TestLoad(t *testing.T) {
 	dir := writeBEIR(t,
 		`{"_id":"d1","title":"T1","text":"one"}`+"\n\n"+`{"_id":"d2","text":"two"}`+"\n"+`{"_id":42,"text":"numeric"}`,
 		`{"_id":"q1","text":"first"}`+"\n"+`{"_id":"q2","text":"unjudged"}`+"\n"+`{"_id":"q3","text":"third"}`,
 		"query-id\tcorpus-id\tscore\nq1\td1\t1\nq3\td2\t2\nq3\td1\t0\n")
-	ds, err := LoadBEIR(dir)
+	ds, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +63,13 @@ func TestLoadBEIRErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := LoadBEIR(writeBEIR(t, tt.corpus, tt.queries, tt.qrel))
+			_, err := Load(writeBEIR(t, tt.corpus, tt.queries, tt.qrel))
 			if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantIn) {
 				t.Fatalf("err = %v, want %v containing %q", err, tt.wantErr, tt.wantIn)
 			}
 		})
 	}
-	if _, err := LoadBEIR(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load(t.TempDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing files: %v", err)
 	}
 }
@@ -79,10 +79,10 @@ func TestWriteBEIRRoundTrip(t *testing.T) {
 	queries := []Query{{ID: "q1", Text: "first"}, {ID: "q2", Text: "unjudged"}}
 	qrels := Qrels{"q1": {"d2": 2, "d1": 0}}
 	dir := filepath.Join(t.TempDir(), "set")
-	if err := WriteBEIR(dir, docs, queries, qrels); err != nil {
+	if err := Write(dir, docs, queries, qrels); err != nil {
 		t.Fatal(err)
 	}
-	ds, err := LoadBEIR(dir)
+	ds, err := Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestWriteBEIRRoundTrip(t *testing.T) {
 	if len(ds.Queries) != 1 || ds.Queries[0] != queries[0] || ds.Qrels["q1"]["d2"] != 2 || len(ds.Qrels["q1"]) != 2 {
 		t.Errorf("queries %+v qrels %+v", ds.Queries, ds.Qrels)
 	}
-	if err := WriteBEIR(t.TempDir(), nil, nil, Qrels{"q\t1": {"d": 1}}); !errors.Is(err, ErrMalformed) {
+	if err := Write(t.TempDir(), nil, nil, Qrels{"q\t1": {"d": 1}}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("tab in id: %v", err)
 	}
 }
