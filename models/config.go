@@ -83,6 +83,9 @@ const (
 	BatchingTokens = "tokens"
 )
 
+// QuantizeInt8, as Config.Quantize, loads a model with int8 weights.
+const QuantizeInt8 = "int8"
+
 // CalibrationCacheOff, as Config.CalibrationCache, neither reads nor writes
 // calibration caches: every load calibrates.
 const CalibrationCacheOff = "off"
@@ -170,6 +173,17 @@ type Config struct {
 	// user cache directory when Dir is read-only; a directory path to use
 	// that instead; CalibrationCacheOff never to cache.
 	CalibrationCache string `json:"calibration_cache,omitempty"`
+	// Quantize "int8" loads the model with int8 weights: a directory
+	// already quantized (by models/quantize, or an int8 export) is loaded
+	// as it is; otherwise models/quantize rewrites the float32 model once
+	// (per-channel int8 weights for the encoder's MatMul/Gemm, activations
+	// quantized dynamically by the runtime) into QuantizeCache and that
+	// copy is loaded. "" loads Dir as it is.
+	Quantize string `json:"quantize,omitempty"`
+	// QuantizeCache is where Quantize keeps quantized copies, one folder
+	// per source model (keyed by the ONNX file's sha256); "" means the
+	// user cache directory's hybrank/int8.
+	QuantizeCache string `json:"quantize_cache,omitempty"`
 	// MaxDocs caps the documents of one Score call and the texts of one
 	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
 	// not capped (its caller, the server's batcher, bounds the size).
@@ -334,6 +348,8 @@ func (c Config) Validate() error {
 		return bad("MaxBatchBytes %d < 0", c.MaxBatchBytes)
 	case c.CalibrationMillis < 0 || c.CalibrationMillis > maxCalibrationMillis:
 		return bad("CalibrationMillis %d (want 0..%d)", c.CalibrationMillis, maxCalibrationMillis)
+	case c.Quantize != "" && c.Quantize != QuantizeInt8:
+		return bad("quantize %q (want \"\" or %q)", c.Quantize, QuantizeInt8)
 	}
 	return nil
 }

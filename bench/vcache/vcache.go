@@ -21,7 +21,7 @@ import (
 
 // Key is what decides a model's vectors: the ONNX file's bytes, the
 // resolved pooling, normalisation and prompts (models.ModelDir.Embedding),
-// the sequence length and the character cap.
+// the sequence length, the character cap and the quantization.
 // Two configurations with the same Key embed every text identically.
 func Key(md models.ModelDir, mc models.Config) (string, error) {
 	h := sha256.New()
@@ -38,7 +38,7 @@ func Key(md models.ModelDir, mc models.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "\x00%s\x00%d\x00%d", st, md.SequenceLength(mc), mc.MaxChars)
+	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%s", st, md.SequenceLength(mc), mc.MaxChars, mc.Quantize)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

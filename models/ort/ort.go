@@ -50,6 +50,14 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Quantize == models.QuantizeInt8 {
+		if dir, err = int8Dir(context.Background(), dir, md, cfg); err != nil {
+			return nil, err
+		}
+		if md, err = models.OpenModelDir(dir); err != nil {
+			return nil, err
+		}
+	}
 	enc, err := loadTokenizer(md)
 	if err != nil {
 		return nil, err

@@ -42,6 +42,10 @@ type Config struct {
 	Threads int
 	// Pool is the runtime sessions per model.
 	Pool int
+	// Quantize "int8" loads both models with int8 weights
+	// (models.Config.Quantize: quantized once into the user cache unless
+	// the directories already are int8); "" loads them as they are.
+	Quantize string
 	// IndexDir serves /search and /documents from an engine stored there
 	// (created if missing); Close writes a snapshot to it.
 	IndexDir string
@@ -100,6 +104,7 @@ func (c Config) embedConfig() models.Config {
 // is the largest call the server makes (a request or a merged batch).
 func (c Config) modelConfig(mc models.Config, dir string, maxDocs int) models.Config {
 	mc.Dir, mc.Provider, mc.IntraOpThreads, mc.PoolSize, mc.MaxDocs = dir, c.Provider, c.Threads, c.Pool, maxDocs
+	mc.Quantize = c.Quantize
 	mc.Sigmoid = false // the server applies the sigmoid (TEI raw_scores needs logits)
 	return mc
 }

@@ -106,6 +106,7 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown profile", func(c *backend.Config) { c.RerankProfile = "huge" }, models.ErrUnknownProfile},
 		{"bad provider", func(c *backend.Config) { c.Provider = "tpu" }, models.ErrInvalidConfig},
 		{"bad pool", func(c *backend.Config) { c.Pool = 0 }, models.ErrInvalidConfig},
+		{"bad quantize", func(c *backend.Config) { c.Quantize = "int4" }, models.ErrInvalidConfig},
 		{"two indexes", func(c *backend.Config) { c.IndexDir, c.MemoryIndex = t.TempDir(), true }, backend.ErrConfig},
 		{"bad server", func(c *backend.Config) { c.Server.MaxDocuments = 0 }, server.ErrConfig},
 	} {
@@ -124,7 +125,7 @@ func TestOpen(t *testing.T) {
 	var ev events
 	newCE, newBE, cfgs := fakes(t, &ev, nil)
 	cfg := backend.DefaultConfig()
-	cfg.MemoryIndex, cfg.Threads, cfg.Pool, cfg.Provider = true, 3, 2, "cpu"
+	cfg.MemoryIndex, cfg.Threads, cfg.Pool, cfg.Provider, cfg.Quantize = true, 3, 2, "cpu", models.QuantizeInt8
 	b, err := backend.Open(cfg, newCE, newBE)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestOpen(t *testing.T) {
 	// The models get the runtime settings and the server's largest call,
 	// and return logits: the server applies the sigmoid itself.
 	for _, mc := range *cfgs {
-		if mc.Provider != "cpu" || mc.IntraOpThreads != 3 || mc.PoolSize != 2 || mc.Sigmoid {
+		if mc.Provider != "cpu" || mc.IntraOpThreads != 3 || mc.PoolSize != 2 || mc.Sigmoid || mc.Quantize != models.QuantizeInt8 {
 			t.Errorf("model config %+v", mc)
 		}
 	}

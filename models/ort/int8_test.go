@@ -1,0 +1,79 @@
+package ort_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/ort"
+	"github.com/hybrank/hybrank/models/quantize"
+)
+
+// TestQuantizeInt8Option loads a generated cross-encoder with Quantize
+// "int8": the first load writes one quantized copy into the cache, a
+// second load reuses it, the scores stay close to float32's, and a
+// directory that is already int8 loads as it is.
+func TestQuantizeInt8Option(t *testing.T) {
+	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
+	cache := t.TempDir()
+	docs := []string{"a cat sat on the mat", "dogs bark at night", "the stock market fell", "cats and dogs"}
+	score := func(q string) []float32 {
+		t.Helper()
+		cfg := cpuConfig(dir, models.ProfileFast)
+		cfg.Quantize, cfg.QuantizeCache = q, cache
+		ce, err := ort.NewCrossEncoder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ce.Close()
+		s, err := ce.Score(context.Background(), "where is the cat", docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	fp, q1 := score(""), score(models.QuantizeInt8)
+	copies, _ := filepath.Glob(filepath.Join(cache, "*"))
+	if len(copies) != 1 {
+		t.Fatalf("cache holds %v, want one quantized copy", copies)
+	}
+	if _, ok, err := quantize.ReadMarker(copies[0]); err != nil || !ok {
+		t.Fatalf("copy %s has no quantize marker (%v)", copies[0], err)
+	}
+	st, _ := os.Stat(copies[0])
+	q2 := score(models.QuantizeInt8)
+	if st2, _ := os.Stat(copies[0]); !st2.ModTime().Equal(st.ModTime()) {
+		t.Error("second load rewrote the quantized copy")
+	}
+	for i := range fp {
+		if q1[i] != q2[i] {
+			t.Errorf("doc %d: int8 scores differ between loads: %v vs %v", i, q1[i], q2[i])
+		}
+		if d := math.Abs(float64(q1[i] - fp[i])); d > 0.05*max(1, math.Abs(float64(fp[i]))) || math.IsNaN(d) {
+			t.Errorf("doc %d: int8 %v vs float32 %v", i, q1[i], fp[i])
+		}
+	}
+	// The quantized copy itself, named as Dir with Quantize int8, loads as it is.
+	cfg := cpuConfig(copies[0], models.ProfileFast)
+	cfg.Quantize, cfg.QuantizeCache = models.QuantizeInt8, t.TempDir()
+	ce, err := ort.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	if err := ce.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := filepath.Glob(filepath.Join(cfg.QuantizeCache, "*")); len(again) != 0 {
+		t.Fatalf("an int8 directory was quantized again: %v", again)
+	}
+	bad := cpuConfig(dir, models.ProfileFast)
+	bad.Quantize = "int4"
+	if _, err := ort.NewCrossEncoder(bad); err == nil {
+		t.Fatal("quantize int4 accepted")
+	}
+}
