@@ -707,20 +707,10 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	ordered := cands
 	if req.Rerank != "" && len(cands) > 0 {
 		done = mark(&res.Timings.Rerank)
-		r, ok := e.rerankers[req.Rerank]
-		if !ok {
-			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRerankUnknown, Detail: fmt.Sprintf("no reranker %q; fused order", req.Rerank)})
-		} else {
-			margin := e.cfg.Rerank.Margin + time.Duration(e.cfg.Rerank.MarginFraction*float64(req.Budget))
-			out, err := rerankBudgeted(sctx, ctx, r, req.Rerank, req.Query, cands, e.cfg.Rerank, e.costs, deadline, margin)
-			if err != nil {
-				return nil, fmt.Errorf("search: %w", err)
-			}
-			res.Reranked, res.Degraded = out.scored, res.Degraded || out.degraded
-			if out.fallback != nil {
-				res.Fallbacks = append(res.Fallbacks, *out.fallback)
-			}
-			ordered = finalOrder(cands, out.scored)
+		margin := e.cfg.Rerank.Margin + time.Duration(e.cfg.Rerank.MarginFraction*float64(req.Budget))
+		var err error
+		if ordered, err = e.rerank(sctx, ctx, &req, cands, deadline, margin, res); err != nil {
+			return nil, err
 		}
 		done()
 	}
@@ -738,8 +728,11 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	res.Hits = make([]Hit, len(top))
 	for i, c := range top {
 		score := c.fused
-		if c.reranked {
+		switch {
+		case c.reranked:
 			score = c.rerank
+		case c.first:
+			score = c.firstScore
 		}
 		res.Hits[i] = Hit{
 			Document: c.rec.doc.clone(),
@@ -749,6 +742,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 				DenseScore: c.denseScore, DenseRank: c.denseRank,
 				FusedScore: c.fused, FusedRank: c.fusedRank,
 				Reranked: c.reranked, RerankScore: c.rerank,
+				FirstStage: c.first, FirstStageScore: c.firstScore,
 				FinalRank: i + 1,
 				Origin:    c.origin,
 			},

@@ -25,6 +25,9 @@ type candidate struct {
 
 	reranked bool
 	rerank   float64
+	// first and firstScore are a cascade's first-stage score.
+	first      bool
+	firstScore float64
 }
 
 // minMax maps the scores of list to [0, 1] by (s − min)/(max − min). A list

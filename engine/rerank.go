@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -197,4 +199,82 @@ func docText(d *Document) string {
 		return d.Text
 	}
 	return d.Title + " " + d.Text
+}
+
+// rerank runs req's rerank stage on cands (fused order) and returns them
+// in final order: one budgeted stage, or a cascade (rerankCascade). An
+// unknown profile is a fallback: fused order.
+func (e *Engine) rerank(ctx, parent context.Context, req *Request, cands []*candidate, deadline time.Time, margin time.Duration, res *Result) ([]*candidate, error) {
+	r, ok := e.rerankers[req.Rerank]
+	if !ok {
+		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRerankUnknown, Detail: fmt.Sprintf("no reranker %q; fused order", req.Rerank)})
+		return cands, nil
+	}
+	if req.Cascade.First != "" {
+		if first, ok := e.rerankers[req.Cascade.First]; ok {
+			return e.rerankCascade(ctx, parent, req, first, r, cands, deadline, margin, res)
+		}
+		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRerankUnknown,
+			Detail: fmt.Sprintf("no reranker %q for the cascade's first stage; %q alone", req.Cascade.First, req.Rerank)})
+	}
+	out, err := rerankBudgeted(ctx, parent, r, req.Rerank, req.Query, cands, e.cfg.Rerank, e.costs, deadline, margin)
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	res.record(out)
+	return finalOrder(cands, out.scored), nil
+}
+
+// record adds one rerank stage's outcome to res.
+func (res *Result) record(out rerankOutcome) {
+	res.Reranked, res.Degraded = out.scored, res.Degraded || out.degraded
+	if out.fallback != nil {
+		res.Fallbacks = append(res.Fallbacks, *out.fallback)
+	}
+}
+
+// rerankCascade scores cands with first (the cheap profile), then the best
+// req.Cascade.Keep of what it scored with second, each stage budgeted as
+// rerankBudgeted does. The first stage's deadline leaves the second its
+// predicted cost (Keep × its cost estimate), at most half of the time
+// left; without an estimate, half. The final order is: what the second
+// stage scored (by its score), then what only the first scored (by the
+// first's score), then the rest in fused order.
+func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first, second models.Reranker, cands []*candidate, deadline time.Time, margin time.Duration, res *Result) ([]*candidate, error) {
+	keep := req.Cascade.Keep
+	d1 := deadline
+	if !deadline.IsZero() {
+		reserve := time.Until(deadline) / 2
+		if est, ok := e.costs.estimate(req.Rerank); ok {
+			reserve = min(reserve, time.Duration(est*float64(keep)))
+		}
+		d1 = deadline.Add(-max(reserve, 0))
+	}
+	out1, err := rerankBudgeted(ctx, parent, first, req.Cascade.First, req.Query, cands, e.cfg.Rerank, e.costs, d1, margin)
+	if err != nil {
+		return nil, fmt.Errorf("search: cascade first stage: %w", err)
+	}
+	res.FirstStage, res.Degraded = out1.scored, res.Degraded || out1.degraded
+	if out1.fallback != nil {
+		res.Fallbacks = append(res.Fallbacks, *out1.fallback)
+	}
+	for _, c := range cands[:out1.scored] {
+		c.first, c.firstScore, c.reranked, c.rerank = true, c.rerank, false, 0
+	}
+	// The first stage's best (or, if it scored nothing, the fused best).
+	byFirst := slices.Clone(cands)
+	sort.SliceStable(byFirst[:out1.scored], func(i, j int) bool { return byFirst[i].firstScore > byFirst[j].firstScore })
+	top := byFirst[:min(keep, len(byFirst))]
+	out2, err := rerankBudgeted(ctx, parent, second, req.Rerank, req.Query, top, e.cfg.Rerank, e.costs, deadline, margin)
+	if err != nil {
+		return nil, fmt.Errorf("search: cascade second stage: %w", err)
+	}
+	res.record(out2)
+	final := finalOrder(top[:out2.scored], out2.scored)
+	for _, c := range byFirst {
+		if !c.reranked {
+			final = append(final, c)
+		}
+	}
+	return final, nil
 }

@@ -189,6 +189,12 @@ type Request struct {
 	Expand Expansion `json:"expand"`
 	// Rerank is the reranker profile name ("" = no reranking).
 	Rerank string `json:"rerank,omitempty"`
+	// Cascade, with First set, reranks in two stages: every candidate
+	// with the cheap profile First, then the best Keep of them (by the
+	// first stage's score) with Rerank. Both stages are sized by the
+	// engine's cost model against the same deadline: the first stops in
+	// time to leave the second its predicted cost. Zero: one stage.
+	Cascade Cascade `json:"cascade,omitzero"`
 	// Budget bounds the wall time of the search (0 = only ctx's deadline):
 	// dense retrieval and reranking stop at min(ctx deadline, start +
 	// Budget) and the result is marked Degraded, while BM25 retrieval
@@ -254,6 +260,14 @@ const (
 	MaxHops       = 8
 )
 
+// Cascade is a two-stage rerank (Request.Cascade).
+type Cascade struct {
+	// First is the cheap profile that scores every candidate.
+	First string `json:"first,omitempty"`
+	// Keep is how many of its best the Request's Rerank profile rescores.
+	Keep int `json:"keep,omitempty"`
+}
+
 // Validate reports why r cannot be run, wrapping ErrInvalidRequest. It checks
 // the request alone; whether the Rerank profile exists is decided by the
 // engine (an unknown profile is a fallback, not an error).
@@ -293,6 +307,12 @@ func (r *Request) Validate() error {
 		return bad("negative token budget or reserve")
 	case r.TokenBudget > 0 && r.Reserve >= r.TokenBudget:
 		return bad("reserve %d leaves nothing of token budget %d", r.Reserve, r.TokenBudget)
+	case r.Cascade != Cascade{} && (r.Cascade.First == "" || r.Rerank == ""):
+		return bad("cascade needs cascade.first and rerank (the second stage)")
+	case r.Cascade.First != "" && r.Cascade.First == r.Rerank:
+		return bad("cascade.first %q is also the second stage", r.Cascade.First)
+	case r.Cascade.First != "" && (r.Cascade.Keep < 1 || r.Cascade.Keep > MaxCandidates):
+		return bad("cascade.keep %d outside [1, %d]", r.Cascade.Keep, MaxCandidates)
 	}
 	for k := range r.Filter {
 		if k == "" {
@@ -337,6 +357,11 @@ type Provenance struct {
 	// RerankScore is meaningful only then.
 	Reranked    bool    `json:"reranked"`
 	RerankScore float64 `json:"rerank_score"`
+	// FirstStage says whether a cascade's first stage (Cascade.First)
+	// scored this hit, with FirstStageScore; RerankScore is then the
+	// second stage's, when it reached the hit.
+	FirstStage      bool    `json:"first_stage,omitempty"`
+	FirstStageScore float64 `json:"first_stage_score,omitempty"`
 	// FinalRank is the hit's position in Result.Hits (1-based).
 	FinalRank int    `json:"final_rank"`
 	Origin    Origin `json:"origin"`
@@ -473,8 +498,11 @@ type Result struct {
 	// Candidates is the size of the fused candidate list (after threshold
 	// and expansion).
 	Candidates int `json:"candidates"`
-	// Reranked is how many candidates the reranker scored (in fused order).
+	// Reranked is how many candidates the reranker scored (in fused order;
+	// with a cascade, the second stage, among the first stage's best).
 	Reranked int `json:"reranked"`
+	// FirstStage is how many candidates a cascade's first stage scored.
+	FirstStage int `json:"first_stage,omitempty"`
 	// Degraded is set when the latency budget cut the search short: dense
 	// retrieval did not finish (BM25 only), or reranking stopped before
 	// every candidate was scored. Fallbacks say which.
