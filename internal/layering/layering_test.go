@@ -14,7 +14,7 @@ const module = "github.com/hybrank/hybrank"
 // with CGO_ENABLED=0.
 var cgoFree = []string{
 	"./engine/...", "./server/...", "./postings/...", "./dense/...",
-	"./analysis/...", "./simd/...", "./models",
+	"./analysis/...", "./simd/...", "./models", "./models/cache",
 }
 
 // goCmd runs the go command from the module root with extra environment.

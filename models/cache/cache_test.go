@@ -1,0 +1,158 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/hybrank/hybrank/models"
+)
+
+// countingReranker scores len(query)+len(doc) and records every call.
+type countingReranker struct {
+	mu    sync.Mutex
+	calls [][]string
+	err   error
+	loads int
+}
+
+func (r *countingReranker) Score(_ context.Context, q string, docs []string) ([]float32, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, slices.Clone(docs))
+	if r.err != nil {
+		return nil, r.err
+	}
+	out := make([]float32, len(docs))
+	for i, d := range docs {
+		out[i] = float32(len(q)*100 + len(d))
+	}
+	return out, nil
+}
+
+func (r *countingReranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	out := make([]float32, len(pairs))
+	for i, p := range pairs {
+		s, err := r.Score(ctx, p.Query, []string{p.Doc})
+		if err != nil {
+			return nil, models.Usage{}, err
+		}
+		out[i] = s[0]
+	}
+	return out, models.Usage{Pairs: len(pairs)}, nil
+}
+
+func (r *countingReranker) Load() error { r.loads++; return nil }
+
+func TestRerankerCache(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingReranker{}
+	r, err := NewReranker(inner, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := inner.Score(ctx, "q", []string{"a", "bb", "ccc"})
+	inner.calls = nil
+	if got, _ := r.Score(ctx, "q", []string{"a", "bb"}); !slices.Equal(got, want[:2]) {
+		t.Fatalf("first %v", got)
+	}
+	got, err := r.Score(ctx, "q", []string{"a", "bb", "ccc"})
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("second %v %v", got, err)
+	}
+	if len(inner.calls) != 2 || !slices.Equal(inner.calls[1], []string{"ccc"}) {
+		t.Fatalf("inner calls %q: the second call must score only the miss", inner.calls)
+	}
+	if st := r.Stats(); st.Hits != 2 || st.Misses != 3 || st.Entries != 3 || st.Bytes != 3*int64(4+entryOverhead) {
+		t.Fatalf("stats %+v", st)
+	}
+	// Another query is another key.
+	if _, err := r.Score(ctx, "other", []string{"a"}); err != nil || len(inner.calls) != 3 {
+		t.Fatalf("other query: %v, calls %d", err, len(inner.calls))
+	}
+	// Pairs share the cache; usage counts only what the model scored.
+	s, u, err := r.ScorePairs(ctx, []models.Pair{{Query: "q", Doc: "a"}, {Query: "q", Doc: "dddd"}})
+	if err != nil || s[0] != want[0] || u.Pairs != 1 {
+		t.Fatalf("pairs %v %+v %v", s, u, err)
+	}
+	// Errors are returned and not cached.
+	inner.err = errors.New("boom")
+	if _, err := r.Score(ctx, "q", []string{"eeeee"}); !errors.Is(err, inner.err) {
+		t.Fatalf("err %v", err)
+	}
+	inner.err = nil
+	if _, err := r.Score(ctx, "q", []string{"eeeee"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Load(); err != nil || inner.loads != 1 {
+		t.Fatalf("Load %v, loads %d", err, inner.loads)
+	}
+	if _, err := NewReranker(inner, 0); !errors.Is(err, models.ErrInvalidConfig) {
+		t.Fatalf("zero bound: %v", err)
+	}
+}
+
+func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
+	per := int64(4 + entryOverhead)
+	c := newLRU(3*per, func(float32) int64 { return 4 })
+	for i := range 3 {
+		c.put(hashKey(fmt.Sprint(i)), float32(i))
+	}
+	c.get(hashKey("0")) // 0 is now the most recent: 1 is the oldest
+	c.put(hashKey("3"), 3)
+	if _, ok := c.get(hashKey("1")); ok {
+		t.Fatal("1 was not evicted")
+	}
+	for _, k := range []string{"0", "2", "3"} {
+		if _, ok := c.get(hashKey(k)); !ok {
+			t.Fatalf("%s evicted", k)
+		}
+	}
+	st := c.stats()
+	if st.Evictions != 1 || st.Entries != 3 || st.Bytes != 3*per || st.Bytes > st.MaxBytes {
+		t.Fatalf("stats %+v", st)
+	}
+	// Replacing a value keeps the count; a value over the bound is not kept.
+	c.put(hashKey("3"), 33)
+	if v, _ := c.get(hashKey("3")); v != 33 || c.stats().Entries != 3 {
+		t.Fatalf("replace: %v %+v", v, c.stats())
+	}
+	big := newLRU(10, func(float32) int64 { return 4 })
+	big.put(hashKey("x"), 1)
+	if big.stats().Entries != 0 {
+		t.Fatal("an entry larger than the bound was stored")
+	}
+}
+
+type fakeEmbedder struct{ calls int }
+
+func (f *fakeEmbedder) Dim() int { return 2 }
+func (f *fakeEmbedder) Embed(_ context.Context, in models.Input, texts []string) ([][]float32, error) {
+	f.calls++
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), float32(len(in))}
+	}
+	return out, nil
+}
+
+func TestEmbedderCache(t *testing.T) {
+	ctx := context.Background()
+	inner := &fakeEmbedder{}
+	e, err := NewEmbedder(inner, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q1, _ := e.Embed(ctx, models.InputQuery, []string{"cats"})
+	q2, u, _ := e.EmbedWithUsage(ctx, models.InputQuery, []string{"cats"})
+	d, _ := e.Embed(ctx, models.InputDocument, []string{"cats"})
+	if inner.calls != 2 || !slices.Equal(q1[0], q2[0]) || u != (models.Usage{}) || slices.Equal(q1[0], d[0]) {
+		t.Fatalf("calls %d, q %v %v, usage %+v, document %v", inner.calls, q1, q2, u, d)
+	}
+	if st := e.Stats(); st.Hits != 1 || st.Misses != 2 || e.Dim() != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}

@@ -1,0 +1,25 @@
+// Package cache puts byte-bounded LRU caches in front of models: Reranker
+// remembers cross-encoder scores by (query, document), Embedder remembers
+// embeddings by (input kind, text). Both wrap a model of package models
+// and are themselves one (Reranker is a models.Reranker and, over a model
+// that has it, a pair scorer for the server; Embedder is a models.Embedder
+// with EmbedWithUsage), so the engine and the server use them unchanged:
+// a repeated query then skips the query embedding, and a repeated (query,
+// candidate) pair skips the cross-encoder.
+//
+// Keys are 128-bit hashes (sha256, truncated) of the texts, so memory does
+// not grow with text length; a cache holds one model's results (wrap each
+// model in its own). Each cache is bounded in bytes, counting the key, the
+// value and a fixed per-entry overhead, and evicts least recently used
+// entries. Stats reports hits, misses, evictions, entries and bytes.
+//
+// Only what the wrapped model computed successfully is cached; an error
+// returns as it was and caches nothing. Usage (EmbedWithUsage, ScorePairs)
+// counts only the work the model did, not the hits.
+//
+// # Concurrency
+//
+// Reranker and Embedder are safe for concurrent use when the wrapped model
+// is. Two concurrent misses of the same key both compute it (no
+// single-flight); the results are identical.
+package cache
