@@ -147,6 +147,9 @@ type Config struct {
 	TuneOn string `json:"tune_on,omitempty"`
 	// Sweep is the rerank budget sweep (no Budgets: none).
 	Sweep Sweep `json:"sweep"`
+	// Replay replays a query log with repeats behind model caches (no
+	// Searches: none).
+	Replay Replay `json:"replay"`
 	// Targets are checked against the sweep.
 	Targets Targets `json:"targets"`
 	// Progress forces progress bars; Log receives a line per row.
@@ -189,6 +192,7 @@ func DefaultConfig() Config {
 		MaxDocTokens: 128,
 		CacheDir:     filepath.Join("out", "cache"),
 		Sweep:        Sweep{Profiles: []string{models.ProfileBalanced}, Searches: 200},
+		Replay:       DefaultReplay(),
 		Targets:      Targets{Profile: models.ProfileBalanced, Budget: 100 * time.Millisecond, MaxP99: 110 * time.Millisecond},
 	}
 }
@@ -222,6 +226,9 @@ func (c Config) Validate() error {
 		if prof, err := models.LookupProfile(p); err != nil || prof.Kind != models.KindCrossEncoder {
 			return fmt.Errorf("%w: hybrid: %q is not a reranker profile", bench.ErrBadOption, p)
 		}
+	}
+	if err := c.Replay.validate(Matrix(c.Profiles)); err != nil {
+		return err
 	}
 	_, err := c.setups()
 	return err

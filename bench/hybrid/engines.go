@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"time"
 
@@ -32,6 +33,11 @@ func resolveModels(r *modeldir.Resolver, c Config, setups []Setup) (modelSet, er
 	var rerank []string
 	if len(c.Sweep.Budgets) > 0 {
 		rerank = append(rerank, c.Sweep.Profiles...)
+	}
+	if c.Replay.Searches > 0 {
+		if s, ok := findSetup(Matrix(c.Profiles), c.Replay.Setup); ok {
+			setups = append(slices.Clip(setups), s)
+		}
 	}
 	for _, s := range setups {
 		needDense = needDense || s.Dense
@@ -85,7 +91,11 @@ type engines struct {
 	ms      modelSet
 	lexical *engine.Engine
 	hybrid  *engine.Engine // nil without an embedder
-	closers []func() error
+	// embedder (nil without one) and rerankers are the loaded models, for
+	// engines built later (the replay's, behind caches).
+	embedder  models.Embedder
+	rerankers map[string]models.Reranker
+	closers   []func() error
 	// commitLexical and commitHybrid are the commit (analysis, and for the
 	// hybrid engine embedding) wall times.
 	commitLexical, commitHybrid time.Duration
@@ -94,7 +104,7 @@ type engines struct {
 // openEngines loads the models and commits ds (title and text, one batch)
 // into the engines.
 func openEngines(ctx context.Context, ds *eval.Dataset, cfg Config, ms modelSet) (_ *engines, err error) {
-	h := &engines{ds: ds, cfg: cfg, ms: ms}
+	h := &engines{ds: ds, cfg: cfg, ms: ms, rerankers: map[string]models.Reranker{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, h.Close())
@@ -127,6 +137,7 @@ func openEngines(ctx context.Context, ds *eval.Dataset, cfg Config, ms modelSet)
 		return nil, fmt.Errorf("hybrid: embedder: %w", err)
 	}
 	h.closers = append(h.closers, ce.Close)
+	h.embedder = ce
 	if h.hybrid, err = engine.Open("", cfg.Engine, append([]engine.Option{engine.WithEmbedder(ce)}, ropts...)...); err != nil {
 		return nil, err
 	}
@@ -160,6 +171,7 @@ func (h *engines) loadRerankers(ctx context.Context) ([]engine.Option, error) {
 			return nil, fmt.Errorf("hybrid: reranker %s: %w", p, err)
 		}
 		opts = append(opts, engine.WithReranker(p, ce))
+		h.rerankers[p] = ce
 	}
 	return opts, nil
 }

@@ -248,6 +248,7 @@ func TestHybridWithModels(t *testing.T) {
 	// queries. (Cut-short searches are covered by the engine's tests: how
 	// many fit in a tight budget depends on the machine.)
 	cfg.Sweep = Sweep{Budgets: []time.Duration{time.Minute}, Profiles: []string{"fast"}, Searches: 12}
+	cfg.Replay = Replay{Setup: "rrf+fast", Searches: 30, Zipf: 1.5, CacheMB: []int{0, 1}, Seed: 3}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -277,5 +278,19 @@ func TestHybridWithModels(t *testing.T) {
 	}
 	if len(res.Checks) != 0 {
 		t.Fatalf("checks of a profile the target does not name: %v", res.Checks)
+	}
+	// The replay: 30 searches over at most 10 distinct queries repeat, so
+	// the cached row hits; the uncached one has no cache to hit.
+	rp := res.Replay
+	if len(rp) != 2 || rp[0].CacheMB != 0 || rp[1].CacheMB != 1 || rp[0].Searches != 30 || rp[0].Distinct > 10 {
+		t.Fatalf("replay %+v", rp)
+	}
+	if rp[0].RerankHits != 0 || rp[0].EmbedHits != 0 || rp[1].RerankHits <= 0 || rp[1].EmbedHits <= 0 || rp[1].MeanReranked != 20 {
+		t.Fatalf("replay hit rates %+v", rp)
+	}
+	bad := cfg
+	bad.Replay.Setup = "nope"
+	if err := bad.Validate(); err == nil {
+		t.Fatal("replay of an unknown setup accepted")
 	}
 }

@@ -41,11 +41,21 @@ func Report(cfg Config, res Result, command string) report.Report {
 			rep.Notes = append(rep.Notes, notes...)
 		}
 	}
+	if len(res.Replay) > 0 {
+		rp := cfg.Replay
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Replay (rows with cache MB): %d searches of setup %s drawn from the judged queries with Zipf(%.2f) frequencies (distinct: how many different queries the log holds), each cache size on a fresh engine with fresh caches (models/cache: query embeddings and rerank scores by (query, document), LRU bounded in bytes; 0 = no cache); hit rates are hits / lookups; rerank cache MB is what the score cache held at the end.", rp.Searches, rp.Setup, rp.Zipf))
+		rep.Columns = report.Columns(Row{}, ReplayRow{})
+		rep.Rows = append(rep.Rows, report.Rows(res.Replay)...)
+	}
 	if len(res.Sweep) == 0 {
 		return rep
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("Budget sweep (table rows named sweep …, plot hybrid_budget.svg): searches cycle through the judged queries, rrf fusion, all candidates offered to the reranker; max_ms is the slowest search; degraded_unmarked counts searches whose Degraded flag disagrees with reranked < candidates (must be 0); timeouts counts searches whose retrieval itself (query embedding, BM25, dense) missed the budget, which the engine reports as an error, not a degraded result. Target: budget %v, %s, p99 ≤ %v.", cfg.Targets.Budget, cfg.Targets.Profile, cfg.Targets.MaxP99))
-	rep.Columns = report.Columns(Row{}, BudgetPoint{})
+	kinds := []any{Row{}, BudgetPoint{}}
+	if len(res.Replay) > 0 {
+		kinds = append(kinds, ReplayRow{})
+	}
+	rep.Columns = report.Columns(kinds...)
 	rep.Rows = append(rep.Rows, report.Rows(res.Sweep)...)
 	rep.Figures = []report.Figure{{File: "hybrid_budget.svg", Alt: "budget sweep: latency and candidates reranked against the budget", Panels: budgetPlot(res.Sweep)}}
 	return rep

@@ -87,6 +87,7 @@ type BudgetPoint struct {
 type Result struct {
 	Rows   []Row          `json:"rows"`
 	Sweep  []BudgetPoint  `json:"sweep,omitempty"`
+	Replay []ReplayRow    `json:"replay,omitempty"`
 	Checks []report.Check `json:"checks,omitempty"`
 }
 

@@ -74,6 +74,16 @@ func runDataset(ctx context.Context, cfg Config, dir string, setups []Setup, ms 
 		}
 		res.Sweep = append(res.Sweep, pts...)
 	}
+	if cfg.Replay.Searches > 0 {
+		rows, err := h.replay(ctx, Matrix(cfg.Profiles))
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			report.Log(h.cfg.Log, r)
+		}
+		res.Replay = append(res.Replay, rows...)
+	}
 	return nil
 }
 
@@ -103,10 +113,7 @@ func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
 		budget, real = h.cfg.Budget, real && h.ms.real[c.Rerank]
 	}
 	row.RealWeights, row.BudgetMs = real, measure.Ms(budget)
-	req := func(q string) engine.Request {
-		return engine.Request{Query: q, TopK: h.cfg.K, Candidates: h.cfg.Candidates, Fusion: c.Fusion,
-			Alpha: engine.Float(c.Alpha), Rerank: c.Rerank, Budget: budget, MMRLambda: c.MMRLambda}
-	}
+	req := func(q string) engine.Request { return h.request(c, q, budget) }
 	qs := h.queries(h.cfg.Queries)
 	if err := h.warm(ctx, e, qs, req); err != nil {
 		return Row{}, err
@@ -144,6 +151,12 @@ func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
 	row.Queries = sc.Queries
 	row.NDCG10, row.Recall100, row.MRR10 = measure.Round(sc.NDCG10, 4), measure.Round(sc.Recall100, 4), measure.Round(sc.MRR10, 4)
 	return row, nil
+}
+
+// request is setup c's search for query q under budget.
+func (h *engines) request(c Setup, q string, budget time.Duration) engine.Request {
+	return engine.Request{Query: q, TopK: h.cfg.K, Candidates: h.cfg.Candidates, Fusion: c.Fusion,
+		Alpha: engine.Float(c.Alpha), Rerank: c.Rerank, Budget: budget, MMRLambda: c.MMRLambda}
 }
 
 // ranked is the run of one query: the bm25 setup's hits in trec_eval

@@ -35,6 +35,28 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 // default.
 type intsFlag []int
 
+// sizesFlag is a comma list of integers ≥ 0 (sizes, where 0 means none);
+// setting it replaces the default.
+type sizesFlag []int
+
+func (l *sizesFlag) String() string { return (*intsFlag)(l).String() }
+
+func (l *sizesFlag) Set(v string) error {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%q: want comma-separated integers ≥ 0", v)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
 func (l *intsFlag) String() string {
 	s := make([]string, len(*l))
 	for i, v := range *l {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"strings"
 
 	"github.com/hybrank/hybrank/bench/hybrid"
@@ -45,6 +46,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	fs.DurationVar(&cfg.Targets.Budget, "target-budget", cfg.Targets.Budget, "target: the sweep budget checked")
 	fs.DurationVar(&cfg.Targets.MaxP99, "target-max-p99", cfg.Targets.MaxP99, "target: p99 latency at that budget at most")
 	fs.BoolVar(&cfg.Progress, "progress", false, "show progress even when stderr is not a terminal")
+	replayFlags(fs, &cfg.Replay)
 	var o output
 	o.register(fs, "hybrid.md and hybrid_budget.svg")
 	if err := parse(fs, args); err != nil {
@@ -68,4 +70,12 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 		return err
 	}
 	return o.finish(cl, "hybrid", hybrid.Report(cfg, res, command("hybrid", args)))
+}
+
+// replayFlags registers the query-log replay's flags into r.
+func replayFlags(fs *flag.FlagSet, r *hybrid.Replay) {
+	fs.IntVar(&r.Searches, "replay", 0, "replay a query log of this many searches (Zipf repeats of the judged queries) behind model caches; 0 = none")
+	fs.StringVar(&r.Setup, "replay-setup", r.Setup, "replay: the setup searched")
+	fs.Float64Var(&r.Zipf, "replay-zipf", r.Zipf, "replay: Zipf exponent of the query frequencies (> 1)")
+	fs.Var((*sizesFlag)(&r.CacheMB), "replay-cache-mb", "replay: cache sizes in MB, one replay each, 0 = no cache")
 }

@@ -112,7 +112,9 @@ type usageEmbedder interface {
 	EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
 }
 
-// Embedder caches an embedder's vectors by (input kind, text).
+// Embedder caches an embedder's vectors of queries and raw texts by
+// (input kind, text); documents (models.InputDocument), embedded once at
+// ingest, pass through uncached so they do not evict the queries.
 type Embedder struct {
 	inner models.Embedder
 	c     *lru[[]float32]
@@ -146,6 +148,9 @@ func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) (
 // all hits). Over an embedder without EmbedWithUsage, Usage counts the
 // texts embedded as Pairs.
 func (e *Embedder) EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	if in == models.InputDocument {
+		return e.embed(ctx, in, texts)
+	}
 	out := make([][]float32, len(texts))
 	keys := make([]key, len(texts))
 	var miss []int
@@ -161,15 +166,7 @@ func (e *Embedder) EmbedWithUsage(ctx context.Context, in models.Input, texts []
 	if len(miss) == 0 {
 		return out, models.Usage{}, nil
 	}
-	var v [][]float32
-	var u models.Usage
-	var err error
-	if ue, ok := e.inner.(usageEmbedder); ok {
-		v, u, err = ue.EmbedWithUsage(ctx, in, missTexts)
-	} else {
-		v, err = e.inner.Embed(ctx, in, missTexts)
-		u = models.Usage{Pairs: len(missTexts)}
-	}
+	v, u, err := e.embed(ctx, in, missTexts)
 	if err != nil {
 		return nil, u, err
 	}
@@ -181,6 +178,16 @@ func (e *Embedder) EmbedWithUsage(ctx context.Context, in models.Input, texts []
 		e.c.put(keys[i], v[j])
 	}
 	return out, u, nil
+}
+
+// embed calls the wrapped embedder, with its usage when it reports one
+// (else Usage counts the texts as Pairs).
+func (e *Embedder) embed(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	if ue, ok := e.inner.(usageEmbedder); ok {
+		return ue.EmbedWithUsage(ctx, in, texts)
+	}
+	v, err := e.inner.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts)}, err
 }
 
 // Load loads the wrapped reranker when it loads lazily (models.Loader).

@@ -1,6 +1,7 @@
 // Package cache puts byte-bounded LRU caches in front of models: Reranker
 // remembers cross-encoder scores by (query, document), Embedder remembers
-// embeddings by (input kind, text). Both wrap a model of package models
+// embeddings of queries and raw texts by (input kind, text) (documents,
+// embedded once at ingest, are not cached). Both wrap a model of package models
 // and are themselves one (Reranker is a models.Reranker and, over a model
 // that has it, a pair scorer for the server; Embedder is a models.Embedder
 // with EmbedWithUsage), so the engine and the server use them unchanged:
