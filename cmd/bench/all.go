@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hybrank/hybrank/internal/artifacts"
 )
 
 func init() {
@@ -24,12 +26,57 @@ type step struct {
 	cmd  string   // subcommand
 	args []string // its flags
 	data bool     // needs the BEIR datasets
+	real bool     // needs the real models (make models)
 }
 
 // allSteps lists the main job. Every step is an ordinary subcommand run,
 // so any one of them can be repeated by hand with the printed command line.
 // Without the datasets (haveData false) the rerank step has no real pairs.
 func allSteps(datasets, out, models string, quick, haveData bool) []step {
+	steps := mainSteps(datasets, out, models, quick, haveData)
+	return append(steps, realSteps(datasets, out, artifacts.RealModels(), quick)...)
+}
+
+// realSteps are the real-model steps: the MTEB reproduction of every real
+// embedder (float32 and int8) on every dataset, HNSW against faiss on real
+// sentence vectors, and the hybrid matrix per float32 embedder with the
+// fusion chosen on cisi. --quick keeps all-MiniLM-L6-v2 on scifact.
+func realSteps(datasets, out, real string, quick bool) []step {
+	ds := func(names ...string) string {
+		for i, n := range names {
+			names[i] = filepath.Join(datasets, n)
+		}
+		return strings.Join(names, ",")
+	}
+	rm := func(names ...string) string {
+		for i, n := range names {
+			names[i] = filepath.Join(real, n)
+		}
+		return strings.Join(names, ",")
+	}
+	fp32 := []string{"all-minilm-l6-v2", "bge-small-en-v1.5", "e5-small-v2"}
+	denseModels, denseData, passages := rm("all-minilm-l6-v2", "all-minilm-l6-v2-q", "bge-small-en-v1.5", "bge-small-en-v1.5-q", "e5-small-v2", "e5-small-v2-q"), ds("scifact", "cisi", "cran"), "0"
+	if quick {
+		fp32, denseModels, denseData, passages = fp32[:1], rm("all-minilm-l6-v2"), ds("scifact"), "20000"
+	}
+	steps := []step{
+		{name: "dense real (MTEB reproduction, float32 and int8)", cmd: "dense", data: true, real: true,
+			args: []string{"--beir", "--data", denseData, "--model", denseModels, "--out", out, "--name", "dense_real"}},
+		{name: "dense sentences (real all-MiniLM-L6-v2 vectors, HNSW vs faiss)", cmd: "dense", data: true, real: true,
+			args: []string{"--passages", "--data", ds("scifact"), "--model", rm("all-minilm-l6-v2"), "--max-passages", passages,
+				"--m", "16", "--ef", "16,32,64,128", "--out", out}},
+	}
+	for _, m := range fp32 {
+		steps = append(steps, step{name: "hybrid real (" + m + ", fusion chosen on cisi)", cmd: "hybrid", data: true, real: true,
+			args: []string{"--data", ds("cisi", "cran", "scifact"), "--embed-dir", rm(m), "--max-doc-tokens", "0", "--tune-on", "cisi",
+				"--configs", "bm25,dense,rrf,weighted-0.3,weighted-0.5,weighted-0.7,relative,rrf+mmr-0.7", "--out", out, "--name", "hybrid_real_" + m}})
+	}
+	return steps
+}
+
+// mainSteps are the steps on synthetic data, the datasets and generated
+// models.
+func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 	ds := func(name string) string { return filepath.Join(datasets, name) }
 	realData := ds("scifact")
 	if !haveData {
@@ -89,6 +136,8 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 		haveData = false
 		fmt.Fprintf(cl.stderr, "bench all: no datasets at %s: running the synthetic and generated-model steps only\n", *datasets)
 	}
+	_, err := os.Stat(filepath.Join(artifacts.RealModels(), "all-minilm-l6-v2"))
+	haveReal := err == nil
 	var failed []string
 	for _, s := range allSteps(*datasets, *out, *models, *quick, haveData) {
 		switch {
@@ -96,6 +145,9 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 			continue
 		case s.data && !haveData:
 			fmt.Fprintf(cl.stderr, "== skip %s: needs %s\n", s.name, *datasets)
+			continue
+		case s.real && !haveReal:
+			fmt.Fprintf(cl.stderr, "== skip %s: needs the real models in %s (make models)\n", s.name, artifacts.RealModels())
 			continue
 		}
 		if o.json {

@@ -47,6 +47,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	fs.DurationVar(&cfg.Targets.MaxP99, "target-max-p99", cfg.Targets.MaxP99, "target: p99 latency at that budget at most")
 	fs.BoolVar(&cfg.Progress, "progress", false, "show progress even when stderr is not a terminal")
 	replayFlags(fs, &cfg.Replay)
+	name := fs.String("name", "hybrid", "report file name (without .md) under --out")
 	var o output
 	o.register(fs, "hybrid.md and hybrid_budget.svg")
 	if err := parse(fs, args); err != nil {
@@ -69,7 +70,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	return o.finish(cl, "hybrid", hybrid.Report(cfg, res, command("hybrid", args)))
+	return o.finish(cl, *name, hybrid.Report(cfg, res, command("hybrid", args)))
 }
 
 // replayFlags registers the query-log replay's flags into r.
