@@ -61,6 +61,10 @@ type Row struct {
 	Efficiency  float64 `json:"efficiency" table:""` // GFLOPs / PeakGFLOPs
 	RealWeights bool    `json:"real_weights" table:""`
 	Data        string  `json:"data"`
+	// PeakRSSMB is the process's peak resident memory while the row's
+	// model was loaded and measured (VmHWM reset at the row's start; the
+	// process's baseline included), 0 where it cannot be read.
+	PeakRSSMB float64 `json:"peak_rss_mb,omitempty" table:"peak RSS MB"`
 }
 
 // Result is the rows of one Run, in sweep order.
@@ -176,6 +180,7 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 		return Row{}, nil, err
 	}
 	mc := s.ModelConfig(dir, kind)
+	rss := measure.ResetPeakRSS()
 	m, err := open(mc, kind, t)
 	if err != nil {
 		return Row{}, nil, err
@@ -202,6 +207,9 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 		}
 	}
 	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
+	if rss {
+		row.PeakRSSMB = measure.Round(float64(measure.PeakRSS())/(1<<20), 1)
+	}
 	if s.PeakN > 0 {
 		// Measured right after the model, under the same conditions (other
 		// load on the machine lowers both).
