@@ -42,6 +42,9 @@ type Config struct {
 	PeerRounds int `json:"peer_rounds"`
 	// Targets are the checks of hybrank against the peer.
 	Targets Targets `json:"targets"`
+	// Batching compares the default batching with fixed token caps
+	// (Enabled: real pairs needed).
+	Batching BatchingCheck `json:"batching"`
 }
 
 // RealPairs selects real-length pairs: the BM25 top-TopK documents
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		PeerBatches: []int{16, 32},
 		PeerRounds:  1,
 		Targets:     DefaultTargets(),
+		Batching:    DefaultBatchingCheck(),
 	}
 }
 
@@ -161,6 +165,12 @@ func (c Config) Validate() error {
 				return fmt.Errorf("%w: rerank: peer batch %d", bench.ErrBadOption, b)
 			}
 		}
+	}
+	if err := c.Batching.validate(); err != nil {
+		return err
+	}
+	if c.Batching.Enabled && c.Real.Data == "" {
+		return fmt.Errorf("%w: rerank: the batching check needs real pairs (a dataset)", bench.ErrBadOption)
 	}
 	if !(c.Targets.MaxScoreDiff >= 0) {
 		return fmt.Errorf("%w: rerank: max score diff %v", bench.ErrBadOption, c.Targets.MaxScoreDiff)
@@ -240,6 +250,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Checks = cfg.Targets.Check(res.Peers)
+	if cfg.Batching.Enabled {
+		res.Checks = append(res.Checks, cfg.Batching.Check(res.Rows)...)
+	}
 	return res, nil
 }
 
@@ -293,6 +306,13 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 		row.Data = data
 		res.Rows = append(res.Rows, row)
 		report.Log(cfg.Log, row)
+		if cfg.Batching.Enabled {
+			rows, err := batchingRows(ctx, cfg, p, dir, text, pairs, row)
+			if err != nil {
+				return fmt.Errorf("rerank %s batching: %w", p, err)
+			}
+			res.Rows = append(res.Rows, rows...)
+		}
 		if peer == nil {
 			continue
 		}

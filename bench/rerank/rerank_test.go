@@ -207,3 +207,28 @@ func TestRealPairs(t *testing.T) {
 		}
 	})
 }
+
+func TestBatchingCheck(t *testing.T) {
+	rows := []throughput.Row{
+		{Profile: "fast", Data: "real", Batching: "cost", PairsPerS: 96},
+		{Profile: "fast", Data: "real", Batching: "tokens", BatchTokens: 512, PairsPerS: 100},
+		{Profile: "fast", Data: "real", Batching: "tokens", BatchTokens: 2048, PairsPerS: 80},
+		{Profile: "fast", Data: "32", Batching: "cost", PairsPerS: 50},
+		{Profile: "fast", Data: "32", Batching: "tokens", BatchTokens: 512, PairsPerS: 60},
+		{Profile: "fast", Data: "lonely", Batching: "cost", PairsPerS: 5},
+	}
+	cs := rerank.DefaultBatchingCheck().Check(rows)
+	if len(cs) != 2 || cs[0].Verdict != report.Pass || cs[1].Verdict != report.Fail {
+		t.Fatalf("checks %v", cs)
+	}
+	c := rerank.DefaultConfig()
+	c.Real.Data = "x"
+	c.Batching.Enabled, c.Batching.Caps = true, []int{256}
+	if err := c.Validate(); err == nil {
+		t.Fatal("a cap below one full pair accepted")
+	}
+	c.Batching.Caps, c.Real.Data = []int{2048}, ""
+	if err := c.Validate(); err == nil {
+		t.Fatal("batching check without real pairs accepted")
+	}
+}

@@ -32,8 +32,11 @@ type Spec struct {
 	DisableArena      bool   `json:"disable_arena,omitempty"`
 	DisableSpinning   bool   `json:"disable_spinning,omitempty"`
 
-	// BatchTokens is models.Config.MaxBatchTokens.
-	BatchTokens int `json:"batch_tokens"`
+	// BatchTokens is models.Config.MaxBatchTokens and Batching its
+	// Batching ("" = the default, cost-model planning; "tokens" = batches
+	// filled up to BatchTokens).
+	BatchTokens int    `json:"batch_tokens"`
+	Batching    string `json:"batching,omitempty"`
 	// Pairs is the number of documents scored (texts embedded) per call.
 	Pairs int `json:"pairs"`
 	// DocTokens is each document's length in word pieces (no specials).
@@ -109,6 +112,7 @@ func (s Spec) ModelConfig(dir string, kind models.Kind) models.Config {
 	mc.DisableArena = s.DisableArena
 	mc.DisableSpinning = s.DisableSpinning
 	mc.MaxBatchTokens = s.BatchTokens
+	mc.Batching = s.Batching
 	mc.MaxDocs = max(s.Pairs, models.DefaultMaxDocs)
 	// The cap fits the prepared text exactly, so batch-size sweeps are
 	// not bent by a larger MaxLength (MaxBatchTokens must hold one).

@@ -33,6 +33,9 @@ type Row struct {
 	GraphOpt    string `json:"graph_optimization"`
 	Arena       bool   `json:"arena"`
 	Spinning    bool   `json:"spinning"`
+	// Batching is the planning in effect: "cost" (the default) or
+	// "tokens" (fixed cap BatchTokens).
+	Batching    string `json:"batching" table:""`
 	BatchTokens int    `json:"batch_tokens" table:""`
 	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
 	BatchPairs int `json:"batch_pairs" table:""`
@@ -235,7 +238,7 @@ func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, prov
 	row := Row{
 		Impl: "hybrank", Profile: s.Profile, Kind: string(kind), Provider: provider, Threads: s.Threads, PoolSize: s.PoolSize,
 		GraphOpt: orDefault(s.GraphOptimization, "all"), Arena: !s.DisableArena, Spinning: !s.DisableSpinning,
-		BatchTokens: mc.MaxBatchTokens, BatchPairs: max(1, int(float64(mc.MaxBatchTokens)/seqLen)),
+		Batching: mc.BatchingMode(), BatchTokens: mc.MaxBatchTokens, BatchPairs: max(1, int(float64(mc.MaxBatchTokens)/seqLen)),
 		DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), PaddedTokens: usage.PaddedTokens, Pairs: s.Pairs, Calls: len(lat),
 		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
 		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),

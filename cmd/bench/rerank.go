@@ -132,6 +132,9 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.Var(&batches, "peer-batches", "the peer's batch sizes (comma list)")
 	fs.IntVar(&cfg.PeerRounds, "peer-rounds", cfg.PeerRounds, "the peer's timed passes per batch size (the fastest is reported)")
 	fs.Float64Var(&cfg.Targets.MaxScoreDiff, "max-score-diff", cfg.Targets.MaxScoreDiff, "check: max |hybrank − peer| score")
+	fs.BoolVar(&cfg.Batching.Enabled, "batching-check", false, "compare the default batching with fixed token caps (--batching-caps) on the real pairs and on their text cut to 128 and 32 tokens; check: within 5 % of the best cap")
+	caps := intsFlag(cfg.Batching.Caps)
+	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
 	var o output
 	o.register(fs, "rerank.md and rerank.svg (with --sweep or --report-from)")
 	if err := parse(fs, args); err != nil {
@@ -140,7 +143,7 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	if len(realProfiles) > 0 {
 		cfg.Real.Profiles = realProfiles
 	}
-	cfg.PeerBatches = batches
+	cfg.PeerBatches, cfg.Batching.Caps = batches, caps
 	tf.apply(&cfg.Config, &o)
 	cfg.Log = cl.stderr
 	var res rerank.Result

@@ -1,0 +1,136 @@
+package rerank
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/bench/throughput"
+	"github.com/hybrank/hybrank/models"
+)
+
+// BatchingCheck compares the default batching (cost-model planning, see
+// models.Config.Batching) with fixed token caps (Batching "tokens") per
+// profile: on the real pairs, and on the dataset's text cut to each of
+// DocTokens (fixed-length pairs of real words). The default must reach
+// MinRatio of the best fixed cap's pairs/s on each.
+type BatchingCheck struct {
+	Enabled   bool    `json:"enabled"`
+	Caps      []int   `json:"caps"`
+	DocTokens []int   `json:"doc_tokens"`
+	MinRatio  float64 `json:"min_ratio"`
+}
+
+// DefaultBatchingCheck is off; when on, caps of 512 (one scifact pair per
+// call), 2,048, 8,192 and 16,384 tokens, texts of 128 and 32 tokens, and
+// the issue's bar: within 5 % of the best cap.
+func DefaultBatchingCheck() BatchingCheck {
+	return BatchingCheck{Caps: []int{512, 2048, 8192, 16384}, DocTokens: []int{128, 32}, MinRatio: 0.95}
+}
+
+func (b BatchingCheck) validate() error {
+	if !b.Enabled {
+		return nil
+	}
+	if len(b.Caps) == 0 || !(b.MinRatio > 0) {
+		return fmt.Errorf("%w: rerank: batching check needs caps and a ratio > 0", bench.ErrBadOption)
+	}
+	for _, c := range b.Caps {
+		if c < models.MaxSupportedLength {
+			return fmt.Errorf("%w: rerank: batching cap %d below one %d-token pair", bench.ErrBadOption, c, models.MaxSupportedLength)
+		}
+	}
+	for _, n := range b.DocTokens {
+		if n < 1 {
+			return fmt.Errorf("%w: rerank: batching doc tokens %d", bench.ErrBadOption, n)
+		}
+	}
+	return nil
+}
+
+// batchingRows measures profile p (directory dir) at every fixed cap on
+// the real pairs (def is its default row there), then default and caps on
+// the dataset's text cut to each DocTokens.
+func batchingRows(ctx context.Context, cfg Config, p, dir string, text throughput.Text, pairs []models.Pair, def throughput.Row) ([]throughput.Row, error) {
+	var rows []throughput.Row
+	fixed := func(c Config, n int) Config {
+		c.Spec.Batching, c.Spec.BatchTokens = models.BatchingTokens, n
+		return c
+	}
+	for _, n := range cfg.Batching.Caps {
+		row, _, _, err := measureReal(ctx, fixed(cfg, n), p, dir, text, pairs)
+		if err != nil {
+			return nil, err
+		}
+		row.Data = def.Data
+		rows = append(rows, row)
+		report.Log(cfg.Log, row)
+	}
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := md.Tokenizer()
+	if err != nil {
+		return nil, err
+	}
+	for _, dt := range cfg.Batching.DocTokens {
+		s := cfg.Spec
+		s.Profile, s.Data, s.DocTokens, s.Pairs = p, cfg.Real.Data, dt, cfg.Real.TopK
+		t, err := throughput.MakeText(s, tok)
+		if err != nil {
+			return nil, err
+		}
+		label := fmt.Sprintf("%s cut to %d tokens", def.Data, dt)
+		for _, n := range append([]int{0}, cfg.Batching.Caps...) {
+			ss := s
+			if n > 0 {
+				ss.Batching, ss.BatchTokens = models.BatchingTokens, n
+			}
+			row, _, err := throughput.MeasureText(ctx, dir, ss, models.KindCrossEncoder, t)
+			if err != nil {
+				return nil, err
+			}
+			row.Data = label
+			rows = append(rows, row)
+			report.Log(cfg.Log, row)
+		}
+	}
+	return rows, nil
+}
+
+// Check compares, per profile and data, the default batching's pairs/s
+// with the best fixed cap's.
+func (b BatchingCheck) Check(rows []throughput.Row) []report.Check {
+	type key struct{ profile, data string }
+	def, best := map[key]throughput.Row{}, map[key]throughput.Row{}
+	var order []key
+	for _, r := range rows {
+		k := key{r.Profile, r.Data}
+		switch r.Batching {
+		case models.BatchingCost:
+			if _, ok := def[k]; !ok {
+				order = append(order, k)
+			}
+			def[k] = r
+		case models.BatchingTokens:
+			if r.PairsPerS > best[k].PairsPerS {
+				best[k] = r
+			}
+		}
+	}
+	var cs []report.Check
+	for _, k := range order {
+		bf, ok := best[k]
+		if !ok || bf.PairsPerS == 0 {
+			continue
+		}
+		d := def[k]
+		cs = append(cs, report.AtLeast(fmt.Sprintf("%s on %s: default batching / best fixed cap, pairs/s", k.profile, k.data),
+			measure.Round(d.PairsPerS/bf.PairsPerS, 3), b.MinRatio,
+			fmt.Sprintf("default (cost model) %.1f pairs/s, best cap %d tokens %.1f pairs/s, same run", d.PairsPerS, bf.BatchTokens, bf.PairsPerS)))
+	}
+	return cs
+}
