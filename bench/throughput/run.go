@@ -24,15 +24,15 @@ import (
 type Row struct {
 	// Impl is who ran the model: "hybrank" (models/ort); a peer (ONNX
 	// Runtime from Python) adds rows of its own.
-	Impl        string `json:"impl" table:""`
-	Profile     string `json:"profile" table:""`
-	Kind        string `json:"kind"`
-	Provider    string `json:"provider" table:""`
-	Threads     int    `json:"threads" table:""`
-	PoolSize    int    `json:"pool_size" table:""`
-	GraphOpt    string `json:"graph_optimization"`
-	Arena       bool   `json:"arena"`
-	Spinning    bool   `json:"spinning"`
+	Impl     string `json:"impl" table:""`
+	Profile  string `json:"profile" table:""`
+	Kind     string `json:"kind"`
+	Provider string `json:"provider" table:""`
+	Threads  int    `json:"threads" table:""`
+	PoolSize int    `json:"pool_size" table:""`
+	GraphOpt string `json:"graph_optimization"`
+	Arena    bool   `json:"arena"`
+	Spinning bool   `json:"spinning"`
 	// Batching is the planning in effect: "cost" (the default) or
 	// "tokens" (fixed cap BatchTokens).
 	Batching    string `json:"batching" table:""`
