@@ -5,12 +5,14 @@
 //	cmd/bench                      flags → Config → Run → Report, per subcommand
 //	lexical, dense, tokenize,      one driver per benchmark: Run(ctx, Config) (Result, error),
 //	rerank, embed, hybrid, serve,  Config with DefaultConfig and Validate (and Targets where the
+//	ingest
 //	modeldir (bench models)        benchmark has them), Report(Config, Result, command)
 //	throughput                     the measuring engine shared by rerank, embed (and serve's model)
 //	loadgen                        the one closed-loop HTTP load generator (no server import)
 //	modeldir                       model directories: resolution, generation, real or generated
 //	peers                          the peers (bm25s, faiss-cpu, ONNX Runtime's Python package) run beside hybrank
 //	eval, synth                    BEIR datasets and metrics; seeded synthetic corpora and vectors
+//	vcache                         the on-disk vector cache: a corpus embedded once per model
 //	report, measure                reports, tables, plots, machine info, checks; latency, rounding, progress
 //
 // # Results

@@ -111,6 +111,8 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 		{name: "hybrid (scifact, fusion × rerank profiles)", cmd: "hybrid", data: true,
 			args: []string{"--data", ds("scifact"), "--models-root", models, "--queries", hybridQueries,
 				"--budget-sweep", "50ms,100ms,200ms,400ms", "--rerank", "balanced,fast", "--sweep-searches", "200", "--out", out}},
+		{name: "ingest (fsync per commit vs interval; search during a 100K ingest)", cmd: "ingest", data: true,
+			args: []string{"--data", ds("scifact"), "--out", out}},
 		{name: "serve (batching on/off, balanced)", cmd: "serve",
 			args: append([]string{"--models-root", models, "--profile", "balanced", "--clients", "16", "--docs", "8", "--doc-tokens", "100",
 				"--batching", "both", "--duration", serveDur, "--out", out}, serveOverload...)},

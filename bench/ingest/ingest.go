@@ -1,0 +1,297 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/engine/enginetest"
+)
+
+// Config configures `bench ingest`. Safe to copy.
+type Config struct {
+	// Data is the BEIR dataset whose corpus and queries are used.
+	Data string `json:"data"`
+	// Dir is where the temporary index directories are made ("" = the
+	// system's temporary directory); it should be on the disk to measure.
+	Dir string `json:"dir,omitempty"`
+	// Committers and SyncDocs: the sync measurement.
+	Committers int `json:"committers"`
+	SyncDocs   int `json:"sync_docs"`
+	// Ingest documents in batches of Batch while searching; IdleSearches
+	// searches on the idle engine first.
+	Ingest       int `json:"ingest"`
+	Batch        int `json:"batch"`
+	IdleSearches int `json:"idle_searches"`
+	// EmbedDim is the hashing embedder's dimension.
+	EmbedDim int     `json:"embed_dim"`
+	Targets  Targets `json:"targets"`
+	// Log receives a line per row (nil = none).
+	Log io.Writer `json:"-"`
+}
+
+// Targets are the write path's bars.
+type Targets struct {
+	MinSyncRatio float64 `json:"min_sync_ratio"`
+	MaxP99Ratio  float64 `json:"max_p99_ratio"`
+}
+
+// DefaultConfig is 16 committers × 20,000 documents, a 100,000-document
+// ingest in batches of 500 with 3,000 idle searches first, 384-dimensional
+// hashing vectors, and the durability issue's targets.
+func DefaultConfig() Config {
+	return Config{Committers: 16, SyncDocs: 20_000, Ingest: 100_000, Batch: 500, IdleSearches: 3000, EmbedDim: 384,
+		Targets: Targets{MinSyncRatio: 0.8, MaxP99Ratio: 1.5}}
+}
+
+// Validate reports the first unusable option.
+func (c Config) Validate() error {
+	switch {
+	case c.Data == "":
+		return fmt.Errorf("%w: ingest: no dataset", bench.ErrBadOption)
+	case c.Committers < 1 || c.SyncDocs < c.Committers || c.Ingest < 1 || c.Batch < 1 || c.IdleSearches < 1 || c.EmbedDim < 1:
+		return fmt.Errorf("%w: ingest: committers, sync_docs (≥ committers), ingest, batch, idle_searches and embed_dim must be positive", bench.ErrBadOption)
+	case !(c.Targets.MinSyncRatio >= 0) || !(c.Targets.MaxP99Ratio > 0):
+		return fmt.Errorf("%w: ingest: targets %+v", bench.ErrBadOption, c.Targets)
+	}
+	return nil
+}
+
+// SyncRow is one sync policy's ingest.
+type SyncRow struct {
+	Policy         string  `json:"policy" table:""`
+	Committers     int     `json:"committers" table:""`
+	Docs           int     `json:"docs" table:""`
+	DocsPerS       float64 `json:"docs_per_s" table:"docs/s"`
+	Syncs          uint64  `json:"syncs" table:""`
+	CommitsPerSync float64 `json:"commits_per_sync,omitempty" table:"commits/sync"`
+}
+
+// SearchRow is search latency in one phase: idle, or during the ingest.
+type SearchRow struct {
+	Phase    string  `json:"phase" table:""`
+	Docs     int     `json:"docs" table:""`
+	Searches int     `json:"searches" table:""`
+	P50Ms    float64 `json:"p50_ms" table:""`
+	P99Ms    float64 `json:"p99_ms" table:""`
+	// IngestDocsPerS is the ingest's rate (ingest phase only).
+	IngestDocsPerS float64 `json:"ingest_docs_per_s,omitempty" table:"ingest docs/s"`
+}
+
+// Result is Run's rows and their checks.
+type Result struct {
+	Sync   []SyncRow      `json:"sync"`
+	Search []SearchRow    `json:"search"`
+	Checks []report.Check `json:"checks,omitempty"`
+}
+
+// Run measures the sync policies, then search during ingest.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	var res Result
+	if err := cfg.Validate(); err != nil {
+		return res, err
+	}
+	ds, err := eval.LoadBEIR(cfg.Data)
+	if err != nil {
+		return res, err
+	}
+	docs := func(n int) []engine.Document {
+		out := make([]engine.Document, n)
+		for i := range out {
+			d := ds.Docs[i%len(ds.Docs)]
+			out[i] = engine.Document{ID: fmt.Sprintf("%s-%d", d.ID, i/len(ds.Docs)), Title: d.Title, Text: d.Text, Tenant: fmt.Sprintf("t%d", i%4)}
+		}
+		return out
+	}
+	for _, p := range []engine.SyncPolicy{engine.SyncInterval, engine.SyncEveryCommit} {
+		row, err := syncRun(ctx, cfg, p, docs(cfg.SyncDocs))
+		if err != nil {
+			return res, err
+		}
+		report.Log(cfg.Log, row)
+		res.Sync = append(res.Sync, row)
+	}
+	queries := make([]string, len(ds.Queries))
+	for i, q := range ds.Queries {
+		queries[i] = q.Text
+	}
+	rows, err := searchRun(ctx, cfg, docs(len(ds.Docs)+cfg.Ingest), len(ds.Docs), queries)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range rows {
+		report.Log(cfg.Log, r)
+	}
+	res.Search = rows
+	res.Checks = cfg.Targets.Check(res)
+	return res, nil
+}
+
+// tempEngine opens an engine in a fresh directory under cfg.Dir; close
+// removes it.
+func tempEngine(cfg Config, ec engine.Config, opts ...engine.Option) (*engine.Engine, func() error, error) {
+	dir, err := os.MkdirTemp(cfg.Dir, "hybrank-ingest-")
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := engine.Open(dir, ec, opts...)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return e, func() error { return errors.Join(e.Close(), os.RemoveAll(dir)) }, nil
+}
+
+// syncRun commits docs one per Commit from cfg.Committers goroutines
+// under policy p.
+func syncRun(ctx context.Context, cfg Config, p engine.SyncPolicy, docs []engine.Document) (_ SyncRow, err error) {
+	ec := engine.DefaultConfig()
+	ec.Durability.Sync = p
+	e, closeFn, err := tempEngine(cfg, ec)
+	if err != nil {
+		return SyncRow{}, err
+	}
+	defer func() { err = errors.Join(err, closeFn()) }()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Committers)
+	start := time.Now()
+	for range cfg.Committers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(docs) {
+					return
+				}
+				b := e.NewBatch()
+				b.Add(docs[i])
+				if err := e.Commit(ctx, b); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return SyncRow{}, err
+	}
+	d := e.Durability()
+	row := SyncRow{Policy: string(p), Committers: cfg.Committers, Docs: len(docs),
+		DocsPerS: measure.Round(float64(len(docs))/el.Seconds(), 0), Syncs: d.LogSyncs}
+	if d.LogSyncs > 0 {
+		row.CommitsPerSync = measure.Round(float64(d.Commits)/float64(d.LogSyncs), 2)
+	}
+	return row, nil
+}
+
+// searchRun commits docs[:base], searches idle, then searches while
+// committing docs[base:].
+func searchRun(ctx context.Context, cfg Config, docs []engine.Document, base int, queries []string) (_ []SearchRow, err error) {
+	e, closeFn, err := tempEngine(cfg, engine.DefaultConfig(), engine.WithEmbedder(enginetest.NewHashEmbedder(cfg.EmbedDim)))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, closeFn()) }()
+	b := e.NewBatch()
+	b.Add(docs[:base]...)
+	if err := e.Commit(ctx, b); err != nil {
+		return nil, err
+	}
+	search := func(i int) (time.Duration, error) {
+		t0 := time.Now()
+		_, err := e.Search(ctx, engine.Request{Query: queries[i%len(queries)], Tenant: "t1"})
+		return time.Since(t0), err
+	}
+	idle := make([]time.Duration, cfg.IdleSearches)
+	for i := range idle {
+		if idle[i], err = search(i); err != nil {
+			return nil, err
+		}
+	}
+	var busy []time.Duration
+	var done atomic.Bool
+	ingestErr := make(chan error, 1)
+	t0 := time.Now()
+	go func() {
+		defer done.Store(true)
+		for i := base; i < len(docs); i += cfg.Batch {
+			b := e.NewBatch()
+			b.Add(docs[i:min(i+cfg.Batch, len(docs))]...)
+			if err := e.Commit(ctx, b); err != nil {
+				ingestErr <- err
+				return
+			}
+		}
+		ingestErr <- nil
+	}()
+	for i := 0; !done.Load(); i++ {
+		d, err := search(i)
+		if err != nil {
+			return nil, err
+		}
+		busy = append(busy, d)
+	}
+	if err := <-ingestErr; err != nil {
+		return nil, err
+	}
+	ingestS := time.Since(t0).Seconds()
+	row := func(phase string, lat []time.Duration, n int) SearchRow {
+		l := measure.LatencyStats(lat)
+		return SearchRow{Phase: phase, Docs: n, Searches: len(lat),
+			P50Ms: measure.Round(measure.Ms(l.P50), 3), P99Ms: measure.Round(measure.Ms(l.P99), 3)}
+	}
+	ing := row("ingest", busy, len(docs))
+	ing.IngestDocsPerS = measure.Round(float64(len(docs)-base)/ingestS, 0)
+	return []SearchRow{row("idle", idle, base), ing}, nil
+}
+
+// Check turns res into the targets' PASS/FAIL lines.
+func (t Targets) Check(res Result) []report.Check {
+	var cs []report.Check
+	by := map[string]SyncRow{}
+	for _, r := range res.Sync {
+		by[r.Policy] = r
+	}
+	if every, iv := by[string(engine.SyncEveryCommit)], by[string(engine.SyncInterval)]; every.DocsPerS > 0 && iv.DocsPerS > 0 {
+		cs = append(cs, report.AtLeast("ingest docs/s, fsync per commit / interval syncing", measure.Round(every.DocsPerS/iv.DocsPerS, 3), t.MinSyncRatio,
+			fmt.Sprintf("%.0f vs %.0f docs/s, %d committers, %.1f commits per fsync", every.DocsPerS, iv.DocsPerS, every.Committers, every.CommitsPerSync)))
+	}
+	if len(res.Search) == 2 && res.Search[0].P99Ms > 0 {
+		idle, ing := res.Search[0], res.Search[1]
+		cs = append(cs, report.AtMost("search p99 during ingest / idle p99", measure.Round(ing.P99Ms/idle.P99Ms, 3), t.MaxP99Ratio,
+			fmt.Sprintf("%.3f vs %.3f ms; ingest of %d documents at %.0f docs/s", ing.P99Ms, idle.P99Ms, ing.Docs-idle.Docs, ing.IngestDocsPerS)))
+	}
+	return cs
+}
+
+// Report renders res for bench/results/ingest.md.
+func Report(cfg Config, res Result, command string) report.Report {
+	return report.Report{
+		Title:   "Engine write path: durable ingest and search during ingest",
+		Command: command,
+		Checks:  res.Checks,
+		Notes: []string{
+			fmt.Sprintf("Data: %s's abstracts (title and text), cycled under new IDs, 4 tenants; queries: its queries, tenant t1. Index directories on disk under %q (\"\" = the system temporary directory).", cfg.Data, cfg.Dir),
+			fmt.Sprintf("Sync rows: %d goroutines commit one document per Commit, BM25 only, until %d documents; policy commit = an fsync covers every acknowledged commit (concurrent commits share one: commits/sync), interval = commits return after the write and the log is fsynced every 100 ms (the no-fsync baseline).", cfg.Committers, cfg.SyncDocs),
+			fmt.Sprintf("Search rows: engine with a %d-dimensional hashing embedder (so every commit also inserts into the HNSW graph), default search (rrf over BM25 and dense, top 10); idle = %d searches back to back; ingest = searches back to back while one goroutine commits %d documents in batches of %d (commits build the next state beside the published one and swap it in).", cfg.EmbedDim, cfg.IdleSearches, cfg.Ingest, cfg.Batch),
+		},
+		Config:  cfg,
+		Columns: report.Columns(SyncRow{}, SearchRow{}),
+		Rows:    append(report.Rows(res.Sync), report.Rows(res.Search)...),
+	}
+}

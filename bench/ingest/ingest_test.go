@@ -1,0 +1,52 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybrank/hybrank/bench/eval"
+	"github.com/hybrank/hybrank/bench/report"
+)
+
+func TestRun(t *testing.T) {
+	var docs []eval.Doc
+	for i := range 50 {
+		docs = append(docs, eval.Doc{ID: fmt.Sprint(i), Title: "t", Text: fmt.Sprintf("words about topic %d and more words", i%7)})
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := eval.WriteBEIR(dir, docs, []eval.Query{{ID: "q", Text: "topic 3"}}, eval.Qrels{"q": {"3": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Data, cfg.Dir = dir, t.TempDir()
+	cfg.Committers, cfg.SyncDocs, cfg.Ingest, cfg.Batch, cfg.IdleSearches, cfg.EmbedDim = 4, 40, 300, 50, 20, 8
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sync) != 2 || res.Sync[0].Policy != "interval" || res.Sync[1].Policy != "commit" || res.Sync[1].Syncs == 0 || res.Sync[1].Docs != 40 {
+		t.Fatalf("sync rows %+v", res.Sync)
+	}
+	if len(res.Search) != 2 || res.Search[0].Searches != 20 || res.Search[1].Searches < 1 || res.Search[1].Docs != 350 {
+		t.Fatalf("search rows %+v", res.Search)
+	}
+	if len(res.Checks) != 2 {
+		t.Fatalf("checks %v", res.Checks)
+	}
+	rep := Report(cfg, res, "bench ingest")
+	if len(rep.Rows) != 4 {
+		t.Fatalf("report rows %d", len(rep.Rows))
+	}
+	cs := cfg.Targets.Check(Result{Sync: []SyncRow{{Policy: "interval", DocsPerS: 100}, {Policy: "commit", DocsPerS: 70}},
+		Search: []SearchRow{{Phase: "idle", P99Ms: 1}, {Phase: "ingest", P99Ms: 1.4}}})
+	if len(cs) != 2 || cs[0].Verdict != report.Fail || cs[1].Verdict != report.Pass {
+		t.Fatalf("checks %v", cs)
+	}
+	bad := cfg
+	bad.SyncDocs = 1
+	if bad.Validate() == nil {
+		t.Fatal("fewer sync docs than committers accepted")
+	}
+}
