@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
@@ -160,10 +161,37 @@ type Config struct {
 // Sweep runs Searches searches (rrf over both retrievers when an embedder
 // is loaded, BM25 only otherwise; judged queries cycled) reranked by each
 // profile under each budget.
+//
+// A profile "FIRST>SECOND" is a cascade (engine.Cascade): FIRST scores
+// every candidate, SECOND rescores FIRST's best CascadeKeep.
 type Sweep struct {
-	Budgets  []time.Duration `json:"budgets_ns,omitempty"`
-	Profiles []string        `json:"profiles,omitempty"`
-	Searches int             `json:"searches"`
+	Budgets     []time.Duration `json:"budgets_ns,omitempty"`
+	Profiles    []string        `json:"profiles,omitempty"`
+	Searches    int             `json:"searches"`
+	CascadeKeep int             `json:"cascade_keep,omitempty"`
+}
+
+// stages splits a sweep profile into its cascade's first stage ("" for a
+// single profile) and the final reranker.
+func stages(profile string) (first, final string) {
+	if a, b, ok := strings.Cut(profile, ">"); ok {
+		return a, b
+	}
+	return "", profile
+}
+
+// rerankProfiles lists the single profiles that profiles name (both
+// stages of a cascade).
+func rerankProfiles(profiles []string) []string {
+	var out []string
+	for _, p := range profiles {
+		if a, b := stages(p); a != "" {
+			out = append(out, a, b)
+		} else {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Targets are what the budgeted reranker must hold: at Budget, with
@@ -191,7 +219,7 @@ func DefaultConfig() Config {
 		Provider:     "auto",
 		MaxDocTokens: 128,
 		CacheDir:     filepath.Join("out", "cache"),
-		Sweep:        Sweep{Profiles: []string{models.ProfileBalanced}, Searches: 200},
+		Sweep:        Sweep{Profiles: []string{models.ProfileBalanced}, Searches: 200, CascadeKeep: 20},
 		Replay:       DefaultReplay(),
 		Targets:      Targets{Profile: models.ProfileBalanced, Budget: 100 * time.Millisecond, MaxP99: 110 * time.Millisecond},
 	}
@@ -222,7 +250,10 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: hybrid: budget %v must be positive", bench.ErrBadOption, b)
 		}
 	}
-	for _, p := range append(append([]string(nil), c.Profiles...), c.Sweep.Profiles...) {
+	if slices.ContainsFunc(c.Sweep.Profiles, func(p string) bool { return strings.Contains(p, ">") }) && c.Sweep.CascadeKeep < 1 {
+		return fmt.Errorf("%w: hybrid: a cascade in the sweep needs cascade_keep ≥ 1", bench.ErrBadOption)
+	}
+	for _, p := range append(append([]string(nil), c.Profiles...), rerankProfiles(c.Sweep.Profiles)...) {
 		if prof, err := models.LookupProfile(p); err != nil || prof.Kind != models.KindCrossEncoder {
 			return fmt.Errorf("%w: hybrid: %q is not a reranker profile", bench.ErrBadOption, p)
 		}

@@ -32,7 +32,7 @@ func resolveModels(r *modeldir.Resolver, c Config, setups []Setup) (modelSet, er
 	needDense := len(c.Sweep.Budgets) > 0 && !c.NoDense
 	var rerank []string
 	if len(c.Sweep.Budgets) > 0 {
-		rerank = append(rerank, c.Sweep.Profiles...)
+		rerank = append(rerank, rerankProfiles(c.Sweep.Profiles)...)
 	}
 	if c.Replay.Searches > 0 {
 		if s, ok := findSetup(Matrix(c.Profiles), c.Replay.Setup); ok {

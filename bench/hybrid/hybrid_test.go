@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,7 @@ func TestHybridBM25Only(t *testing.T) {
 		t.Fatalf("columns %s", got)
 	}
 	rep = Report(cfg, Result{Rows: res.Rows, Sweep: []BudgetPoint{{Profile: "balanced"}}}, "")
-	if got := strings.Join(rep.Columns, " "); got != want+" max_ms searches candidates degraded_unmarked" || len(rep.Figures) != 1 {
+	if got := strings.Join(rep.Columns, " "); got != strings.Replace(want, "mean_reranked", "mean_reranked mean_first_stage", 1)+" max_ms searches candidates degraded_unmarked" || len(rep.Figures) != 1 {
 		t.Fatalf("columns with a sweep %s", got)
 	}
 
@@ -292,5 +293,27 @@ func TestHybridWithModels(t *testing.T) {
 	bad.Replay.Setup = "nope"
 	if err := bad.Validate(); err == nil {
 		t.Fatal("replay of an unknown setup accepted")
+	}
+}
+
+func TestCascadeSweepProfiles(t *testing.T) {
+	if f, l := stages("fast>accurate"); f != "fast" || l != "accurate" {
+		t.Fatalf("stages = %q, %q", f, l)
+	}
+	if f, l := stages("balanced"); f != "" || l != "balanced" {
+		t.Fatalf("stages = %q, %q", f, l)
+	}
+	if got := rerankProfiles([]string{"fast>accurate", "balanced"}); !slices.Equal(got, []string{"fast", "accurate", "balanced"}) {
+		t.Fatalf("rerankProfiles = %v", got)
+	}
+	c := DefaultConfig()
+	c.Datasets = []string{"x"}
+	c.Sweep.Budgets, c.Sweep.Profiles = []time.Duration{time.Second}, []string{"fast>huge"}
+	if err := c.Validate(); err == nil {
+		t.Fatal("a cascade of an unknown profile accepted")
+	}
+	c.Sweep.Profiles, c.Sweep.CascadeKeep = []string{"fast>accurate"}, 0
+	if err := c.Validate(); err == nil {
+		t.Fatal("a cascade without cascade_keep accepted")
 	}
 }

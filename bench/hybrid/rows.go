@@ -66,6 +66,10 @@ type BudgetPoint struct {
 	P99Ms        float64 `json:"p99_ms" table:""`
 	DegradedFrac float64 `json:"degraded_frac" table:""`
 	MeanReranked float64 `json:"mean_reranked" table:""`
+	// MeanFirstStage is the mean number of candidates a cascade's first
+	// stage scored (cascade profiles "FIRST>SECOND" only; MeanReranked is
+	// then the second stage's).
+	MeanFirstStage float64 `json:"mean_first_stage,omitempty" table:""`
 	// Timeouts counts searches whose retrieval (query embedding, BM25,
 	// dense) did not finish within the budget: the engine returns an error
 	// then, not a degraded result. Their wall time is in the latency.

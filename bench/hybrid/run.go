@@ -217,12 +217,23 @@ func (t *tally) fill(row *Row) {
 // is loaded, BM25 only otherwise; cfg.Candidates candidates; judged
 // queries cycled) reranked by profile under each budget.
 func (h *engines) budgetSweep(ctx context.Context, profile string, budgets []time.Duration, n int) ([]BudgetPoint, error) {
-	if _, ok := h.ms.rerank[profile]; !ok {
-		return nil, fmt.Errorf("hybrid: budget sweep needs the %s reranker", profile)
+	first, final := stages(profile)
+	real := true
+	for _, p := range rerankProfiles([]string{profile}) {
+		if _, ok := h.ms.rerank[p]; !ok {
+			return nil, fmt.Errorf("hybrid: budget sweep needs the %s reranker", p)
+		}
+		real = real && h.ms.real[p]
 	}
-	e, name, real := h.hybrid, "sweep rrf+"+profile, h.ms.real[profile] && h.ms.real[models.ProfileEmbed]
+	var cascade engine.Cascade
+	if first != "" {
+		cascade = engine.Cascade{First: first, Keep: h.cfg.Sweep.CascadeKeep}
+	}
+	e, name := h.hybrid, "sweep rrf+"+profile
 	if e == nil {
-		e, name, real = h.lexical, "sweep bm25+"+profile, h.ms.real[profile]
+		e, name = h.lexical, "sweep bm25+"+profile
+	} else {
+		real = real && h.ms.real[models.ProfileEmbed]
 	}
 	if n <= 0 || len(budgets) == 0 {
 		return nil, errors.New("hybrid: budget sweep needs searches > 0 and budgets")
@@ -235,7 +246,7 @@ func (h *engines) budgetSweep(ctx context.Context, profile string, budgets []tim
 		}
 		req := func(q string) engine.Request {
 			return engine.Request{Query: q, TopK: h.cfg.K, Candidates: h.cfg.Candidates, Fusion: engine.FusionRRF,
-				Rerank: profile, Budget: b}
+				Rerank: final, Cascade: cascade, Budget: b}
 		}
 		if err := h.warm(ctx, e, qs, req); err != nil {
 			return nil, err
@@ -255,7 +266,7 @@ func (h *engines) sweepPoint(ctx context.Context, e *engine.Engine, qs []eval.Qu
 	p := BudgetPoint{BudgetMs: measure.Ms(b), Candidates: h.cfg.Candidates}
 	lat := make([]time.Duration, 0, len(qs))
 	maxOverrun := -b
-	degraded, reranked := 0, 0
+	degraded, reranked, firstStage := 0, 0, 0
 	bar := measure.NewProgress(fmt.Sprintf("budget %v %s", b, req("").Rerank), len(qs), h.cfg.Progress)
 	for _, q := range qs {
 		t0 := time.Now()
@@ -276,10 +287,15 @@ func (h *engines) sweepPoint(ctx context.Context, e *engine.Engine, qs []eval.Qu
 		if r.Degraded {
 			degraded++
 		}
-		if r.Degraded == (r.Reranked == r.Candidates) {
+		complete := r.Reranked == r.Candidates
+		if c := req("").Cascade; c.First != "" {
+			complete = r.FirstStage == r.Candidates && r.Reranked == min(c.Keep, r.Candidates)
+		}
+		if r.Degraded == complete {
 			p.DegradedUnmarked++
 		}
 		reranked += r.Reranked
+		firstStage += r.FirstStage
 	}
 	bar.Done()
 	l := measure.LatencyStats(lat)
@@ -288,5 +304,6 @@ func (h *engines) sweepPoint(ctx context.Context, e *engine.Engine, qs []eval.Qu
 	p.MaxOverrunMs = measure.Round(measure.Ms(maxOverrun), 3)
 	p.DegradedFrac = measure.Round(float64(degraded)/float64(len(qs)), 3)
 	p.MeanReranked = measure.Round(float64(reranked)/float64(len(qs)), 1)
+	p.MeanFirstStage = measure.Round(float64(firstStage)/float64(len(qs)), 1)
 	return p, nil
 }
