@@ -11,13 +11,23 @@
 //	                                      -> [{index, score, text?}] on the same routes.
 //	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
-//	GET  /v1/models                       OpenAI model list
+//	GET  /v1/models                       OpenAI model list: every name "model" may take
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
 //	                                      atomic batches of upserts and deletes
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
+//
+// # Model names
+//
+// One server serves one reranker and one embedder. A request's "model" may
+// be empty (the route's model), the served name (rerank_model,
+// embed_model: hybrank-rerank, hybrank-embed) or an alias (rerank_aliases,
+// embed_aliases); backend.Open adds each model's profile name (fast,
+// balanced, accurate; embed) and its model directory's base name
+// (ms-marco-MiniLM-L-6-v2, all-minilm-l6-v2). Other names are 404, listing
+// the accepted ones; responses name the served model.
 //
 // Relevance scores are the sigmoid of the cross-encoder logit
 // (models.Sigmoid; TEI's raw_scores returns the logit). Inference and search

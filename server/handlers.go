@@ -12,8 +12,10 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
@@ -156,9 +158,18 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func unknownModel(kind, got, want string) *apiError {
+// checkModel accepts an empty model (the route's default) or one of
+// names, else answers 404 listing the names this server accepts.
+func checkModel(kind, got string, names []string) error {
+	if got == "" || slices.Contains(names, got) {
+		return nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
 	return &apiError{status: http.StatusNotFound, typ: TypeNotFound,
-		msg: fmt.Sprintf("unknown %s model %q; this server serves %q", kind, got, want)}
+		msg: fmt.Sprintf("unknown %s model %q; this server's %s model is named %s", kind, got, kind, strings.Join(quoted, ", "))}
 }
 
 // notConfigured is the error of a route whose backend is missing (503).
@@ -201,8 +212,8 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 	return endpoint[rerankRequest]{
 		decode: func(_ *http.Request, body []byte) (rerankRequest, error) { return decodeRerank(body, s.lim) },
 		authorize: func(_ *http.Request, req *rerankRequest) error {
-			if req.Model != "" && req.Model != s.cfg.RerankModel {
-				return unknownModel("rerank", req.Model, s.cfg.RerankModel)
+			if err := checkModel("rerank", req.Model, s.cfg.RerankNames()); err != nil {
+				return err
 			}
 			if s.rerank == nil {
 				return notConfigured("reranking model")
@@ -303,8 +314,8 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 // authorizeEmbed checks the embedding model: the name a request gives
 // (OpenAI's "model"; TEI's requests have none) and that one is loaded.
 func (s *Server) authorizeEmbed(_ *http.Request, req *embedRequest) error {
-	if req.Model != "" && req.Model != s.cfg.EmbedModel {
-		return unknownModel("embedding", req.Model, s.cfg.EmbedModel)
+	if err := checkModel("embedding", req.Model, s.cfg.EmbedNames()); err != nil {
+		return err
 	}
 	if s.embed == nil {
 		return notConfigured("embedding model")
@@ -563,15 +574,17 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		Created int64  `json:"created"`
 		OwnedBy string `json:"owned_by"`
 	}
-	var data []model
+	// Every name a request may give is listed, served names first.
+	data := []model{}
 	if s.b.Scorer != nil {
-		data = append(data, model{ID: s.cfg.RerankModel, Object: "model", OwnedBy: "hybrank"})
+		for _, n := range s.cfg.RerankNames() {
+			data = append(data, model{ID: n, Object: "model", OwnedBy: "hybrank"})
+		}
 	}
 	if s.b.Embedder != nil {
-		data = append(data, model{ID: s.cfg.EmbedModel, Object: "model", OwnedBy: "hybrank"})
-	}
-	if data == nil {
-		data = []model{}
+		for _, n := range s.cfg.EmbedNames() {
+			data = append(data, model{ID: n, Object: "model", OwnedBy: "hybrank"})
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -176,6 +177,8 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		return nil, fmt.Errorf("cross-encoder tokenizer: %w", err)
 	}
 	b.cfg.Server.Provider = ce.Provider()
+	srv := &b.cfg.Server
+	srv.RerankAliases = addAlias(*srv, srv.RerankAliases, cfg.RerankProfile, md.Dir)
 	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok)}
 	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, ce), engine.WithTokenCounter(tok)}
 	if cfg.Embed {
@@ -188,6 +191,8 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			return nil, fmt.Errorf("load embedder (or serve without one, Embed false): %w", err)
 		}
 		b.backends.Embedder = be
+		dir, _ := cfg.embedConfig().ResolveDir() // resolved by the load above
+		srv.EmbedAliases = addAlias(*srv, srv.EmbedAliases, models.ProfileEmbed, dir)
 		opts = append(opts, engine.WithEmbedder(be))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
@@ -198,6 +203,21 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		b.backends.Searcher, b.backends.Documents, b.backends.Stats = ix, ix, ix
 	}
 	return b, nil
+}
+
+// addAlias appends to aliases the model's profile name and its directory's
+// base name, so that requests may name the model as the README's examples
+// and the model files do; a name already meaning either model is skipped.
+func addAlias(c server.Config, aliases []string, profile, dir string) []string {
+	taken := append(c.RerankNames(), c.EmbedNames()...)
+	for _, n := range []string{profile, filepath.Base(dir)} {
+		if n == "" || n == "." || n == string(filepath.Separator) || slices.Contains(taken, n) {
+			continue
+		}
+		aliases = append(aliases, n)
+		taken = append(taken, n)
+	}
+	return aliases
 }
 
 // Warm runs one inference through every model, the engine's Warm when an

@@ -49,7 +49,7 @@ func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32
 
 func (f *fakeCE) Load() error { f.ev.add("load ce"); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
-	return models.ModelDir{VocabTxt: f.vocab, LowerCase: true}, 512, nil
+	return models.ModelDir{Dir: f.cfg.Dir, VocabTxt: f.vocab, LowerCase: true}, 512, nil
 }
 func (f *fakeCE) Provider() string { return "cpu" }
 func (f *fakeCE) Close() error     { f.ev.add("close ce"); return nil }
@@ -255,5 +255,32 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 	if want := (events{"load ce", "load be", "close be", "close ce"}); !reflect.DeepEqual(ev, want) {
 		t.Fatalf("lifecycle %v, want %v", ev, want)
+	}
+}
+
+// Open adds the names the README and the model files use: the profile and
+// the model directory's base name of each model, beside the served names.
+func TestOpenModelAliases(t *testing.T) {
+	var ev events
+	newCE, newBE, _ := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.RerankProfile = models.ProfileAccurate
+	cfg.RerankDir = "/models/ms-marco-MiniLM-L-12-v2"
+	cfg.EmbedDir = "/models/all-minilm-l6-v2/"
+	cfg.Server.EmbedAliases = []string{"mine"}
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sc := b.ServerConfig()
+	if got, want := sc.RerankNames(), []string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("rerank names %v, want %v", got, want)
+	}
+	if got, want := sc.EmbedNames(), []string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("embed names %v, want %v", got, want)
+	}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
