@@ -7,6 +7,10 @@
 //	POST /rerank, /v1/rerank, /v2/rerank  Cohere/Jina {model, query, documents, top_n,
 //	                                      return_documents, max_tokens_per_doc}
 //	                                      -> {id, results: [{index, relevance_score, document?}], meta};
+//	                                      /rerank and /v1/rerank (Cohere v1, Jina) return documents
+//	                                      unless return_documents=false and add Jina's model and
+//	                                      usage.total_tokens; /v2/rerank (Cohere v2, whose API has no
+//	                                      return_documents) returns index and score only unless asked;
 //	                                      TEI {query, texts, raw_scores, return_text, truncate}
 //	                                      -> [{index, score, text?}] on the same routes.
 //	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]

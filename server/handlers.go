@@ -186,10 +186,20 @@ type rerankText struct {
 	Text string `json:"text"`
 }
 
+// rerankResponse is the Cohere rerank response; on /rerank and /v1/rerank
+// (Jina's path) it also carries Jina's model and usage, which Cohere's v1
+// clients ignore. Cohere v2 has neither.
 type rerankResponse struct {
 	ID      string         `json:"id"`
+	Model   string         `json:"model,omitempty"`
 	Results []rerankResult `json:"results"`
 	Meta    rerankMeta     `json:"meta"`
+	Usage   *rerankUsage   `json:"usage,omitempty"`
+}
+
+// rerankUsage is Jina's usage object.
+type rerankUsage struct {
+	TotalTokens int `json:"total_tokens"`
 }
 
 type rerankMeta struct {
@@ -265,12 +275,19 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		}
 		return reply{body: out, tokens: usage.Tokens}, nil
 	}
-	// return_documents defaults to true on Cohere v1 and Jina, false on v2.
-	returnDocs := r.URL.Path != "/v2/rerank"
+	// Documents are returned by default on Cohere v1 and Jina; Cohere v2
+	// has no return_documents and returns index and score only, unless a
+	// request asks for them anyway.
+	cohereV2 := r.URL.Path == "/v2/rerank"
+	returnDocs := !cohereV2
 	if req.ReturnDocuments != nil {
 		returnDocs = *req.ReturnDocuments
 	}
 	resp := rerankResponse{ID: newID(), Results: make([]rerankResult, len(order))}
+	if !cohereV2 {
+		resp.Model = s.cfg.RerankModel
+		resp.Usage = &rerankUsage{TotalTokens: usage.Tokens}
+	}
 	for k, i := range order {
 		resp.Results[k] = rerankResult{Index: i, RelevanceScore: models.Sigmoid(scores[i])}
 		if returnDocs {

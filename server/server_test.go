@@ -145,6 +145,8 @@ func TestRerankCohere(t *testing.T) {
 		{"v2 default no docs", "/v2/rerank", map[string]any{"query": query, "documents": rerankDocs, "top_n": 3}, 3, false},
 		{"jina route return_documents false", "/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": false}, 4, false},
 		{"top_n larger than docs", "/rerank", map[string]any{"query": query, "documents": rerankDocs, "top_n": 100}, 4, true},
+		{"v2 asked for docs", "/v2/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": true}, 4, true},
+		{"v1 return_documents false", "/v1/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": false}, 4, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,6 +181,21 @@ func TestRerankCohere(t *testing.T) {
 			}
 			if h.Get("x-compute-tokens") != fmt.Sprint(resp.Meta.Tokens.InputTokens) {
 				t.Fatalf("x-compute-tokens %s vs meta %d", h.Get("x-compute-tokens"), resp.Meta.Tokens.InputTokens)
+			}
+			// Jina (/rerank, /v1/rerank) reports usage.total_tokens and the
+			// model; Cohere v2's shape has neither.
+			var raw map[string]json.RawMessage
+			mustJSON(t, body, &raw)
+			_, hasUsage := raw["usage"]
+			_, hasModel := raw["model"]
+			if v2 := tc.path == "/v2/rerank"; hasUsage == v2 || hasModel == v2 {
+				t.Fatalf("%s: usage present %v, model present %v; body %s", tc.path, hasUsage, hasModel, body)
+			}
+			if tc.path != "/v2/rerank" && (resp.Usage == nil || resp.Usage.TotalTokens != resp.Meta.Tokens.InputTokens || resp.Model != "hybrank-rerank") {
+				t.Fatalf("jina usage %+v model %q, want total_tokens %d", resp.Usage, resp.Model, resp.Meta.Tokens.InputTokens)
+			}
+			if !tc.wantDocs && strings.Contains(string(body), `"document"`) {
+				t.Fatalf("documents returned: %s", body)
 			}
 		})
 	}
