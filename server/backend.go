@@ -14,13 +14,16 @@ type PairScorer interface {
 	ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error)
 }
 
-// Embedder embeds texts with a bi-encoder: one vector of length Dim per
-// text, in input order; in is the kind of the texts (the embedding APIs
-// send models.InputRaw: clients add prompts themselves, as with TEI without
-// a default prompt). Implementations must be safe for concurrent use;
-// *ort.BiEncoder satisfies it.
+// Embedder embeds texts with a bi-encoder. EmbedPooled returns one pooled
+// vector of length Dim per text, in input order, not L2-normalised: the
+// server normalises them itself unless a request asks for raw vectors
+// (TEI's normalize=false), so one batch serves both kinds of request. in is
+// the kind of the texts (the embedding APIs send models.InputRaw: clients
+// add prompts themselves, as with TEI without a default prompt).
+// Implementations must be safe for concurrent use; *ort.BiEncoder
+// satisfies it.
 type Embedder interface {
-	EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
+	EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
 	Dim() int
 }
 

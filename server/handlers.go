@@ -360,8 +360,8 @@ func (s *Server) embeddingEndpoint(decode func([]byte, limits) (embedRequest, er
 	}
 }
 
-// teiEmbedding is TEI's /embed response: the vectors, normalised unless
-// the request said normalize=false.
+// teiEmbedding is TEI's /embed response: the pooled vectors, L2-normalised
+// unless the request said normalize=false.
 func teiEmbedding(req embedRequest, vecs [][]float32, _ models.Usage) any {
 	if req.Normalize {
 		for _, v := range vecs {
@@ -403,10 +403,10 @@ func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, usage model
 	for i, v := range vecs {
 		if req.Dimensions > 0 && req.Dimensions < len(v) {
 			// Shortened embeddings are the leading dimensions,
-			// renormalised (as OpenAI does for text-embedding-3).
+			// normalised (as OpenAI does for text-embedding-3).
 			v = v[:req.Dimensions]
-			simd.L2Normalize(v)
 		}
+		simd.L2Normalize(v) // OpenAI's embeddings are unit vectors
 		resp.Data[i] = openAIEmbedding{Object: "embedding", Index: i, Embedding: v}
 		if req.Base64 {
 			resp.Data[i].Embedding = float32Base64(v)

@@ -71,7 +71,7 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 	}
 	if b.Embedder != nil {
 		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
-			return b.Embedder.EmbedWithUsage(ctx, models.InputRaw, texts)
+			return b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
 		}
 		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed"))
 	}

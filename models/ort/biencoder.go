@@ -95,6 +95,22 @@ func (be *BiEncoder) Embedding() (models.Embedding, error) {
 
 // EmbedWithUsage is Embed that also reports the work done.
 func (be *BiEncoder) EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	return be.embed(ctx, in, texts, true)
+}
+
+// EmbedPooled is EmbedWithUsage without the L2 normalisation that
+// Config.Normalize or the directory's Normalize module asks for: the
+// pooled vectors as the model gives them, for callers that normalise
+// themselves or serve raw vectors (TEI's normalize=false). A model with a
+// sentence_embedding output returns that output as is (normalised when the
+// graph normalises).
+func (be *BiEncoder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	return be.embed(ctx, in, texts, false)
+}
+
+// embed is EmbedWithUsage, normalising as configured when normalize is
+// set, not at all otherwise.
+func (be *BiEncoder) embed(ctx context.Context, in models.Input, texts []string, normalize bool) ([][]float32, models.Usage, error) {
 	cfg := be.c.cfg
 	if len(texts) > cfg.MaxDocs {
 		return nil, models.Usage{}, errTooMany(len(texts), cfg.MaxDocs)
@@ -149,7 +165,7 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, in models.Input, texts 
 				pool(m.embedding.Pooling, vecs[i], out[r*rowSize:(r+1)*rowSize], b.mask[r*b.seqLen:(r+1)*b.seqLen])
 			}
 		}
-		if m.embedding.Normalize {
+		if normalize && m.embedding.Normalize {
 			for _, i := range idx {
 				simd.L2Normalize(vecs[i])
 			}

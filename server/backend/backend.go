@@ -119,7 +119,8 @@ type CrossEncoder interface {
 }
 
 // BiEncoder is what Open needs of a runtime-backed bi-encoder: engine
-// embedding, the server's embedding with usage, eager loading and Close.
+// embedding (normalised as configured), the server's pooled embedding with
+// usage (the server normalises), eager loading and Close.
 // *ort.BiEncoder satisfies it.
 type BiEncoder interface {
 	models.Embedder
@@ -232,7 +233,7 @@ func (b *Backend) Warm(ctx context.Context) error {
 		return fmt.Errorf("warm cross-encoder: %w", err)
 	}
 	if b.backends.Embedder != nil {
-		if _, _, err := b.backends.Embedder.EmbedWithUsage(ctx, models.InputRaw, []string{text}); err != nil {
+		if _, _, err := b.backends.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
 			return fmt.Errorf("warm embedder: %w", err)
 		}
 	}

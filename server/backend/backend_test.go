@@ -61,11 +61,11 @@ type fakeBE struct {
 }
 
 func (f *fakeBE) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
-	v, _, err := f.EmbedWithUsage(ctx, in, texts)
+	v, _, err := f.EmbedPooled(ctx, in, texts)
 	return v, err
 }
 
-func (f *fakeBE) EmbedWithUsage(_ context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
+func (f *fakeBE) EmbedPooled(_ context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		out[i] = []float32{0, 1}
