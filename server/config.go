@@ -108,6 +108,11 @@ type Config struct {
 	// MaxInputTokens is the longest input an embedding request may send
 	// without truncate=true (413 otherwise), and where truncation cuts.
 	MaxInputTokens int `json:"max_input_tokens"`
+	// MaxPairTokens is the cross-encoder's input window, in tokens with
+	// [CLS] and the two [SEP]: the longest (query, text) pair a TEI rerank
+	// request may send without truncate=true (413 otherwise). backend.Open
+	// sets it to the loaded model's sequence length.
+	MaxPairTokens int `json:"max_pair_tokens"`
 	// MaxConcurrentRequests caps inference and search requests in flight;
 	// more is refused with 429.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
@@ -147,6 +152,7 @@ func DefaultConfig() Config {
 		MaxInputs:             2048,
 		MaxIndexDocuments:     10000,
 		MaxInputTokens:        512,
+		MaxPairTokens:         512,
 		MaxConcurrentRequests: 512,
 		RequestTimeout:        Duration(30 * time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
@@ -211,8 +217,8 @@ func (c Config) Validate() error {
 	if c.MaxDocuments <= 0 || c.MaxInputs <= 0 || c.MaxIndexDocuments <= 0 {
 		errs = append(errs, errors.New("max_documents, max_inputs and max_index_documents must be > 0"))
 	}
-	if c.MaxInputTokens <= 0 {
-		errs = append(errs, errors.New("max_input_tokens must be > 0"))
+	if c.MaxInputTokens <= 0 || c.MaxPairTokens <= 0 {
+		errs = append(errs, errors.New("max_input_tokens and max_pair_tokens must be > 0"))
 	}
 	if c.MaxConcurrentRequests <= 0 {
 		errs = append(errs, errors.New("max_concurrent_requests must be > 0"))

@@ -12,8 +12,11 @@
 //	                                      usage.total_tokens; /v2/rerank (Cohere v2, whose API has no
 //	                                      return_documents) returns index and score only unless asked;
 //	                                      TEI {query, texts, raw_scores, return_text, truncate}
-//	                                      -> [{index, score, text?}] on the same routes.
-//	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]
+//	                                      -> [{index, score, text?}] on the same routes; a pair
+//	                                      longer than the reranker's window is 413 unless truncate.
+//	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]: unit
+//	                                      vectors, or the pooled ones with normalize=false; an
+//	                                      input over max_input_tokens is 413 unless truncate.
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
 //	GET  /v1/models                       OpenAI model list: every name "model" may take
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]

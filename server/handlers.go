@@ -235,7 +235,27 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 	}
 }
 
+// checkPairLengths refuses, as TEI does without truncate=true, a request
+// with a (query, text) pair longer than the cross-encoder's window: the
+// model would cut it silently. Cohere and Jina requests are truncated, as
+// those APIs document.
+func (s *Server) checkPairLengths(req rerankRequest) error {
+	if !req.TEI || req.Truncate {
+		return nil
+	}
+	q := s.countTokens(req.Query)
+	for i, d := range req.Docs {
+		if n := q + s.countTokens(d) + pairSpecialTokens; n > s.cfg.MaxPairTokens {
+			return tooLarge("texts[%d] with the query is %d tokens ([CLS] query [SEP] text [SEP]), more than the reranker's window of %d (max_pair_tokens); shorten it or send truncate=true to cut it", i, n, s.cfg.MaxPairTokens)
+		}
+	}
+	return nil
+}
+
 func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequest) (reply, error) {
+	if err := s.checkPairLengths(req); err != nil {
+		return reply{}, err
+	}
 	pairs := make([]models.Pair, len(req.Docs))
 	for i, d := range req.Docs {
 		if req.MaxTokensPerDoc > 0 {

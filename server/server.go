@@ -242,10 +242,12 @@ func keyTenant(r *http.Request) (string, bool) {
 	return t, ok
 }
 
-// pairCost is a pair's estimated tokens: [CLS] q [SEP] d [SEP], capped at
-// the model's input length.
+// pairSpecialTokens are the special tokens of a pair: [CLS] q [SEP] d [SEP].
+const pairSpecialTokens = 3
+
+// pairCost is a pair's estimated tokens, capped at the model's window.
 func (s *Server) pairCost(p models.Pair) int {
-	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+3, s.cfg.MaxInputTokens)
+	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, s.cfg.MaxPairTokens)
 }
 
 func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }

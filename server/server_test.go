@@ -408,6 +408,7 @@ func TestLimits(t *testing.T) {
 		c.MaxInputs = 2
 		c.MaxIndexDocuments = 2
 		c.MaxInputTokens = 5
+		c.MaxPairTokens = 6
 	})
 	big := map[string]any{"query": "q", "documents": []string{strings.Repeat("x", 3000)}}
 	tests := []struct {
@@ -424,6 +425,9 @@ func TestLimits(t *testing.T) {
 		{"too many inputs", "POST", "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}}, 413, TypeTooLarge, "limit is 2"},
 		{"too many index docs", "POST", "/documents", map[string]any{"documents": []map[string]string{{"id": "1", "text": "a"}, {"id": "2", "text": "b"}}, "delete": []string{"3"}}, 413, TypeTooLarge, "limit is 2"},
 		{"embed input too long", "POST", "/embed", map[string]any{"inputs": "a b c d e f g"}, 413, TypeTooLarge, "max_input_tokens 5"},
+		// 2 query + 2 text + 3 special tokens > 6: TEI answers 413 unless truncate=true.
+		{"TEI rerank pair too long", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"a", "b c"}}, 413, TypeTooLarge, "texts[1] with the query is 7 tokens"},
+		{"TEI rerank pair too long truncate false", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"b c"}, "truncate": false}, 413, TypeTooLarge, "window of 6 (max_pair_tokens)"},
 		{"malformed JSON", "POST", "/v1/rerank", `{"query": "q", "documents": [}`, 400, TypeInvalidRequest, "malformed JSON"},
 		{"trailing data", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"]} {}`, 400, TypeInvalidRequest, "after the request object"},
 		{"not an object", "POST", "/embed", `["a"]`, 400, TypeInvalidRequest, "JSON object"},
@@ -454,6 +458,17 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("status %d: %s", code, body)
 		}
 	})
+	// The model cuts long pairs when asked to; pairs that fit pass; Cohere
+	// and Jina requests are truncated as those APIs document.
+	for _, body := range []map[string]any{
+		{"query": "q r", "texts": []string{"a", "b c"}, "truncate": true},
+		{"query": "q r", "texts": []string{"a"}},
+		{"query": "q r", "documents": []string{"a", "b c d e f"}},
+	} {
+		if code, _, resp := ts.do(t, "POST", "/rerank", "", body); code != 200 {
+			t.Fatalf("%v: status %d: %s", body, code, resp)
+		}
+	}
 }
 
 func TestQueueFullAndTimeout(t *testing.T) {

@@ -23,7 +23,8 @@ var ErrConfig = errors.New("backend: invalid config")
 // configuration, the models and the index. It is plain data, safe to copy.
 type Config struct {
 	// Server configures the HTTP server (limits, batching, API keys);
-	// Open fills in Server.Provider from the loaded cross-encoder.
+	// Open fills in Server.Provider and Server.MaxPairTokens from the
+	// loaded cross-encoder, and the models' names (aliases).
 	Server server.Config
 	// RerankProfile is the cross-encoder's profile (models.ProfileConfig):
 	// its defaults, and the name /search's "rerank" field selects it by.
@@ -169,7 +170,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 	if err := ce.Load(); err != nil {
 		return nil, fmt.Errorf("load cross-encoder: %w", err)
 	}
-	md, _, err := ce.Info()
+	md, window, err := ce.Info()
 	if err != nil {
 		return nil, fmt.Errorf("cross-encoder: %w", err)
 	}
@@ -179,6 +180,9 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 	}
 	b.cfg.Server.Provider = ce.Provider()
 	srv := &b.cfg.Server
+	if window > 0 {
+		srv.MaxPairTokens = window
+	}
 	srv.RerankAliases = addAlias(*srv, srv.RerankAliases, cfg.RerankProfile, md.Dir)
 	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok)}
 	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, ce), engine.WithTokenCounter(tok)}

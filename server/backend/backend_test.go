@@ -49,10 +49,14 @@ func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32
 
 func (f *fakeCE) Load() error { f.ev.add("load ce"); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
-	return models.ModelDir{Dir: f.cfg.Dir, VocabTxt: f.vocab, LowerCase: true}, 512, nil
+	return models.ModelDir{Dir: f.cfg.Dir, VocabTxt: f.vocab, LowerCase: true}, fakeWindow, nil
 }
 func (f *fakeCE) Provider() string { return "cpu" }
 func (f *fakeCE) Close() error     { f.ev.add("close ce"); return nil }
+
+// fakeWindow is the sequence length fakeCE reports (not the server's
+// default, so that tests see Open copy it).
+const fakeWindow = 384
 
 // fakeBE stands in for *ort.BiEncoder: two dimensions, cats and the rest.
 type fakeBE struct {
@@ -143,8 +147,8 @@ func TestOpen(t *testing.T) {
 	if bs.Scorer == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
-	if p := b.ServerConfig().Provider; p != "cpu" {
-		t.Fatalf("server provider %q", p)
+	if sc := b.ServerConfig(); sc.Provider != "cpu" || sc.MaxPairTokens != fakeWindow {
+		t.Fatalf("server provider %q, max_pair_tokens %d (want the cross-encoder's window %d)", sc.Provider, sc.MaxPairTokens, fakeWindow)
 	}
 	ctx := context.Background()
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
