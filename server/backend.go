@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
@@ -27,15 +28,35 @@ type Embedder interface {
 	Dim() int
 }
 
-// Token is one token of a tokenized text. Start and Stop are byte offsets
-// of the token's text in the input (Stop exclusive) when the tokenizer
-// knows them, else both 0; special tokens have Special set.
+// Token is one token of a tokenized text, TEI's /tokenize item. For a
+// token of the input, Text is input[Start:Stop]: Start and Stop are byte
+// offsets into the UTF-8 input (Stop exclusive), as the Hugging Face
+// tokenizers TEI runs report them, and equal character offsets for ASCII
+// text. A special token ([CLS], [SEP]) has Special set, its vocabulary
+// form as Text, and no place in the input: its start and stop are JSON
+// null.
 type Token struct {
 	ID      int    `json:"id"`
 	Text    string `json:"text"`
 	Special bool   `json:"special"`
 	Start   int    `json:"start"`
 	Stop    int    `json:"stop"`
+}
+
+// MarshalJSON writes Token as TEI does: start and stop are null for
+// special tokens.
+func (t Token) MarshalJSON() ([]byte, error) {
+	w := struct {
+		ID      int    `json:"id"`
+		Text    string `json:"text"`
+		Special bool   `json:"special"`
+		Start   *int   `json:"start"`
+		Stop    *int   `json:"stop"`
+	}{ID: t.ID, Text: t.Text, Special: t.Special}
+	if !t.Special {
+		w.Start, w.Stop = &t.Start, &t.Stop
+	}
+	return json.Marshal(w)
 }
 
 // Tokenizer is the model's tokenizer. Tokenize serves /tokenize (special

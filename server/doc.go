@@ -19,7 +19,9 @@
 //	                                      input over max_input_tokens is 413 unless truncate.
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
 //	GET  /v1/models                       OpenAI model list: every name "model" may take
-//	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]
+//	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
+//	                                      start, stop}]]: text is the input's slice, start and stop
+//	                                      byte offsets (null for special tokens)
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
