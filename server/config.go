@@ -105,8 +105,10 @@ type Config struct {
 	// MaxIndexDocuments caps documents (upserts plus deletes) per
 	// /documents request.
 	MaxIndexDocuments int `json:"max_index_documents"`
-	// MaxInputTokens is the longest input an embedding request may send
-	// without truncate=true (413 otherwise), and where truncation cuts.
+	// MaxInputTokens is the longest input, in tokens without [CLS] and
+	// [SEP], an embedding request may send without truncate=true (413
+	// otherwise), and where truncation cuts. backend.Open lowers it to what
+	// the embedder's window holds.
 	MaxInputTokens int `json:"max_input_tokens"`
 	// MaxPairTokens is the cross-encoder's input window, in tokens with
 	// [CLS] and the two [SEP]: the longest (query, text) pair a TEI rerank

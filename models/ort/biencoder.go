@@ -50,6 +50,10 @@ func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 // Provider returns the execution provider in use, or "" before load.
 func (be *BiEncoder) Provider() string { return be.c.provider() }
 
+// Info returns the loaded model directory and the effective maximum
+// sequence length (special tokens included), loading the model if needed.
+func (be *BiEncoder) Info() (models.ModelDir, int, error) { return be.c.info() }
+
 // Batching reports how the embedder plans its batches: the mode in effect
 // and, in cost mode, where its cost model came from. It loads the model if
 // needed (which may calibrate).

@@ -24,7 +24,8 @@ var ErrConfig = errors.New("backend: invalid config")
 type Config struct {
 	// Server configures the HTTP server (limits, batching, API keys);
 	// Open fills in Server.Provider and Server.MaxPairTokens from the
-	// loaded cross-encoder, and the models' names (aliases).
+	// loaded cross-encoder, lowers Server.MaxInputTokens to what the
+	// embedder's window holds, and adds the models' names (aliases).
 	Server server.Config
 	// RerankProfile is the cross-encoder's profile (models.ProfileConfig):
 	// its defaults, and the name /search's "rerank" field selects it by.
@@ -121,12 +122,13 @@ type CrossEncoder interface {
 
 // BiEncoder is what Open needs of a runtime-backed bi-encoder: engine
 // embedding (normalised as configured), the server's pooled embedding with
-// usage (the server normalises), eager loading and Close.
-// *ort.BiEncoder satisfies it.
+// usage (the server normalises), eager loading, its directory and sequence
+// length (Info), and Close. *ort.BiEncoder satisfies it.
 type BiEncoder interface {
 	models.Embedder
 	server.Embedder
 	Load() error
+	Info() (models.ModelDir, int, error)
 	io.Closer
 }
 
@@ -195,9 +197,17 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		if err := be.Load(); err != nil {
 			return nil, fmt.Errorf("load embedder (or serve without one, Embed false): %w", err)
 		}
+		emd, ewindow, err := be.Info()
+		if err != nil {
+			return nil, fmt.Errorf("embedder: %w", err)
+		}
+		if ewindow > 2 {
+			// Texts longer than the window less [CLS] and [SEP] would be
+			// cut by the model: the server refuses or truncates them first.
+			srv.MaxInputTokens = min(srv.MaxInputTokens, ewindow-2)
+		}
 		b.backends.Embedder = be
-		dir, _ := cfg.embedConfig().ResolveDir() // resolved by the load above
-		srv.EmbedAliases = addAlias(*srv, srv.EmbedAliases, models.ProfileEmbed, dir)
+		srv.EmbedAliases = addAlias(*srv, srv.EmbedAliases, models.ProfileEmbed, emd.Dir)
 		opts = append(opts, engine.WithEmbedder(be))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {

@@ -80,6 +80,14 @@ func (f *fakeBE) EmbedPooled(_ context.Context, _ models.Input, texts []string) 
 	return out, models.Usage{Pairs: len(texts), Batches: 1}, nil
 }
 
+func (f *fakeBE) Info() (models.ModelDir, int, error) {
+	return models.ModelDir{Dir: f.cfg.Dir}, fakeEmbedWindow, nil
+}
+
+// fakeEmbedWindow is the sequence length fakeBE reports, shorter than the
+// server's default input limit (as all-MiniLM-L6-v2's 256).
+const fakeEmbedWindow = 256
+
 func (f *fakeBE) Dim() int     { return 2 }
 func (f *fakeBE) Load() error  { f.ev.add("load be"); return nil }
 func (f *fakeBE) Close() error { f.ev.add("close be"); return nil }
@@ -147,8 +155,9 @@ func TestOpen(t *testing.T) {
 	if bs.Scorer == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
-	if sc := b.ServerConfig(); sc.Provider != "cpu" || sc.MaxPairTokens != fakeWindow {
-		t.Fatalf("server provider %q, max_pair_tokens %d (want the cross-encoder's window %d)", sc.Provider, sc.MaxPairTokens, fakeWindow)
+	if sc := b.ServerConfig(); sc.Provider != "cpu" || sc.MaxPairTokens != fakeWindow || sc.MaxInputTokens != fakeEmbedWindow-2 {
+		t.Fatalf("server provider %q, max_pair_tokens %d (want the cross-encoder's window %d), max_input_tokens %d (want the embedder's window less 2 special tokens, %d)",
+			sc.Provider, sc.MaxPairTokens, fakeWindow, sc.MaxInputTokens, fakeEmbedWindow-2)
 	}
 	ctx := context.Background()
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
