@@ -12,7 +12,8 @@
 //
 // NewSession opens a model file as a pool of SessionConfig.PoolSize ONNX
 // Runtime sessions. With Provider "auto" it tries CUDA and falls back to the
-// CPU with one log line; "cuda" fails with ErrProviderUnavailable instead.
+// CPU; the process logs the choice once, as one INFO line naming the
+// provider and why ("cuda" fails with ErrProviderUnavailable instead).
 // Real Hugging Face ONNX exports and the models written by models/bertgen
 // load the same way.
 //

@@ -17,7 +17,8 @@ type Provider string
 
 // Providers.
 const (
-	// ProviderAuto tries CUDA and falls back to the CPU with one log line.
+	// ProviderAuto tries CUDA and falls back to the CPU; the first session
+	// logs the choice and its reason in one INFO line.
 	ProviderAuto Provider = "auto"
 	// ProviderCUDA requires CUDA; NewSession fails with
 	// ErrProviderUnavailable when it cannot start.
@@ -132,7 +133,17 @@ type Session struct {
 	done     chan struct{}  // closed by Close; wakes runs waiting for a session
 }
 
-var cudaFallbackOnce sync.Once
+// autoProviderOnce makes Provider "auto" say once per process which
+// provider it chose: on a machine without CUDA the CPU is the expected
+// outcome, an INFO line, not a warning at every start.
+var autoProviderOnce sync.Once
+
+// logAutoProvider logs the provider "auto" chose, once per process.
+func logAutoProvider(provider Provider, reason string) {
+	autoProviderOnce.Do(func() {
+		slog.Info("onnx: execution provider", "provider", string(provider), "reason", reason)
+	})
+}
 
 // NewSession opens modelPath as cfg.PoolSize ONNX Runtime sessions with the
 // given input and output names (outputs are returned by Run in this order).
@@ -187,12 +198,13 @@ func NewSession(modelPath string, inputNames, outputNames []string, cfg SessionC
 	first, err := s.newORTSession(cfg, provider == ProviderAuto || provider == ProviderCUDA)
 	switch {
 	case err == nil && provider != ProviderCPU:
+		if provider == ProviderAuto {
+			logAutoProvider(ProviderCUDA, "provider auto: CUDA is available")
+		}
 		provider = ProviderCUDA
 	case err == nil:
 	case errors.Is(err, ErrProviderUnavailable) && provider == ProviderAuto:
-		cudaFallbackOnce.Do(func() {
-			slog.Warn("onnx: CUDA execution provider unavailable, using CPU", "model", modelPath, "reason", err.Error())
-		})
+		logAutoProvider(ProviderCPU, "provider auto: CUDA unavailable ("+err.Error()+")")
 		provider = ProviderCPU
 		first, err = s.newORTSession(cfg, false)
 		if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
@@ -14,25 +15,48 @@ type PairScorer interface {
 	ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error)
 }
 
-// Embedder embeds texts with a bi-encoder: one vector of length Dim per
-// text, in input order; in is the kind of the texts (the embedding APIs
-// send models.InputRaw: clients add prompts themselves, as with TEI without
-// a default prompt). Implementations must be safe for concurrent use;
-// *ort.BiEncoder satisfies it.
+// Embedder embeds texts with a bi-encoder. EmbedPooled returns one pooled
+// vector of length Dim per text, in input order, not L2-normalised: the
+// server normalises them itself unless a request asks for raw vectors
+// (TEI's normalize=false), so one batch serves both kinds of request. in is
+// the kind of the texts (the embedding APIs send models.InputRaw: clients
+// add prompts themselves, as with TEI without a default prompt).
+// Implementations must be safe for concurrent use; *ort.BiEncoder
+// satisfies it.
 type Embedder interface {
-	EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
+	EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
 	Dim() int
 }
 
-// Token is one token of a tokenized text. Start and Stop are byte offsets
-// of the token's text in the input (Stop exclusive) when the tokenizer
-// knows them, else both 0; special tokens have Special set.
+// Token is one token of a tokenized text, TEI's /tokenize item. For a
+// token of the input, Text is input[Start:Stop]: Start and Stop are byte
+// offsets into the UTF-8 input (Stop exclusive), as the Hugging Face
+// tokenizers TEI runs report them, and equal character offsets for ASCII
+// text. A special token ([CLS], [SEP]) has Special set, its vocabulary
+// form as Text, and no place in the input: its start and stop are JSON
+// null.
 type Token struct {
 	ID      int    `json:"id"`
 	Text    string `json:"text"`
 	Special bool   `json:"special"`
 	Start   int    `json:"start"`
 	Stop    int    `json:"stop"`
+}
+
+// MarshalJSON writes Token as TEI does: start and stop are null for
+// special tokens.
+func (t Token) MarshalJSON() ([]byte, error) {
+	w := struct {
+		ID      int    `json:"id"`
+		Text    string `json:"text"`
+		Special bool   `json:"special"`
+		Start   *int   `json:"start"`
+		Stop    *int   `json:"stop"`
+	}{ID: t.ID, Text: t.Text, Special: t.Special}
+	if !t.Special {
+		w.Start, w.Stop = &t.Start, &t.Stop
+	}
+	return json.Marshal(w)
 }
 
 // Tokenizer is the model's tokenizer. Tokenize serves /tokenize (special

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -83,6 +85,14 @@ type Config struct {
 	RerankModel string `json:"rerank_model"`
 	// EmbedModel is the name clients pass as "model" for embeddings.
 	EmbedModel string `json:"embed_model"`
+	// RerankAliases are more names a request may give as "model" for the
+	// reranker; backend.Open adds the profile name (fast, balanced,
+	// accurate) and the model directory's base name. /v1/models lists
+	// RerankModel, then these.
+	RerankAliases []string `json:"rerank_aliases,omitempty"`
+	// EmbedAliases are more names for the embedder; backend.Open adds
+	// "embed" and the model directory's base name.
+	EmbedAliases []string `json:"embed_aliases,omitempty"`
 	// Provider names the execution provider in use (cpu, cuda), exported as
 	// the hybrank_provider gauge.
 	Provider string `json:"provider"`
@@ -95,9 +105,16 @@ type Config struct {
 	// MaxIndexDocuments caps documents (upserts plus deletes) per
 	// /documents request.
 	MaxIndexDocuments int `json:"max_index_documents"`
-	// MaxInputTokens is the longest input an embedding request may send
-	// without truncate=true (413 otherwise), and where truncation cuts.
+	// MaxInputTokens is the longest input, in tokens without [CLS] and
+	// [SEP], an embedding request may send without truncate=true (413
+	// otherwise), and where truncation cuts. backend.Open lowers it to what
+	// the embedder's window holds.
 	MaxInputTokens int `json:"max_input_tokens"`
+	// MaxPairTokens is the cross-encoder's input window, in tokens with
+	// [CLS] and the two [SEP]: the longest (query, text) pair a TEI rerank
+	// request may send without truncate=true (413 otherwise). backend.Open
+	// sets it to the loaded model's sequence length.
+	MaxPairTokens int `json:"max_pair_tokens"`
 	// MaxConcurrentRequests caps inference and search requests in flight;
 	// more is refused with 429.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
@@ -137,6 +154,7 @@ func DefaultConfig() Config {
 		MaxInputs:             2048,
 		MaxIndexDocuments:     10000,
 		MaxInputTokens:        512,
+		MaxPairTokens:         512,
 		MaxConcurrentRequests: 512,
 		RequestTimeout:        Duration(30 * time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
@@ -194,14 +212,15 @@ func (c Config) Validate() error {
 	if c.RerankModel == "" || c.EmbedModel == "" {
 		errs = append(errs, errors.New("rerank_model and embed_model must be named"))
 	}
+	errs = append(errs, c.validateNames())
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, errors.New("max_body_bytes must be > 0"))
 	}
 	if c.MaxDocuments <= 0 || c.MaxInputs <= 0 || c.MaxIndexDocuments <= 0 {
 		errs = append(errs, errors.New("max_documents, max_inputs and max_index_documents must be > 0"))
 	}
-	if c.MaxInputTokens <= 0 {
-		errs = append(errs, errors.New("max_input_tokens must be > 0"))
+	if c.MaxInputTokens <= 0 || c.MaxPairTokens <= 0 {
+		errs = append(errs, errors.New("max_input_tokens and max_pair_tokens must be > 0"))
 	}
 	if c.MaxConcurrentRequests <= 0 {
 		errs = append(errs, errors.New("max_concurrent_requests must be > 0"))
@@ -224,4 +243,45 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
+}
+
+// RerankNames returns every name a request may give for the reranker:
+// RerankModel, then RerankAliases, without repeats.
+func (c Config) RerankNames() []string { return modelNames(c.RerankModel, c.RerankAliases) }
+
+// EmbedNames returns every name a request may give for the embedder:
+// EmbedModel, then EmbedAliases, without repeats.
+func (c Config) EmbedNames() []string { return modelNames(c.EmbedModel, c.EmbedAliases) }
+
+func modelNames(served string, aliases []string) []string {
+	out := []string{served}
+	for _, a := range aliases {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// validateNames rejects empty aliases and a name that would mean both
+// models.
+func (c Config) validateNames() error {
+	var errs []error
+	for _, list := range []struct {
+		field   string
+		aliases []string
+	}{{"rerank_aliases", c.RerankAliases}, {"embed_aliases", c.EmbedAliases}} {
+		for i, a := range list.aliases {
+			if strings.TrimSpace(a) == "" {
+				errs = append(errs, fmt.Errorf("%s[%d] is empty", list.field, i))
+			}
+		}
+	}
+	embed := c.EmbedNames()
+	for _, n := range c.RerankNames() {
+		if n != "" && slices.Contains(embed, n) {
+			errs = append(errs, fmt.Errorf("model name %q names both the reranker and the embedder; rename one (rerank_model, embed_model and their aliases must differ)", n))
+		}
+	}
+	return errors.Join(errs...)
 }

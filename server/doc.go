@@ -7,17 +7,36 @@
 //	POST /rerank, /v1/rerank, /v2/rerank  Cohere/Jina {model, query, documents, top_n,
 //	                                      return_documents, max_tokens_per_doc}
 //	                                      -> {id, results: [{index, relevance_score, document?}], meta};
+//	                                      /rerank and /v1/rerank (Cohere v1, Jina) return documents
+//	                                      unless return_documents=false and add Jina's model and
+//	                                      usage.total_tokens; /v2/rerank (Cohere v2, whose API has no
+//	                                      return_documents) returns index and score only unless asked;
 //	                                      TEI {query, texts, raw_scores, return_text, truncate}
-//	                                      -> [{index, score, text?}] on the same routes.
-//	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]
+//	                                      -> [{index, score, text?}] on the same routes; a pair
+//	                                      longer than the reranker's window is 413 unless truncate.
+//	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]: unit
+//	                                      vectors, or the pooled ones with normalize=false; an
+//	                                      input over max_input_tokens is 413 unless truncate.
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
-//	GET  /v1/models                       OpenAI model list
-//	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[token]]
+//	GET  /v1/models                       OpenAI model list: every name "model" may take
+//	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
+//	                                      start, stop}]]: text is the input's slice, start and stop
+//	                                      byte offsets (null for special tokens)
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
 //	                                      atomic batches of upserts and deletes
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
+//
+// # Model names
+//
+// One server serves one reranker and one embedder. A request's "model" may
+// be empty (the route's model), the served name (rerank_model,
+// embed_model: hybrank-rerank, hybrank-embed) or an alias (rerank_aliases,
+// embed_aliases); backend.Open adds each model's profile name (fast,
+// balanced, accurate; embed) and its model directory's base name
+// (ms-marco-MiniLM-L-6-v2, all-minilm-l6-v2). Other names are 404, listing
+// the accepted ones; responses name the served model.
 //
 // Relevance scores are the sigmoid of the cross-encoder logit
 // (models.Sigmoid; TEI's raw_scores returns the logit). Inference and search
@@ -45,7 +64,8 @@
 //
 // Every error is JSON {"error": {"message", "type"}}: 400 malformed JSON or
 // wrong field types, 401 missing/unknown API key, 403 another tenant, 404
-// unknown model or route, 413 body over max_body_bytes or too many
+// unknown model or route, 405 a known path under another method (with an
+// Allow header listing the path's methods), 413 body over max_body_bytes or too many
 // documents/inputs (the message names the limit), 429 queue full or too many
 // requests in flight (with Retry-After), 500 backend failure, 503 backend not
 // configured or shutting down, 504 the request ran past request_timeout.

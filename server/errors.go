@@ -33,15 +33,16 @@ var (
 
 // Error types carried in the "type" field of a JSON error.
 const (
-	TypeInvalidRequest = "invalid_request_error" // 400
-	TypeUnauthorized   = "authentication_error"  // 401
-	TypeForbidden      = "permission_error"      // 403
-	TypeNotFound       = "not_found_error"       // 404
-	TypeTooLarge       = "payload_too_large"     // 413
-	TypeOverloaded     = "overloaded_error"      // 429
-	TypeInternal       = "backend_error"         // 500
-	TypeUnavailable    = "unavailable_error"     // 503
-	TypeTimeout        = "timeout_error"         // 504
+	TypeInvalidRequest   = "invalid_request_error"    // 400
+	TypeUnauthorized     = "authentication_error"     // 401
+	TypeForbidden        = "permission_error"         // 403
+	TypeNotFound         = "not_found_error"          // 404
+	TypeMethodNotAllowed = "method_not_allowed_error" // 405, with an Allow header
+	TypeTooLarge         = "payload_too_large"        // 413
+	TypeOverloaded       = "overloaded_error"         // 429
+	TypeInternal         = "backend_error"            // 500
+	TypeUnavailable      = "unavailable_error"        // 503
+	TypeTimeout          = "timeout_error"            // 504
 )
 
 // apiError is an error with the HTTP status and JSON type to answer with.

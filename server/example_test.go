@@ -23,7 +23,8 @@ func (lengthScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]floa
 	return out, models.Usage{Pairs: len(pairs), Batches: 1, Tokens: 3 * len(pairs)}, nil
 }
 
-// A server over a PairScorer answers Cohere-shape rerank requests.
+// A server over a PairScorer answers Cohere-shape rerank requests (here
+// Cohere v2's: index and score, no documents).
 func Example() {
 	s, err := server.New(server.DefaultConfig(), server.Backends{Scorer: lengthScorer{}})
 	if err != nil {
@@ -33,8 +34,8 @@ func Example() {
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
 
-	resp, err := ts.Client().Post(ts.URL+"/v1/rerank", "application/json",
-		strings.NewReader(`{"query": "q", "documents": ["a", "abc", "ab"], "top_n": 2, "return_documents": false}`))
+	resp, err := ts.Client().Post(ts.URL+"/v2/rerank", "application/json",
+		strings.NewReader(`{"query": "q", "documents": ["a", "abc", "ab"], "top_n": 2}`))
 	if err != nil {
 		panic(err)
 	}

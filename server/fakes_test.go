@@ -110,14 +110,24 @@ type fakeEmbedder struct {
 	calls int
 }
 
-func (f *fakeEmbedder) EmbedWithUsage(ctx context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
+// fakeRawVector is the pooled (unnormalised) vector of a text: its unit
+// vector scaled by a length that differs between texts.
+func fakeRawVector(t string) []float32 {
+	v := fakeVector(t)
+	for i := range v {
+		v[i] *= float32(len(t) + 2)
+	}
+	return v
+}
+
+func (f *fakeEmbedder) EmbedPooled(ctx context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
 	f.mu.Lock()
 	f.calls++
 	f.mu.Unlock()
 	out := make([][]float32, len(texts))
 	tokens := 0
 	for i, t := range texts {
-		out[i] = fakeVector(t)
+		out[i] = fakeRawVector(t)
 		tokens += len(strings.Fields(t)) + 2
 	}
 	return out, models.Usage{Tokens: tokens, Pairs: len(texts), Batches: 1}, nil

@@ -12,8 +12,10 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
@@ -156,9 +158,18 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func unknownModel(kind, got, want string) *apiError {
+// checkModel accepts an empty model (the route's default) or one of
+// names, else answers 404 listing the names this server accepts.
+func checkModel(kind, got string, names []string) error {
+	if got == "" || slices.Contains(names, got) {
+		return nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
 	return &apiError{status: http.StatusNotFound, typ: TypeNotFound,
-		msg: fmt.Sprintf("unknown %s model %q; this server serves %q", kind, got, want)}
+		msg: fmt.Sprintf("unknown %s model %q; this server's %s model is named %s", kind, got, kind, strings.Join(quoted, ", "))}
 }
 
 // notConfigured is the error of a route whose backend is missing (503).
@@ -175,10 +186,20 @@ type rerankText struct {
 	Text string `json:"text"`
 }
 
+// rerankResponse is the Cohere rerank response; on /rerank and /v1/rerank
+// (Jina's path) it also carries Jina's model and usage, which Cohere's v1
+// clients ignore. Cohere v2 has neither.
 type rerankResponse struct {
 	ID      string         `json:"id"`
+	Model   string         `json:"model,omitempty"`
 	Results []rerankResult `json:"results"`
 	Meta    rerankMeta     `json:"meta"`
+	Usage   *rerankUsage   `json:"usage,omitempty"`
+}
+
+// rerankUsage is Jina's usage object.
+type rerankUsage struct {
+	TotalTokens int `json:"total_tokens"`
 }
 
 type rerankMeta struct {
@@ -201,8 +222,8 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 	return endpoint[rerankRequest]{
 		decode: func(_ *http.Request, body []byte) (rerankRequest, error) { return decodeRerank(body, s.lim) },
 		authorize: func(_ *http.Request, req *rerankRequest) error {
-			if req.Model != "" && req.Model != s.cfg.RerankModel {
-				return unknownModel("rerank", req.Model, s.cfg.RerankModel)
+			if err := checkModel("rerank", req.Model, s.cfg.RerankNames()); err != nil {
+				return err
 			}
 			if s.rerank == nil {
 				return notConfigured("reranking model")
@@ -214,7 +235,27 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 	}
 }
 
+// checkPairLengths refuses, as TEI does without truncate=true, a request
+// with a (query, text) pair longer than the cross-encoder's window: the
+// model would cut it silently. Cohere and Jina requests are truncated, as
+// those APIs document.
+func (s *Server) checkPairLengths(req rerankRequest) error {
+	if !req.TEI || req.Truncate {
+		return nil
+	}
+	q := s.countTokens(req.Query)
+	for i, d := range req.Docs {
+		if n := q + s.countTokens(d) + pairSpecialTokens; n > s.cfg.MaxPairTokens {
+			return tooLarge("texts[%d] with the query is %d tokens ([CLS] query [SEP] text [SEP]), more than the reranker's window of %d (max_pair_tokens); shorten it or send truncate=true to cut it", i, n, s.cfg.MaxPairTokens)
+		}
+	}
+	return nil
+}
+
 func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequest) (reply, error) {
+	if err := s.checkPairLengths(req); err != nil {
+		return reply{}, err
+	}
 	pairs := make([]models.Pair, len(req.Docs))
 	for i, d := range req.Docs {
 		if req.MaxTokensPerDoc > 0 {
@@ -254,12 +295,19 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		}
 		return reply{body: out, tokens: usage.Tokens}, nil
 	}
-	// return_documents defaults to true on Cohere v1 and Jina, false on v2.
-	returnDocs := r.URL.Path != "/v2/rerank"
+	// Documents are returned by default on Cohere v1 and Jina; Cohere v2
+	// has no return_documents and returns index and score only, unless a
+	// request asks for them anyway.
+	cohereV2 := r.URL.Path == "/v2/rerank"
+	returnDocs := !cohereV2
 	if req.ReturnDocuments != nil {
 		returnDocs = *req.ReturnDocuments
 	}
 	resp := rerankResponse{ID: newID(), Results: make([]rerankResult, len(order))}
+	if !cohereV2 {
+		resp.Model = s.cfg.RerankModel
+		resp.Usage = &rerankUsage{TotalTokens: usage.Tokens}
+	}
 	for k, i := range order {
 		resp.Results[k] = rerankResult{Index: i, RelevanceScore: models.Sigmoid(scores[i])}
 		if returnDocs {
@@ -303,8 +351,8 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 // authorizeEmbed checks the embedding model: the name a request gives
 // (OpenAI's "model"; TEI's requests have none) and that one is loaded.
 func (s *Server) authorizeEmbed(_ *http.Request, req *embedRequest) error {
-	if req.Model != "" && req.Model != s.cfg.EmbedModel {
-		return unknownModel("embedding", req.Model, s.cfg.EmbedModel)
+	if err := checkModel("embedding", req.Model, s.cfg.EmbedNames()); err != nil {
+		return err
 	}
 	if s.embed == nil {
 		return notConfigured("embedding model")
@@ -332,8 +380,8 @@ func (s *Server) embeddingEndpoint(decode func([]byte, limits) (embedRequest, er
 	}
 }
 
-// teiEmbedding is TEI's /embed response: the vectors, normalised unless
-// the request said normalize=false.
+// teiEmbedding is TEI's /embed response: the pooled vectors, L2-normalised
+// unless the request said normalize=false.
 func teiEmbedding(req embedRequest, vecs [][]float32, _ models.Usage) any {
 	if req.Normalize {
 		for _, v := range vecs {
@@ -375,10 +423,10 @@ func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, usage model
 	for i, v := range vecs {
 		if req.Dimensions > 0 && req.Dimensions < len(v) {
 			// Shortened embeddings are the leading dimensions,
-			// renormalised (as OpenAI does for text-embedding-3).
+			// normalised (as OpenAI does for text-embedding-3).
 			v = v[:req.Dimensions]
-			simd.L2Normalize(v)
 		}
+		simd.L2Normalize(v) // OpenAI's embeddings are unit vectors
 		resp.Data[i] = openAIEmbedding{Object: "embedding", Index: i, Embedding: v}
 		if req.Base64 {
 			resp.Data[i].Embedding = float32Base64(v)
@@ -563,15 +611,17 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		Created int64  `json:"created"`
 		OwnedBy string `json:"owned_by"`
 	}
-	var data []model
+	// Every name a request may give is listed, served names first.
+	data := []model{}
 	if s.b.Scorer != nil {
-		data = append(data, model{ID: s.cfg.RerankModel, Object: "model", OwnedBy: "hybrank"})
+		for _, n := range s.cfg.RerankNames() {
+			data = append(data, model{ID: n, Object: "model", OwnedBy: "hybrank"})
+		}
 	}
 	if s.b.Embedder != nil {
-		data = append(data, model{ID: s.cfg.EmbedModel, Object: "model", OwnedBy: "hybrank"})
-	}
-	if data == nil {
-		data = []model{}
+		for _, n := range s.cfg.EmbedNames() {
+			data = append(data, model{ID: n, Object: "model", OwnedBy: "hybrank"})
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

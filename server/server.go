@@ -71,7 +71,7 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 	}
 	if b.Embedder != nil {
 		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
-			return b.Embedder.EmbedWithUsage(ctx, models.InputRaw, texts)
+			return b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
 		}
 		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed"))
 	}
@@ -114,11 +114,42 @@ func (s *Server) routes() http.Handler {
 	handle("GET /health", "/healthz", s.handleHealth, false)
 	handle("GET /readyz", "/readyz", s.handleReady, false)
 	mux.Handle("GET /metrics", s.metrics.handler())
-	handle("/", "other", func(w http.ResponseWriter, r *http.Request) {
+	// The catch-all keeps errors in the server's JSON shape; it also
+	// swallows ServeMux's own 405, so it answers that itself (noRoute).
+	handle("/", "other", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) }, false)
+	return mux
+}
+
+// probeMethods are the methods an Allow header may list, in its order.
+var probeMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions,
+}
+
+// noRoute answers a request that no method pattern matched: 405 with an
+// Allow header when the path has routes under other methods (as ServeMux
+// does without a catch-all), else 404.
+func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range probeMethods {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
 		writeError(w, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
 			msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
-	}, false)
-	return mux
+		return
+	}
+	list := strings.Join(allow, ", ")
+	w.Header().Set("Allow", list)
+	writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: TypeMethodNotAllowed,
+		msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, list)})
 }
 
 // Serve answers requests on ln until ctx is done, then shuts down
@@ -211,10 +242,12 @@ func keyTenant(r *http.Request) (string, bool) {
 	return t, ok
 }
 
-// pairCost is a pair's estimated tokens: [CLS] q [SEP] d [SEP], capped at
-// the model's input length.
+// pairSpecialTokens are the special tokens of a pair: [CLS] q [SEP] d [SEP].
+const pairSpecialTokens = 3
+
+// pairCost is a pair's estimated tokens, capped at the model's window.
 func (s *Server) pairCost(p models.Pair) int {
-	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+3, s.cfg.MaxInputTokens)
+	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, s.cfg.MaxPairTokens)
 }
 
 func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }

@@ -145,6 +145,8 @@ func TestRerankCohere(t *testing.T) {
 		{"v2 default no docs", "/v2/rerank", map[string]any{"query": query, "documents": rerankDocs, "top_n": 3}, 3, false},
 		{"jina route return_documents false", "/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": false}, 4, false},
 		{"top_n larger than docs", "/rerank", map[string]any{"query": query, "documents": rerankDocs, "top_n": 100}, 4, true},
+		{"v2 asked for docs", "/v2/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": true}, 4, true},
+		{"v1 return_documents false", "/v1/rerank", map[string]any{"query": query, "documents": rerankDocs, "return_documents": false}, 4, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,6 +181,21 @@ func TestRerankCohere(t *testing.T) {
 			}
 			if h.Get("x-compute-tokens") != fmt.Sprint(resp.Meta.Tokens.InputTokens) {
 				t.Fatalf("x-compute-tokens %s vs meta %d", h.Get("x-compute-tokens"), resp.Meta.Tokens.InputTokens)
+			}
+			// Jina (/rerank, /v1/rerank) reports usage.total_tokens and the
+			// model; Cohere v2's shape has neither.
+			var raw map[string]json.RawMessage
+			mustJSON(t, body, &raw)
+			_, hasUsage := raw["usage"]
+			_, hasModel := raw["model"]
+			if v2 := tc.path == "/v2/rerank"; hasUsage == v2 || hasModel == v2 {
+				t.Fatalf("%s: usage present %v, model present %v; body %s", tc.path, hasUsage, hasModel, body)
+			}
+			if tc.path != "/v2/rerank" && (resp.Usage == nil || resp.Usage.TotalTokens != resp.Meta.Tokens.InputTokens || resp.Model != "hybrank-rerank") {
+				t.Fatalf("jina usage %+v model %q, want total_tokens %d", resp.Usage, resp.Model, resp.Meta.Tokens.InputTokens)
+			}
+			if !tc.wantDocs && strings.Contains(string(body), `"document"`) {
+				t.Fatalf("documents returned: %s", body)
 			}
 		})
 	}
@@ -233,9 +250,12 @@ func TestEmbedTEI(t *testing.T) {
 		name   string
 		body   any
 		inputs []string
+		raw    bool
 	}{
-		{"single string", map[string]any{"inputs": "hello world"}, []string{"hello world"}},
-		{"list", map[string]any{"inputs": []string{"a b", "c d e"}, "normalize": true}, []string{"a b", "c d e"}},
+		{"single string", map[string]any{"inputs": "hello world"}, []string{"hello world"}, false},
+		{"list", map[string]any{"inputs": []string{"a b", "c d e"}, "normalize": true}, []string{"a b", "c d e"}, false},
+		// TEI's normalize=false: the pooled vectors as the model gives them.
+		{"normalize false", map[string]any{"inputs": []string{"a b", "c d e"}, "normalize": false}, []string{"a b", "c d e"}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,6 +270,9 @@ func TestEmbedTEI(t *testing.T) {
 			}
 			for i, v := range out {
 				w := fakeVector(tc.inputs[i])
+				if tc.raw {
+					w = fakeRawVector(tc.inputs[i])
+				}
 				for d := range w {
 					if math.Abs(float64(v[d]-w[d])) > 1e-6 {
 						t.Fatalf("vector %d = %v, want %v", i, v, w)
@@ -289,9 +312,11 @@ func TestOpenAIEmbeddings(t *testing.T) {
 			t.Fatalf("response %+v", resp)
 		}
 		for i, d := range resp.Data {
-			if d.Object != "embedding" || d.Index != i || fmt.Sprint(d.Embedding) != fmt.Sprint(fakeVector(inputs[i])) {
+			if d.Object != "embedding" || d.Index != i {
 				t.Fatalf("data %d = %+v", i, d)
 			}
+			// Unit vectors: the server normalises the pooled vectors.
+			assertVec(t, "openai float", d.Embedding, fakeVector(inputs[i]))
 		}
 	})
 	t.Run("base64 with dimensions", func(t *testing.T) {
@@ -383,6 +408,7 @@ func TestLimits(t *testing.T) {
 		c.MaxInputs = 2
 		c.MaxIndexDocuments = 2
 		c.MaxInputTokens = 5
+		c.MaxPairTokens = 6
 	})
 	big := map[string]any{"query": "q", "documents": []string{strings.Repeat("x", 3000)}}
 	tests := []struct {
@@ -399,6 +425,9 @@ func TestLimits(t *testing.T) {
 		{"too many inputs", "POST", "/v1/embeddings", map[string]any{"input": []string{"a", "b", "c"}}, 413, TypeTooLarge, "limit is 2"},
 		{"too many index docs", "POST", "/documents", map[string]any{"documents": []map[string]string{{"id": "1", "text": "a"}, {"id": "2", "text": "b"}}, "delete": []string{"3"}}, 413, TypeTooLarge, "limit is 2"},
 		{"embed input too long", "POST", "/embed", map[string]any{"inputs": "a b c d e f g"}, 413, TypeTooLarge, "max_input_tokens 5"},
+		// 2 query + 2 text + 3 special tokens > 6: TEI answers 413 unless truncate=true.
+		{"TEI rerank pair too long", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"a", "b c"}}, 413, TypeTooLarge, "texts[1] with the query is 7 tokens"},
+		{"TEI rerank pair too long truncate false", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"b c"}, "truncate": false}, 413, TypeTooLarge, "window of 6 (max_pair_tokens)"},
 		{"malformed JSON", "POST", "/v1/rerank", `{"query": "q", "documents": [}`, 400, TypeInvalidRequest, "malformed JSON"},
 		{"trailing data", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"]} {}`, 400, TypeInvalidRequest, "after the request object"},
 		{"not an object", "POST", "/embed", `["a"]`, 400, TypeInvalidRequest, "JSON object"},
@@ -429,6 +458,17 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("status %d: %s", code, body)
 		}
 	})
+	// The model cuts long pairs when asked to; pairs that fit pass; Cohere
+	// and Jina requests are truncated as those APIs document.
+	for _, body := range []map[string]any{
+		{"query": "q r", "texts": []string{"a", "b c"}, "truncate": true},
+		{"query": "q r", "texts": []string{"a"}},
+		{"query": "q r", "documents": []string{"a", "b c d e f"}},
+	} {
+		if code, _, resp := ts.do(t, "POST", "/rerank", "", body); code != 200 {
+			t.Fatalf("%v: status %d: %s", body, code, resp)
+		}
+	}
 }
 
 func TestQueueFullAndTimeout(t *testing.T) {

@@ -29,7 +29,7 @@ func runOverload(ctx context.Context, cfg Config, oc OverloadConfig, m *model) (
 	scfg.Rerank.Enabled = oc.Batching
 	scfg.Rerank.MaxQueueItems = oc.QueueItems
 	scfg.MaxConcurrentRequests = oc.MaxConcurrentRequests
-	scfg.MaxInputTokens = m.mc.MaxLength
+	scfg.MaxInputTokens, scfg.MaxPairTokens = m.mc.MaxLength, m.mc.MaxLength // batch costs cap at the window
 	base, stopServer, err := startServer(scfg, &countingScorer{ce: m.ce})
 	if err != nil {
 		return OverloadRow{}, err

@@ -158,7 +158,7 @@ func runServe(ctx context.Context, cfg Config, m *model, batching bool) (ServeRo
 	scfg := server.DefaultConfig()
 	scfg.Rerank = cfg.Batch
 	scfg.Rerank.Enabled = batching
-	scfg.MaxInputTokens = m.mc.MaxLength
+	scfg.MaxInputTokens, scfg.MaxPairTokens = m.mc.MaxLength, m.mc.MaxLength // batch costs cap at the window
 	base, stopServer, err := startServer(scfg, sc)
 	if err != nil {
 		return ServeRow{}, err

@@ -50,6 +50,10 @@ func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 // Provider returns the execution provider in use, or "" before load.
 func (be *BiEncoder) Provider() string { return be.c.provider() }
 
+// Info returns the loaded model directory and the effective maximum
+// sequence length (special tokens included), loading the model if needed.
+func (be *BiEncoder) Info() (models.ModelDir, int, error) { return be.c.info() }
+
 // Batching reports how the embedder plans its batches: the mode in effect
 // and, in cost mode, where its cost model came from. It loads the model if
 // needed (which may calibrate).
@@ -95,6 +99,22 @@ func (be *BiEncoder) Embedding() (models.Embedding, error) {
 
 // EmbedWithUsage is Embed that also reports the work done.
 func (be *BiEncoder) EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	return be.embed(ctx, in, texts, true)
+}
+
+// EmbedPooled is EmbedWithUsage without the L2 normalisation that
+// Config.Normalize or the directory's Normalize module asks for: the
+// pooled vectors as the model gives them, for callers that normalise
+// themselves or serve raw vectors (TEI's normalize=false). A model with a
+// sentence_embedding output returns that output as is (normalised when the
+// graph normalises).
+func (be *BiEncoder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	return be.embed(ctx, in, texts, false)
+}
+
+// embed is EmbedWithUsage, normalising as configured when normalize is
+// set, not at all otherwise.
+func (be *BiEncoder) embed(ctx context.Context, in models.Input, texts []string, normalize bool) ([][]float32, models.Usage, error) {
 	cfg := be.c.cfg
 	if len(texts) > cfg.MaxDocs {
 		return nil, models.Usage{}, errTooMany(len(texts), cfg.MaxDocs)
@@ -149,7 +169,7 @@ func (be *BiEncoder) EmbedWithUsage(ctx context.Context, in models.Input, texts 
 				pool(m.embedding.Pooling, vecs[i], out[r*rowSize:(r+1)*rowSize], b.mask[r*b.seqLen:(r+1)*b.seqLen])
 			}
 		}
-		if m.embedding.Normalize {
+		if normalize && m.embedding.Normalize {
 			for _, i := range idx {
 				simd.L2Normalize(vecs[i])
 			}

@@ -45,14 +45,7 @@ func (ce *CrossEncoder) Provider() string { return ce.c.provider() }
 
 // Info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.
-func (ce *CrossEncoder) Info() (models.ModelDir, int, error) {
-	m, err := ce.c.acquire()
-	if err != nil {
-		return models.ModelDir{}, 0, err
-	}
-	defer ce.c.release()
-	return m.dir, m.maxLen, nil
-}
+func (ce *CrossEncoder) Info() (models.ModelDir, int, error) { return ce.c.info() }
 
 // Batching reports how the cross-encoder plans its batches: the mode in
 // effect and, in cost mode, where its cost model came from. It loads the

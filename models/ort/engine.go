@@ -121,6 +121,17 @@ func (c *core) acquire() (*loaded, error) {
 
 func (c *core) release() { c.inflight.Done() }
 
+// info returns the loaded model directory and the effective maximum
+// sequence length, loading the model if needed.
+func (c *core) info() (models.ModelDir, int, error) {
+	m, err := c.acquire()
+	if err != nil {
+		return models.ModelDir{}, 0, err
+	}
+	defer c.release()
+	return m.dir, m.maxLen, nil
+}
+
 // load loads the model now (first use otherwise loads it).
 func (c *core) load() error {
 	if _, err := c.acquire(); err != nil {

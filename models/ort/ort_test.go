@@ -236,6 +236,47 @@ func TestBiEncoderMatchesReference(t *testing.T) {
 	}
 }
 
+// TestBiEncoderEmbedPooled checks that EmbedPooled returns the pooled
+// vectors before normalisation: not unit length, and equal to Embed's
+// vectors once normalised.
+func TestBiEncoderEmbedPooled(t *testing.T) {
+	g := generated(t, smallConfig(bertgen.BiEncoder))
+	cfg := cpuConfig(g.dir, models.ProfileEmbed)
+	cfg.MaxLength, cfg.MaxBatchTokens = 32, 64
+	be, err := ort.NewBiEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	ctx := context.Background()
+	unit, _, err := be.EmbedWithUsage(ctx, models.InputRaw, testDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, usage, err := be.EmbedPooled(ctx, models.InputRaw, testDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage.Pairs != len(testDocs) || usage.Tokens == 0 {
+		t.Fatalf("usage %+v", usage)
+	}
+	for i := range testDocs {
+		var norm float64
+		for _, v := range raw[i] {
+			norm += float64(v) * float64(v)
+		}
+		norm = math.Sqrt(norm)
+		if math.Abs(norm-1) < 1e-3 {
+			t.Fatalf("text %d: pooled vector has norm %.6f, want the unnormalised vector", i, norm)
+		}
+		for k, v := range raw[i] {
+			if math.Abs(float64(v)/norm-float64(unit[i][k])) > 1e-5 {
+				t.Fatalf("text %d dim %d: pooled/|pooled| = %.6f, Embed %.6f", i, k, float64(v)/norm, unit[i][k])
+			}
+		}
+	}
+}
+
 // fastDir generates the real fast-profile shape (TinyBERT-L-2).
 func fastDir(t testing.TB) string {
 	return generated(t, bertgen.TinyBERTL2CrossEncoder()).dir

@@ -32,6 +32,14 @@
 // tables; the exceptions are listed in unicode.go and checked for every code
 // point against the real library by TestUnicodeParityHF.
 //
+// # Offsets
+//
+// TokenSpans gives each token the bytes of the original text it came from,
+// with the same ids as IDs and the offsets of HF's Encoding (HF reports
+// them in bytes; its Node and Python bindings convert them to characters).
+// It is a separate, allocating path that normalises with alignment; the
+// id paths above do not track offsets and are unchanged by it.
+//
 // # Invalid UTF-8
 //
 // Go strings may hold invalid UTF-8, JavaScript and Rust strings cannot. Each

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -22,7 +23,9 @@ var ErrConfig = errors.New("backend: invalid config")
 // configuration, the models and the index. It is plain data, safe to copy.
 type Config struct {
 	// Server configures the HTTP server (limits, batching, API keys);
-	// Open fills in Server.Provider from the loaded cross-encoder.
+	// Open fills in Server.Provider and Server.MaxPairTokens from the
+	// loaded cross-encoder, lowers Server.MaxInputTokens to what the
+	// embedder's window holds, and adds the models' names (aliases).
 	Server server.Config
 	// RerankProfile is the cross-encoder's profile (models.ProfileConfig):
 	// its defaults, and the name /search's "rerank" field selects it by.
@@ -123,12 +126,14 @@ type CrossEncoder interface {
 }
 
 // BiEncoder is what Open needs of a runtime-backed bi-encoder: engine
-// embedding, the server's embedding with usage, eager loading and Close.
-// *ort.BiEncoder satisfies it.
+// embedding (normalised as configured), the server's pooled embedding with
+// usage (the server normalises), eager loading, its directory and sequence
+// length (Info), and Close. *ort.BiEncoder satisfies it.
 type BiEncoder interface {
 	models.Embedder
 	server.Embedder
 	Load() error
+	Info() (models.ModelDir, int, error)
 	io.Closer
 }
 
@@ -172,7 +177,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 	if err := ce.Load(); err != nil {
 		return nil, fmt.Errorf("load cross-encoder: %w", err)
 	}
-	md, _, err := ce.Info()
+	md, window, err := ce.Info()
 	if err != nil {
 		return nil, fmt.Errorf("cross-encoder: %w", err)
 	}
@@ -181,6 +186,11 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		return nil, fmt.Errorf("cross-encoder tokenizer: %w", err)
 	}
 	b.cfg.Server.Provider = ce.Provider()
+	srv := &b.cfg.Server
+	if window > 0 {
+		srv.MaxPairTokens = window
+	}
+	srv.RerankAliases = addAlias(*srv, srv.RerankAliases, cfg.RerankProfile, md.Dir)
 	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok)}
 	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, ce), engine.WithTokenCounter(tok)}
 	if cfg.Embed {
@@ -192,7 +202,17 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		if err := be.Load(); err != nil {
 			return nil, fmt.Errorf("load embedder (or serve without one, Embed false): %w", err)
 		}
+		emd, ewindow, err := be.Info()
+		if err != nil {
+			return nil, fmt.Errorf("embedder: %w", err)
+		}
+		if ewindow > 2 {
+			// Texts longer than the window less [CLS] and [SEP] would be
+			// cut by the model: the server refuses or truncates them first.
+			srv.MaxInputTokens = min(srv.MaxInputTokens, ewindow-2)
+		}
 		b.backends.Embedder = be
+		srv.EmbedAliases = addAlias(*srv, srv.EmbedAliases, models.ProfileEmbed, emd.Dir)
 		opts = append(opts, engine.WithEmbedder(be))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
@@ -203,6 +223,21 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		b.backends.Searcher, b.backends.Documents, b.backends.Stats = ix, ix, ix
 	}
 	return b, nil
+}
+
+// addAlias appends to aliases the model's profile name and its directory's
+// base name, so that requests may name the model as the README's examples
+// and the model files do; a name already meaning either model is skipped.
+func addAlias(c server.Config, aliases []string, profile, dir string) []string {
+	taken := append(c.RerankNames(), c.EmbedNames()...)
+	for _, n := range []string{profile, filepath.Base(dir)} {
+		if n == "" || n == "." || n == string(filepath.Separator) || slices.Contains(taken, n) {
+			continue
+		}
+		aliases = append(aliases, n)
+		taken = append(taken, n)
+	}
+	return aliases
 }
 
 // Warm runs one inference through every model, the engine's Warm when an
@@ -217,7 +252,7 @@ func (b *Backend) Warm(ctx context.Context) error {
 		return fmt.Errorf("warm cross-encoder: %w", err)
 	}
 	if b.backends.Embedder != nil {
-		if _, _, err := b.backends.Embedder.EmbedWithUsage(ctx, models.InputRaw, []string{text}); err != nil {
+		if _, _, err := b.backends.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
 			return fmt.Errorf("warm embedder: %w", err)
 		}
 	}

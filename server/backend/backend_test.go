@@ -49,10 +49,14 @@ func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32
 
 func (f *fakeCE) Load() error { f.ev.add("load ce"); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
-	return models.ModelDir{VocabTxt: f.vocab, LowerCase: true}, 512, nil
+	return models.ModelDir{Dir: f.cfg.Dir, VocabTxt: f.vocab, LowerCase: true}, fakeWindow, nil
 }
 func (f *fakeCE) Provider() string { return "cpu" }
 func (f *fakeCE) Close() error     { f.ev.add("close ce"); return nil }
+
+// fakeWindow is the sequence length fakeCE reports (not the server's
+// default, so that tests see Open copy it).
+const fakeWindow = 384
 
 // fakeBE stands in for *ort.BiEncoder: two dimensions, cats and the rest.
 type fakeBE struct {
@@ -61,11 +65,11 @@ type fakeBE struct {
 }
 
 func (f *fakeBE) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
-	v, _, err := f.EmbedWithUsage(ctx, in, texts)
+	v, _, err := f.EmbedPooled(ctx, in, texts)
 	return v, err
 }
 
-func (f *fakeBE) EmbedWithUsage(_ context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
+func (f *fakeBE) EmbedPooled(_ context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		out[i] = []float32{0, 1}
@@ -75,6 +79,14 @@ func (f *fakeBE) EmbedWithUsage(_ context.Context, _ models.Input, texts []strin
 	}
 	return out, models.Usage{Pairs: len(texts), Batches: 1}, nil
 }
+
+func (f *fakeBE) Info() (models.ModelDir, int, error) {
+	return models.ModelDir{Dir: f.cfg.Dir}, fakeEmbedWindow, nil
+}
+
+// fakeEmbedWindow is the sequence length fakeBE reports, shorter than the
+// server's default input limit (as all-MiniLM-L6-v2's 256).
+const fakeEmbedWindow = 256
 
 func (f *fakeBE) Dim() int     { return 2 }
 func (f *fakeBE) Load() error  { f.ev.add("load be"); return nil }
@@ -144,8 +156,9 @@ func TestOpen(t *testing.T) {
 	if bs.Scorer == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
-	if p := b.ServerConfig().Provider; p != "cpu" {
-		t.Fatalf("server provider %q", p)
+	if sc := b.ServerConfig(); sc.Provider != "cpu" || sc.MaxPairTokens != fakeWindow || sc.MaxInputTokens != fakeEmbedWindow-2 {
+		t.Fatalf("server provider %q, max_pair_tokens %d (want the cross-encoder's window %d), max_input_tokens %d (want the embedder's window less 2 special tokens, %d)",
+			sc.Provider, sc.MaxPairTokens, fakeWindow, sc.MaxInputTokens, fakeEmbedWindow-2)
 	}
 	ctx := context.Background()
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
@@ -256,5 +269,32 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 	if want := (events{"load ce", "load be", "close be", "close ce"}); !reflect.DeepEqual(ev, want) {
 		t.Fatalf("lifecycle %v, want %v", ev, want)
+	}
+}
+
+// Open adds the names the README and the model files use: the profile and
+// the model directory's base name of each model, beside the served names.
+func TestOpenModelAliases(t *testing.T) {
+	var ev events
+	newCE, newBE, _ := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.RerankProfile = models.ProfileAccurate
+	cfg.RerankDir = "/models/ms-marco-MiniLM-L-12-v2"
+	cfg.EmbedDir = "/models/all-minilm-l6-v2/"
+	cfg.Server.EmbedAliases = []string{"mine"}
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sc := b.ServerConfig()
+	if got, want := sc.RerankNames(), []string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("rerank names %v, want %v", got, want)
+	}
+	if got, want := sc.EmbedNames(), []string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("embed names %v, want %v", got, want)
+	}
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,11 +21,13 @@ func NewTokenizer(t *wordpiece.Tokenizer) Tokenizer { return Tokenizer{t: t} }
 func (t Tokenizer) CountTokens(text string) int { return t.t.CountTokens(text) }
 
 // Tokenize returns text's word pieces, framed by [CLS] and [SEP] when
-// addSpecial is set and the vocabulary has them. Offsets are not tracked
-// (Start and Stop are 0).
+// addSpecial is set and the vocabulary has them. As with TEI, a word
+// piece's Text is the slice of text it came from (original case and
+// accents, no "##") and Start and Stop are its byte offsets
+// (wordpiece.TokenSpans); special tokens carry their vocabulary form.
 func (t Tokenizer) Tokenize(text string, addSpecial bool) ([]server.Token, error) {
-	ids := t.t.IDs(nil, text)
-	out := make([]server.Token, 0, len(ids)+2)
+	spans := t.t.TokenSpans(nil, text)
+	out := make([]server.Token, 0, len(spans)+2)
 	special := func(tok string) {
 		if id, ok := t.t.TokenToID(tok); ok {
 			out = append(out, server.Token{ID: int(id), Text: tok, Special: true})
@@ -34,8 +36,8 @@ func (t Tokenizer) Tokenize(text string, addSpecial bool) ([]server.Token, error
 	if addSpecial {
 		special("[CLS]")
 	}
-	for _, id := range ids {
-		out = append(out, server.Token{ID: int(id), Text: t.t.IDToToken(id)})
+	for _, s := range spans {
+		out = append(out, server.Token{ID: int(s.ID), Text: text[s.Start:s.End], Start: s.Start, Stop: s.End})
 	}
 	if addSpecial {
 		special("[SEP]")

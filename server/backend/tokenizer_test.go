@@ -1,9 +1,12 @@
 package backend_test
 
 import (
+	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/models/wordpiece"
@@ -29,7 +32,8 @@ func TestTokenizer(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := backend.NewTokenizer(wp)
-	words := []server.Token{{ID: 5, Text: "cat"}, {ID: 7, Text: "##s"}, {ID: 6, Text: "sat"}}
+	// Texts are the input's slices and offsets are bytes, as TEI's.
+	words := []server.Token{{ID: 5, Text: "Cat", Start: 0, Stop: 3}, {ID: 7, Text: "s", Start: 3, Stop: 4}, {ID: 6, Text: "sät", Start: 5, Stop: 9}}
 	tests := []struct {
 		name    string
 		special bool
@@ -40,7 +44,7 @@ func TestTokenizer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := tok.Tokenize("Cats sat", tc.special)
+			got, err := tok.Tokenize("Cats sät", tc.special)
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("Tokenize = %+v, %v; want %+v", got, err, tc.want)
 			}
@@ -48,5 +52,39 @@ func TestTokenizer(t *testing.T) {
 	}
 	if n := tok.CountTokens("Cats sat"); n != 3 {
 		t.Fatalf("CountTokens = %d, want 3", n)
+	}
+}
+
+// TestTokenizeRoute drives /tokenize over the WordPiece adapter: TEI's
+// shape, with byte offsets into the input for word pieces and null offsets
+// for the special tokens.
+func TestTokenizeRoute(t *testing.T) {
+	wp, err := wordpiece.LoadVocab(writeVocab(t), wordpiece.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.DefaultConfig(), server.Backends{Tokenizer: backend.NewTokenizer(wp)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	resp, err := ts.Client().Post(ts.URL+"/tokenize", "application/json", strings.NewReader(`{"inputs": ["Cats sät", "sat"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	want := `[[{"id":2,"text":"[CLS]","special":true,"start":null,"stop":null},` +
+		`{"id":5,"text":"Cat","special":false,"start":0,"stop":3},` +
+		`{"id":7,"text":"s","special":false,"start":3,"stop":4},` +
+		`{"id":6,"text":"sät","special":false,"start":5,"stop":9},` +
+		`{"id":3,"text":"[SEP]","special":true,"start":null,"stop":null}],` +
+		`[{"id":2,"text":"[CLS]","special":true,"start":null,"stop":null},` +
+		`{"id":6,"text":"sat","special":false,"start":0,"stop":3},` +
+		`{"id":3,"text":"[SEP]","special":true,"start":null,"stop":null}]]`
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != want {
+		t.Fatalf("/tokenize %d:\n%s\nwant\n%s", resp.StatusCode, body, want)
 	}
 }
