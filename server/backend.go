@@ -6,6 +6,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/cache"
 )
 
 // PairScorer scores (query, document) pairs with a cross-encoder: one raw
@@ -125,4 +126,13 @@ type Backends struct {
 	Documents DocumentStore
 	// Stats, when set, is scraped by /metrics (hybrank_index_*).
 	Stats IndexStats
+	// Caches, by name ("rerank", "embed"), are scraped by /metrics
+	// (hybrank_cache_*{cache="name"}).
+	Caches map[string]CacheStats
+}
+
+// CacheStats is implemented by a model cache (*cache.Reranker,
+// *cache.Embedder).
+type CacheStats interface {
+	Stats() cache.Stats
 }

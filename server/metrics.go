@@ -187,3 +187,39 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs[name], kind, v)
 	}
 }
+
+// cacheCollector exports model caches' counters at every scrape.
+type cacheCollector struct {
+	caches                                   map[string]CacheStats
+	hits, misses, evictions, entries, nbytes *prometheus.Desc
+}
+
+func newCacheCollector(caches map[string]CacheStats) *cacheCollector {
+	d := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("hybrank_cache_"+name, help, []string{"cache"}, nil)
+	}
+	return &cacheCollector{caches: caches,
+		hits:      d("hits_total", "Model cache lookups answered from the cache."),
+		misses:    d("misses_total", "Model cache lookups the model computed."),
+		evictions: d("evictions_total", "Entries evicted to stay within the cache's bytes."),
+		entries:   d("entries", "Entries in the cache."),
+		nbytes:    d("bytes", "Bytes the cache holds (keys, values and overhead)."),
+	}
+}
+
+func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.evictions, c.entries, c.nbytes} {
+		ch <- d
+	}
+}
+
+func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	for name, src := range c.caches {
+		st := src.Stats()
+		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.Hits), name)
+		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.Misses), name)
+		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions), name)
+		ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(st.Entries), name)
+		ch <- prometheus.MustNewConstMetric(c.nbytes, prometheus.GaugeValue, float64(st.Bytes), name)
+	}
+}

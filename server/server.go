@@ -61,6 +61,9 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 	if b.Stats != nil {
 		s.metrics.reg.MustRegister(newIndexCollector(b.Stats))
 	}
+	if len(b.Caches) > 0 {
+		s.metrics.reg.MustRegister(newCacheCollector(b.Caches))
+	}
 	for _, k := range cfg.APIKeys {
 		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
 	}

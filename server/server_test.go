@@ -21,6 +21,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/cache"
 	"github.com/hybrank/hybrank/simd"
 )
 
@@ -372,8 +373,15 @@ func TestModelsHealthReadyTokenize(t *testing.T) {
 	expectError(t, code, body, 503, TypeUnavailable, "no reranking model")
 }
 
+type fixedCacheStats cache.Stats
+
+func (f fixedCacheStats) Stats() cache.Stats { return cache.Stats(f) }
+
 func TestMetrics(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, b *Backends) { c.Provider = "cuda" })
+	ts := newTestServer(t, func(c *Config, b *Backends) {
+		c.Provider = "cuda"
+		b.Caches = map[string]CacheStats{"rerank": fixedCacheStats{Hits: 5, Misses: 2, Entries: 2, Bytes: 200}}
+	})
 	ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "cat", "documents": rerankDocs})
 	ts.do(t, "POST", "/v1/rerank", "", "{bad")
 	ts.do(t, "POST", "/documents", "", map[string]any{"documents": []map[string]string{{"id": "1", "text": "a"}, {"id": "2", "text": "b"}}})
@@ -394,6 +402,9 @@ func TestMetrics(t *testing.T) {
 		"hybrank_index_wal_syncs_total 2",
 		"# TYPE hybrank_index_wal_syncs_total counter",
 		"hybrank_index_recovery_dropped_bytes 0",
+		`hybrank_cache_hits_total{cache="rerank"} 5`,
+		`hybrank_cache_misses_total{cache="rerank"} 2`,
+		`hybrank_cache_bytes{cache="rerank"} 200`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)

@@ -148,15 +148,43 @@ func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) (
 // all hits). Over an embedder without EmbedWithUsage, Usage counts the
 // texts embedded as Pairs.
 func (e *Embedder) EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	return e.cached(ctx, "", in, texts, e.embed)
+}
+
+// pooledEmbedder is the server's raw-vector method (server.Embedder),
+// which *ort.BiEncoder has: vectors before L2 normalisation.
+type pooledEmbedder interface {
+	EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
+}
+
+// EmbedPooled is the wrapped model's EmbedPooled (vectors before
+// normalisation) through the cache, under keys of their own; it returns
+// ErrNoPooled when the model has none.
+func (e *Embedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	pe, ok := e.inner.(pooledEmbedder)
+	if !ok {
+		return nil, models.Usage{}, ErrNoPooled
+	}
+	return e.cached(ctx, "pooled", in, texts, pe.EmbedPooled)
+}
+
+// ErrNoPooled is returned by Embedder.EmbedPooled when the wrapped model
+// has no EmbedPooled.
+var ErrNoPooled = errors.New("cache: the wrapped embedder does not return pooled vectors")
+
+// cached serves texts from the cache (keys in namespace ns) and the misses
+// from compute; documents bypass the cache.
+func (e *Embedder) cached(ctx context.Context, ns string, in models.Input, texts []string,
+	compute func(context.Context, models.Input, []string) ([][]float32, models.Usage, error)) ([][]float32, models.Usage, error) {
 	if in == models.InputDocument {
-		return e.embed(ctx, in, texts)
+		return compute(ctx, in, texts)
 	}
 	out := make([][]float32, len(texts))
 	keys := make([]key, len(texts))
 	var miss []int
 	var missTexts []string
 	for i, t := range texts {
-		keys[i] = hashKey(string(in), t)
+		keys[i] = hashKey(ns, string(in), t)
 		if v, ok := e.c.get(keys[i]); ok {
 			out[i] = v
 		} else {
@@ -166,7 +194,7 @@ func (e *Embedder) EmbedWithUsage(ctx context.Context, in models.Input, texts []
 	if len(miss) == 0 {
 		return out, models.Usage{}, nil
 	}
-	v, u, err := e.embed(ctx, in, missTexts)
+	v, u, err := compute(ctx, in, missTexts)
 	if err != nil {
 		return nil, u, err
 	}

@@ -157,3 +157,29 @@ func TestEmbedderCache(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+type pooledFake struct{ fakeEmbedder }
+
+func (p *pooledFake) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := p.Embed(ctx, in, texts)
+	for _, x := range v {
+		x[0] *= 10 // not what Embed returns, so the namespaces must differ
+	}
+	return v, models.Usage{Pairs: len(texts), Tokens: 7}, err
+}
+
+func TestEmbedderPooled(t *testing.T) {
+	ctx := context.Background()
+	inner := &pooledFake{}
+	e, _ := NewEmbedder(inner, 1<<20)
+	a, u1, _ := e.EmbedPooled(ctx, models.InputRaw, []string{"cat"})
+	b, u2, _ := e.EmbedPooled(ctx, models.InputRaw, []string{"cat"})
+	n, _ := e.Embed(ctx, models.InputRaw, []string{"cat"})
+	if inner.calls != 2 || a[0][0] != b[0][0] || a[0][0] == n[0][0] || u1.Tokens != 7 || u2 != (models.Usage{}) {
+		t.Fatalf("calls %d, pooled %v %v, normalised %v, usage %+v %+v", inner.calls, a, b, n, u1, u2)
+	}
+	plain, _ := NewEmbedder(&fakeEmbedder{}, 1<<20)
+	if _, _, err := plain.EmbedPooled(ctx, models.InputRaw, []string{"x"}); !errors.Is(err, ErrNoPooled) {
+		t.Fatalf("EmbedPooled without support: %v", err)
+	}
+}

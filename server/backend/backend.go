@@ -13,6 +13,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/cache"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -45,6 +46,10 @@ type Config struct {
 	Threads int
 	// Pool is the runtime sessions per model.
 	Pool int
+	// CacheMB > 0 puts each model behind an LRU cache of that many MiB
+	// (models/cache): rerank scores by (query, document), query and raw
+	// text embeddings; hits and misses are in /metrics. 0: no cache.
+	CacheMB int
 	// Quantize "int8" loads both models with int8 weights
 	// (models.Config.Quantize: quantized once into the user cache unless
 	// the directories already are int8); "" loads them as they are.
@@ -82,6 +87,9 @@ func (c Config) Validate() error {
 	}
 	if c.IndexDir != "" && c.MemoryIndex {
 		errs = append(errs, errors.New("set IndexDir or MemoryIndex, not both"))
+	}
+	if c.CacheMB < 0 {
+		errs = append(errs, fmt.Errorf("cache size %d MB < 0", c.CacheMB))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -191,8 +199,16 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		srv.MaxPairTokens = window
 	}
 	srv.RerankAliases = addAlias(*srv, srv.RerankAliases, cfg.RerankProfile, md.Dir)
-	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok)}
-	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, ce), engine.WithTokenCounter(tok)}
+	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok), Caches: map[string]server.CacheStats{}}
+	var reranker models.Reranker = ce
+	if cfg.CacheMB > 0 {
+		rc, err := cache.NewReranker(ce, int64(cfg.CacheMB)<<20)
+		if err != nil {
+			return nil, err
+		}
+		reranker, b.backends.Scorer, b.backends.Caches["rerank"] = rc, rc, rc
+	}
+	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, reranker), engine.WithTokenCounter(tok)}
 	if cfg.Embed {
 		be, err := newBiEncoder(cfg.embedConfig())
 		if err != nil {
@@ -211,9 +227,20 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			// cut by the model: the server refuses or truncates them first.
 			srv.MaxInputTokens = min(srv.MaxInputTokens, ewindow-2)
 		}
-		b.backends.Embedder = be
+		var embedder interface {
+			models.Embedder
+			server.Embedder
+		} = be
+		if cfg.CacheMB > 0 {
+			ec, err := cache.NewEmbedder(be, int64(cfg.CacheMB)<<20)
+			if err != nil {
+				return nil, err
+			}
+			embedder, b.backends.Caches["embed"] = ec, ec
+		}
+		b.backends.Embedder = embedder
 		srv.EmbedAliases = addAlias(*srv, srv.EmbedAliases, models.ProfileEmbed, emd.Dir)
-		opts = append(opts, engine.WithEmbedder(be))
+		opts = append(opts, engine.WithEmbedder(embedder))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
 		if b.engine, err = engine.Open(cfg.IndexDir, engine.DefaultConfig(), opts...); err != nil {

@@ -186,6 +186,9 @@ func TestOpen(t *testing.T) {
 	if err := b.Warm(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if len(bs.Caches) != 0 {
+		t.Fatalf("caches without CacheMB: %v", bs.Caches)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -296,5 +299,47 @@ func TestOpenModelAliases(t *testing.T) {
 	}
 	if err := sc.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestOpenWithCaches(t *testing.T) {
+	var ev events
+	newCE, newBE, _ := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.MemoryIndex, cfg.CacheMB = true, 1
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	bs := b.Backends()
+	if len(bs.Caches) != 2 || bs.Caches["rerank"] == nil || bs.Caches["embed"] == nil {
+		t.Fatalf("caches %v", bs.Caches)
+	}
+	ctx := context.Background()
+	pairs := []models.Pair{{Query: "cats", Doc: "cats sat"}}
+	for range 2 {
+		if _, _, err := bs.Scorer.ScorePairs(ctx, pairs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := bs.Caches["rerank"].Stats(); st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("rerank cache %+v", st)
+	}
+	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := bs.Searcher.Search(ctx, engine.Request{Query: "cats"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := bs.Caches["embed"].Stats(); st.Hits != 1 {
+		t.Fatalf("embed cache after two identical searches %+v", st)
+	}
+	bad := backend.DefaultConfig()
+	bad.CacheMB = -1
+	if err := bad.Validate(); err == nil {
+		t.Fatal("negative cache size accepted")
 	}
 }

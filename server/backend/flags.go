@@ -24,6 +24,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Embed, "embed", c.Embed, "load the embedding model (false: serve reranking only)")
 	fs.StringVar(&c.Provider, "provider", c.Provider, "execution provider: auto, cpu or cuda")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "intra-op threads per model (0: runtime default)")
+	fs.IntVar(&c.CacheMB, "cache-mb", c.CacheMB, "LRU cache of rerank scores and query embeddings, MiB per model (0: none)")
 	fs.StringVar(&c.Quantize, "quantize", c.Quantize, `"int8": load both models with int8 weights (quantized once into the user cache unless the model directories already are int8)`)
 	fs.StringVar(&c.IndexDir, "index", c.IndexDir, "engine directory for /search and /documents (created if missing; snapshot written on shutdown)")
 	fs.BoolVar(&c.MemoryIndex, "memory-index", c.MemoryIndex, "serve /search and /documents from an in-memory engine (lost on exit)")
