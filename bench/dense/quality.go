@@ -147,10 +147,13 @@ var PublishedMTEB = map[string]map[string]Published{
 	"e5-small-v2":       {"scifact": {0.68854, "intfloat/e5-small-v2 model card model-index \"MTEB SciFact\""}},
 }
 
-// fp32Of is the float32 original of an int8 folder ("x-q" → "x"), or "".
+// fp32Of is the float32 original of an int8 folder ("x-q", an int8
+// export, or "x-int8", bench models --quantize int8 of x → "x"), or "".
 func fp32Of(model string) string {
-	if base, ok := strings.CutSuffix(model, "-q"); ok {
-		return base
+	for _, suffix := range []string{"-q", "-int8"} {
+		if base, ok := strings.CutSuffix(model, suffix); ok {
+			return base
+		}
 	}
 	return ""
 }
