@@ -2,18 +2,16 @@ package bertgen
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models/safetensors"
 )
 
@@ -117,7 +115,7 @@ func Import(ctx context.Context, src, dst string) (ImportInfo, error) {
 	}
 
 	stPath := filepath.Join(src, SafetensorsFile)
-	sum, err := fileSHA256(stPath)
+	sum, err := filehash.SHA256(stPath)
 	if err != nil {
 		return info, fmt.Errorf("bertgen: import: %w", err)
 	}
@@ -214,17 +212,4 @@ func moduleConfigs(src string, files []dirFile) ([]dirFile, error) {
 		out = append(out, dirFile{name, b})
 	}
 	return out, nil
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -2,14 +2,12 @@ package ort
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/quantize"
 )
@@ -23,7 +21,7 @@ func int8Dir(ctx context.Context, dir string, md models.ModelDir, cfg models.Con
 	if _, ok, err := quantize.ReadMarker(dir); err != nil || ok {
 		return dir, err
 	}
-	sum, err := fileSHA256(md.ONNXPath)
+	sum, err := filehash.SHA256(md.ONNXPath)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
 	}
@@ -61,18 +59,4 @@ func int8Dir(ctx context.Context, dir string, md models.ModelDir, cfg models.Con
 		return "", fmt.Errorf("quantize int8: %w", err)
 	}
 	return dst, nil
-}
-
-// fileSHA256 is the hex sha256 of a file's content.
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
