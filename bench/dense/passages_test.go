@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/bench/eval"
-	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models/bertgen"
 )
 
 func TestSentences(t *testing.T) {
@@ -32,14 +30,7 @@ func TestSentences(t *testing.T) {
 // TestPassageVectors embeds the sentences of a tiny generated collection
 // with a generated embedder and runs the sweep on them.
 func TestPassageVectors(t *testing.T) {
-	testenv.NeedORT(t)
-	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
-	mdir := filepath.Join(t.TempDir(), "embed")
-	small := bertgen.TinyBERTL2CrossEncoder()
-	small.Kind = bertgen.BiEncoder
-	if err := bertgen.Write(mdir, small, vocab, tok); err != nil {
-		t.Fatal(err)
-	}
+	mdir, small := tinyEmbedder(t)
 	var docs []eval.Doc
 	for i := range 20 {
 		docs = append(docs, eval.Doc{ID: fmt.Sprint(i), Text: fmt.Sprintf("First sentence about topic %d. Second sentence number %d here. ok", i, i)})

@@ -59,18 +59,26 @@ func TestQualityTargetsCheck(t *testing.T) {
 	}
 }
 
+// tinyEmbedder writes a generated (random-weight) bi-encoder of the
+// TinyBERT-L2 shape and returns its directory and configuration.
+func tinyEmbedder(t *testing.T) (string, bertgen.Config) {
+	t.Helper()
+	testenv.NeedORT(t)
+	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
+	dir := filepath.Join(t.TempDir(), "embed")
+	c := bertgen.TinyBERTL2CrossEncoder()
+	c.Kind = bertgen.BiEncoder
+	if err := bertgen.Write(dir, c, vocab, tok); err != nil {
+		t.Fatal(err)
+	}
+	return dir, c
+}
+
 // TestRunQuality ranks a tiny generated BEIR collection with a generated
 // (random-weight) embedder twice: the second run reads every vector from
 // the cache and scores the same.
 func TestRunQuality(t *testing.T) {
-	testenv.NeedORT(t)
-	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
-	mdir := filepath.Join(t.TempDir(), "embed")
-	small := bertgen.TinyBERTL2CrossEncoder()
-	small.Kind = bertgen.BiEncoder
-	if err := bertgen.Write(mdir, small, vocab, tok); err != nil {
-		t.Fatal(err)
-	}
+	mdir, _ := tinyEmbedder(t)
 	var docs []eval.Doc
 	var queries []eval.Query
 	qrels := eval.Qrels{}
