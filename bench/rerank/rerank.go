@@ -89,10 +89,36 @@ type Targets struct {
 	// per profile and peer batch size: the two run the same ONNX file, so
 	// only tokenization (and float summation order) may differ (1e-3).
 	MaxScoreDiff float64 `json:"max_score_diff"`
+	// MinEfficiency bounds from below the effective GFLOP/s of
+	// EfficiencyProfile on the real pairs over the MatMul peak measured
+	// right after it (the issue's 70 %); 0 skips the check.
+	MinEfficiency     float64 `json:"min_efficiency"`
+	EfficiencyProfile string  `json:"efficiency_profile,omitempty"`
 }
 
-// DefaultTargets is a score difference of at most 1e-3.
-func DefaultTargets() Targets { return Targets{MaxScoreDiff: 1e-3} }
+// DefaultTargets is a score difference of at most 1e-3 and the balanced
+// profile at 70 % of the measured MatMul peak on real pairs.
+func DefaultTargets() Targets {
+	return Targets{MaxScoreDiff: 1e-3, MinEfficiency: 0.7, EfficiencyProfile: models.ProfileBalanced}
+}
+
+// CheckEfficiency turns the real-pair rows of t.EfficiencyProfile (default
+// batching) into PASS/FAIL lines on their efficiency.
+func (t Targets) CheckEfficiency(rows []throughput.Row) []report.Check {
+	if t.MinEfficiency <= 0 {
+		return nil
+	}
+	var cs []report.Check
+	for _, r := range rows {
+		// Real-pair rows are those with a length distribution.
+		if r.Profile != t.EfficiencyProfile || r.LenMax == 0 || r.Batching != models.BatchingCost || r.PeakGFLOPs <= 0 {
+			continue
+		}
+		cs = append(cs, report.AtLeast(fmt.Sprintf("%s on %s: effective GFLOP/s / MatMul peak", r.Profile, r.Data), r.Efficiency, t.MinEfficiency,
+			fmt.Sprintf("%.1f effective GFLOP/s (real tokens), peak %.1f GFLOP/s (n×n float32 MatMul, same runtime and %d threads, measured right after)", r.GFLOPs, r.PeakGFLOPs, r.Threads)))
+	}
+	return cs
+}
 
 // Check turns each peer row into a PASS/FAIL line on its score difference
 // and an INFO line on the speed ratio.
@@ -249,7 +275,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 	}
-	res.Checks = cfg.Targets.Check(res.Peers)
+	res.Checks = append(cfg.Targets.Check(res.Peers), cfg.Targets.CheckEfficiency(res.Rows)...)
 	if cfg.Batching.Enabled {
 		res.Checks = append(res.Checks, cfg.Batching.Check(res.Rows)...)
 	}

@@ -232,3 +232,20 @@ func TestBatchingCheck(t *testing.T) {
 		t.Fatal("batching check without real pairs accepted")
 	}
 }
+
+func TestCheckEfficiency(t *testing.T) {
+	rows := []throughput.Row{
+		{Profile: "balanced", Batching: "cost", LenMax: 512, GFLOPs: 35, PeakGFLOPs: 50, Efficiency: 0.7},
+		{Profile: "balanced", Batching: "tokens", LenMax: 512, PeakGFLOPs: 50, Efficiency: 0.1},
+		{Profile: "balanced", Batching: "cost", PeakGFLOPs: 50, Efficiency: 0.1}, // synthetic
+		{Profile: "fast", Batching: "cost", LenMax: 512, PeakGFLOPs: 50, Efficiency: 0.1},
+	}
+	cs := rerank.DefaultTargets().CheckEfficiency(rows)
+	if len(cs) != 1 || cs[0].Verdict != report.Pass {
+		t.Fatalf("checks %v", cs)
+	}
+	rows[0].Efficiency = 0.5
+	if cs := rerank.DefaultTargets().CheckEfficiency(rows); cs[0].Verdict != report.Fail {
+		t.Fatalf("checks %v", cs)
+	}
+}
