@@ -2,6 +2,7 @@ package measure
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -68,5 +69,24 @@ func TestProgress(t *testing.T) {
 	p.Done()
 	if out := b.String(); !strings.Contains(out, "idx [") || !strings.Contains(out, "10/10") || !strings.HasSuffix(out, "\n") {
 		t.Errorf("progress output %q", out)
+	}
+}
+func TestSpearman(t *testing.T) {
+	tests := []struct {
+		x, y []float32
+		want float64
+	}{
+		{[]float32{1, 2, 3, 4}, []float32{10, 20, 30, 40}, 1},
+		{[]float32{1, 2, 3, 4}, []float32{4, 3, 2, 1}, -1},
+		{[]float32{1, 2, 3, 4, 5}, []float32{1, 2, 3, 5, 4}, 0.9},
+		{[]float32{1, 1, 2}, []float32{1, 2, 3}, math.Sqrt(0.75)},
+	}
+	for _, tc := range tests {
+		if got := Spearman(tc.x, tc.y); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Spearman(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
+		}
+	}
+	if got := Spearman([]float32{1, 1}, []float32{1, 2}); !math.IsNaN(got) {
+		t.Errorf("constant input: %v, want NaN", got)
 	}
 }

@@ -28,8 +28,15 @@ func Report(cfg Config, res Result, command string) report.Report {
 	rep.Checks = res.Checks
 	rep.Columns = report.Columns(throughput.Row{}, PeerRow{})
 	rep.Rows = nil
+	// The peer's rows follow the first (default, float32) row of their
+	// profile; the batching and int8 rows of that profile come after them.
+	withPeers := map[string]bool{}
 	for _, r := range real {
 		rep.Rows = append(rep.Rows, r)
+		if withPeers[r.Profile+"\x00"+r.Data] {
+			continue
+		}
+		withPeers[r.Profile+"\x00"+r.Data] = true
 		for _, p := range res.Peers {
 			if p.Profile == r.Profile && p.Data == r.Data {
 				rep.Rows = append(rep.Rows, p)
@@ -45,6 +52,11 @@ func Report(cfg Config, res Result, command string) report.Report {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("Real pairs (%s): each query against its own BM25 candidates (bench/lexical TopK), one Score call per query, documents whole "+
 			"(title + \" \" + text) up to the model's maximum length (at most 512 tokens); sequence lengths as hybrank feeds them, specials included: p10 %d, p50 %d, p90 %d, max %d (mean %.1f). "+
 			"These rows come first; the synthetic shapes (doc_tokens set) follow.", r.Data, r.LenP10, r.LenP50, r.LenP90, r.LenMax, r.SeqLen))
+	}
+	if len(res.Int8) > 0 {
+		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize (default config: per-output-channel symmetric 7-bit weights in com.microsoft DynamicQuantizeMatMul, "+
+			"activations quantized per tensor on every call by the runtime; classifier and pooler kept in float32), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
+			"The checks compare pairs/s and the per-query Spearman correlation of the two models' scores over each query's candidate list. The CPU flags in the header decide which integer kernels ONNX Runtime runs (AVX512-VNNI/AVX-VNNI/AMX when present, else AVX2 vpmaddubsw).")
 	}
 	if len(res.Peers) > 0 {
 		rep.Notes = append(rep.Notes, "impl=onnxruntime-python: ONNX Runtime "+res.Peers[0].Version+" (Python, make peers) with Hugging Face tokenizers on the same model directory's ONNX file and the same real pairs, "+

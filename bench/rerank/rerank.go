@@ -45,6 +45,9 @@ type Config struct {
 	// Batching compares the default batching with fixed token caps
 	// (Enabled: real pairs needed).
 	Batching BatchingCheck `json:"batching"`
+	// Int8 measures each real-pair profile again with int8 weights and
+	// compares speed and ranking with float32 (Enabled: real pairs needed).
+	Int8 Int8Check `json:"int8"`
 }
 
 // RealPairs selects real-length pairs: the BM25 top-TopK documents
@@ -150,6 +153,7 @@ func DefaultConfig() Config {
 		PeerRounds:  1,
 		Targets:     DefaultTargets(),
 		Batching:    DefaultBatchingCheck(),
+		Int8:        DefaultInt8Check(),
 	}
 }
 
@@ -197,6 +201,12 @@ func (c Config) Validate() error {
 	}
 	if c.Batching.Enabled && c.Real.Data == "" {
 		return fmt.Errorf("%w: rerank: the batching check needs real pairs (a dataset)", bench.ErrBadOption)
+	}
+	if err := c.Int8.validate(); err != nil {
+		return err
+	}
+	if c.Int8.Enabled && c.Real.Data == "" {
+		return fmt.Errorf("%w: rerank: the int8 check needs real pairs (a dataset)", bench.ErrBadOption)
 	}
 	if !(c.Targets.MaxScoreDiff >= 0) {
 		return fmt.Errorf("%w: rerank: max score diff %v", bench.ErrBadOption, c.Targets.MaxScoreDiff)
@@ -251,9 +261,12 @@ type PeerRow struct {
 // Result is hybrank's rows (the real pairs' first, one per profile, then
 // the synthetic shapes'), the peer's rows, and Targets.Check of them.
 type Result struct {
-	Rows   []throughput.Row `json:"rows"`
-	Peers  []PeerRow        `json:"peers,omitempty"`
-	Checks []report.Check   `json:"checks,omitempty"`
+	Rows  []throughput.Row `json:"rows"`
+	Peers []PeerRow        `json:"peers,omitempty"`
+	// Int8 compares each profile's int8 row (in Rows) with its float32
+	// row, when Config.Int8 is enabled.
+	Int8   []Int8Row      `json:"int8,omitempty"`
+	Checks []report.Check `json:"checks,omitempty"`
 }
 
 // Run measures the real pairs (with the peer) and then the synthetic
@@ -279,6 +292,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Batching.Enabled {
 		res.Checks = append(res.Checks, cfg.Batching.Check(res.Rows)...)
 	}
+	res.Checks = append(res.Checks, cfg.Int8.Check(res.Int8)...)
 	return res, nil
 }
 
@@ -338,6 +352,14 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 				return fmt.Errorf("rerank %s batching: %w", p, err)
 			}
 			res.Rows = append(res.Rows, rows...)
+		}
+		if cfg.Int8.Enabled {
+			qrow, cmp, err := int8Row(ctx, cfg, p, dir, text, pairs, row, scores)
+			if err != nil {
+				return fmt.Errorf("rerank %s int8: %w", p, err)
+			}
+			res.Rows, res.Int8 = append(res.Rows, qrow), append(res.Int8, cmp)
+			report.Log(cfg.Log, qrow)
 		}
 		if peer == nil {
 			continue

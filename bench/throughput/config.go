@@ -46,6 +46,11 @@ type Spec struct {
 	// Data is a BEIR dataset folder to take queries and documents from
 	// (documents cut to DocTokens); "" samples vocabulary words.
 	Data string `json:"data,omitempty"`
+	// Quantize is models.Config.Quantize ("" = the directory's weights as
+	// they are, "int8"); int8 copies are kept in QuantizeCache ("" = the
+	// user cache, see models.Config.QuantizeCache).
+	Quantize      string `json:"quantize,omitempty"`
+	QuantizeCache string `json:"quantize_cache,omitempty"`
 	// MaxLength, when set, is the model's sequence cap (special tokens
 	// included, at most models.MaxSupportedLength) instead of one sized to
 	// the prepared text: real-length text prepared by the caller.
@@ -113,6 +118,7 @@ func (s Spec) ModelConfig(dir string, kind models.Kind) models.Config {
 	mc.DisableSpinning = s.DisableSpinning
 	mc.MaxBatchTokens = s.BatchTokens
 	mc.Batching = s.Batching
+	mc.Quantize, mc.QuantizeCache = s.Quantize, s.QuantizeCache
 	mc.MaxDocs = max(s.Pairs, models.DefaultMaxDocs)
 	// The cap fits the prepared text exactly, so batch-size sweeps are
 	// not bent by a larger MaxLength (MaxBatchTokens must hold one).

@@ -37,6 +37,10 @@ type Row struct {
 	// "tokens" (fixed cap BatchTokens).
 	Batching    string `json:"batching" table:""`
 	BatchTokens int    `json:"batch_tokens" table:""`
+	// Quantize is the weights the row ran: "" as the directory holds them
+	// (float32 for generated and exported models), "int8" quantized by
+	// models/quantize (models.Config.Quantize).
+	Quantize string `json:"quantize,omitempty" table:""`
 	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
 	BatchPairs int `json:"batch_pairs" table:""`
 	// DocTokens is the synthetic documents' length (absent for real text).
@@ -239,7 +243,7 @@ func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, prov
 		Impl: "hybrank", Profile: s.Profile, Kind: string(kind), Provider: provider, Threads: s.Threads, PoolSize: s.PoolSize,
 		GraphOpt: orDefault(s.GraphOptimization, "all"), Arena: !s.DisableArena, Spinning: !s.DisableSpinning,
 		Batching: mc.BatchingMode(), BatchTokens: mc.MaxBatchTokens, BatchPairs: max(1, int(float64(mc.MaxBatchTokens)/seqLen)),
-		DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), PaddedTokens: usage.PaddedTokens, Pairs: s.Pairs, Calls: len(lat),
+		Quantize: mc.Quantize, DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), PaddedTokens: usage.PaddedTokens, Pairs: s.Pairs, Calls: len(lat),
 		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
 		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),
 		GFLOPs:      measure.Round(flops/sec/1e9, 2),

@@ -135,6 +135,8 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.BoolVar(&cfg.Batching.Enabled, "batching-check", false, "compare the default batching with fixed token caps (--batching-caps) on the real pairs and on their text cut to 128 and 32 tokens; check: within 5 % of the best cap")
 	caps := intsFlag(cfg.Batching.Caps)
 	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
+	fs.BoolVar(&cfg.Int8.Enabled, "int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --int8-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
+	fs.StringVar(&cfg.Int8.Cache, "int8-cache", "", `folder for the int8 copies ("" = the user cache)`)
 	var o output
 	o.register(fs, "rerank.md and rerank.svg (with --sweep or --report-from)")
 	if err := parse(fs, args); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/analysis"
+	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
@@ -245,70 +246,6 @@ func newScorerThreads(tb testing.TB, dir string, mbt, threads int) *ort.CrossEnc
 	return ce
 }
 
-// spearman is the rank correlation of x and y, ties given their mean rank.
-func spearman(x, y []float32) float64 {
-	rank := func(v []float32) []float64 {
-		idx := make([]int, len(v))
-		for i := range idx {
-			idx[i] = i
-		}
-		slices.SortFunc(idx, func(a, b int) int { return compareF32(v[a], v[b]) })
-		r := make([]float64, len(v))
-		for i := 0; i < len(idx); {
-			j := i
-			for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
-				j++
-			}
-			for k := i; k <= j; k++ {
-				r[idx[k]] = float64(i+j) / 2
-			}
-			i = j + 1
-		}
-		return r
-	}
-	rx, ry := rank(x), rank(y)
-	mean := float64(len(x)-1) / 2
-	var sxy, sxx, syy float64
-	for i := range rx {
-		dx, dy := rx[i]-mean, ry[i]-mean
-		sxy, sxx, syy = sxy+dx*dy, sxx+dx*dx, syy+dy*dy
-	}
-	if sxx == 0 || syy == 0 {
-		return math.NaN()
-	}
-	return sxy / math.Sqrt(sxx*syy)
-}
-
-func compareF32(a, b float32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func TestSpearman(t *testing.T) {
-	tests := []struct {
-		x, y []float32
-		want float64
-	}{
-		{[]float32{1, 2, 3, 4}, []float32{10, 20, 30, 40}, 1},
-		{[]float32{1, 2, 3, 4}, []float32{4, 3, 2, 1}, -1},
-		{[]float32{1, 2, 3, 4, 5}, []float32{1, 2, 3, 5, 4}, 0.9},
-		{[]float32{1, 1, 2}, []float32{1, 2, 3}, math.Sqrt(0.75)},
-	}
-	for _, tc := range tests {
-		if got := spearman(tc.x, tc.y); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("spearman(%v, %v) = %v, want %v", tc.x, tc.y, got, tc.want)
-		}
-	}
-	if got := spearman([]float32{1, 1}, []float32{1, 2}); !math.IsNaN(got) {
-		t.Errorf("constant input: %v, want NaN", got)
-	}
-}
-
 // listScores scores every candidate list with ce.
 func listScores(tb testing.TB, ce *ort.CrossEncoder) [][]float32 {
 	tb.Helper()
@@ -329,7 +266,7 @@ func checkSpearman(t *testing.T, ref, got [][]float32) {
 	t.Helper()
 	worst, sum := 1.0, 0.0
 	for i := range ref {
-		rho := spearman(ref[i], got[i])
+		rho := measure.Spearman(ref[i], got[i])
 		// The offset common to the whole list does not change the
 		// ranking; what is left is the noise that does.
 		var off, noise float64
@@ -412,7 +349,7 @@ func BenchmarkScifactPairs(b *testing.B) {
 			got := listScores(b, ce)
 			var rho float64
 			for i := range ref {
-				rho += spearman(ref[i], got[i]) / float64(len(ref))
+				rho += measure.Spearman(ref[i], got[i]) / float64(len(ref))
 			}
 			pairs := 0
 			b.ReportAllocs()

@@ -1,0 +1,46 @@
+package measure
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// Spearman is the rank correlation of x and y (same length), ties given
+// their mean rank; NaN when either has no spread. It compares two models'
+// scores of one candidate list: 1 means the same order.
+func Spearman(x, y []float32) float64 {
+	rx, ry := ranks(x), ranks(y)
+	mean := float64(len(x)-1) / 2
+	var sxy, sxx, syy float64
+	for i := range rx {
+		dx, dy := rx[i]-mean, ry[i]-mean
+		sxy, sxx, syy = sxy+dx*dy, sxx+dx*dx, syy+dy*dy
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+// ranks gives each value its 0-based rank in ascending order, tied values
+// the mean of their ranks.
+func ranks(v []float32) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(v[a], v[b]) })
+	r := make([]float64, len(v))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+			j++
+		}
+		for k := i; k <= j; k++ {
+			r[idx[k]] = float64(i+j) / 2
+		}
+		i = j + 1
+	}
+	return r
+}
