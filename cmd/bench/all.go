@@ -84,7 +84,11 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 	}
 	synth := []string{"--synthetic", "10000", "--synthetic", "100000", "--synthetic", "1000000"}
 	denseN, rerankPairs, hybridQueries, serveDur := "100000", "64", "200", "30s"
-	rerankQueries := "20"                   // real scifact queries × their BM25 top 32, beside the peer
+	rerankQueries := "20"                                                           // real scifact queries × their BM25 top 32, beside the peer
+	rerankInt8 := []string{"--int8", "--int8-cache", filepath.Join(models, "int8")} // int8 vs float32 on those pairs
+	if !haveData {
+		rerankInt8 = nil // the int8 rows are measured on the real pairs only
+	}
 	serveOverload := []string{"--overload"} // 64 clients for 60 s against small queues
 	if quick {
 		synth = []string{"--synthetic", "10000", "--synthetic", "100000"}
@@ -103,7 +107,7 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 		{name: "tokenize (ours vs HF)", cmd: "tokenize", data: true,
 			args: []string{"--data", ds("scifact"), "--out", out}},
 		{name: "rerank (scifact pairs beside the peer; profiles × batch × threads × doc tokens)", cmd: "rerank",
-			args: []string{"--sweep", "--models-root", models, "--real-data", realData, "--real-queries", rerankQueries, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
+			args: append([]string{"--sweep", "--models-root", models, "--real-data", realData, "--real-queries", rerankQueries, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}, rerankInt8...)},
 		{name: "embed (batch × threads × tokens)", cmd: "embed",
 			args: []string{"--sweep", "--models-root", models, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
 		{name: "dense (HNSW M × ef vs exact)", cmd: "dense",
