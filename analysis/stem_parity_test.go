@@ -1,11 +1,7 @@
 package analysis_test
 
 import (
-	"bufio"
-	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +9,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/analysis/porter2"
+	"github.com/hybrank/hybrank/internal/beir"
 	"github.com/hybrank/hybrank/internal/testenv"
 )
 
@@ -33,9 +30,7 @@ func TestStemParityCorpora(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := testenv.NeedDataset(t, name)
 			seen := make(map[string]struct{})
-			for _, file := range []string{"corpus.jsonl", "queries.jsonl"} {
-				readTokens(t, filepath.Join(dir, file), tok, seen)
-			}
+			readTokens(t, dir, tok, seen)
 			if len(seen) < 1000 {
 				t.Fatalf("only %d distinct tokens: corpus not read", len(seen))
 			}
@@ -58,31 +53,31 @@ func TestStemParityCorpora(t *testing.T) {
 	}
 }
 
-// readTokens adds the tokens of the title and text of every JSON line of
-// path to seen.
-func readTokens(t *testing.T, path string, tok *analysis.Analyzer, seen map[string]struct{}) {
+// readTokens adds the tokens of the title and text of every document of
+// the BEIR folder dir, and of the text of every query, to seen.
+func readTokens(t *testing.T, dir string, tok *analysis.Analyzer, seen map[string]struct{}) {
 	t.Helper()
-	f, err := os.Open(path)
+	docs, err := beir.ReadCorpus(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	queries, err := beir.ReadQueries(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var terms []string
-	for sc.Scan() {
-		var rec struct{ Title, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		terms = tok.AppendAnalyze(terms[:0], rec.Title)
-		terms = tok.AppendAnalyze(terms, rec.Text)
+	add := func(title, text string) {
+		terms = tok.AppendAnalyze(terms[:0], title)
+		terms = tok.AppendAnalyze(terms, text)
 		for _, w := range terms {
 			seen[w] = struct{}{}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	for _, d := range docs {
+		add(d.Title, d.Text)
+	}
+	for _, q := range queries {
+		add("", q.Text)
 	}
 }
 

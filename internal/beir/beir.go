@@ -61,9 +61,14 @@ var (
 )
 
 // ReadCorpus reads dir/corpus.jsonl in file order.
-func ReadCorpus(dir string) ([]Doc, error) {
+func ReadCorpus(dir string) ([]Doc, error) { return ReadCorpusN(dir, -1) }
+
+// ReadCorpusN reads the first n documents of dir/corpus.jsonl in file order
+// (every document when n < 0 or the file holds fewer), parsing no line past
+// the n-th: tests and benchmarks that need a few real texts.
+func ReadCorpusN(dir string, n int) ([]Doc, error) {
 	var docs []Doc
-	err := readJSONL(filepath.Join(dir, "corpus.jsonl"), func(line int, raw []byte) error {
+	err := readJSONL(filepath.Join(dir, "corpus.jsonl"), n, func(line int, raw []byte) error {
 		d, err := parseRecord(raw)
 		docs = append(docs, d)
 		return err
@@ -73,9 +78,13 @@ func ReadCorpus(dir string) ([]Doc, error) {
 
 // ReadQueries reads every query of dir/queries.jsonl (judged or not) in
 // file order.
-func ReadQueries(dir string) ([]Query, error) {
+func ReadQueries(dir string) ([]Query, error) { return ReadQueriesN(dir, -1) }
+
+// ReadQueriesN reads the first n queries of dir/queries.jsonl (judged or
+// not) in file order, every query when n < 0 or the file holds fewer.
+func ReadQueriesN(dir string, n int) ([]Query, error) {
 	var qs []Query
-	err := readJSONL(filepath.Join(dir, "queries.jsonl"), func(line int, raw []byte) error {
+	err := readJSONL(filepath.Join(dir, "queries.jsonl"), n, func(line int, raw []byte) error {
 		q, err := parseRecord(raw)
 		qs = append(qs, Query{ID: q.ID, Text: q.Text})
 		return err
@@ -95,7 +104,7 @@ func Load(dir string) (*Dataset, error) {
 	if ds.Docs, err = ReadCorpus(dir); err != nil {
 		return nil, err
 	}
-	if err = readJSONL(filepath.Join(dir, "queries.jsonl"), func(line int, raw []byte) error {
+	if err = readJSONL(filepath.Join(dir, "queries.jsonl"), -1, func(line int, raw []byte) error {
 		q, err := parseRecord(raw)
 		if _, judged := ds.Qrels[q.ID]; judged && err == nil {
 			ds.Queries = append(ds.Queries, Query{ID: q.ID, Text: q.Text})
@@ -144,20 +153,22 @@ func parseID(raw json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// readJSONL calls fn for each non-blank line; errors carry file and line.
-func readJSONL(path string, fn func(line int, raw []byte) error) error {
+// readJSONL calls fn for each non-blank line, for the first limit of them
+// when limit ≥ 0; errors carry file and line.
+func readJSONL(path string, limit int, fn func(line int, raw []byte) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
-	for line := 1; ; line++ {
+	for line, records := 1, 0; limit < 0 || records < limit; line++ {
 		raw, err := r.ReadBytes('\n')
 		if len(strings.TrimSpace(string(raw))) > 0 {
 			if ferr := fn(line, raw); ferr != nil {
 				return fmt.Errorf("%s:%d: %w: %v", path, line, ErrMalformed, ferr)
 			}
+			records++
 		}
 		if err == io.EOF {
 			return nil
@@ -166,6 +177,7 @@ func readJSONL(path string, fn func(line int, raw []byte) error) error {
 			return fmt.Errorf("read %s: %w", path, err)
 		}
 	}
+	return nil
 }
 
 func loadQrels(path string) (Qrels, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -94,5 +95,50 @@ func TestWriteBEIRRoundTrip(t *testing.T) {
 	}
 	if err := Write(t.TempDir(), nil, nil, Qrels{"q\t1": {"d": 1}}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("tab in id: %v", err)
+	}
+}
+
+func TestReadN(t *testing.T) {
+	// The third document is malformed: reading the first two never parses it.
+	dir := writeBEIR(t,
+		`{"_id":"d1","title":"T1","text":"one"}`+"\n\n"+`{"_id":"d2","text":"two"}`+"\n"+`{oops`+"\n",
+		`{"_id":"q1","text":"first"}`+"\n"+`{"_id":"q2","text":"second"}`+"\n",
+		"")
+	for _, tt := range []struct {
+		n    int
+		want []Doc
+	}{
+		{0, nil},
+		{1, []Doc{{ID: "d1", Title: "T1", Text: "one"}}},
+		{2, []Doc{{ID: "d1", Title: "T1", Text: "one"}, {ID: "d2", Text: "two"}}},
+	} {
+		docs, err := ReadCorpusN(dir, tt.n)
+		if err != nil || !slices.Equal(docs, tt.want) {
+			t.Errorf("ReadCorpusN(%d) = %+v, %v; want %+v", tt.n, docs, err, tt.want)
+		}
+	}
+	for _, n := range []int{3, -1} {
+		if _, err := ReadCorpusN(dir, n); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "corpus.jsonl:4") {
+			t.Errorf("ReadCorpusN(%d): err = %v, want malformed line 4", n, err)
+		}
+	}
+	for _, tt := range []struct {
+		n    int
+		want []Query
+	}{
+		{1, []Query{{ID: "q1", Text: "first"}}},
+		{5, []Query{{ID: "q1", Text: "first"}, {ID: "q2", Text: "second"}}},
+		{-1, []Query{{ID: "q1", Text: "first"}, {ID: "q2", Text: "second"}}},
+	} {
+		qs, err := ReadQueriesN(dir, tt.n)
+		if err != nil || !slices.Equal(qs, tt.want) {
+			t.Errorf("ReadQueriesN(%d) = %+v, %v; want %+v", tt.n, qs, err, tt.want)
+		}
+	}
+	if qs, err := ReadQueries(dir); err != nil || len(qs) != 2 {
+		t.Errorf("ReadQueries = %+v, %v", qs, err)
+	}
+	if _, err := ReadCorpusN(t.TempDir(), 1); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing corpus: %v", err)
 	}
 }

@@ -1,17 +1,14 @@
 package ort_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/artifacts"
+	"github.com/hybrank/hybrank/internal/beir"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/ort"
@@ -56,15 +53,23 @@ func BenchmarkScoreFast(b *testing.B) {
 func realLengthPairs(b *testing.B) (queries []string, docs [][]string, source string) {
 	const nq, perQuery = 8, 32
 	dir := artifacts.Dataset("scifact")
-	if qs, err := readTexts(filepath.Join(dir, "queries.jsonl"), nq); err == nil {
-		ds, err := readTexts(filepath.Join(dir, "corpus.jsonl"), nq*perQuery)
+	if qs, err := beir.ReadQueriesN(dir, nq); err == nil && len(qs) == nq {
+		ds, err := beir.ReadCorpusN(dir, nq*perQuery)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for i := range qs {
-			docs = append(docs, ds[i*perQuery:(i+1)*perQuery])
+		if len(ds) < nq*perQuery {
+			b.Fatalf("%s: %d documents, want %d", dir, len(ds), nq*perQuery)
 		}
-		return qs, docs, "scifact"
+		for i, q := range qs {
+			queries = append(queries, strings.TrimSpace(q.Text))
+			var texts []string
+			for _, d := range ds[i*perQuery : (i+1)*perQuery] {
+				texts = append(texts, strings.TrimSpace(d.IndexText()))
+			}
+			docs = append(docs, texts)
+		}
+		return queries, docs, "scifact"
 	}
 	rng := rand.New(rand.NewPCG(3, 75))
 	words := strings.Fields("the cell protein gene study results show that in patients with cancer risk blood brain human model data")
@@ -84,32 +89,6 @@ func realLengthPairs(b *testing.B) (queries []string, docs [][]string, source st
 		docs = append(docs, ds)
 	}
 	return queries, docs, "synthetic"
-}
-
-// readTexts reads the first n texts (title and text) of a BEIR JSONL file.
-func readTexts(path string, n int) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for len(out) < n && sc.Scan() {
-		var d struct{ Title, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		out = append(out, strings.TrimSpace(d.Title+" "+d.Text))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if len(out) < n {
-		return nil, fmt.Errorf("%s: %d texts, want %d", path, len(out), n)
-	}
-	return out, nil
 }
 
 // BenchmarkScoreRealLengths reranks real-length pairs (one query and its 32

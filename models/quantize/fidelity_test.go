@@ -1,9 +1,7 @@
 package quantize_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/internal/artifacts"
+	"github.com/hybrank/hybrank/internal/beir"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -147,29 +146,16 @@ func writeWeightsOnly(dst, vocab, tj string) error {
 }
 
 // scifactLists takes the first nq queries of scifact with their top-k BM25
-// documents (the project's analyzer and index, default settings).
+// documents (the project's analyzer and index, default settings), each
+// document as title + " " + text (beir.Doc.IndexText).
 func scifactLists(dir string, nq, k int) ([]rankedList, error) {
-	type rec struct {
-		ID    string `json:"_id"`
-		Title string `json:"title"`
-		Text  string `json:"text"`
+	docs, err := beir.ReadCorpus(dir)
+	if err != nil {
+		return nil, err
 	}
-	read := func(name string, fn func(rec)) error {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<24)
-		for sc.Scan() {
-			var r rec
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			fn(r)
-		}
-		return sc.Err()
+	queries, err := beir.ReadQueries(dir)
+	if err != nil {
+		return nil, err
 	}
 	an, err := analysis.New(analysis.DefaultConfig())
 	if err != nil {
@@ -183,19 +169,12 @@ func scifactLists(dir string, nq, k int) ([]rankedList, error) {
 	}
 	text := map[string]string{}
 	batch := ix.NewBatch()
-	err = read("corpus.jsonl", func(r rec) {
-		t := r.Title + " " + r.Text
-		text[r.ID] = t
-		batch.Add(postings.Doc{ID: r.ID, Terms: an.Analyze(t)})
-	})
-	if err != nil {
-		return nil, err
+	for _, d := range docs {
+		t := d.IndexText()
+		text[d.ID] = t
+		batch.Add(postings.Doc{ID: d.ID, Terms: an.Analyze(t)})
 	}
 	if err := ix.Commit(batch); err != nil {
-		return nil, err
-	}
-	var queries []string
-	if err := read("queries.jsonl", func(r rec) { queries = append(queries, r.Text) }); err != nil {
 		return nil, err
 	}
 	var out []rankedList
@@ -203,14 +182,14 @@ func scifactLists(dir string, nq, k int) ([]rankedList, error) {
 		if len(out) == nq {
 			break
 		}
-		hits, err := ix.Search(context.Background(), postings.Query{Terms: an.AnalyzeQuery(q), K: k})
+		hits, err := ix.Search(context.Background(), postings.Query{Terms: an.AnalyzeQuery(q.Text), K: k})
 		if err != nil {
 			return nil, err
 		}
 		if len(hits) < k {
 			continue
 		}
-		l := rankedList{query: q}
+		l := rankedList{query: q.Text}
 		for _, h := range hits {
 			l.docs = append(l.docs, text[h.ID])
 		}

@@ -2,7 +2,6 @@ package wordpiece_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/testenv"
@@ -18,8 +17,8 @@ func benchSetup(b *testing.B) (*wordpiece.Tokenizer, []string, []string) {
 		b.Fatal(err)
 	}
 	dir := testenv.NeedDataset(b, "scifact")
-	qs := readJSONL(b, filepath.Join(dir, "queries.jsonl"), 300)
-	docs := readJSONL(b, filepath.Join(dir, "corpus.jsonl"), 1000)
+	qs := queryTexts(b, dir, 300)
+	docs := corpusTexts(b, dir, 1000)
 	return tk, qs, docs
 }
 

@@ -101,8 +101,8 @@ func TestTokenSpansSmall(t *testing.T) {
 func TestTokenSpansReal(t *testing.T) {
 	texts := append([]string(nil), edgeCases...)
 	if dir := artifactsDataset(t, "scifact"); dir != "" {
-		texts = append(texts, readJSONL(t, filepath.Join(dir, "corpus.jsonl"), 300)...)
-		texts = append(texts, readJSONL(t, filepath.Join(dir, "queries.jsonl"), 100)...)
+		texts = append(texts, corpusTexts(t, dir, 300)...)
+		texts = append(texts, queryTexts(t, dir, 100)...)
 	}
 	texts = append(texts, strings.Join(edgeCases, " "))
 	for _, s := range paritySetups() {
@@ -152,7 +152,7 @@ func TestTokenSpansParityHF(t *testing.T) {
 	node := needNodeBin(t)
 	texts := append([]string(nil), edgeCases...)
 	if dir := artifactsDataset(t, "scifact"); dir != "" {
-		texts = append(texts, readJSONL(t, filepath.Join(dir, "corpus.jsonl"), 200)...)
+		texts = append(texts, corpusTexts(t, dir, 200)...)
 	}
 	for i, s := range texts {
 		// JavaScript strings cannot hold invalid UTF-8.

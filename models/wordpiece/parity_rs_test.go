@@ -144,8 +144,8 @@ func TestParityHFRustScifact2000(t *testing.T) {
 		t.Skip("parity run against the HF library is slow; skipped with -short")
 	}
 	dir := testenv.NeedDataset(t, "scifact")
-	qs := readJSONL(t, filepath.Join(dir, "queries.jsonl"), 1<<30)
-	docs := readJSONL(t, filepath.Join(dir, "corpus.jsonl"), 1<<30)
+	qs := queryTexts(t, dir, -1)
+	docs := corpusTexts(t, dir, -1)
 	const pairs, perQ = 2000, 5
 	var groups []group
 	for i := 0; i < pairs; i += perQ {

@@ -1,7 +1,6 @@
 package wordpiece_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/artifacts"
+	"github.com/hybrank/hybrank/internal/beir"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/wordpiece"
 )
@@ -56,34 +56,33 @@ var edgeCases = []string{
 	"UPPERCASE lowercase MiXeD CaSe",
 }
 
-type jsonDoc struct {
-	Title string `json:"title"`
-	Text  string `json:"text"`
-}
-
-func readJSONL(t testing.TB, path string, limit int) []string {
+// corpusTexts returns the first n documents of the BEIR folder dir (all of
+// them when n < 0) as the tokenizer sees them: title + " " + text
+// (beir.Doc.IndexText).
+func corpusTexts(t testing.TB, dir string, n int) []string {
 	t.Helper()
-	f, err := os.Open(path)
+	docs, err := beir.ReadCorpusN(dir, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() && len(out) < limit {
-		var d jsonDoc
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		s := d.Text
-		if d.Title != "" {
-			s = d.Title + " " + d.Text
-		}
-		out = append(out, s)
+	out := make([]string, len(docs))
+	for i, d := range docs {
+		out[i] = d.IndexText()
 	}
-	if err := sc.Err(); err != nil {
+	return out
+}
+
+// queryTexts returns the texts of the first n queries of the BEIR folder
+// dir (all of them when n < 0).
+func queryTexts(t testing.TB, dir string, n int) []string {
+	t.Helper()
+	qs, err := beir.ReadQueriesN(dir, n)
+	if err != nil {
 		t.Fatal(err)
+	}
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Text
 	}
 	return out
 }
@@ -106,8 +105,8 @@ func parityData(t testing.TB) ([]group, []string) {
 		queries int
 	}{{"scifact", 4, 300}, {"cisi", 5, 76}, {"cran", 3, 225}} {
 		dir := testenv.NeedDataset(t, ds.name)
-		qs := readJSONL(t, filepath.Join(dir, "queries.jsonl"), ds.queries)
-		docs := readJSONL(t, filepath.Join(dir, "corpus.jsonl"), 1<<30)
+		qs := queryTexts(t, dir, ds.queries)
+		docs := corpusTexts(t, dir, -1)
 		for i, q := range qs {
 			g := group{Q: q}
 			for j := 0; j < ds.perQ; j++ {
