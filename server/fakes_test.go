@@ -237,3 +237,9 @@ func (x *fakeIndex) Stats() engine.Stats {
 	st.Durability.Commits, st.Durability.LogSyncs = 7, 2
 	return st
 }
+
+// scorers returns Backends.Scorers serving sc as DefaultConfig's one
+// reranker.
+func scorers(sc PairScorer) map[string]PairScorer {
+	return map[string]PairScorer{DefaultConfig().RerankModel: sc}
+}

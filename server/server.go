@@ -1,13 +1,16 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,12 +33,28 @@ type Server struct {
 	slots   chan struct{}       // MaxConcurrentRequests
 	handler http.Handler
 
-	rerank *batcher[models.Pair, float32]
-	embed  *batcher[string, []float32]
+	// rerankers are the served rerankers, the default first
+	// (Config.Rerankers); rerankByName finds one by any of its names.
+	rerankers    []*rerankModel
+	rerankByName map[string]*rerankModel
+	embed        *batcher[string, []float32]
 
 	draining  atomic.Bool
 	closeOnce sync.Once
 	cancel    context.CancelFunc // cancels batch contexts after Close
+}
+
+// rerankModel is one served reranker: its configuration and its batcher
+// (nil when Backends has no scorer for it).
+type rerankModel struct {
+	cfg    RerankerConfig
+	window int // tokens of the longest pair: cfg.MaxPairTokens, else Config.MaxPairTokens
+	batch  *batcher[models.Pair, float32]
+}
+
+// pairCost is a pair's estimated tokens, capped at the model's window.
+func (m *rerankModel) pairCost(p models.Pair) int {
+	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, m.window)
 }
 
 // Option changes how New builds a Server.
@@ -58,28 +77,75 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if err := s.servedModels(); err != nil {
+		return nil, err
+	}
 	if b.Stats != nil {
 		s.metrics.reg.MustRegister(newIndexCollector(b.Stats))
 	}
 	if len(b.Caches) > 0 {
-		s.metrics.reg.MustRegister(newCacheCollector(b.Caches))
+		kinds := map[string]string{cfg.EmbedModel: "embed"}
+		for _, m := range s.rerankers {
+			kinds[m.cfg.Name] = "rerank"
+		}
+		s.metrics.reg.MustRegister(newCacheCollector(b.Caches, kinds))
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
 	}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	if b.Scorer != nil {
-		s.rerank = newBatcher(base, cfg.Rerank, b.Scorer.ScorePairs, s.pairCost, s.metrics.observer("rerank"))
+	for _, m := range s.rerankers {
+		if sc := b.Scorers[m.cfg.Name]; sc != nil {
+			m.batch = newBatcher(base, cfg.Rerank, sc.ScorePairs, m.pairCost, s.metrics.observer("rerank", m.cfg.Name))
+		}
 	}
 	if b.Embedder != nil {
 		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
 			return b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
 		}
-		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed"))
+		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed", cfg.EmbedModel))
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// servedModels builds the rerankers from the configuration and checks
+// that every scorer and cache of the Backends fronts a served model.
+func (s *Server) servedModels() error {
+	s.rerankByName = map[string]*rerankModel{}
+	for _, rc := range s.cfg.Rerankers() {
+		m := &rerankModel{cfg: rc, window: cmp.Or(rc.MaxPairTokens, s.cfg.MaxPairTokens)}
+		s.rerankers = append(s.rerankers, m)
+		for _, n := range rc.Names() {
+			s.rerankByName[n] = m
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.b.Scorers)) {
+		if m := s.rerankByName[name]; m == nil || m.cfg.Name != name {
+			errs = append(errs, fmt.Errorf("Backends.Scorers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.b.Caches)) {
+		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
+			errs = append(errs, fmt.Errorf("Backends.Caches[%q]: no model is served under that name", name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// rerankerNames returns the served names of the rerankers, the default
+// first.
+func (s *Server) rerankerNames() []string {
+	out := make([]string, len(s.rerankers))
+	for i, m := range s.rerankers {
+		out[i] = m.cfg.Name
+	}
+	return out
 }
 
 // Handler returns the server's HTTP handler (all routes).
@@ -202,8 +268,10 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.draining.Store(true)
-		if s.rerank != nil {
-			err = errors.Join(err, s.rerank.Close())
+		for _, m := range s.rerankers {
+			if m.batch != nil {
+				err = errors.Join(err, m.batch.Close())
+			}
 		}
 		if s.embed != nil {
 			err = errors.Join(err, s.embed.Close())
@@ -247,11 +315,6 @@ func keyTenant(r *http.Request) (string, bool) {
 
 // pairSpecialTokens are the special tokens of a pair: [CLS] q [SEP] d [SEP].
 const pairSpecialTokens = 3
-
-// pairCost is a pair's estimated tokens, capped at the model's window.
-func (s *Server) pairCost(p models.Pair) int {
-	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, s.cfg.MaxPairTokens)
-}
 
 func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }
 
