@@ -18,7 +18,8 @@
 //	                                      vectors, or the pooled ones with normalize=false; an
 //	                                      input over max_input_tokens is 413 unless truncate.
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
-//	GET  /v1/models                       OpenAI model list: every name "model" may take
+//	GET  /v1/models                       OpenAI model list: every name "model" may take, with
+//	                                      kind, root (the served name), default and aliases
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
 //	                                      start, stop}]]: text is the input's slice, start and stop
 //	                                      byte offsets (null for special tokens)
@@ -27,6 +28,20 @@
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
 //	                                      atomic batches of upserts and deletes
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
+//	GET  /openapi.json                    the OpenAPI 3.1 description of all of the above
+//
+// # OpenAPI
+//
+// openapi.json (embedded, served at GET /openapi.json without an API key)
+// describes every route with its request and response schemas, the
+// statuses it answers with the error shape, the tenant rules and the
+// bearer key. It is kept honest by tests: the route table (routeTable, the
+// one list that routes registers) and the document's paths and methods
+// must be equal, and real responses of every route, in each shape and for
+// each error, must validate against the schema documented for their
+// status (a JSON-Schema subset validator in openapi_test.go that refuses
+// keywords it does not check). Arrays are arrays: a handler answers [],
+// never null, where the document says array.
 //
 // # Model names
 //

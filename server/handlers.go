@@ -486,6 +486,9 @@ func (s *Server) tokenizeEndpoint() endpoint[tokenizeRequest] {
 				if err != nil {
 					return reply{}, fmt.Errorf("%w: tokenize input %d: %w", ErrBackend, i, err)
 				}
+				if toks == nil {
+					toks = []Token{} // an input of spaces has no tokens: [], not null
+				}
 				out[i] = toks
 			}
 			return reply{body: out}, nil
@@ -525,8 +528,13 @@ func (s *Server) searchEndpoint() endpoint[engine.Request] {
 			if err != nil {
 				return reply{}, fmt.Errorf("search: %w", err)
 			}
+			// JSON arrays, never null, as openapi.json documents them
+			// (the engine leaves them nil when nothing is found or fits).
 			if res.Hits == nil {
 				res.Hits = []engine.Hit{}
+			}
+			if res.Passages == nil {
+				res.Passages = []engine.Passage{}
 			}
 			if _, authed := keyTenant(r); authed {
 				ownTenant(res, req.Tenant)

@@ -154,38 +154,60 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Config returns the configuration the server was built with.
 func (s *Server) Config() Config { return s.cfg }
 
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	handle := func(pattern, route string, h http.HandlerFunc, auth bool) {
-		var hh http.Handler = h
-		if auth {
-			hh = s.authenticate(hh)
-		}
-		mux.Handle(pattern, s.metrics.instrument(route, hh))
-	}
+// route is one registered route: its method and path (the mux pattern
+// "METHOD PATH"), the route label of its hybrank_http_* metrics ("" for a
+// route that is not counted), whether it needs the API key when keys are
+// configured, and its handler.
+type route struct {
+	method, path string
+	metric       string
+	auth         bool
+	handler      http.Handler
+}
+
+// routeTable is every route the server registers, the catch-all aside:
+// routes registers it, and the OpenAPI test checks openapi.json against
+// it (each route documented with its method, nothing else documented).
+func (s *Server) routeTable() []route {
 	rerank := serveEndpoint(s, s.rerankEndpoint())
-	embed := serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))
 	openAIEmbed := serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding))
 	documents := serveEndpoint(s, s.documentsEndpoint())
-	handle("POST /rerank", "/rerank", rerank, true)
-	handle("POST /v1/rerank", "/v1/rerank", rerank, true)
-	handle("POST /v2/rerank", "/v2/rerank", rerank, true)
-	handle("POST /embed", "/embed", embed, true)
-	handle("POST /v1/embeddings", "/v1/embeddings", openAIEmbed, true)
-	handle("POST /embeddings", "/v1/embeddings", openAIEmbed, true)
-	handle("GET /v1/models", "/v1/models", s.handleModels, true)
-	handle("POST /tokenize", "/tokenize", serveEndpoint(s, s.tokenizeEndpoint()), true)
-	handle("POST /search", "/search", serveEndpoint(s, s.searchEndpoint()), true)
-	handle("POST /documents", "/documents", documents, true)
-	handle("DELETE /documents", "/documents", documents, true)
-	handle("GET /documents/{id}", "/documents/{id}", serveEndpoint(s, s.documentEndpoint()), true)
-	handle("GET /healthz", "/healthz", s.handleHealth, false)
-	handle("GET /health", "/healthz", s.handleHealth, false)
-	handle("GET /readyz", "/readyz", s.handleReady, false)
-	mux.Handle("GET /metrics", s.metrics.handler())
+	return []route{
+		{"POST", "/rerank", "/rerank", true, rerank},
+		{"POST", "/v1/rerank", "/v1/rerank", true, rerank},
+		{"POST", "/v2/rerank", "/v2/rerank", true, rerank},
+		{"POST", "/embed", "/embed", true, serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))},
+		{"POST", "/v1/embeddings", "/v1/embeddings", true, openAIEmbed},
+		{"POST", "/embeddings", "/v1/embeddings", true, openAIEmbed},
+		{"GET", "/v1/models", "/v1/models", true, http.HandlerFunc(s.handleModels)},
+		{"POST", "/tokenize", "/tokenize", true, serveEndpoint(s, s.tokenizeEndpoint())},
+		{"POST", "/search", "/search", true, serveEndpoint(s, s.searchEndpoint())},
+		{"POST", "/documents", "/documents", true, documents},
+		{"DELETE", "/documents", "/documents", true, documents},
+		{"GET", "/documents/{id}", "/documents/{id}", true, serveEndpoint(s, s.documentEndpoint())},
+		{"GET", "/healthz", "/healthz", false, http.HandlerFunc(s.handleHealth)},
+		{"GET", "/health", "/healthz", false, http.HandlerFunc(s.handleHealth)},
+		{"GET", "/readyz", "/readyz", false, http.HandlerFunc(s.handleReady)},
+		{"GET", "/metrics", "", false, s.metrics.handler()},
+		{"GET", "/openapi.json", "/openapi.json", false, http.HandlerFunc(serveOpenAPI)},
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routeTable() {
+		h := rt.handler
+		if rt.auth {
+			h = s.authenticate(h)
+		}
+		if rt.metric != "" {
+			h = s.metrics.instrument(rt.metric, h)
+		}
+		mux.Handle(rt.method+" "+rt.path, h)
+	}
 	// The catch-all keeps errors in the server's JSON shape; it also
 	// swallows ServeMux's own 405, so it answers that itself (noRoute).
-	handle("/", "other", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) }, false)
+	mux.Handle("/", s.metrics.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })))
 	return mux
 }
 

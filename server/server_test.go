@@ -574,7 +574,7 @@ func TestSearchAndDocuments(t *testing.T) {
 	code, h, body := ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog", "top_k": 5})
 	var resp engine.Result
 	mustJSON(t, body, &resp)
-	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || resp.Hits[0].Provenance != (engine.Provenance{BM25Rank: 1}) || resp.Timings.BM25 == 0 || h.Get("x-total-time") == "" {
+	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || resp.Hits[0].Provenance != (engine.Provenance{BM25Rank: 1, Origin: engine.Origin{Kind: engine.OriginRetrieved}}) || resp.Timings.BM25 == 0 || h.Get("x-total-time") == "" {
 		t.Fatalf("search %d %s", code, body)
 	}
 	code, _, body = ts.do(t, "DELETE", "/documents", "", map[string]any{"ids": []string{"d2"}})
