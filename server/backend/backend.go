@@ -83,6 +83,13 @@ func (c Config) Validate() error {
 	if len(c.Server.RerankModels) > 0 && (c.RerankProfile != "" || c.RerankDir != "") {
 		errs = append(errs, errors.New("RerankProfile and RerankDir (--rerank-profile, --rerank-model) configure the one reranker; with rerank_models (--rerank) give each entry its profile and dir"))
 	}
+	if p, err := models.LookupProfile(c.Server.RerankModel); err == nil && len(c.Server.RerankModels) > 0 && !slices.ContainsFunc(c.Server.RerankModels, func(r server.RerankerConfig) bool {
+		return slices.Contains(r.Names(), p.Name)
+	}) {
+		// Otherwise the first entry would answer to a profile's name that
+		// it may not be (Server.Rerankers).
+		errs = append(errs, fmt.Errorf("rerank_model %q names a profile that no entry of rerank_models is named (or aliased) by; name the default reranker", p.Name))
+	}
 	loads := map[string]string{} // what a model loads -> the reranker loading it
 	for _, r := range c.rerankers() {
 		mc, err := c.rerankConfig(r)

@@ -471,6 +471,10 @@ func TestConfigValidateRerankers(t *testing.T) {
 		{"unknown profile", func(c *backend.Config) {
 			c.Server.RerankModels = []server.RerankerConfig{{Name: "x", Profile: "huge"}}
 		}, `cross-encoder "x"`},
+		{"default names a profile not served", func(c *backend.Config) {
+			c.Server.RerankModel = "balanced"
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast"}, {Name: "accurate"}}
+		}, `rerank_model "balanced" names a profile`},
 		{"ambiguous alias", func(c *backend.Config) {
 			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast", Aliases: []string{"m"}}, {Name: "balanced", Aliases: []string{"m"}}}
 		}, `"m" names both reranker "fast" and reranker "balanced"`},

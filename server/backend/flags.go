@@ -24,7 +24,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RerankProfile, "rerank-profile", c.RerankProfile, "the one cross-encoder's profile: fast, balanced (the default) or accurate")
 	replacedRerank := false
 	fs.Func("rerank", "cross-encoders to serve at once, NAME or NAME=DIR, comma-separated (e.g. fast,balanced,accurate); "+
-		"NAME is a profile or, with DIR, any name; the first is the default; repeatable", func(v string) error {
+		"NAME is a profile or, with DIR, any name; the first is the default unless rerank_model names another; repeatable", func(v string) error {
 		if !replacedRerank {
 			s.RerankModels, replacedRerank = nil, true
 		}
