@@ -109,7 +109,10 @@ type IndexStats interface {
 }
 
 // Searcher runs hybrid searches; the request and result are the engine's
-// types, which are also the JSON of /search. Implementations must be safe
+// types, which are also the JSON of /search. The server rewrites
+// req.Rerank and req.Cascade.First that name a served reranker by any of
+// its names to its served name (RerankerConfig.Name), so an engine
+// registers each reranker under that name. Implementations must be safe
 // for concurrent use, must never return documents of another tenant than
 // req.Tenant, and wrap ErrInvalid when they reject the request.
 type Searcher interface {
@@ -119,15 +122,19 @@ type Searcher interface {
 // Backends are what a Server serves. Any may be nil: its routes then answer
 // 503 (not configured) and /readyz reports it missing.
 type Backends struct {
-	Scorer    PairScorer
+	// Scorers are the rerankers' cross-encoders, by served name
+	// (RerankerConfig.Name of Config.Rerankers); a reranker without one
+	// answers 503. A key that names no reranker is a configuration error.
+	Scorers   map[string]PairScorer
 	Embedder  Embedder
 	Tokenizer Tokenizer
 	Searcher  Searcher
 	Documents DocumentStore
 	// Stats, when set, is scraped by /metrics (hybrank_index_*).
 	Stats IndexStats
-	// Caches, by name ("rerank", "embed"), are scraped by /metrics
-	// (hybrank_cache_*{cache="name"}).
+	// Caches, by the served name of the model they front (a reranker's
+	// Name, or EmbedModel), are scraped by /metrics
+	// (hybrank_cache_*{cache="rerank" or "embed", model="name"}).
 	Caches map[string]CacheStats
 }
 

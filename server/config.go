@@ -74,22 +74,56 @@ type BatchConfig struct {
 	Workers int `json:"workers"`
 }
 
+// RerankerConfig is one served cross-encoder (Config.RerankModels): the
+// names a request may give for it and, for backend.Open, where to load it
+// from. It is plain data.
+type RerankerConfig struct {
+	// Name is the served name: responses report it, and the Searcher's
+	// engine knows the model by it (the server rewrites /search's
+	// "rerank" and "cascade.first" from any of the model's names to it).
+	Name string `json:"name"`
+	// Aliases are more names a request may give for this model.
+	Aliases []string `json:"aliases,omitempty"`
+	// Profile is the model profile (fast, balanced, accurate) whose
+	// defaults backend.Open loads the model with; empty means Name when
+	// Name is a cross-encoder profile, else balanced. The server itself
+	// does not read it.
+	Profile string `json:"profile,omitempty"`
+	// Dir is the model directory (Hugging Face ONNX layout); empty means
+	// $HYBRANK_MODELS/<Profile>. The server itself does not read it.
+	Dir string `json:"dir,omitempty"`
+	// MaxPairTokens is this model's input window (see
+	// Config.MaxPairTokens, which applies when it is 0); backend.Open sets
+	// it to the loaded model's sequence length.
+	MaxPairTokens int `json:"max_pair_tokens,omitempty"`
+}
+
+// Names returns every name a request may give for r: Name, then Aliases,
+// without repeats.
+func (r RerankerConfig) Names() []string { return modelNames(r.Name, r.Aliases) }
+
 // Config is the whole server configuration. It is loadable from a JSON file
 // (LoadConfig) and is plain data: safe to copy, not to mutate while a Server
 // built from it runs.
 type Config struct {
 	// Addr is the listen address; the default binds loopback only.
 	Addr string `json:"addr"`
-	// RerankModel is the name clients pass as "model" for reranking; an
-	// empty model in a request means this one.
+	// RerankModel names the default reranker, the one a request without
+	// "model" gets. With RerankModels empty it is the only reranker's
+	// name; otherwise the default is the entry this names (by name or
+	// alias), else the first entry, which then answers to this name too.
 	RerankModel string `json:"rerank_model"`
 	// EmbedModel is the name clients pass as "model" for embeddings.
 	EmbedModel string `json:"embed_model"`
 	// RerankAliases are more names a request may give as "model" for the
-	// reranker; backend.Open adds the profile name (fast, balanced,
-	// accurate) and the model directory's base name. /v1/models lists
-	// RerankModel, then these.
+	// default reranker.
 	RerankAliases []string `json:"rerank_aliases,omitempty"`
+	// RerankModels are the served rerankers, each chosen by a request's
+	// "model" (and by /search's "rerank"); empty means one, named
+	// RerankModel. backend.Open loads each once, for the rerank routes and
+	// /search alike, and adds each one's profile and model directory's
+	// base name to its aliases. Rerankers gives them normalised.
+	RerankModels []RerankerConfig `json:"rerank_models,omitempty"`
 	// EmbedAliases are more names for the embedder; backend.Open adds
 	// "embed" and the model directory's base name.
 	EmbedAliases []string `json:"embed_aliases,omitempty"`
@@ -110,10 +144,11 @@ type Config struct {
 	// otherwise), and where truncation cuts. backend.Open lowers it to what
 	// the embedder's window holds.
 	MaxInputTokens int `json:"max_input_tokens"`
-	// MaxPairTokens is the cross-encoder's input window, in tokens with
+	// MaxPairTokens is the cross-encoders' input window, in tokens with
 	// [CLS] and the two [SEP]: the longest (query, text) pair a TEI rerank
-	// request may send without truncate=true (413 otherwise). backend.Open
-	// sets it to the loaded model's sequence length.
+	// request may send without truncate=true (413 otherwise). A reranker's
+	// own RerankerConfig.MaxPairTokens, which backend.Open sets to the
+	// loaded model's sequence length, takes precedence.
 	MaxPairTokens int `json:"max_pair_tokens"`
 	// MaxConcurrentRequests caps inference and search requests in flight;
 	// more is refused with 429.
@@ -124,7 +159,7 @@ type Config struct {
 	// ShutdownTimeout bounds how long graceful shutdown waits for in-flight
 	// requests to drain.
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
-	// Rerank tunes the pair batcher.
+	// Rerank tunes the pair batchers, one per reranker.
 	Rerank BatchConfig `json:"rerank"`
 	// Embed tunes the embedding batcher.
 	Embed BatchConfig `json:"embed"`
@@ -245,14 +280,53 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// RerankNames returns every name a request may give for the reranker:
-// RerankModel, then RerankAliases, without repeats.
-func (c Config) RerankNames() []string { return modelNames(c.RerankModel, c.RerankAliases) }
+// Rerankers returns the served rerankers, the default first, then the
+// others in RerankModels' order. With RerankModels empty it is one,
+// named RerankModel with RerankAliases. Otherwise the default is the
+// entry that RerankModel names (by name or alias), else the first; the
+// default answers to RerankModel and RerankAliases too. The slice and the
+// alias slices are copies.
+func (c Config) Rerankers() []RerankerConfig {
+	if len(c.RerankModels) == 0 {
+		return []RerankerConfig{{Name: c.RerankModel, Aliases: slices.Clone(c.RerankAliases)}}
+	}
+	def := 0
+	for i, r := range c.RerankModels {
+		if slices.Contains(r.Names(), c.RerankModel) {
+			def = i
+			break
+		}
+	}
+	out := make([]RerankerConfig, 0, len(c.RerankModels))
+	d := c.RerankModels[def]
+	d.Aliases = append(append(slices.Clone(d.Aliases), c.RerankModel), c.RerankAliases...)
+	d.Aliases = d.Names()[1:]
+	out = append(out, d)
+	for i, r := range c.RerankModels {
+		if i != def {
+			r.Aliases = slices.Clone(r.Aliases)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RerankNames returns every name a request may give for a reranker: each
+// reranker's names, in Rerankers' order.
+func (c Config) RerankNames() []string {
+	var out []string
+	for _, r := range c.Rerankers() {
+		out = append(out, r.Names()...)
+	}
+	return out
+}
 
 // EmbedNames returns every name a request may give for the embedder:
 // EmbedModel, then EmbedAliases, without repeats.
 func (c Config) EmbedNames() []string { return modelNames(c.EmbedModel, c.EmbedAliases) }
 
+// modelNames returns served, then the aliases other than it, without
+// repeats.
 func modelNames(served string, aliases []string) []string {
 	out := []string{served}
 	for _, a := range aliases {
@@ -263,24 +337,46 @@ func modelNames(served string, aliases []string) []string {
 	return out
 }
 
-// validateNames rejects empty aliases and a name that would mean both
-// models.
+// validateNames rejects empty names, a name that would mean two models
+// (two rerankers, or a reranker and the embedder) and negative windows.
 func (c Config) validateNames() error {
 	var errs []error
-	for _, list := range []struct {
-		field   string
-		aliases []string
-	}{{"rerank_aliases", c.RerankAliases}, {"embed_aliases", c.EmbedAliases}} {
-		for i, a := range list.aliases {
+	empty := func(field string, names []string) {
+		for i, a := range names {
 			if strings.TrimSpace(a) == "" {
-				errs = append(errs, fmt.Errorf("%s[%d] is empty", list.field, i))
+				errs = append(errs, fmt.Errorf("%s[%d] is empty", field, i))
 			}
+		}
+	}
+	empty("rerank_aliases", c.RerankAliases)
+	empty("embed_aliases", c.EmbedAliases)
+	for i, r := range c.RerankModels {
+		if strings.TrimSpace(r.Name) == "" {
+			errs = append(errs, fmt.Errorf("rerank_models[%d].name is empty", i))
+		}
+		empty(fmt.Sprintf("rerank_models[%d].aliases", i), r.Aliases)
+		if r.MaxPairTokens < 0 {
+			errs = append(errs, fmt.Errorf("rerank_models[%d].max_pair_tokens must be >= 0", i))
+		}
+	}
+	owner := map[string]string{} // name -> the reranker it means
+	for _, r := range c.Rerankers() {
+		if _, dup := owner[r.Name]; dup && owner[r.Name] == r.Name {
+			errs = append(errs, fmt.Errorf("two rerank_models are named %q", r.Name))
+			continue
+		}
+		for _, n := range r.Names() {
+			if o, taken := owner[n]; taken && n != "" {
+				errs = append(errs, fmt.Errorf("model name %q names both reranker %q and reranker %q; a name may mean one model only", n, o, r.Name))
+				continue
+			}
+			owner[n] = r.Name
 		}
 	}
 	embed := c.EmbedNames()
 	for _, n := range c.RerankNames() {
 		if n != "" && slices.Contains(embed, n) {
-			errs = append(errs, fmt.Errorf("model name %q names both the reranker and the embedder; rename one (rerank_model, embed_model and their aliases must differ)", n))
+			errs = append(errs, fmt.Errorf("model name %q names both a reranker and the embedder; rename one (rerank_model, rerank_models, embed_model and their aliases must differ)", n))
 		}
 	}
 	return errors.Join(errs...)

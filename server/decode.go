@@ -153,6 +153,9 @@ type rerankRequest struct {
 	RawScores  bool
 	ReturnText bool
 	Truncate   bool
+
+	// served is the reranker Model names, set by the endpoint's authorize.
+	served *rerankModel
 }
 
 type rerankWire struct {

@@ -18,7 +18,8 @@
 //	                                      vectors, or the pooled ones with normalize=false; an
 //	                                      input over max_input_tokens is 413 unless truncate.
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
-//	GET  /v1/models                       OpenAI model list: every name "model" may take
+//	GET  /v1/models                       OpenAI model list: every name "model" may take, with
+//	                                      kind, root (the served name), default and aliases
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
 //	                                      start, stop}]]: text is the input's slice, start and stop
 //	                                      byte offsets (null for special tokens)
@@ -27,16 +28,38 @@
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
 //	                                      atomic batches of upserts and deletes
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
+//	GET  /openapi.json                    the OpenAPI 3.1 description of all of the above
+//
+// # OpenAPI
+//
+// openapi.json (embedded, served at GET /openapi.json without an API key)
+// describes every route with its request and response schemas, the
+// statuses it answers with the error shape, the tenant rules and the
+// bearer key. It is kept honest by tests: the route table (routeTable, the
+// one list that routes registers) and the document's paths and methods
+// must be equal, and real responses of every route, in each shape and for
+// each error, must validate against the schema documented for their
+// status (a JSON-Schema subset validator in openapi_test.go that refuses
+// keywords it does not check). Arrays are arrays: a handler answers [],
+// never null, where the document says array.
 //
 // # Model names
 //
-// One server serves one reranker and one embedder. A request's "model" may
-// be empty (the route's model), the served name (rerank_model,
-// embed_model: hybrank-rerank, hybrank-embed) or an alias (rerank_aliases,
-// embed_aliases); backend.Open adds each model's profile name (fast,
-// balanced, accurate; embed) and its model directory's base name
-// (ms-marco-MiniLM-L-6-v2, all-minilm-l6-v2). Other names are 404, listing
-// the accepted ones; responses name the served model.
+// One server serves one embedder and any number of rerankers
+// (rerank_models; without it one, named rerank_model), each with its own
+// batcher, window (max_pair_tokens) and metrics (the "model" label). A
+// request's "model" may be empty (the route's default: the reranker that
+// rerank_model names, else the first of rerank_models; the embedder), a
+// served name (a reranker's name, embed_model) or an alias (its aliases;
+// rerank_aliases for the default reranker; embed_aliases); backend.Open
+// adds each model's profile name (fast, balanced, accurate; embed) and its
+// model directory's base name (ms-marco-MiniLM-L-6-v2, all-minilm-l6-v2).
+// /search's "rerank" and "cascade.first" take the same names (the
+// Searcher gets the served name). Other names are 404, listing the
+// accepted ones; responses name the served model. A name means one model
+// only: Config.Validate refuses duplicates and aliases of two models.
+// GET /v1/models lists every name with its kind, the served name it means
+// (root), whether it is the default, and each served name's aliases.
 //
 // Relevance scores are the sigmoid of the cross-encoder logit
 // (models.Sigmoid; TEI's raw_scores returns the logit). Inference and search
@@ -72,9 +95,9 @@
 //
 // # Batching
 //
-// Pairs from concurrent rerank requests (and texts from concurrent embedding
-// requests) merge into shared model calls capped by items and estimated
-// tokens, after waiting at most max_wait for a batch to fill. Requests are
+// Pairs from concurrent rerank requests for one reranker (and texts from
+// concurrent embedding requests) merge into shared model calls capped by
+// items and estimated tokens, after waiting at most max_wait for a batch to fill. Requests are
 // cut into chunks taken round-robin, so a huge request cannot starve small
 // ones; results are written back by (request, index). Token counts for batch
 // caps are estimated (models.EstimateTokens, cheap); the Tokenizer, when

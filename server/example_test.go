@@ -26,7 +26,8 @@ func (lengthScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]floa
 // A server over a PairScorer answers Cohere-shape rerank requests (here
 // Cohere v2's: index and score, no documents).
 func Example() {
-	s, err := server.New(server.DefaultConfig(), server.Backends{Scorer: lengthScorer{}})
+	cfg := server.DefaultConfig()
+	s, err := server.New(cfg, server.Backends{Scorers: map[string]server.PairScorer{cfg.RerankModel: lengthScorer{}}})
 	if err != nil {
 		panic(err)
 	}

@@ -219,11 +219,20 @@ func (x *fakeIndex) Search(ctx context.Context, req engine.Request) (*engine.Res
 		if s <= 0 {
 			continue
 		}
-		resp.Hits = append(resp.Hits, engine.Hit{Document: d, Score: float64(s), Provenance: engine.Provenance{BM25Rank: 1}})
+		resp.Hits = append(resp.Hits, engine.Hit{Document: d, Score: float64(s),
+			Provenance: engine.Provenance{BM25Rank: 1, Origin: engine.Origin{Kind: engine.OriginRetrieved}}})
 	}
 	sort.Slice(resp.Hits, func(i, j int) bool { return resp.Hits[i].Score > resp.Hits[j].Score })
 	if req.TopK > 0 && len(resp.Hits) > req.TopK {
 		resp.Hits = resp.Hits[:req.TopK]
+	}
+	if req.TokenBudget > 0 {
+		// One passage per hit, as the engine packs one that fits.
+		for i, h := range resp.Hits {
+			resp.Passages = append(resp.Passages, engine.Passage{Source: h.Document.Source, Span: h.Document.Span, Text: h.Document.Text,
+				Tokens: len(strings.Fields(h.Document.Text)), Score: h.Score,
+				Parts: []engine.PassagePart{{ID: h.Document.ID, Span: h.Document.Span, FinalRank: i + 1}}})
+		}
 	}
 	return resp, nil
 }
@@ -236,4 +245,10 @@ func (x *fakeIndex) Stats() engine.Stats {
 	st := engine.Stats{Documents: len(x.docs)}
 	st.Durability.Commits, st.Durability.LogSyncs = 7, 2
 	return st
+}
+
+// scorers returns Backends.Scorers serving sc as DefaultConfig's one
+// reranker.
+func scorers(sc PairScorer) map[string]PairScorer {
+	return map[string]PairScorer{DefaultConfig().RerankModel: sc}
 }

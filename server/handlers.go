@@ -164,12 +164,42 @@ func checkModel(kind, got string, names []string) error {
 	if got == "" || slices.Contains(names, got) {
 		return nil
 	}
+	return &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+		msg: fmt.Sprintf("unknown %s model %q; this server's %s model is named %s", kind, got, kind, quoteList(names))}
+}
+
+// rerankModelFor returns the reranker a request's "model" names: the
+// default for "", else the one answering to the name; any other name is
+// 404 listing the served rerankers and their aliases.
+func (s *Server) rerankModelFor(name string) (*rerankModel, error) {
+	if name == "" {
+		return s.rerankers[0], nil
+	}
+	if m := s.rerankByName[name]; m != nil {
+		return m, nil
+	}
+	if len(s.rerankers) == 1 {
+		return nil, checkModel("rerank", name, s.rerankers[0].cfg.Names())
+	}
+	served := make([]string, len(s.rerankers))
+	for i, m := range s.rerankers {
+		names := m.cfg.Names()
+		served[i] = strconv.Quote(names[0])
+		if len(names) > 1 {
+			served[i] += " (or " + quoteList(names[1:]) + ")"
+		}
+	}
+	return nil, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+		msg: fmt.Sprintf("unknown rerank model %q; this server's rerank models are %s; an empty model means %q", name, strings.Join(served, ", "), s.rerankers[0].cfg.Name)}
+}
+
+// quoteList returns names quoted and comma-separated.
+func quoteList(names []string) string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = strconv.Quote(n)
 	}
-	return &apiError{status: http.StatusNotFound, typ: TypeNotFound,
-		msg: fmt.Sprintf("unknown %s model %q; this server's %s model is named %s", kind, got, kind, strings.Join(quoted, ", "))}
+	return strings.Join(quoted, ", ")
 }
 
 // notConfigured is the error of a route whose backend is missing (503).
@@ -221,12 +251,12 @@ type teiRank struct {
 func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 	return endpoint[rerankRequest]{
 		decode: func(_ *http.Request, body []byte) (rerankRequest, error) { return decodeRerank(body, s.lim) },
-		authorize: func(_ *http.Request, req *rerankRequest) error {
-			if err := checkModel("rerank", req.Model, s.cfg.RerankNames()); err != nil {
+		authorize: func(_ *http.Request, req *rerankRequest) (err error) {
+			if req.served, err = s.rerankModelFor(req.Model); err != nil {
 				return err
 			}
-			if s.rerank == nil {
-				return notConfigured("reranking model")
+			if req.served.batch == nil {
+				return notConfigured(fmt.Sprintf("reranking model %q", req.served.cfg.Name))
 			}
 			return nil
 		},
@@ -243,10 +273,11 @@ func (s *Server) checkPairLengths(req rerankRequest) error {
 	if !req.TEI || req.Truncate {
 		return nil
 	}
+	window := req.served.window
 	q := s.countTokens(req.Query)
 	for i, d := range req.Docs {
-		if n := q + s.countTokens(d) + pairSpecialTokens; n > s.cfg.MaxPairTokens {
-			return tooLarge("texts[%d] with the query is %d tokens ([CLS] query [SEP] text [SEP]), more than the reranker's window of %d (max_pair_tokens); shorten it or send truncate=true to cut it", i, n, s.cfg.MaxPairTokens)
+		if n := q + s.countTokens(d) + pairSpecialTokens; n > window {
+			return tooLarge("texts[%d] with the query is %d tokens ([CLS] query [SEP] text [SEP]), more than the window of %d (max_pair_tokens) of reranker %q; shorten it or send truncate=true to cut it", i, n, window, req.served.cfg.Name)
 		}
 	}
 	return nil
@@ -263,16 +294,17 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		}
 		pairs[i] = models.Pair{Query: req.Query, Doc: d}
 	}
-	scores, usage, err := s.rerank.Submit(ctx, pairs)
+	m := req.served
+	scores, usage, err := m.batch.Submit(ctx, pairs)
 	if err != nil {
 		return reply{}, err
 	}
 	if usage.Tokens == 0 {
 		for _, p := range pairs {
-			usage.Tokens += s.pairCost(p)
+			usage.Tokens += m.pairCost(p)
 		}
 	}
-	s.metrics.tokens.WithLabelValues("rerank").Add(float64(usage.Tokens))
+	s.metrics.tokens.WithLabelValues("rerank", m.cfg.Name).Add(float64(usage.Tokens))
 	order := make([]int, len(scores))
 	for i := range order {
 		order[i] = i
@@ -305,7 +337,7 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	}
 	resp := rerankResponse{ID: newID(), Results: make([]rerankResult, len(order))}
 	if !cohereV2 {
-		resp.Model = s.cfg.RerankModel
+		resp.Model = m.cfg.Name
 		resp.Usage = &rerankUsage{TotalTokens: usage.Tokens}
 	}
 	for k, i := range order {
@@ -344,7 +376,7 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 			usage.Tokens += s.textCost(t)
 		}
 	}
-	s.metrics.tokens.WithLabelValues("embed").Add(float64(usage.Tokens))
+	s.metrics.tokens.WithLabelValues("embed", s.cfg.EmbedModel).Add(float64(usage.Tokens))
 	return vecs, usage, nil
 }
 
@@ -454,6 +486,9 @@ func (s *Server) tokenizeEndpoint() endpoint[tokenizeRequest] {
 				if err != nil {
 					return reply{}, fmt.Errorf("%w: tokenize input %d: %w", ErrBackend, i, err)
 				}
+				if toks == nil {
+					toks = []Token{} // an input of spaces has no tokens: [], not null
+				}
 				out[i] = toks
 			}
 			return reply{body: out}, nil
@@ -485,6 +520,7 @@ func (s *Server) searchEndpoint() endpoint[engine.Request] {
 			if s.b.Searcher == nil {
 				return notConfigured("search index")
 			}
+			req.Rerank, req.Cascade.First = s.servedRerankName(req.Rerank), s.servedRerankName(req.Cascade.First)
 			return nil
 		},
 		call: func(ctx context.Context, r *http.Request, req engine.Request) (reply, error) {
@@ -492,8 +528,13 @@ func (s *Server) searchEndpoint() endpoint[engine.Request] {
 			if err != nil {
 				return reply{}, fmt.Errorf("search: %w", err)
 			}
+			// JSON arrays, never null, as openapi.json documents them
+			// (the engine leaves them nil when nothing is found or fits).
 			if res.Hits == nil {
 				res.Hits = []engine.Hit{}
+			}
+			if res.Passages == nil {
+				res.Passages = []engine.Passage{}
 			}
 			if _, authed := keyTenant(r); authed {
 				ownTenant(res, req.Tenant)
@@ -502,6 +543,17 @@ func (s *Server) searchEndpoint() endpoint[engine.Request] {
 		},
 		admit: true, timed: true,
 	}
+}
+
+// servedRerankName returns the served name of the reranker that name
+// means, so that /search's "rerank" takes every name "model" takes; a
+// name no reranker answers to (or "") is returned as it is, for the
+// Searcher to judge.
+func (s *Server) servedRerankName(name string) string {
+	if m := s.rerankByName[name]; m != nil && name != "" {
+		return m.cfg.Name
+	}
+	return name
 }
 
 // ownTenant drops the hits of res that are not tenant's, and the passages
@@ -604,26 +656,52 @@ func (s *Server) documentEndpoint() endpoint[getDocument] {
 	}
 }
 
+// modelEntry is one item of GET /v1/models: OpenAI's model object, plus
+// what the name means here.
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+	// Kind is "rerank" or "embed".
+	Kind string `json:"kind"`
+	// Root is the served name of the model ID names (ID itself for a
+	// served name, the model's served name for an alias).
+	Root string `json:"root"`
+	// Default says an empty "model" means this model.
+	Default bool `json:"default"`
+	// Aliases are the model's other names, on its served name's entry.
+	Aliases []string `json:"aliases,omitempty"`
+}
+
+// modelList is the GET /v1/models response.
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
+	// Every name a request may give is listed, each model's served name
+	// first, the default reranker first.
+	list := modelList{Object: "list", Data: []modelEntry{}}
+	add := func(kind string, names []string, def bool) {
+		for i, n := range names {
+			e := modelEntry{ID: n, Object: "model", OwnedBy: "hybrank", Kind: kind, Root: names[0], Default: def}
+			if i == 0 && len(names) > 1 {
+				e.Aliases = names[1:]
+			}
+			list.Data = append(list.Data, e)
+		}
 	}
-	// Every name a request may give is listed, served names first.
-	data := []model{}
-	if s.b.Scorer != nil {
-		for _, n := range s.cfg.RerankNames() {
-			data = append(data, model{ID: n, Object: "model", OwnedBy: "hybrank"})
+	for i, m := range s.rerankers {
+		if m.batch != nil {
+			add("rerank", m.cfg.Names(), i == 0)
 		}
 	}
 	if s.b.Embedder != nil {
-		for _, n := range s.cfg.EmbedNames() {
-			data = append(data, model{ID: n, Object: "model", OwnedBy: "hybrank"})
-		}
+		add("embed", s.cfg.EmbedNames(), true)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	writeJSON(w, http.StatusOK, list)
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -637,12 +715,20 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	state := "ready"
 	if s.draining.Load() {
 		status, state = http.StatusServiceUnavailable, "draining"
-	} else if s.b.Scorer == nil && s.b.Embedder == nil && s.b.Searcher == nil {
+	}
+	loaded := []string{}
+	for _, m := range s.rerankers {
+		if m.batch != nil {
+			loaded = append(loaded, m.cfg.Name)
+		}
+	}
+	if len(loaded) == 0 && s.b.Embedder == nil && s.b.Searcher == nil && status == http.StatusOK {
 		status, state = http.StatusServiceUnavailable, "no models loaded"
 	}
 	writeJSON(w, status, map[string]any{
 		"status":    state,
-		"reranker":  s.b.Scorer != nil,
+		"reranker":  len(loaded) > 0,
+		"rerankers": loaded,
 		"embedder":  s.b.Embedder != nil,
 		"tokenizer": s.b.Tokenizer != nil,
 		"search":    s.b.Searcher != nil,

@@ -17,10 +17,10 @@ type metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec   // route, code
 	latency    *prometheus.HistogramVec // route, code
-	batchItems *prometheus.HistogramVec // kind
-	batchToks  *prometheus.HistogramVec // kind
-	queue      *prometheus.GaugeVec     // kind
-	tokens     *prometheus.CounterVec   // kind
+	batchItems *prometheus.HistogramVec // kind, model
+	batchToks  *prometheus.HistogramVec // kind, model
+	queue      *prometheus.GaugeVec     // kind, model
+	tokens     *prometheus.CounterVec   // kind, model
 	inflight   prometheus.Gauge
 	provider   *prometheus.GaugeVec // provider
 }
@@ -38,17 +38,17 @@ func newMetrics(provider string) *metrics {
 		batchItems: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "hybrank_batch_items", Help: "Items (pairs or texts) per model call.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		}, []string{"kind"}),
+		}, []string{"kind", "model"}),
 		batchToks: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "hybrank_batch_tokens", Help: "Estimated tokens per model call.",
 			Buckets: prometheus.ExponentialBuckets(16, 2, 14),
-		}, []string{"kind"}),
+		}, []string{"kind", "model"}),
 		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hybrank_queue_items", Help: "Items waiting in a batcher's queue.",
-		}, []string{"kind"}),
+		}, []string{"kind", "model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hybrank_tokens_total", Help: "Input tokens processed by the models.",
-		}, []string{"kind"}),
+		}, []string{"kind", "model"}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hybrank_requests_in_flight", Help: "Inference and search requests being served.",
 		}),
@@ -62,8 +62,10 @@ func newMetrics(provider string) *metrics {
 	return m
 }
 
-func (m *metrics) observer(kind string) batchObserver {
-	items, toks, q := m.batchItems.WithLabelValues(kind), m.batchToks.WithLabelValues(kind), m.queue.WithLabelValues(kind)
+// observer returns the statistics sink of one model's batcher; kind is
+// "rerank" or "embed", model its served name.
+func (m *metrics) observer(kind, model string) batchObserver {
+	items, toks, q := m.batchItems.WithLabelValues(kind, model), m.batchToks.WithLabelValues(kind, model), m.queue.WithLabelValues(kind, model)
 	return batchObserver{
 		batch: func(n, t int) { items.Observe(float64(n)); toks.Observe(float64(t)) },
 		queue: func(n int) { q.Set(float64(n)) },
@@ -190,15 +192,16 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 
 // cacheCollector exports model caches' counters at every scrape.
 type cacheCollector struct {
-	caches                                   map[string]CacheStats
+	caches                                   map[string]CacheStats // by model name
+	kinds                                    map[string]string     // model name -> "rerank" or "embed"
 	hits, misses, evictions, entries, nbytes *prometheus.Desc
 }
 
-func newCacheCollector(caches map[string]CacheStats) *cacheCollector {
+func newCacheCollector(caches map[string]CacheStats, kinds map[string]string) *cacheCollector {
 	d := func(name, help string) *prometheus.Desc {
-		return prometheus.NewDesc("hybrank_cache_"+name, help, []string{"cache"}, nil)
+		return prometheus.NewDesc("hybrank_cache_"+name, help, []string{"cache", "model"}, nil)
 	}
-	return &cacheCollector{caches: caches,
+	return &cacheCollector{caches: caches, kinds: kinds,
 		hits:      d("hits_total", "Model cache lookups answered from the cache."),
 		misses:    d("misses_total", "Model cache lookups the model computed."),
 		evictions: d("evictions_total", "Entries evicted to stay within the cache's bytes."),
@@ -214,12 +217,12 @@ func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
-	for name, src := range c.caches {
-		st := src.Stats()
-		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.Hits), name)
-		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.Misses), name)
-		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions), name)
-		ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(st.Entries), name)
-		ch <- prometheus.MustNewConstMetric(c.nbytes, prometheus.GaugeValue, float64(st.Bytes), name)
+	for model, src := range c.caches {
+		st, kind := src.Stats(), c.kinds[model]
+		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.Hits), kind, model)
+		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.Misses), kind, model)
+		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions), kind, model)
+		ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(st.Entries), kind, model)
+		ch <- prometheus.MustNewConstMetric(c.nbytes, prometheus.GaugeValue, float64(st.Bytes), kind, model)
 	}
 }

@@ -33,7 +33,7 @@ func TestOverload(t *testing.T) {
 			cfg.Rerank.Enabled = batching
 			cfg.Rerank.MaxQueueItems, cfg.Rerank.MaxItems, cfg.Rerank.Workers = 8, 4, 1
 			cfg.Rerank.MaxWait = Duration(time.Millisecond)
-			s, err := New(cfg, Backends{Scorer: &fakeScorer{delay: 5 * time.Millisecond}})
+			s, err := New(cfg, Backends{Scorers: scorers(&fakeScorer{delay: 5 * time.Millisecond})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,9 +110,9 @@ func TestOverload(t *testing.T) {
 
 			// Healthy afterwards: nothing queued or held, probes and a normal
 			// request answer.
-			s.rerank.mu.Lock()
-			queued, jobs := s.rerank.queued, len(s.rerank.jobs)
-			s.rerank.mu.Unlock()
+			s.rerankers[0].batch.mu.Lock()
+			queued, jobs := s.rerankers[0].batch.queued, len(s.rerankers[0].batch.jobs)
+			s.rerankers[0].batch.mu.Unlock()
 			if queued != 0 || jobs != 0 || len(s.slots) != 0 {
 				t.Errorf("after the run: %d pairs in %d jobs queued, %d slots held", queued, jobs, len(s.slots))
 			}

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,12 +33,28 @@ type Server struct {
 	slots   chan struct{}       // MaxConcurrentRequests
 	handler http.Handler
 
-	rerank *batcher[models.Pair, float32]
-	embed  *batcher[string, []float32]
+	// rerankers are the served rerankers, the default first
+	// (Config.Rerankers); rerankByName finds one by any of its names.
+	rerankers    []*rerankModel
+	rerankByName map[string]*rerankModel
+	embed        *batcher[string, []float32]
 
 	draining  atomic.Bool
 	closeOnce sync.Once
 	cancel    context.CancelFunc // cancels batch contexts after Close
+}
+
+// rerankModel is one served reranker: its configuration and its batcher
+// (nil when Backends has no scorer for it).
+type rerankModel struct {
+	cfg    RerankerConfig
+	window int // tokens of the longest pair: cfg.MaxPairTokens, else Config.MaxPairTokens
+	batch  *batcher[models.Pair, float32]
+}
+
+// pairCost is a pair's estimated tokens, capped at the model's window.
+func (m *rerankModel) pairCost(p models.Pair) int {
+	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, m.window)
 }
 
 // Option changes how New builds a Server.
@@ -58,28 +77,75 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if err := s.servedModels(); err != nil {
+		return nil, err
+	}
 	if b.Stats != nil {
 		s.metrics.reg.MustRegister(newIndexCollector(b.Stats))
 	}
 	if len(b.Caches) > 0 {
-		s.metrics.reg.MustRegister(newCacheCollector(b.Caches))
+		kinds := map[string]string{cfg.EmbedModel: "embed"}
+		for _, m := range s.rerankers {
+			kinds[m.cfg.Name] = "rerank"
+		}
+		s.metrics.reg.MustRegister(newCacheCollector(b.Caches, kinds))
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
 	}
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	if b.Scorer != nil {
-		s.rerank = newBatcher(base, cfg.Rerank, b.Scorer.ScorePairs, s.pairCost, s.metrics.observer("rerank"))
+	for _, m := range s.rerankers {
+		if sc := b.Scorers[m.cfg.Name]; sc != nil {
+			m.batch = newBatcher(base, cfg.Rerank, sc.ScorePairs, m.pairCost, s.metrics.observer("rerank", m.cfg.Name))
+		}
 	}
 	if b.Embedder != nil {
 		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
 			return b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
 		}
-		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed"))
+		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed", cfg.EmbedModel))
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// servedModels builds the rerankers from the configuration and checks
+// that every scorer and cache of the Backends fronts a served model.
+func (s *Server) servedModels() error {
+	s.rerankByName = map[string]*rerankModel{}
+	for _, rc := range s.cfg.Rerankers() {
+		m := &rerankModel{cfg: rc, window: cmp.Or(rc.MaxPairTokens, s.cfg.MaxPairTokens)}
+		s.rerankers = append(s.rerankers, m)
+		for _, n := range rc.Names() {
+			s.rerankByName[n] = m
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.b.Scorers)) {
+		if m := s.rerankByName[name]; m == nil || m.cfg.Name != name {
+			errs = append(errs, fmt.Errorf("Backends.Scorers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.b.Caches)) {
+		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
+			errs = append(errs, fmt.Errorf("Backends.Caches[%q]: no model is served under that name", name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
+}
+
+// rerankerNames returns the served names of the rerankers, the default
+// first.
+func (s *Server) rerankerNames() []string {
+	out := make([]string, len(s.rerankers))
+	for i, m := range s.rerankers {
+		out[i] = m.cfg.Name
+	}
+	return out
 }
 
 // Handler returns the server's HTTP handler (all routes).
@@ -88,38 +154,60 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Config returns the configuration the server was built with.
 func (s *Server) Config() Config { return s.cfg }
 
-func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	handle := func(pattern, route string, h http.HandlerFunc, auth bool) {
-		var hh http.Handler = h
-		if auth {
-			hh = s.authenticate(hh)
-		}
-		mux.Handle(pattern, s.metrics.instrument(route, hh))
-	}
+// route is one registered route: its method and path (the mux pattern
+// "METHOD PATH"), the route label of its hybrank_http_* metrics ("" for a
+// route that is not counted), whether it needs the API key when keys are
+// configured, and its handler.
+type route struct {
+	method, path string
+	metric       string
+	auth         bool
+	handler      http.Handler
+}
+
+// routeTable is every route the server registers, the catch-all aside:
+// routes registers it, and the OpenAPI test checks openapi.json against
+// it (each route documented with its method, nothing else documented).
+func (s *Server) routeTable() []route {
 	rerank := serveEndpoint(s, s.rerankEndpoint())
-	embed := serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))
 	openAIEmbed := serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding))
 	documents := serveEndpoint(s, s.documentsEndpoint())
-	handle("POST /rerank", "/rerank", rerank, true)
-	handle("POST /v1/rerank", "/v1/rerank", rerank, true)
-	handle("POST /v2/rerank", "/v2/rerank", rerank, true)
-	handle("POST /embed", "/embed", embed, true)
-	handle("POST /v1/embeddings", "/v1/embeddings", openAIEmbed, true)
-	handle("POST /embeddings", "/v1/embeddings", openAIEmbed, true)
-	handle("GET /v1/models", "/v1/models", s.handleModels, true)
-	handle("POST /tokenize", "/tokenize", serveEndpoint(s, s.tokenizeEndpoint()), true)
-	handle("POST /search", "/search", serveEndpoint(s, s.searchEndpoint()), true)
-	handle("POST /documents", "/documents", documents, true)
-	handle("DELETE /documents", "/documents", documents, true)
-	handle("GET /documents/{id}", "/documents/{id}", serveEndpoint(s, s.documentEndpoint()), true)
-	handle("GET /healthz", "/healthz", s.handleHealth, false)
-	handle("GET /health", "/healthz", s.handleHealth, false)
-	handle("GET /readyz", "/readyz", s.handleReady, false)
-	mux.Handle("GET /metrics", s.metrics.handler())
+	return []route{
+		{"POST", "/rerank", "/rerank", true, rerank},
+		{"POST", "/v1/rerank", "/v1/rerank", true, rerank},
+		{"POST", "/v2/rerank", "/v2/rerank", true, rerank},
+		{"POST", "/embed", "/embed", true, serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))},
+		{"POST", "/v1/embeddings", "/v1/embeddings", true, openAIEmbed},
+		{"POST", "/embeddings", "/v1/embeddings", true, openAIEmbed},
+		{"GET", "/v1/models", "/v1/models", true, http.HandlerFunc(s.handleModels)},
+		{"POST", "/tokenize", "/tokenize", true, serveEndpoint(s, s.tokenizeEndpoint())},
+		{"POST", "/search", "/search", true, serveEndpoint(s, s.searchEndpoint())},
+		{"POST", "/documents", "/documents", true, documents},
+		{"DELETE", "/documents", "/documents", true, documents},
+		{"GET", "/documents/{id}", "/documents/{id}", true, serveEndpoint(s, s.documentEndpoint())},
+		{"GET", "/healthz", "/healthz", false, http.HandlerFunc(s.handleHealth)},
+		{"GET", "/health", "/healthz", false, http.HandlerFunc(s.handleHealth)},
+		{"GET", "/readyz", "/readyz", false, http.HandlerFunc(s.handleReady)},
+		{"GET", "/metrics", "", false, s.metrics.handler()},
+		{"GET", "/openapi.json", "/openapi.json", false, http.HandlerFunc(serveOpenAPI)},
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routeTable() {
+		h := rt.handler
+		if rt.auth {
+			h = s.authenticate(h)
+		}
+		if rt.metric != "" {
+			h = s.metrics.instrument(rt.metric, h)
+		}
+		mux.Handle(rt.method+" "+rt.path, h)
+	}
 	// The catch-all keeps errors in the server's JSON shape; it also
 	// swallows ServeMux's own 405, so it answers that itself (noRoute).
-	handle("/", "other", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) }, false)
+	mux.Handle("/", s.metrics.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })))
 	return mux
 }
 
@@ -202,8 +290,10 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.draining.Store(true)
-		if s.rerank != nil {
-			err = errors.Join(err, s.rerank.Close())
+		for _, m := range s.rerankers {
+			if m.batch != nil {
+				err = errors.Join(err, m.batch.Close())
+			}
 		}
 		if s.embed != nil {
 			err = errors.Join(err, s.embed.Close())
@@ -247,11 +337,6 @@ func keyTenant(r *http.Request) (string, bool) {
 
 // pairSpecialTokens are the special tokens of a pair: [CLS] q [SEP] d [SEP].
 const pairSpecialTokens = 3
-
-// pairCost is a pair's estimated tokens, capped at the model's window.
-func (s *Server) pairCost(p models.Pair) int {
-	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, s.cfg.MaxPairTokens)
-}
 
 func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }
 

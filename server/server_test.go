@@ -38,7 +38,7 @@ func newTestServer(t *testing.T, mut func(*Config, *Backends)) *testServer {
 	cfg.Rerank.MaxWait = Duration(time.Millisecond)
 	cfg.Embed.MaxWait = Duration(time.Millisecond)
 	sc, ix := &fakeScorer{}, newFakeIndex()
-	b := Backends{Scorer: sc, Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
+	b := Backends{Scorers: scorers(sc), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
 	if mut != nil {
 		mut(&cfg, &b)
 	}
@@ -380,7 +380,7 @@ func (f fixedCacheStats) Stats() cache.Stats { return cache.Stats(f) }
 func TestMetrics(t *testing.T) {
 	ts := newTestServer(t, func(c *Config, b *Backends) {
 		c.Provider = "cuda"
-		b.Caches = map[string]CacheStats{"rerank": fixedCacheStats{Hits: 5, Misses: 2, Entries: 2, Bytes: 200}}
+		b.Caches = map[string]CacheStats{"hybrank-rerank": fixedCacheStats{Hits: 5, Misses: 2, Entries: 2, Bytes: 200}}
 	})
 	ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "cat", "documents": rerankDocs})
 	ts.do(t, "POST", "/v1/rerank", "", "{bad")
@@ -393,18 +393,18 @@ func TestMetrics(t *testing.T) {
 		`hybrank_http_requests_total{code="200",route="/v1/rerank"} 1`,
 		`hybrank_http_requests_total{code="400",route="/v1/rerank"} 1`,
 		`hybrank_http_request_duration_seconds_bucket{code="200",route="/v1/rerank"`,
-		`hybrank_batch_items_count{kind="rerank"} 1`,
-		`hybrank_queue_items{kind="rerank"} 0`,
-		`hybrank_tokens_total{kind="rerank"}`,
+		`hybrank_batch_items_count{kind="rerank",model="hybrank-rerank"} 1`,
+		`hybrank_queue_items{kind="rerank",model="hybrank-rerank"} 0`,
+		`hybrank_tokens_total{kind="rerank",model="hybrank-rerank"}`,
 		`hybrank_provider{provider="cuda"} 1`,
 		"hybrank_index_documents 2",
 		"hybrank_index_wal_commits_total 7",
 		"hybrank_index_wal_syncs_total 2",
 		"# TYPE hybrank_index_wal_syncs_total counter",
 		"hybrank_index_recovery_dropped_bytes 0",
-		`hybrank_cache_hits_total{cache="rerank"} 5`,
-		`hybrank_cache_misses_total{cache="rerank"} 2`,
-		`hybrank_cache_bytes{cache="rerank"} 200`,
+		`hybrank_cache_hits_total{cache="rerank",model="hybrank-rerank"} 5`,
+		`hybrank_cache_misses_total{cache="rerank",model="hybrank-rerank"} 2`,
+		`hybrank_cache_bytes{cache="rerank",model="hybrank-rerank"} 200`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q", want)
@@ -438,7 +438,7 @@ func TestLimits(t *testing.T) {
 		{"embed input too long", "POST", "/embed", map[string]any{"inputs": "a b c d e f g"}, 413, TypeTooLarge, "max_input_tokens 5"},
 		// 2 query + 2 text + 3 special tokens > 6: TEI answers 413 unless truncate=true.
 		{"TEI rerank pair too long", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"a", "b c"}}, 413, TypeTooLarge, "texts[1] with the query is 7 tokens"},
-		{"TEI rerank pair too long truncate false", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"b c"}, "truncate": false}, 413, TypeTooLarge, "window of 6 (max_pair_tokens)"},
+		{"TEI rerank pair too long truncate false", "POST", "/rerank", map[string]any{"query": "q r", "texts": []string{"b c"}, "truncate": false}, 413, TypeTooLarge, "window of 6 (max_pair_tokens) of reranker \"hybrank-rerank\""},
 		{"malformed JSON", "POST", "/v1/rerank", `{"query": "q", "documents": [}`, 400, TypeInvalidRequest, "malformed JSON"},
 		{"trailing data", "POST", "/v1/rerank", `{"query": "q", "documents": ["a"]} {}`, 400, TypeInvalidRequest, "after the request object"},
 		{"not an object", "POST", "/embed", `["a"]`, 400, TypeInvalidRequest, "JSON object"},
@@ -485,7 +485,7 @@ func TestLimits(t *testing.T) {
 func TestQueueFullAndTimeout(t *testing.T) {
 	t.Run("too many requests in flight", func(t *testing.T) {
 		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
-		ts := newTestServer(t, func(c *Config, b *Backends) { c.MaxConcurrentRequests = 1; b.Scorer = sc })
+		ts := newTestServer(t, func(c *Config, b *Backends) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
 		done := make(chan int)
 		go func() {
 			code, _, _ := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
@@ -505,7 +505,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 	t.Run("batcher queue full", func(t *testing.T) {
 		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 4)}
 		ts := newTestServer(t, func(c *Config, b *Backends) {
-			b.Scorer = sc
+			b.Scorers = scorers(sc)
 			c.Rerank.Workers, c.Rerank.MaxQueueItems, c.Rerank.MaxItems = 1, 4, 2
 		})
 		done := make(chan int, 2)
@@ -518,9 +518,9 @@ func TestQueueFullAndTimeout(t *testing.T) {
 		go send([]string{"c", "d", "e"}) // waits in the queue
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			ts.s.rerank.mu.Lock()
-			q := ts.s.rerank.queued
-			ts.s.rerank.mu.Unlock()
+			ts.s.rerankers[0].batch.mu.Lock()
+			q := ts.s.rerankers[0].batch.queued
+			ts.s.rerankers[0].batch.mu.Unlock()
 			if q == 3 {
 				break
 			}
@@ -544,7 +544,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 	t.Run("deadline exceeded is 504", func(t *testing.T) {
 		ts := newTestServer(t, func(c *Config, b *Backends) {
 			c.RequestTimeout = Duration(20 * time.Millisecond)
-			b.Scorer = &fakeScorer{delay: time.Second}
+			b.Scorers = scorers(&fakeScorer{delay: time.Second})
 			ix := newFakeIndex()
 			ix.wait = time.Second
 			b.Searcher = ix
@@ -555,7 +555,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 		expectError(t, code, body, 504, TypeTimeout, "deadline")
 	})
 	t.Run("backend error is 500", func(t *testing.T) {
-		ts := newTestServer(t, func(c *Config, b *Backends) { b.Scorer = &fakeScorer{err: fmt.Errorf("onnx exploded")} })
+		ts := newTestServer(t, func(c *Config, b *Backends) { b.Scorers = scorers(&fakeScorer{err: fmt.Errorf("onnx exploded")}) })
 		code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
 		expectError(t, code, body, 500, TypeInternal, "onnx exploded")
 	})
@@ -574,7 +574,7 @@ func TestSearchAndDocuments(t *testing.T) {
 	code, h, body := ts.do(t, "POST", "/search", "", map[string]any{"query": "cat dog", "top_k": 5})
 	var resp engine.Result
 	mustJSON(t, body, &resp)
-	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || resp.Hits[0].Provenance != (engine.Provenance{BM25Rank: 1}) || resp.Timings.BM25 == 0 || h.Get("x-total-time") == "" {
+	if code != 200 || len(resp.Hits) != 2 || resp.Hits[0].Document.ID != "d2" || resp.Hits[0].Provenance != (engine.Provenance{BM25Rank: 1, Origin: engine.Origin{Kind: engine.OriginRetrieved}}) || resp.Timings.BM25 == 0 || h.Get("x-total-time") == "" {
 		t.Fatalf("search %d %s", code, body)
 	}
 	code, _, body = ts.do(t, "DELETE", "/documents", "", map[string]any{"ids": []string{"d2"}})
@@ -742,7 +742,7 @@ func TestConfig(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
 	cfg := DefaultConfig()
-	s, err := New(cfg, Backends{Scorer: sc})
+	s, err := New(cfg, Backends{Scorers: scorers(sc)})
 	if err != nil {
 		t.Fatal(err)
 	}

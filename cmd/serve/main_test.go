@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +32,45 @@ func TestParseConfigFileThenFlags(t *testing.T) {
 	}
 	if _, err := parse([]string{"--config", filepath.Join(t.TempDir(), "missing.json")}); err == nil {
 		t.Fatal("missing config file: no error")
+	}
+}
+
+// A config file lists the rerankers (rerank_models); a --rerank flag
+// replaces the list.
+func TestParseRerankModels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "serve.json")
+	file := `{"rerank_model": "balanced", "rerank_models": [{"name": "fast"}, {"name": "balanced"}, {"name": "mine", "profile": "accurate", "dir": "/models/x", "aliases": ["x"]}]}`
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parse([]string{"--config", path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rs := cfg.Server.Rerankers()
+	if len(rs) != 3 || rs[0].Name != "balanced" || rs[2].Name != "mine" || rs[2].Dir != "/models/x" || rs[2].Names()[1] != "x" {
+		t.Fatalf("rerankers %+v, want balanced (the default) first", rs)
+	}
+	cfg, err = parse([]string{"--config", path, "--rerank", "fast,balanced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := cfg.Server.Rerankers(); len(rs) != 2 || rs[0].Name != "balanced" || rs[1].Name != "fast" {
+		t.Fatalf("rerankers after --rerank %+v, want balanced (rerank_model) first", rs)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The file's default is not in the flag's list: refused, not
+	// silently given to another model.
+	cfg, err = parse([]string{"--config", path, "--rerank", "accurate,fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `rerank_model "balanced"`) {
+		t.Fatalf("Validate = %v, want the stale default refused", err)
 	}
 }

@@ -53,8 +53,9 @@ func readmeCurls(t *testing.T) []string {
 }
 
 // TestReadmeExamples serves what the README's serve line serves (the
-// balanced profile, an embedder, an in-memory index; generated
-// cross-encoder weights, the real embedder when make models has run) and
+// balanced and fast rerankers, balanced the default, an embedder, an
+// in-memory index; generated cross-encoder weights, the real embedder when
+// make models has run) and
 // runs every curl example of the README against it through sh: each must
 // exit 0 and answer 200 with a JSON body that is not an error (the
 // /metrics line: its text).
@@ -66,9 +67,16 @@ func TestReadmeExamples(t *testing.T) {
 	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
 	root := t.TempDir()
 	cfg := backend.DefaultConfig()
-	cfg.RerankDir, cfg.MemoryIndex, cfg.Provider, cfg.Threads = filepath.Join(root, models.ProfileBalanced), true, "cpu", 1
-	if err := bertgen.Write(cfg.RerankDir, bertgen.MiniLML6CrossEncoder(), vocab, tok); err != nil {
-		t.Fatal(err)
+	cfg.MemoryIndex, cfg.Provider, cfg.Threads = true, "cpu", 1
+	for _, m := range []struct {
+		profile string
+		arch    bertgen.Config
+	}{{models.ProfileBalanced, bertgen.MiniLML6CrossEncoder()}, {models.ProfileFast, bertgen.TinyBERTL2CrossEncoder()}} {
+		dir := filepath.Join(root, m.profile)
+		if err := bertgen.Write(dir, m.arch, vocab, tok); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Server.RerankModels = append(cfg.Server.RerankModels, server.RerankerConfig{Name: m.profile, Dir: dir})
 	}
 	cfg.EmbedDir = filepath.Join(artifacts.RealModels(), "all-minilm-l6-v2")
 	if _, err := os.Stat(cfg.EmbedDir); err != nil {

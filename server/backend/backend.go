@@ -23,17 +23,21 @@ var ErrConfig = errors.New("backend: invalid config")
 // Config is what one server process serves: the HTTP server's
 // configuration, the models and the index. It is plain data, safe to copy.
 type Config struct {
-	// Server configures the HTTP server (limits, batching, API keys);
-	// Open fills in Server.Provider and Server.MaxPairTokens from the
-	// loaded cross-encoder, lowers Server.MaxInputTokens to what the
-	// embedder's window holds, and adds the models' names (aliases).
+	// Server configures the HTTP server (limits, batching, API keys) and
+	// names the rerankers (Server.Rerankers): each is loaded from its
+	// RerankerConfig's Profile and Dir. Open sets Server.RerankModels to
+	// the rerankers as served (each one's window, from the loaded model,
+	// and its aliases: its profile and its directory's base name), fills
+	// in Server.Provider, lowers Server.MaxInputTokens to what the
+	// embedder's window holds, and adds the embedder's names.
 	Server server.Config
-	// RerankProfile is the cross-encoder's profile (models.ProfileConfig):
-	// its defaults, and the name /search's "rerank" field selects it by.
+	// RerankProfile and RerankDir load the one reranker when
+	// Server.RerankModels is empty (with it, set each entry's Profile and
+	// Dir instead): its profile (fast, balanced, accurate; empty: as
+	// RerankerConfig.Profile) and its model directory (empty:
+	// $HYBRANK_MODELS/<profile>).
 	RerankProfile string
-	// RerankDir is the cross-encoder's model directory; empty means
-	// $HYBRANK_MODELS/<RerankProfile>.
-	RerankDir string
+	RerankDir     string
 	// Embed loads the bi-encoder, for /embed, /v1/embeddings and dense
 	// search. Without it only reranking, /tokenize and BM25 search run.
 	Embed bool
@@ -66,19 +70,41 @@ type Config struct {
 // balanced cross-encoder and the default embedder, no index.
 func DefaultConfig() Config {
 	return Config{
-		Server:        server.DefaultConfig(),
-		RerankProfile: models.ProfileBalanced,
-		Embed:         true,
-		Provider:      "auto",
-		Pool:          1,
+		Server:   server.DefaultConfig(),
+		Embed:    true,
+		Provider: "auto",
+		Pool:     1,
 	}
 }
 
 // Validate reports every invalid field at once, wrapped in ErrConfig.
 func (c Config) Validate() error {
 	errs := []error{c.Server.Validate()}
-	if _, err := c.rerankConfig(); err != nil {
-		errs = append(errs, fmt.Errorf("cross-encoder: %w", err))
+	if len(c.Server.RerankModels) > 0 && (c.RerankProfile != "" || c.RerankDir != "") {
+		errs = append(errs, errors.New("RerankProfile and RerankDir (--rerank-profile, --rerank-model) configure the one reranker; with rerank_models (--rerank) give each entry its profile and dir"))
+	}
+	if p, err := models.LookupProfile(c.Server.RerankModel); err == nil && len(c.Server.RerankModels) > 0 && !slices.ContainsFunc(c.Server.RerankModels, func(r server.RerankerConfig) bool {
+		return slices.Contains(r.Names(), p.Name)
+	}) {
+		// Otherwise the first entry would answer to a profile's name that
+		// it may not be (Server.Rerankers).
+		errs = append(errs, fmt.Errorf("rerank_model %q names a profile that no entry of rerank_models is named (or aliased) by; name the default reranker", p.Name))
+	}
+	loads := map[string]string{} // what a model loads -> the reranker loading it
+	for _, r := range c.rerankers() {
+		mc, err := c.rerankConfig(r)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cross-encoder %q: %w", r.Name, err))
+			continue
+		}
+		key := filepath.Clean(mc.Dir)
+		if mc.Dir == "" {
+			key = "$" + models.ModelsEnv + "/" + mc.Profile
+		}
+		if other, dup := loads[key]; dup {
+			errs = append(errs, fmt.Errorf("rerankers %q and %q both load %s; serve it once and give it both names (aliases)", other, r.Name, key))
+		}
+		loads[key] = r.Name
 	}
 	if c.Embed {
 		if err := c.embedConfig().Validate(); err != nil {
@@ -97,13 +123,43 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// rerankConfig is the validated cross-encoder configuration.
-func (c Config) rerankConfig() (models.Config, error) {
-	mc, err := models.ProfileConfig(c.RerankProfile)
+// rerankers are the rerankers to load, the default first
+// (Server.Rerankers), the one of RerankProfile and RerankDir when
+// Server.RerankModels is empty.
+func (c Config) rerankers() []server.RerankerConfig {
+	rs := c.Server.Rerankers()
+	if len(c.Server.RerankModels) == 0 {
+		rs[0].Profile, rs[0].Dir = c.RerankProfile, c.RerankDir
+	}
+	return rs
+}
+
+// rerankProfile is the profile r is loaded with: its own, else its name
+// when that is a cross-encoder profile, else balanced.
+func rerankProfile(r server.RerankerConfig) string {
+	if r.Profile != "" {
+		return r.Profile
+	}
+	if p, err := models.LookupProfile(r.Name); err == nil && p.Kind == models.KindCrossEncoder {
+		return p.Name
+	}
+	return models.ProfileBalanced
+}
+
+// rerankConfig is the validated configuration of reranker r.
+func (c Config) rerankConfig(r server.RerankerConfig) (models.Config, error) {
+	p, err := models.LookupProfile(rerankProfile(r))
+	if err != nil {
+		return models.Config{}, err
+	}
+	if p.Kind != models.KindCrossEncoder {
+		return models.Config{}, fmt.Errorf("%w: profile %q is not a cross-encoder (want fast, balanced or accurate)", models.ErrInvalidConfig, p.Name)
+	}
+	mc, err := models.ProfileConfig(p.Name)
 	if err != nil {
 		return mc, err
 	}
-	mc = c.modelConfig(mc, c.RerankDir, max(c.Server.MaxDocuments, c.Server.Rerank.MaxItems))
+	mc = c.modelConfig(mc, r.Dir, max(c.Server.MaxDocuments, c.Server.Rerank.MaxItems))
 	return mc, mc.Validate()
 }
 
@@ -176,39 +232,61 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			err = errors.Join(err, b.Close())
 		}
 	}()
-	rc, _ := cfg.rerankConfig() // valid: Validate passed
-	ce, err := newCrossEncoder(rc)
-	if err != nil {
-		return nil, fmt.Errorf("cross-encoder: %w", err)
-	}
-	b.closers = append(b.closers, ce)
-	if err := ce.Load(); err != nil {
-		return nil, fmt.Errorf("load cross-encoder: %w", err)
-	}
-	md, window, err := ce.Info()
-	if err != nil {
-		return nil, fmt.Errorf("cross-encoder: %w", err)
-	}
-	tok, err := md.Tokenizer()
-	if err != nil {
-		return nil, fmt.Errorf("cross-encoder tokenizer: %w", err)
-	}
-	b.cfg.Server.Provider = ce.Provider()
 	srv := &b.cfg.Server
-	if window > 0 {
-		srv.MaxPairTokens = window
-	}
-	srv.RerankAliases = addAlias(*srv, srv.RerankAliases, cfg.RerankProfile, md.Dir)
-	b.backends = server.Backends{Scorer: ce, Tokenizer: NewTokenizer(tok), Caches: map[string]server.CacheStats{}}
-	var reranker models.Reranker = ce
-	if cfg.CacheMB > 0 {
-		rc, err := cache.NewReranker(ce, int64(cfg.CacheMB)<<20)
+	b.backends = server.Backends{Scorers: map[string]server.PairScorer{}, Caches: map[string]server.CacheStats{}}
+	var opts []engine.Option
+	rerankers := cfg.rerankers()
+	taken := append(srv.RerankNames(), srv.EmbedNames()...)
+	for i := range rerankers {
+		r := &rerankers[i]
+		rc, _ := cfg.rerankConfig(*r) // valid: Validate passed
+		ce, err := newCrossEncoder(rc)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("cross-encoder %q: %w", r.Name, err)
 		}
-		reranker, b.backends.Scorer, b.backends.Caches["rerank"] = rc, rc, rc
+		b.closers = append(b.closers, ce)
+		if err := ce.Load(); err != nil {
+			return nil, fmt.Errorf("load cross-encoder %q: %w", r.Name, err)
+		}
+		md, window, err := ce.Info()
+		if err != nil {
+			return nil, fmt.Errorf("cross-encoder %q: %w", r.Name, err)
+		}
+		if i == 0 {
+			// The default reranker's tokenizer serves /tokenize, the
+			// server's token counts and the engine's packing; its
+			// provider is the one reported.
+			tok, err := md.Tokenizer()
+			if err != nil {
+				return nil, fmt.Errorf("cross-encoder %q tokenizer: %w", r.Name, err)
+			}
+			b.backends.Tokenizer = NewTokenizer(tok)
+			opts = append(opts, engine.WithTokenCounter(tok))
+			srv.Provider = ce.Provider()
+		}
+		if window > 0 {
+			r.MaxPairTokens = window
+		}
+		r.Profile, r.Dir = rc.Profile, md.Dir
+		r.Aliases, taken = addAliases(r.Aliases, taken, r.Profile, md.Dir)
+		var (
+			scorer   server.PairScorer = ce
+			reranker models.Reranker   = ce
+		)
+		if cfg.CacheMB > 0 {
+			rc, err := cache.NewReranker(ce, int64(cfg.CacheMB)<<20)
+			if err != nil {
+				return nil, err
+			}
+			reranker, scorer, b.backends.Caches[r.Name] = rc, rc, rc
+		}
+		// One model, shared: the rerank routes score through scorer, the
+		// engine reranks /search through reranker (the same model, behind
+		// the same cache) under the served name.
+		b.backends.Scorers[r.Name] = scorer
+		opts = append(opts, engine.WithReranker(r.Name, reranker))
 	}
-	opts := []engine.Option{engine.WithReranker(cfg.RerankProfile, reranker), engine.WithTokenCounter(tok)}
+	srv.RerankModels, srv.RerankAliases = rerankers, nil
 	if cfg.Embed {
 		be, err := newBiEncoder(cfg.embedConfig())
 		if err != nil {
@@ -236,10 +314,10 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, err
 			}
-			embedder, b.backends.Caches["embed"] = ec, ec
+			embedder, b.backends.Caches[srv.EmbedModel] = ec, ec
 		}
 		b.backends.Embedder = embedder
-		srv.EmbedAliases = addAlias(*srv, srv.EmbedAliases, models.ProfileEmbed, emd.Dir)
+		srv.EmbedAliases, _ = addAliases(srv.EmbedAliases, taken, models.ProfileEmbed, emd.Dir)
 		opts = append(opts, engine.WithEmbedder(embedder))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
@@ -252,11 +330,12 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 	return b, nil
 }
 
-// addAlias appends to aliases the model's profile name and its directory's
-// base name, so that requests may name the model as the README's examples
-// and the model files do; a name already meaning either model is skipped.
-func addAlias(c server.Config, aliases []string, profile, dir string) []string {
-	taken := append(c.RerankNames(), c.EmbedNames()...)
+// addAliases appends to aliases the model's profile name and its
+// directory's base name, so that requests may name the model as the
+// README's examples and the model files do; a name in taken (already
+// meaning a model) is skipped. It returns the aliases, and taken with the
+// names it added.
+func addAliases(aliases, taken []string, profile, dir string) ([]string, []string) {
 	for _, n := range []string{profile, filepath.Base(dir)} {
 		if n == "" || n == "." || n == string(filepath.Separator) || slices.Contains(taken, n) {
 			continue
@@ -264,7 +343,7 @@ func addAlias(c server.Config, aliases []string, profile, dir string) []string {
 		aliases = append(aliases, n)
 		taken = append(taken, n)
 	}
-	return aliases
+	return aliases, taken
 }
 
 // Warm runs one inference through every model, the engine's Warm when an
@@ -275,8 +354,10 @@ func (b *Backend) Warm(ctx context.Context) error {
 		return b.engine.Warm(ctx)
 	}
 	const text = "warm up"
-	if _, _, err := b.backends.Scorer.ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
-		return fmt.Errorf("warm cross-encoder: %w", err)
+	for _, r := range b.cfg.Server.RerankModels {
+		if _, _, err := b.backends.Scorers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
+			return fmt.Errorf("warm cross-encoder %q: %w", r.Name, err)
+		}
 	}
 	if b.backends.Embedder != nil {
 		if _, _, err := b.backends.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
@@ -289,8 +370,9 @@ func (b *Backend) Warm(ctx context.Context) error {
 // Backends returns what the server serves.
 func (b *Backend) Backends() server.Backends { return b.backends }
 
-// ServerConfig returns the server configuration, with Provider set to what
-// the cross-encoder runs on.
+// ServerConfig returns the server configuration as Open completed it: the
+// rerankers as served (RerankModels), the models' aliases and windows, and
+// Provider set to what the default cross-encoder runs on.
 func (b *Backend) ServerConfig() server.Config { return b.cfg.Server }
 
 // Close writes the index snapshot (IndexDir only), then closes the engine
@@ -332,7 +414,7 @@ func Run[C CrossEncoder, B BiEncoder](ctx context.Context, cfg Config, newCrossE
 	if err != nil {
 		return err
 	}
-	slog.Info("serving", "addr", scfg.Addr, "provider", scfg.Provider, "batching", scfg.Rerank.Enabled,
+	slog.Info("serving", "addr", scfg.Addr, "provider", scfg.Provider, "rerank", scfg.RerankNames(), "batching", scfg.Rerank.Enabled,
 		"batch_max_wait", time.Duration(scfg.Rerank.MaxWait), "auth", len(scfg.APIKeys) > 0,
 		"embed", cfg.Embed, "index", cfg.IndexDir != "" || cfg.MemoryIndex)
 	return s.ListenAndServe(ctx)

@@ -2,9 +2,12 @@ package backend_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hybrank/hybrank/engine"
@@ -24,9 +27,11 @@ type fakeCE struct {
 	vocab   string
 	loadErr error
 	ev      *events
+	scored  atomic.Int64 // documents scored
 }
 
 func (f *fakeCE) Score(_ context.Context, q string, docs []string) ([]float32, error) {
+	f.scored.Add(int64(len(docs)))
 	out := make([]float32, len(docs))
 	for i, d := range docs {
 		for _, w := range strings.Fields(q) {
@@ -47,12 +52,12 @@ func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32
 	return out, models.Usage{Pairs: len(pairs), Batches: 1}, nil
 }
 
-func (f *fakeCE) Load() error { f.ev.add("load ce"); return f.loadErr }
+func (f *fakeCE) Load() error { f.ev.add("load ce " + f.cfg.Profile); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
 	return models.ModelDir{Dir: f.cfg.Dir, VocabTxt: f.vocab, LowerCase: true}, fakeWindow, nil
 }
 func (f *fakeCE) Provider() string { return "cpu" }
-func (f *fakeCE) Close() error     { f.ev.add("close ce"); return nil }
+func (f *fakeCE) Close() error     { f.ev.add("close ce " + f.cfg.Profile); return nil }
 
 // fakeWindow is the sequence length fakeCE reports (not the server's
 // default, so that tests see Open copy it).
@@ -153,21 +158,22 @@ func TestOpen(t *testing.T) {
 		t.Errorf("cross-encoder config %+v", rc)
 	}
 	bs := b.Backends()
-	if bs.Scorer == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
+	if bs.Scorers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
-	if sc := b.ServerConfig(); sc.Provider != "cpu" || sc.MaxPairTokens != fakeWindow || sc.MaxInputTokens != fakeEmbedWindow-2 {
-		t.Fatalf("server provider %q, max_pair_tokens %d (want the cross-encoder's window %d), max_input_tokens %d (want the embedder's window less 2 special tokens, %d)",
-			sc.Provider, sc.MaxPairTokens, fakeWindow, sc.MaxInputTokens, fakeEmbedWindow-2)
+	sc := b.ServerConfig()
+	if rr := sc.Rerankers(); sc.Provider != "cpu" || len(rr) != 1 || rr[0].MaxPairTokens != fakeWindow || sc.MaxInputTokens != fakeEmbedWindow-2 {
+		t.Fatalf("server provider %q, rerankers %+v (want one with the cross-encoder's window %d), max_input_tokens %d (want the embedder's window less 2 special tokens, %d)",
+			sc.Provider, rr, fakeWindow, sc.MaxInputTokens, fakeEmbedWindow-2)
 	}
 	ctx := context.Background()
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
 		t.Fatal(err)
 	}
-	// The engine reranks with the cross-encoder under the profile's name,
+	// The engine reranks with the cross-encoder under its served name,
 	// embeds with the bi-encoder and packs with the tokenizer: "cats sat"
 	// is 3 word pieces (2 estimated), so it alone fills a budget of 3.
-	res, err := bs.Searcher.Search(ctx, engine.Request{Query: "cats", Rerank: models.ProfileBalanced, TokenBudget: 3})
+	res, err := bs.Searcher.Search(ctx, engine.Request{Query: "cats", Rerank: "hybrank-rerank", TokenBudget: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +204,7 @@ func TestOpen(t *testing.T) {
 	// Open loads each model itself (a bad directory fails at start-up), and
 	// engine.Open loads them again as models.Loader, a no-op on a loaded
 	// model.
-	if want := (events{"load ce", "load be", "load be", "load ce", "close be", "close ce"}); !reflect.DeepEqual(ev, want) {
+	if want := (events{"load ce balanced", "load be", "load be", "load ce balanced", "close be", "close ce balanced"}); !reflect.DeepEqual(ev, want) {
 		t.Fatalf("lifecycle %v, want %v", ev, want)
 	}
 }
@@ -214,7 +220,7 @@ func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bs := b.Backends(); bs.Scorer == nil || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
+	if bs := b.Backends(); len(bs.Scorers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
 		t.Fatalf("backends %+v", bs)
 	}
 	if err := b.Warm(context.Background()); err != nil {
@@ -229,7 +235,7 @@ func TestOpenLoadFailureCloses(t *testing.T) {
 	if _, err := backend.Open(backend.DefaultConfig(), newCE, newBE); !errors.Is(err, boom) {
 		t.Fatalf("Open = %v, want %v", err, boom)
 	}
-	if want := (events{"load ce", "close ce"}); !reflect.DeepEqual(ev, want) {
+	if want := (events{"load ce balanced", "close ce balanced"}); !reflect.DeepEqual(ev, want) {
 		t.Fatalf("lifecycle %v, want %v", ev, want)
 	}
 }
@@ -270,7 +276,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	if err := backend.Run(ctx, cfg, newCE, newBE); err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	if want := (events{"load ce", "load be", "close be", "close ce"}); !reflect.DeepEqual(ev, want) {
+	if want := (events{"load ce balanced", "load be", "close be", "close ce balanced"}); !reflect.DeepEqual(ev, want) {
 		t.Fatalf("lifecycle %v, want %v", ev, want)
 	}
 }
@@ -313,17 +319,17 @@ func TestOpenWithCaches(t *testing.T) {
 	}
 	defer b.Close()
 	bs := b.Backends()
-	if len(bs.Caches) != 2 || bs.Caches["rerank"] == nil || bs.Caches["embed"] == nil {
+	if len(bs.Caches) != 2 || bs.Caches["hybrank-rerank"] == nil || bs.Caches["hybrank-embed"] == nil {
 		t.Fatalf("caches %v", bs.Caches)
 	}
 	ctx := context.Background()
 	pairs := []models.Pair{{Query: "cats", Doc: "cats sat"}}
 	for range 2 {
-		if _, _, err := bs.Scorer.ScorePairs(ctx, pairs); err != nil {
+		if _, _, err := bs.Scorers["hybrank-rerank"].ScorePairs(ctx, pairs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if st := bs.Caches["rerank"].Stats(); st.Hits != 1 || st.Misses != 1 {
+	if st := bs.Caches["hybrank-rerank"].Stats(); st.Hits != 1 || st.Misses != 1 {
 		t.Fatalf("rerank cache %+v", st)
 	}
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}}}); err != nil {
@@ -334,12 +340,157 @@ func TestOpenWithCaches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if st := bs.Caches["embed"].Stats(); st.Hits != 1 {
+	if st := bs.Caches["hybrank-embed"].Stats(); st.Hits != 1 {
 		t.Fatalf("embed cache after two identical searches %+v", st)
 	}
 	bad := backend.DefaultConfig()
 	bad.CacheMB = -1
 	if err := bad.Validate(); err == nil {
 		t.Fatal("negative cache size accepted")
+	}
+}
+
+// Open serves several rerankers at once: each is built and loaded once,
+// and the one object serves both its rerank routes (Backends.Scorers) and
+// /search (the engine's reranker of the same name); the default comes
+// first and answers to rerank_model.
+func TestOpenSeveralRerankers(t *testing.T) {
+	var ev events
+	newCE, newBE, cfgs := fakes(t, &ev, nil)
+	cfg := backend.DefaultConfig()
+	cfg.MemoryIndex = true
+	cfg.Server.RerankModels = []server.RerankerConfig{
+		{Name: "fast"},
+		{Name: "balanced"},
+		{Name: "large", Profile: models.ProfileAccurate, Dir: "/models/ms-marco-MiniLM-L-12-v2"},
+	}
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var built []string
+	for _, mc := range *cfgs {
+		built = append(built, mc.Profile+":"+mc.Dir)
+	}
+	if want := []string{"fast:", "balanced:", "accurate:/models/ms-marco-MiniLM-L-12-v2", "embed:"}; !reflect.DeepEqual(built, want) {
+		t.Fatalf("models built %v, want each once: %v", built, want)
+	}
+	sc := b.ServerConfig()
+	if err := sc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	var names [][]string
+	for _, r := range sc.Rerankers() {
+		names = append(names, r.Names())
+		if r.MaxPairTokens != fakeWindow {
+			t.Errorf("reranker %q window %d, want the model's %d", r.Name, r.MaxPairTokens, fakeWindow)
+		}
+	}
+	if want := [][]string{{"fast", "hybrank-rerank"}, {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("rerankers' names %v, want %v", names, want)
+	}
+	bs := b.Backends()
+	ctx := context.Background()
+	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
+		t.Fatal(err)
+	}
+	scored := func() map[string]int64 {
+		out := map[string]int64{}
+		for n, s := range bs.Scorers {
+			out[n] = s.(*fakeCE).scored.Load()
+		}
+		return out
+	}
+	for _, name := range []string{"fast", "balanced", "large"} {
+		before := scored()
+		res, err := bs.Searcher.Search(ctx, engine.Request{Query: "cats", Rerank: name})
+		if err != nil || res.Reranked == 0 || len(res.Fallbacks) != 0 {
+			t.Fatalf("search reranked by %q: %+v %v", name, res, err)
+		}
+		after := scored()
+		for n := range after {
+			if moved := after[n] != before[n]; moved != (n == name) {
+				t.Fatalf("search reranked by %q: scorer %q scored %d documents", name, n, after[n]-before[n])
+			}
+		}
+	}
+	// The server accepts the completed configuration and the backends
+	// together, and each model's name reaches that model.
+	s, err := server.New(sc, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for _, tc := range []struct{ model, want string }{{"", "fast"}, {"hybrank-rerank", "fast"}, {"balanced", "balanced"}, {"accurate", "large"}} {
+		before := scored()[tc.want]
+		resp, err := ts.Client().Post(ts.URL+"/v1/rerank", "application/json", strings.NewReader(`{"model": "`+tc.model+`", "query": "cats", "documents": ["cats sat"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ Model string }
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || out.Model != tc.want || scored()[tc.want] != before+1 {
+			t.Fatalf("model %q: %d %+v %v, want it served by %q", tc.model, resp.StatusCode, out, err, tc.want)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Open loads each model once; engine.Open's load (models.Loader) is a
+	// no-op on a loaded model. The models close in reverse order.
+	want := events{"load ce fast", "load ce balanced", "load ce accurate", "load be",
+		"load be", "load ce balanced", "load ce fast", "load ce accurate", // engine.Open: by name
+		"close be", "close ce accurate", "close ce balanced", "close ce fast"}
+	if !reflect.DeepEqual(ev, want) {
+		t.Fatalf("lifecycle %v, want %v", ev, want)
+	}
+}
+
+func TestConfigValidateRerankers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  func(*backend.Config)
+		msg  string
+	}{
+		{"list and single", func(c *backend.Config) {
+			c.Server.RerankModels, c.RerankDir = []server.RerankerConfig{{Name: "fast"}}, "/models/x"
+		}, "configure the one reranker"},
+		{"one model twice", func(c *backend.Config) {
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast"}, {Name: "quick", Profile: "fast"}}
+		}, `rerankers "fast" and "quick" both load $HYBRANK_MODELS/fast`},
+		{"one directory twice", func(c *backend.Config) {
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "a", Dir: "/m/x"}, {Name: "b", Dir: "/m/x/"}}
+		}, `both load /m/x`},
+		{"embedder as reranker", func(c *backend.Config) {
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "e", Profile: models.ProfileEmbed}}
+		}, "not a cross-encoder"},
+		{"unknown profile", func(c *backend.Config) {
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "x", Profile: "huge"}}
+		}, `cross-encoder "x"`},
+		{"default names a profile not served", func(c *backend.Config) {
+			c.Server.RerankModel = "balanced"
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast"}, {Name: "accurate"}}
+		}, `rerank_model "balanced" names a profile`},
+		{"ambiguous alias", func(c *backend.Config) {
+			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast", Aliases: []string{"m"}}, {Name: "balanced", Aliases: []string{"m"}}}
+		}, `"m" names both reranker "fast" and reranker "balanced"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := backend.DefaultConfig()
+			tc.mut(&c)
+			err := c.Validate()
+			if !errors.Is(err, backend.ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("Validate = %v, want ErrConfig containing %q", err, tc.msg)
+			}
+		})
+	}
+	c := backend.DefaultConfig()
+	c.Server.RerankModels = []server.RerankerConfig{{Name: "fast"}, {Name: "balanced"}, {Name: "mine", Dir: "/m/mine"}}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

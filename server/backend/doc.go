@@ -10,6 +10,16 @@
 //     opens them into server.Backends; Run serves them until its context
 //     ends. cmd/serve is flags → Config → Run.
 //
+// # Several rerankers
+//
+// Open builds and loads each reranker of Config.Server.Rerankers once
+// (fast, balanced, accurate or any model directory) and hands the one
+// object to both sides: server.Backends.Scorers[name] for the rerank
+// routes and engine.WithReranker(name) for /search, behind the same cache
+// when CacheMB is set. The default reranker's tokenizer serves /tokenize,
+// token counts and packing. Validate refuses two rerankers that would load
+// the same directory (give one model both names instead).
+//
 // The cross-encoder and bi-encoder need no adapter: the server's
 // PairScorer and Embedder speak models.Pair and models.Usage, so
 // *ort.CrossEncoder and *ort.BiEncoder are backends as they are.

@@ -3,6 +3,7 @@ package backend
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -14,12 +15,28 @@ import (
 // defaults to the field's current value, so register after loading a
 // config file; flags that set both batchers (batch-*, batching) or the
 // model pool and both batchers' workers (pool) touch only what they set
-// when given. The first --api-key replaces c's keys, later ones add.
+// when given. The first --api-key replaces c's keys, later ones add; so
+// does --rerank with the rerankers (Server.RerankModels).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	s := &c.Server
 	fs.StringVar(&s.Addr, "addr", s.Addr, "listen address")
-	fs.StringVar(&c.RerankDir, "rerank-model", c.RerankDir, "cross-encoder model directory (HF ONNX layout); empty: $HYBRANK_MODELS/<profile>")
-	fs.StringVar(&c.RerankProfile, "rerank-profile", c.RerankProfile, "cross-encoder profile (fast, balanced, accurate)")
+	fs.StringVar(&c.RerankDir, "rerank-model", c.RerankDir, "the one cross-encoder's model directory (HF ONNX layout); empty: $HYBRANK_MODELS/<profile>")
+	fs.StringVar(&c.RerankProfile, "rerank-profile", c.RerankProfile, "the one cross-encoder's profile: fast, balanced (the default) or accurate")
+	replacedRerank := false
+	fs.Func("rerank", "cross-encoders to serve at once, NAME or NAME=DIR, comma-separated (e.g. fast,balanced,accurate); "+
+		"NAME is a profile or, with DIR, any name; the first is the default unless rerank_model names another; repeatable", func(v string) error {
+		if !replacedRerank {
+			s.RerankModels, replacedRerank = nil, true
+		}
+		for item := range strings.SplitSeq(v, ",") {
+			name, dir, _ := strings.Cut(strings.TrimSpace(item), "=")
+			if name == "" {
+				return fmt.Errorf("empty model name in %q; want NAME or NAME=DIR, comma-separated", v)
+			}
+			s.RerankModels = append(s.RerankModels, server.RerankerConfig{Name: name, Dir: dir})
+		}
+		return nil
+	})
 	fs.StringVar(&c.EmbedDir, "embed-model", c.EmbedDir, "bi-encoder model directory; empty: $HYBRANK_MODELS/embed")
 	fs.BoolVar(&c.Embed, "embed", c.Embed, "load the embedding model (false: serve reranking only)")
 	fs.StringVar(&c.Provider, "provider", c.Provider, "execution provider: auto, cpu or cuda")

@@ -3,6 +3,8 @@ package backend_test
 import (
 	"flag"
 	"io"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,10 +44,35 @@ func TestRegisterFlags(t *testing.T) {
 	if c.Pool != 3 || !c.MemoryIndex || c.RerankProfile != "fast" || c.Embed || time.Duration(s.RequestTimeout) != 2*time.Second || s.Addr != "127.0.0.1:9" {
 		t.Errorf("config %+v", c)
 	}
-	for _, bad := range [][]string{{"--api-key", "no-tenant"}, {"--pool", "x"}, {"--batch-max-wait", "soon"}, {"--batching=maybe"}} {
+	for _, bad := range [][]string{{"--api-key", "no-tenant"}, {"--pool", "x"}, {"--batch-max-wait", "soon"}, {"--batching=maybe"}, {"--rerank", "fast,,balanced"}} {
 		c := backend.DefaultConfig()
 		if err := parseFlags(&c, bad...); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// --rerank lists the rerankers: the first use replaces the file's, later
+// ones add; NAME=DIR names a directory.
+func TestRerankFlag(t *testing.T) {
+	c := backend.DefaultConfig()
+	c.Server.RerankModels = []server.RerankerConfig{{Name: "from-file"}}
+	if err := parseFlags(&c, "--rerank", "fast, balanced", "--rerank", "mine=/models/my-ce"); err != nil {
+		t.Fatal(err)
+	}
+	want := []server.RerankerConfig{{Name: "fast"}, {Name: "balanced"}, {Name: "mine", Dir: "/models/my-ce"}}
+	if !reflect.DeepEqual(c.Server.RerankModels, want) {
+		t.Fatalf("rerank models %+v, want %+v", c.Server.RerankModels, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The one reranker's flags and the list do not mix.
+	c = backend.DefaultConfig()
+	if err := parseFlags(&c, "--rerank", "fast,accurate", "--rerank-profile", "balanced"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--rerank-profile") {
+		t.Fatalf("Validate = %v, want the mix refused", err)
 	}
 }
