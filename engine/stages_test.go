@@ -169,23 +169,23 @@ func TestPack(t *testing.T) {
 			hit("a", "", Span{}, "x y", 1), hit("b", "", Span{}, "z", 2),
 		}, 0, []string{"x y", "z"}, []Span{{}, {}}, [][]string{{"a"}, {"b"}}, 3},
 		{"overlapping line spans coalesce", []Hit{
-			hit("b", "f.go", Span{3, 6}, lines(3, 6), 1),
-			hit("a", "f.go", Span{1, 4}, lines(1, 4), 2),
-		}, 0, []string{lines(1, 6)}, []Span{{1, 6}}, [][]string{{"b", "a"}}, 5},
+			hit("b", "f.go", Span{Start: 3, End: 6}, lines(3, 6), 1),
+			hit("a", "f.go", Span{Start: 1, End: 4}, lines(1, 4), 2),
+		}, 0, []string{lines(1, 6)}, []Span{{Start: 1, End: 6}}, [][]string{{"b", "a"}}, 5},
 		{"adjacent spans coalesce, others stay", []Hit{
-			hit("a", "f.go", Span{1, 3}, lines(1, 3), 1),
-			hit("x", "g.go", Span{3, 5}, lines(3, 5), 2),
-			hit("b", "f.go", Span{3, 5}, lines(3, 5), 3),
-			hit("c", "f.go", Span{7, 9}, lines(7, 9), 4),
-		}, 0, []string{lines(1, 5), lines(3, 5), lines(7, 9)}, []Span{{1, 5}, {3, 5}, {7, 9}}, [][]string{{"a", "b"}, {"x"}, {"c"}}, 8},
+			hit("a", "f.go", Span{Start: 1, End: 3}, lines(1, 3), 1),
+			hit("x", "g.go", Span{Start: 3, End: 5}, lines(3, 5), 2),
+			hit("b", "f.go", Span{Start: 3, End: 5}, lines(3, 5), 3),
+			hit("c", "f.go", Span{Start: 7, End: 9}, lines(7, 9), 4),
+		}, 0, []string{lines(1, 5), lines(3, 5), lines(7, 9)}, []Span{{Start: 1, End: 5}, {Start: 3, End: 5}, {Start: 7, End: 9}}, [][]string{{"a", "b"}, {"x"}, {"c"}}, 8},
 		{"non line-aligned text is joined", []Hit{
-			hit("a", "doc", Span{0, 10}, "alpha beta", 1),
-			hit("b", "doc", Span{5, 20}, "gamma", 2),
-		}, 0, []string{"alpha beta\ngamma"}, []Span{{0, 20}}, [][]string{{"a", "b"}}, 3},
+			hit("a", "doc", Span{Start: 0, End: 10}, "alpha beta", 1),
+			hit("b", "doc", Span{Start: 5, End: 20}, "gamma", 2),
+		}, 0, []string{"alpha beta\ngamma"}, []Span{{Start: 0, End: 20}}, [][]string{{"a", "b"}}, 3},
 		{"contained span adds nothing", []Hit{
-			hit("a", "f", Span{1, 5}, lines(1, 5), 1),
-			hit("b", "f", Span{2, 4}, lines(2, 4), 2),
-		}, 0, []string{lines(1, 5)}, []Span{{1, 5}}, [][]string{{"a", "b"}}, 4},
+			hit("a", "f", Span{Start: 1, End: 5}, lines(1, 5), 1),
+			hit("b", "f", Span{Start: 2, End: 4}, lines(2, 4), 2),
+		}, 0, []string{lines(1, 5)}, []Span{{Start: 1, End: 5}}, [][]string{{"a", "b"}}, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // MaxIDLen is the longest document ID the engine accepts, in bytes.
@@ -16,17 +18,9 @@ const MaxIDLen = 1024
 // whatever unit the caller chose (lines for code and prose files, bytes,
 // pages). Two spans of the same Source are adjacent when one's End equals
 // the other's Start, and overlap when they share a unit. The zero Span means
-// "no position".
-type Span struct {
-	Start int `json:"start"`
-	End   int `json:"end"`
-}
-
-// IsZero reports whether s carries no position.
-func (s Span) IsZero() bool { return s.Start == 0 && s.End == 0 }
-
-// Len is End − Start.
-func (s Span) Len() int { return s.End - s.Start }
+// "no position". It is models.Span, the one range type: the same type
+// locates a reranked hit's best window (Provenance.RerankSpan, bytes).
+type Span = models.Span
 
 // Document is the unit the engine indexes and returns.
 //
