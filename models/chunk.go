@@ -179,7 +179,9 @@ func (c Chunking) Windows(text string, tokens []Span, size int) (kept []Span, to
 	// a window may start at i (and one may end before it) without cutting
 	// a word.
 	gap := func(i int) bool {
-		return strings.ContainsFunc(text[tokens[i-1].End:tokens[i].Start], unicode.IsSpace)
+		a, b := tokens[i-1].End, tokens[i].Start
+		// Pieces of one character share its span (a ≥ b): no gap.
+		return 0 <= a && a < b && b <= len(text) && strings.ContainsFunc(text[a:b], unicode.IsSpace)
 	}
 	// snap moves position p (start + step) back to a gap, by at most
 	// min(maxSnap, step/2) tokens; without one it stays (the cut is then
@@ -221,7 +223,10 @@ func (c Chunking) Windows(text string, tokens []Span, size int) (kept []Span, to
 	}
 	kept = make([]Span, len(wins))
 	for i, w := range wins {
-		kept[i] = Span{Start: tokens[w.from].Start, End: tokens[w.to-1].End}
+		// Clamped, so that a tokenizer's odd offsets cannot make a span
+		// that does not slice text.
+		start := min(max(tokens[w.from].Start, 0), len(text))
+		kept[i] = Span{Start: start, End: min(max(tokens[w.to-1].End, start), len(text))}
 	}
 	return kept, total
 }
@@ -310,13 +315,12 @@ func (c Chunking) Plan(docs []string, size int, offsets func(text string) ([]Spa
 	return p, nil
 }
 
-// Texts returns the text of every window, in Windows order, each with
-// prefix prepended.
-func (p ChunkPlan) Texts(prefix string) []string {
+// Texts returns the text of every window, in Windows order.
+func (p ChunkPlan) Texts() []string {
 	out := make([]string, len(p.Windows))
 	for d := range p.Docs {
 		for w := p.Starts[d]; w < p.Starts[d+1]; w++ {
-			out[w] = prefix + p.Docs[d][p.Windows[w].Start:p.Windows[w].End]
+			out[w] = p.Docs[d][p.Windows[w].Start:p.Windows[w].End]
 		}
 	}
 	return out
@@ -325,7 +329,7 @@ func (p ChunkPlan) Texts(prefix string) []string {
 // Pairs returns the (query, window text) pair of every window, in Windows
 // order.
 func (p ChunkPlan) Pairs(query string) []Pair {
-	texts := p.Texts("")
+	texts := p.Texts()
 	out := make([]Pair, len(texts))
 	for i, t := range texts {
 		out[i] = Pair{Query: query, Doc: t}

@@ -278,8 +278,8 @@ func TestChunkPlan(t *testing.T) {
 	if p.Docs[3] != "bad \uFFFD byte" {
 		t.Fatalf("invalid UTF-8 not replaced: %q", p.Docs[3])
 	}
-	texts := p.Texts("passage: ")
-	if texts[4] != "passage: " || texts[5] != "passage: one two" {
+	texts := p.Texts()
+	if texts[4] != "" || texts[5] != "one two" {
 		t.Fatalf("texts %q", texts)
 	}
 	pairs := p.Pairs("q")
