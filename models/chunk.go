@@ -294,7 +294,8 @@ type ChunkPlan struct {
 // Plan splits every document into windows (Windows) of at most size
 // tokens. offsets returns a text's tokens as byte spans (the model
 // tokenizer's). Documents that are not valid UTF-8 are made so first
-// (each invalid byte becomes U+FFFD): spans index ChunkPlan.Docs.
+// (each run of invalid bytes becomes one U+FFFD, as models/ort does):
+// spans index ChunkPlan.Docs.
 func (c Chunking) Plan(docs []string, size int, offsets func(text string) ([]Span, error)) (ChunkPlan, error) {
 	p := ChunkPlan{Docs: make([]string, len(docs)), Starts: make([]int, len(docs)+1), Totals: make([]int, len(docs))}
 	for i, d := range docs {

@@ -18,7 +18,10 @@ type windows struct {
 // chunkPairs returns, when req chunks, the (query, window) pairs of pairs'
 // documents and their plan; otherwise pairs and a nil plan. Windows are
 // cut from the Tokenizer's byte offsets and hold models.PairWindow tokens
-// of max_pair_tokens beside the query, so no window is truncated.
+// of max_pair_tokens beside the query, so no window is truncated. A
+// request may make at most max_documents × models.DefaultMaxChunks
+// windows (413 beyond): the cap per document alone would let one request
+// ask for a thousand times its documents' pairs.
 func (s *Server) chunkPairs(req rerankRequest, pairs []models.Pair) ([]models.Pair, *windows, error) {
 	if !req.Chunking.Enabled() {
 		return pairs, nil, nil
@@ -34,6 +37,9 @@ func (s *Server) chunkPairs(req rerankRequest, pairs []models.Pair) ([]models.Pa
 	plan, err := req.Chunking.Plan(docs, size, s.offsets)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: chunking: %w", ErrBackend, err)
+	}
+	if limit := s.lim.maxDocuments * models.DefaultMaxChunks; len(plan.Windows) > limit {
+		return nil, nil, tooLarge("chunking makes %d windows of %d documents; the limit is %d (max_documents × %d): raise the stride or lower max_chunks_per_doc", len(plan.Windows), len(docs), limit, models.DefaultMaxChunks)
 	}
 	return plan.Pairs(req.Query), &windows{ch: req.Chunking, plan: plan}, nil
 }

@@ -79,6 +79,14 @@ func TestRerankChunking(t *testing.T) {
 		}
 	}
 
+	// A request may not make more than max_documents × 32 windows.
+	small := newTestServer(t, func(c *Config, _ *Backends) { c.MaxDocuments, c.MaxPairTokens = 1, 16 })
+	code, _, body = small.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "zebra", "documents": []string{long},
+		"chunking": map[string]any{"stride": 1, "max_chunks_per_doc": 100}})
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "windows") {
+		t.Fatalf("too many windows: %d %s", code, body)
+	}
+
 	// Bad chunking is a 400 naming the field.
 	for _, bad := range []string{
 		`{"query":"q","documents":["d"],"chunking":{"stride":4,"aggregate":"sum"}}`,

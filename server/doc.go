@@ -54,7 +54,8 @@
 // their aggregate; each result gets an extra "span": {start, end}, the best
 // window's byte offsets in the document (Cohere and Elasticsearch also take
 // the max over chunks but return no span). TEI's 413 for long texts does
-// not apply. /search takes the same object as engine.Request's chunking,
+// not apply; a request of more than max_documents × 32 windows is 413.
+// /search takes the same object as engine.Request's chunking,
 // and reranked hits carry provenance.rerank_span.
 //
 // # Wire types

@@ -127,8 +127,8 @@ func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]
 // not windows). Config.MaxChars does not cut the documents: the windows
 // cover them and ch.MaxChunks bounds the model's work, so callers bound
 // the text they pass. Spans are byte offsets into each document as given
-// (when it is not valid UTF-8, into its text with each invalid byte
-// replaced by U+FFFD).
+// (when it is not valid UTF-8, into its text with each run of invalid
+// bytes replaced by one U+FFFD).
 func (ce *CrossEncoder) ScoreSpans(ctx context.Context, query string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
 	if err := checkChunking(ch); err != nil {
 		return nil, models.Usage{}, err
