@@ -128,7 +128,7 @@ func Build(ds *eval.Dataset, cfg BuildConfig, count func(string) int) (*Set, err
 			if !ok {
 				continue // judged but not in the corpus
 			}
-			ld, err := f.doc(fmt.Sprintf("%s/%s", q.ID, id), d, length(), cfg.MaxTokens)
+			ld, err := f.doc(fmt.Sprintf("%s/%s", q.ID, id), d, length(), cfg.MinTokens, cfg.MaxTokens)
 			if err != nil {
 				return nil, err
 			}
@@ -139,7 +139,7 @@ func Build(ds *eval.Dataset, cfg BuildConfig, count func(string) int) (*Set, err
 	}
 	var distractors []int
 	for i := range cfg.Distractors {
-		ld, err := f.doc(fmt.Sprintf("distractor/%d", i), eval.Doc{}, length(), cfg.MaxTokens)
+		ld, err := f.doc(fmt.Sprintf("distractor/%d", i), eval.Doc{}, length(), cfg.MinTokens, cfg.MaxTokens)
 		if err != nil {
 			return nil, err
 		}
@@ -174,32 +174,38 @@ func (f *filler) take() string {
 	return f.pool[f.next-1].IndexText()
 }
 
-// doc builds one long document of target to max tokens: rel (none when
-// its ID is "") at a random boundary between whole filler documents, added
-// until the length reaches target; a filler document that would pass max
-// is skipped for the next one.
-func (f *filler) doc(id string, rel eval.Doc, target, max int) (Doc, error) {
+// doc builds one long document of minTokens to maxTokens tokens: rel
+// (none when its ID is "") at a random boundary between whole filler
+// documents, added until the length reaches target (≥ minTokens); a
+// filler document that would pass maxTokens is skipped for the next one,
+// and after maxSkips in a row a document of at least minTokens is done.
+func (f *filler) doc(id string, rel eval.Doc, target, minTokens, maxTokens int) (Doc, error) {
 	var relText string
 	total := 0
 	if rel.ID != "" {
 		relText = rel.IndexText()
 		total = f.count(relText)
 	}
-	if total > max {
-		return Doc{}, fmt.Errorf("%w: longdoc: document %s has %d tokens, more than the %d of a long document", bench.ErrBadOption, rel.ID, total, max)
+	if total > maxTokens {
+		return Doc{}, fmt.Errorf("%w: longdoc: document %s has %d tokens, more than the %d of a long document", bench.ErrBadOption, rel.ID, total, maxTokens)
 	}
 	var parts []string
 	for skipped := 0; total < target; {
 		p := f.take()
 		n := f.count(p) // documents joined by a blank line add their counts
-		if total+n > max {
-			if skipped++; skipped > len(f.pool) {
-				return Doc{}, fmt.Errorf("%w: longdoc: no filler document fits %d more tokens", bench.ErrBadOption, max-total)
+		if total+n > maxTokens {
+			// Near max no document may fit: past min, stop short of
+			// target rather than search the whole pool.
+			if skipped++; skipped == maxSkips && total >= minTokens {
+				break
+			} else if skipped > len(f.pool) {
+				return Doc{}, fmt.Errorf("%w: longdoc: no filler document fits %d more tokens", bench.ErrBadOption, maxTokens-total)
 			}
 			continue
 		}
 		parts = append(parts, p)
 		total += n
+		skipped = 0
 	}
 	d := Doc{ID: id, Source: rel.ID}
 	if rel.ID != "" {
@@ -215,6 +221,10 @@ func (f *filler) doc(id string, rel eval.Doc, target, max int) (Doc, error) {
 	d.Tokens = f.count(d.Text)
 	return d, nil
 }
+
+// maxSkips is how many filler documents in a row may be too long before a
+// long document stops short of its target length.
+const maxSkips = 64
 
 // sep joins the documents of a long document.
 const sep = "\n\n"

@@ -114,6 +114,24 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestBuildNearMax builds with a narrow range, where the filler often
+// cannot land exactly on the drawn length: every document still ends in
+// range.
+func TestBuildNearMax(t *testing.T) {
+	for seed := range uint64(20) {
+		cfg := BuildConfig{Distractors: 10, MinTokens: 300, MaxTokens: 320, Seed: seed}
+		set, err := Build(synthetic(), cfg, words)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		for _, d := range set.Docs {
+			if d.Tokens < cfg.MinTokens || d.Tokens > cfg.MaxTokens {
+				t.Fatalf("seed %d: %s has %d tokens", seed, d.ID, d.Tokens)
+			}
+		}
+	}
+}
+
 func TestBuildErrors(t *testing.T) {
 	ds := synthetic()
 	for _, cfg := range []BuildConfig{
