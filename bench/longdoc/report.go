@@ -28,7 +28,8 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"Cross-encoder rows (real_weights=false) run a generated cross-encoder: random weights, so scores (and nDCG) mean nothing, but the pairs scored and the time are real. " +
 				"Chunked rows score every window of every candidate of a query in one ScoreSpans call: the windows are planned and batched as ordinary pairs. " +
 				"max_chunks caps the windows per document, keeping them evenly spread (first and last included).",
-			"pairs: model inputs (windows, or one per document when truncating); s: wall time of scoring, tokenizing included, loading excluded.",
+			"pairs: model inputs (windows, or one per document when truncating); s: wall time of scoring, tokenizing included, loading excluded. " +
+				"window: the model's sequence length; a window holds that less the special tokens (and, for the cross-encoder, the query), and a stride at least that long gives adjacent windows.",
 		},
 		Config:  cfg,
 		Columns: report.Columns(Row{}),
