@@ -5,7 +5,8 @@
 //	cmd/bench                      flags → Config → Run → Report, per subcommand
 //	lexical, dense, tokenize,      one driver per benchmark: Run(ctx, Config) (Result, error),
 //	rerank, embed, hybrid, serve,  Config with DefaultConfig and Validate (and Targets where the
-//	ingest, modeldir (bench models) benchmark has them), Report(Config, Result, command)
+//	ingest, longdoc,               benchmark has them), Report(Config, Result, command)
+//	modeldir (bench models)
 //	throughput                     the measuring engine shared by rerank, embed (and serve's model)
 //	loadgen                        the one closed-loop HTTP load generator (no server import)
 //	modeldir                       model directories: resolution, generation, real or generated

@@ -51,7 +51,13 @@
 //     parent p scores fused(p)·Decay. Only stored documents of the same
 //     tenant that pass the filter are admitted; each appears once;
 //  5. rerank (when req.Rerank names a registered profile): candidates are
-//     scored in fused order under the latency budget (below);
+//     scored in fused order under the latency budget (below). With
+//     req.Chunking a candidate longer than the reranker's window is scored
+//     in overlapping windows (models.SpanReranker; the windows of a batch's
+//     candidates are batched together), its score is their aggregate and
+//     Provenance.RerankSpan is the best window's bytes in Document.Text; a
+//     reranker that cannot chunk truncates, with a chunking_unsupported
+//     fallback;
 //  6. mmr (when req.MMRLambda > 0): TopK hits are selected by maximal
 //     marginal relevance, cosine on embeddings, Jaccard on analyzed terms
 //     when a document has no embedding; otherwise the first TopK are kept;

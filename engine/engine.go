@@ -734,6 +734,11 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 		case c.first:
 			score = c.firstScore
 		}
+		var span *Span
+		if c.reranked && c.spanned {
+			sp := c.span
+			span = &sp
+		}
 		res.Hits[i] = Hit{
 			Document: c.rec.doc.clone(),
 			Score:    score,
@@ -741,7 +746,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 				BM25Score: c.bm25Score, BM25Rank: c.bm25Rank,
 				DenseScore: c.denseScore, DenseRank: c.denseRank,
 				FusedScore: c.fused, FusedRank: c.fusedRank,
-				Reranked: c.reranked, RerankScore: c.rerank,
+				Reranked: c.reranked, RerankScore: c.rerank, RerankSpan: span,
 				FirstStage: c.first, FirstStageScore: c.firstScore,
 				FinalRank: i + 1,
 				Origin:    c.origin,

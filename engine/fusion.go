@@ -25,6 +25,10 @@ type candidate struct {
 
 	reranked bool
 	rerank   float64
+	// span is the best window of a chunked rerank (spanned set), in
+	// Document.Text.
+	spanned bool
+	span    Span
 	// first and firstScore are a cascade's first-stage score.
 	first      bool
 	firstScore float64

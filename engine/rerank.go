@@ -90,6 +90,75 @@ type rerankOutcome struct {
 	scored   int  // candidates scored, a prefix of the input
 	degraded bool // the budget stopped it before the end
 	fallback *Fallback
+	// noChunking is set when chunking was asked for and the reranker
+	// does not chunk (the stage truncated instead).
+	noChunking *Fallback
+}
+
+// costKey is the cost model's key of a profile: chunked reranking costs a
+// document several pairs, so it has an estimate of its own.
+func costKey(profile string, ch models.Chunking) string {
+	if ch.Enabled() {
+		return profile + " chunked"
+	}
+	return profile
+}
+
+// chunkedScorer scores one batch of a rerank stage: with the reranker's
+// ScoreSpans when the stage chunks, else with Score. It drops to Score,
+// and records why, when the reranker turns out not to chunk.
+type chunkedScorer struct {
+	r          models.Reranker
+	profile    string
+	ch         models.Chunking
+	noChunking *Fallback
+}
+
+func newChunkedScorer(r models.Reranker, profile string, ch models.Chunking) *chunkedScorer {
+	s := &chunkedScorer{r: r, profile: profile, ch: ch}
+	if _, ok := r.(models.SpanReranker); ch.Enabled() && !ok {
+		s.off(fmt.Sprintf("profile %q does not score in windows; candidates truncated to its window", profile))
+	}
+	return s
+}
+
+func (s *chunkedScorer) off(detail string) {
+	s.ch = models.Chunking{}
+	s.noChunking = &Fallback{Code: FallbackNoChunking, Detail: detail}
+}
+
+// score returns one score per text and, when chunking, the best window of
+// each (byte offsets into the text).
+func (s *chunkedScorer) score(ctx context.Context, query string, texts []string) ([]float32, []models.Span, error) {
+	if s.ch.Enabled() {
+		res, _, err := s.r.(models.SpanReranker).ScoreSpans(ctx, query, texts, s.ch)
+		if err == nil {
+			if len(res) != len(texts) {
+				return nil, nil, fmt.Errorf("reranker returned %d chunked scores for %d documents", len(res), len(texts))
+			}
+			scores, spans := make([]float32, len(res)), make([]models.Span, len(res))
+			for i, r := range res {
+				scores[i], spans[i] = r.Score, r.Span
+			}
+			return scores, spans, nil
+		}
+		if !errors.Is(err, models.ErrNoChunking) {
+			return nil, nil, err
+		}
+		s.off(fmt.Sprintf("profile %q: %v; candidates truncated to its window", s.profile, err))
+	}
+	scores, err := s.r.Score(ctx, query, texts)
+	return scores, nil, err
+}
+
+// textSpan maps a byte span of docText(d) to one of d.Text: the title and
+// its separator are cut off, a window starting in the title starts at 0.
+func textSpan(d *Document, s models.Span) Span {
+	off := 0
+	if d.Title != "" {
+		off = len(d.Title) + 1
+	}
+	return Span{Start: max(s.Start-off, 0), End: max(s.End-off, 0)}
 }
 
 // rerankBudgeted scores cands (in fused order) with r in batches and stores
@@ -108,8 +177,15 @@ type rerankOutcome struct {
 // A reranker error (other than the deadline) discards every score and
 // returns a rerank_error fallback: the caller keeps fused order. A
 // cancellation of the parent context is returned as an error.
-func rerankBudgeted(ctx context.Context, parent context.Context, r models.Reranker, profile string, query string, cands []*candidate, cfg RerankConfig, costs *costModel, deadline time.Time, margin time.Duration) (rerankOutcome, error) {
-	var out rerankOutcome
+//
+// With ch enabled the batches are scored in windows (models.SpanReranker)
+// and each scored candidate gets its best window's span; a reranker that
+// does not chunk truncates instead and the outcome says so (noChunking).
+// The cost estimate of a chunked stage is kept apart (costKey).
+func rerankBudgeted(ctx context.Context, parent context.Context, r models.Reranker, profile string, query string, ch models.Chunking, cands []*candidate, cfg RerankConfig, costs *costModel, deadline time.Time, margin time.Duration) (out rerankOutcome, err error) {
+	sc := newChunkedScorer(r, profile, ch)
+	defer func() { out.noChunking = sc.noChunking }()
+	profile = costKey(profile, sc.ch)
 	if !deadline.IsZero() {
 		// Batches are cut at deadline − margin, not at the deadline: the
 		// margin pays for the model noticing the cut (ONNX Runtime checks
@@ -150,8 +226,12 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 			texts = append(texts, docText(&c.rec.doc))
 		}
 		start := time.Now()
-		scores, err := r.Score(ctx, query, texts)
+		chunked := sc.ch.Enabled()
+		scores, spans, err := sc.score(ctx, query, texts)
 		elapsed := time.Since(start)
+		if chunked && !sc.ch.Enabled() {
+			profile = costKey(sc.profile, sc.ch) // it fell back: a truncated batch's cost
+		}
 		if err == nil && len(scores) != len(batch) {
 			err = fmt.Errorf("reranker returned %d scores for %d documents", len(scores), len(batch))
 		}
@@ -173,20 +253,23 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 				break
 			}
 			for _, c := range cands[:out.scored] {
-				c.reranked, c.rerank = false, 0
+				c.reranked, c.rerank, c.spanned, c.span = false, 0, false, Span{}
 			}
 			out.scored = 0
-			out.fallback = &Fallback{Code: FallbackRerankError, Detail: fmt.Sprintf("profile %q: %v", profile, err)}
+			out.fallback = &Fallback{Code: FallbackRerankError, Detail: fmt.Sprintf("profile %q: %v", sc.profile, err)}
 			return out, nil
 		}
 		costs.observe(profile, n, elapsed)
 		for i, c := range batch {
 			c.reranked, c.rerank = true, float64(scores[i])
+			if spans != nil {
+				c.spanned, c.span = true, textSpan(&c.rec.doc, spans[i])
+			}
 		}
 		out.scored += n
 	}
 	if out.degraded && out.scored == 0 {
-		out.fallback = &Fallback{Code: FallbackRerankBudget, Detail: fmt.Sprintf("profile %q: no time left to rerank", profile)}
+		out.fallback = &Fallback{Code: FallbackRerankBudget, Detail: fmt.Sprintf("profile %q: no time left to rerank", sc.profile)}
 	}
 	return out, nil
 }
@@ -217,7 +300,7 @@ func (e *Engine) rerank(ctx, parent context.Context, req *Request, cands []*cand
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackRerankUnknown,
 			Detail: fmt.Sprintf("no reranker %q for the cascade's first stage; %q alone", req.Cascade.First, req.Rerank)})
 	}
-	out, err := rerankBudgeted(ctx, parent, r, req.Rerank, req.Query, cands, e.cfg.Rerank, e.costs, deadline, margin)
+	out, err := rerankBudgeted(ctx, parent, r, req.Rerank, req.Query, req.Chunking, cands, e.cfg.Rerank, e.costs, deadline, margin)
 	if err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
@@ -227,9 +310,17 @@ func (e *Engine) rerank(ctx, parent context.Context, req *Request, cands []*cand
 
 // record adds one rerank stage's outcome to res.
 func (res *Result) record(out rerankOutcome) {
-	res.Reranked, res.Degraded = out.scored, res.Degraded || out.degraded
-	if out.fallback != nil {
-		res.Fallbacks = append(res.Fallbacks, *out.fallback)
+	res.Reranked = out.scored
+	res.recordFallbacks(out)
+}
+
+// recordFallbacks adds a rerank stage's degradation and fallbacks to res.
+func (res *Result) recordFallbacks(out rerankOutcome) {
+	res.Degraded = res.Degraded || out.degraded
+	for _, f := range []*Fallback{out.noChunking, out.fallback} {
+		if f != nil {
+			res.Fallbacks = append(res.Fallbacks, *f)
+		}
 	}
 }
 
@@ -245,27 +336,25 @@ func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first,
 	d1 := deadline
 	if !deadline.IsZero() {
 		reserve := time.Until(deadline) / 2
-		if est, ok := e.costs.estimate(req.Rerank); ok {
+		if est, ok := e.costs.estimate(costKey(req.Rerank, req.Chunking)); ok {
 			reserve = min(reserve, time.Duration(est*float64(keep)))
 		}
 		d1 = deadline.Add(-max(reserve, 0))
 	}
-	out1, err := rerankBudgeted(ctx, parent, first, req.Cascade.First, req.Query, cands, e.cfg.Rerank, e.costs, d1, margin)
+	out1, err := rerankBudgeted(ctx, parent, first, req.Cascade.First, req.Query, req.Chunking, cands, e.cfg.Rerank, e.costs, d1, margin)
 	if err != nil {
 		return nil, fmt.Errorf("search: cascade first stage: %w", err)
 	}
-	res.FirstStage, res.Degraded = out1.scored, res.Degraded || out1.degraded
-	if out1.fallback != nil {
-		res.Fallbacks = append(res.Fallbacks, *out1.fallback)
-	}
+	res.FirstStage = out1.scored
+	res.recordFallbacks(out1)
 	for _, c := range cands[:out1.scored] {
-		c.first, c.firstScore, c.reranked, c.rerank = true, c.rerank, false, 0
+		c.first, c.firstScore, c.reranked, c.rerank, c.spanned = true, c.rerank, false, 0, false
 	}
 	// The first stage's best (or, if it scored nothing, the fused best).
 	byFirst := slices.Clone(cands)
 	sort.SliceStable(byFirst[:out1.scored], func(i, j int) bool { return byFirst[i].firstScore > byFirst[j].firstScore })
 	top := byFirst[:min(keep, len(byFirst))]
-	out2, err := rerankBudgeted(ctx, parent, second, req.Rerank, req.Query, top, e.cfg.Rerank, e.costs, deadline, margin)
+	out2, err := rerankBudgeted(ctx, parent, second, req.Rerank, req.Query, req.Chunking, top, e.cfg.Rerank, e.costs, deadline, margin)
 	if err != nil {
 		return nil, fmt.Errorf("search: cascade second stage: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/engine/enginetest"
+	"github.com/hybrank/hybrank/models"
 )
 
 func rec(id, tenant string, meta map[string]string, links ...string) *record {
@@ -169,23 +170,23 @@ func TestPack(t *testing.T) {
 			hit("a", "", Span{}, "x y", 1), hit("b", "", Span{}, "z", 2),
 		}, 0, []string{"x y", "z"}, []Span{{}, {}}, [][]string{{"a"}, {"b"}}, 3},
 		{"overlapping line spans coalesce", []Hit{
-			hit("b", "f.go", Span{3, 6}, lines(3, 6), 1),
-			hit("a", "f.go", Span{1, 4}, lines(1, 4), 2),
-		}, 0, []string{lines(1, 6)}, []Span{{1, 6}}, [][]string{{"b", "a"}}, 5},
+			hit("b", "f.go", Span{Start: 3, End: 6}, lines(3, 6), 1),
+			hit("a", "f.go", Span{Start: 1, End: 4}, lines(1, 4), 2),
+		}, 0, []string{lines(1, 6)}, []Span{{Start: 1, End: 6}}, [][]string{{"b", "a"}}, 5},
 		{"adjacent spans coalesce, others stay", []Hit{
-			hit("a", "f.go", Span{1, 3}, lines(1, 3), 1),
-			hit("x", "g.go", Span{3, 5}, lines(3, 5), 2),
-			hit("b", "f.go", Span{3, 5}, lines(3, 5), 3),
-			hit("c", "f.go", Span{7, 9}, lines(7, 9), 4),
-		}, 0, []string{lines(1, 5), lines(3, 5), lines(7, 9)}, []Span{{1, 5}, {3, 5}, {7, 9}}, [][]string{{"a", "b"}, {"x"}, {"c"}}, 8},
+			hit("a", "f.go", Span{Start: 1, End: 3}, lines(1, 3), 1),
+			hit("x", "g.go", Span{Start: 3, End: 5}, lines(3, 5), 2),
+			hit("b", "f.go", Span{Start: 3, End: 5}, lines(3, 5), 3),
+			hit("c", "f.go", Span{Start: 7, End: 9}, lines(7, 9), 4),
+		}, 0, []string{lines(1, 5), lines(3, 5), lines(7, 9)}, []Span{{Start: 1, End: 5}, {Start: 3, End: 5}, {Start: 7, End: 9}}, [][]string{{"a", "b"}, {"x"}, {"c"}}, 8},
 		{"non line-aligned text is joined", []Hit{
-			hit("a", "doc", Span{0, 10}, "alpha beta", 1),
-			hit("b", "doc", Span{5, 20}, "gamma", 2),
-		}, 0, []string{"alpha beta\ngamma"}, []Span{{0, 20}}, [][]string{{"a", "b"}}, 3},
+			hit("a", "doc", Span{Start: 0, End: 10}, "alpha beta", 1),
+			hit("b", "doc", Span{Start: 5, End: 20}, "gamma", 2),
+		}, 0, []string{"alpha beta\ngamma"}, []Span{{Start: 0, End: 20}}, [][]string{{"a", "b"}}, 3},
 		{"contained span adds nothing", []Hit{
-			hit("a", "f", Span{1, 5}, lines(1, 5), 1),
-			hit("b", "f", Span{2, 4}, lines(2, 4), 2),
-		}, 0, []string{lines(1, 5)}, []Span{{1, 5}}, [][]string{{"a", "b"}}, 4},
+			hit("a", "f", Span{Start: 1, End: 5}, lines(1, 5), 1),
+			hit("b", "f", Span{Start: 2, End: 4}, lines(2, 4), 2),
+		}, 0, []string{lines(1, 5)}, []Span{{Start: 1, End: 5}}, [][]string{{"a", "b"}}, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,7 +246,7 @@ func TestRerankBudgeted(t *testing.T) {
 	t.Run("no deadline scores all in max batches", func(t *testing.T) {
 		r := &enginetest.OverlapReranker{}
 		cands := mkCands(70)
-		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", cands, cfg, newCostModel(0.3), time.Time{}, 0)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, cands, cfg, newCostModel(0.3), time.Time{}, 0)
 		if err != nil || out.scored != 70 || out.degraded || out.fallback != nil {
 			t.Fatalf("out %+v err %v", out, err)
 		}
@@ -275,7 +276,7 @@ func TestRerankBudgeted(t *testing.T) {
 		deadline := time.Now().Add(600 * time.Millisecond)
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		out, err := rerankBudgeted(dctx, ctx, r, "slow", "apple", cands, cfg, costs, deadline, margin)
+		out, err := rerankBudgeted(dctx, ctx, r, "slow", "apple", models.Chunking{}, cands, cfg, costs, deadline, margin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,7 +324,7 @@ func TestRerankBudgeted(t *testing.T) {
 		costs := newCostModel(0.3)
 		margin := 20 * time.Millisecond
 		deadline := time.Now().Add(60 * time.Millisecond)
-		out, err := rerankBudgeted(ctx, ctx, r, "slow", "apple", mkCands(10), cfg, costs, deadline, margin)
+		out, err := rerankBudgeted(ctx, ctx, r, "slow", "apple", models.Chunking{}, mkCands(10), cfg, costs, deadline, margin)
 		if err != nil || !out.degraded || out.scored != 0 || out.fallback == nil || out.fallback.Code != FallbackRerankBudget {
 			t.Fatalf("out %+v err %v", out, err)
 		}
@@ -340,7 +341,7 @@ func TestRerankBudgeted(t *testing.T) {
 		// Second search with less time than MinBatch = 2 documents need at
 		// that estimate (1.5 of them): no call at all.
 		second := time.Now().Add(margin + time.Duration(1.5*est))
-		out, err = rerankBudgeted(ctx, ctx, r, "slow", "apple", mkCands(10), cfg, costs, second, margin)
+		out, err = rerankBudgeted(ctx, ctx, r, "slow", "apple", models.Chunking{}, mkCands(10), cfg, costs, second, margin)
 		if err != nil || !out.degraded || out.scored != 0 {
 			t.Fatalf("second out %+v err %v", out, err)
 		}
@@ -353,7 +354,7 @@ func TestRerankBudgeted(t *testing.T) {
 			t.Errorf("estimate %v after a skip, was %v: want lower", after, est)
 		}
 		for i := 0; i < 200 && inner.Calls.Load() < 2; i++ { // 0.85^200: any estimate relaxes below the budget
-			if _, err := rerankBudgeted(ctx, ctx, r, "slow", "apple", mkCands(10), cfg, costs, time.Now().Add(60*time.Millisecond), margin); err != nil {
+			if _, err := rerankBudgeted(ctx, ctx, r, "slow", "apple", models.Chunking{}, mkCands(10), cfg, costs, time.Now().Add(60*time.Millisecond), margin); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -366,7 +367,7 @@ func TestRerankBudgeted(t *testing.T) {
 		costs := newCostModel(0.3)
 		costs.observe("p", 1, time.Millisecond) // 1 ms/doc
 		deadline := time.Now().Add(time.Hour)
-		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", mkCands(10), cfg, costs, deadline, 0)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, mkCands(10), cfg, costs, deadline, 0)
 		if err != nil || out.scored != 10 || out.degraded {
 			t.Fatalf("out %+v err %v", out, err)
 		}
@@ -376,7 +377,7 @@ func TestRerankBudgeted(t *testing.T) {
 	})
 	t.Run("no time left", func(t *testing.T) {
 		r := &enginetest.OverlapReranker{}
-		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", mkCands(10), cfg, newCostModel(0.3), time.Now().Add(-time.Second), 0)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, mkCands(10), cfg, newCostModel(0.3), time.Now().Add(-time.Second), 0)
 		if err != nil || out.scored != 0 || !out.degraded || out.fallback == nil || out.fallback.Code != FallbackRerankBudget {
 			t.Fatalf("out %+v err %v", out, err)
 		}
@@ -387,7 +388,7 @@ func TestRerankBudgeted(t *testing.T) {
 	t.Run("error falls back to fused order", func(t *testing.T) {
 		r := &enginetest.OverlapReranker{Err: errors.New("model gone")}
 		cands := mkCands(10)
-		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", cands, cfg, newCostModel(0.3), time.Time{}, 0)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, cands, cfg, newCostModel(0.3), time.Time{}, 0)
 		if err != nil || out.scored != 0 || out.fallback == nil || out.fallback.Code != FallbackRerankError {
 			t.Fatalf("out %+v err %v", out, err)
 		}
@@ -401,7 +402,7 @@ func TestRerankBudgeted(t *testing.T) {
 		r := &enginetest.OverlapReranker{PerDoc: 10 * time.Millisecond}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := rerankBudgeted(cctx, cctx, r, "p", "apple", mkCands(10), cfg, newCostModel(0.3), time.Time{}, 0)
+		_, err := rerankBudgeted(cctx, cctx, r, "p", "apple", models.Chunking{}, mkCands(10), cfg, newCostModel(0.3), time.Time{}, 0)
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err %v, want context.Canceled", err)
 		}

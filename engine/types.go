@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // MaxIDLen is the longest document ID the engine accepts, in bytes.
@@ -16,17 +18,9 @@ const MaxIDLen = 1024
 // whatever unit the caller chose (lines for code and prose files, bytes,
 // pages). Two spans of the same Source are adjacent when one's End equals
 // the other's Start, and overlap when they share a unit. The zero Span means
-// "no position".
-type Span struct {
-	Start int `json:"start"`
-	End   int `json:"end"`
-}
-
-// IsZero reports whether s carries no position.
-func (s Span) IsZero() bool { return s.Start == 0 && s.End == 0 }
-
-// Len is End − Start.
-func (s Span) Len() int { return s.End - s.Start }
+// "no position". It is models.Span, the one range type: the same type
+// locates a reranked hit's best window (Provenance.RerankSpan, bytes).
+type Span = models.Span
 
 // Document is the unit the engine indexes and returns.
 //
@@ -195,6 +189,15 @@ type Request struct {
 	// engine's cost model against the same deadline: the first stops in
 	// time to leave the second its predicted cost. Zero: one stage.
 	Cascade Cascade `json:"cascade,omitzero"`
+	// Chunking, when enabled (Stride > 0), reranks each candidate in
+	// overlapping windows of the reranker's tokens instead of truncating
+	// it to the window: its score is the windows' aggregate and
+	// Provenance.RerankSpan names its best window (see models.Chunking).
+	// It applies to every rerank stage (a cascade's both) and needs a
+	// reranker that implements models.SpanReranker (models/ort's does);
+	// with another one the stage truncates and Result.Fallbacks says so.
+	// The zero value truncates, as without it.
+	Chunking models.Chunking `json:"chunking,omitzero"`
 	// Budget bounds the wall time of the search (0 = only ctx's deadline):
 	// dense retrieval and reranking stop at min(ctx deadline, start +
 	// Budget) and the result is marked Degraded, while BM25 retrieval
@@ -313,6 +316,11 @@ func (r *Request) Validate() error {
 		return bad("cascade.first %q is also the second stage", r.Cascade.First)
 	case r.Cascade.First != "" && (r.Cascade.Keep < 1 || r.Cascade.Keep > MaxCandidates):
 		return bad("cascade.keep %d outside [1, %d]", r.Cascade.Keep, MaxCandidates)
+	case r.Chunking.Enabled() && r.Rerank == "":
+		return bad("chunking applies to the rerank stage: set rerank")
+	}
+	if err := r.Chunking.Validate(); err != nil {
+		return bad("%v", err)
 	}
 	for k := range r.Filter {
 		if k == "" {
@@ -357,6 +365,11 @@ type Provenance struct {
 	// RerankScore is meaningful only then.
 	Reranked    bool    `json:"reranked"`
 	RerankScore float64 `json:"rerank_score"`
+	// RerankSpan, when the request chunked (Request.Chunking) and the
+	// reranker scored this hit, is the best window's byte range in
+	// Document.Text (the reranker reads Title + " " + Text; a window that
+	// starts in the title starts at 0 here).
+	RerankSpan *Span `json:"rerank_span,omitempty"`
 	// FirstStage says whether a cascade's first stage (Cascade.First)
 	// scored this hit, with FirstStageScore; RerankScore is then the
 	// second stage's, when it reached the hit.
@@ -419,6 +432,10 @@ const (
 	// FallbackRerankBudget: no time was left to rerank anything; fused
 	// order (Result.Degraded is set too).
 	FallbackRerankBudget FallbackCode = "rerank_budget"
+	// FallbackNoChunking: the request asked for chunking but the reranker
+	// does not score in windows (models.SpanReranker); candidates were
+	// truncated to its window.
+	FallbackNoChunking FallbackCode = "chunking_unsupported"
 )
 
 // Fallback records one degradation with a human-readable detail.

@@ -58,6 +58,21 @@
 // InputRaw none. Directories without these files (bare ONNX exports) are
 // mean-pooled and normalised when Config.Normalize is set.
 //
+// # Long documents
+//
+// A cross-encoder or bi-encoder sees at most its window (512 tokens, 256
+// for all-MiniLM-L6-v2); longer inputs are truncated. Chunking turns on
+// scoring in windows instead: Chunking.Plan splits each document into
+// overlapping windows of the model tokenizer's tokens (Stride tokens
+// apart, edges at whitespace, at most MaxChunks per document, evenly
+// spread), all windows go to the model as ordinary inputs (so they share
+// batches), and ChunkPlan.Scores aggregates each document's window scores
+// (max, or mean of the top k) and names the best window's byte span.
+// SpanReranker and SpanEmbedder are the models that do this themselves
+// (models/ort's CrossEncoder.ScoreSpans and BiEncoder.EmbedSpans); the
+// server chunks with the same plan in front of its cross-request batcher.
+// Span is the one range type, shared with package engine.
+//
 // # Cost tables
 //
 // A CostTable holds, for one model on one machine and runtime setting, the

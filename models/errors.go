@@ -24,6 +24,9 @@ var (
 	// ErrCostTable reports a cost table file (Config.CostTable, or a
 	// calibration cache) that is missing, unparsable or inconsistent.
 	ErrCostTable = errors.New("models: bad cost table")
+	// ErrNoChunking reports a chunked call (SpanReranker, SpanEmbedder) on
+	// a wrapper whose model does not score long documents in windows.
+	ErrNoChunking = errors.New("models: the model does not score long documents in windows")
 	// ErrClosed reports a call on a model after Close.
 	ErrClosed = errors.New("models: model closed")
 )

@@ -32,3 +32,33 @@ type Embedder interface {
 type Loader interface {
 	Load() error
 }
+
+// SpanReranker is implemented by rerankers that score documents longer
+// than their window (Chunking): each document is split into overlapping
+// windows of its own tokens, all windows of all documents are scored
+// together as ordinary pairs, and each document gets the aggregate of its
+// windows' scores and the byte span of its best window.
+//
+// ScoreSpans returns one SpanScore per document, in input order; ch must
+// be enabled and valid (else an error wrapping ErrInvalidConfig). Usage
+// counts the windows scored as Pairs. Implementations are safe for
+// concurrent use.
+type SpanReranker interface {
+	ScoreSpans(ctx context.Context, query string, docs []string, ch Chunking) ([]SpanScore, Usage, error)
+}
+
+// SpanEmbedder is implemented by embedders that embed texts longer than
+// their window (Chunking): each text is split into overlapping windows of
+// its own tokens and every window is embedded (all windows of all texts
+// in one call, batched together).
+//
+// EmbedSpans returns, per text in input order, one vector per window with
+// the window's byte span, not an aggregate: a caller scoring against a
+// query takes the best (or top-k) window, SpanVectors.Best, as chunked
+// reranking does, while averaging windows would blur a relevant passage
+// into an irrelevant document. ch must be enabled and valid. Usage counts
+// the windows embedded as Pairs. Implementations are safe for concurrent
+// use.
+type SpanEmbedder interface {
+	EmbedSpans(ctx context.Context, in Input, texts []string, ch Chunking) ([]SpanVectors, Usage, error)
+}

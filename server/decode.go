@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
 )
 
 // limits are the per-request caps the decoders enforce.
@@ -153,6 +154,8 @@ type rerankRequest struct {
 	RawScores  bool
 	ReturnText bool
 	Truncate   bool
+	// Chunking scores long documents in windows (zero: truncate).
+	Chunking models.Chunking
 
 	// served is the reranker Model names, set by the endpoint's authorize.
 	served *rerankModel
@@ -170,6 +173,8 @@ type rerankWire struct {
 	RawScores  bool        `json:"raw_scores"`
 	ReturnText bool        `json:"return_text"`
 	Truncate   *bool       `json:"truncate"`
+	// Chunking is hybrank's extension of every rerank shape.
+	Chunking *models.Chunking `json:"chunking"`
 }
 
 // decodeRerank decodes a Cohere/Jina rerank body, or TEI's when it has
@@ -217,6 +222,12 @@ func decodeRerank(body []byte, lim limits) (rerankRequest, error) {
 			return r, badRequest("field \"max_tokens_per_doc\" must be >= 1")
 		}
 		r.MaxTokensPerDoc = *w.MaxTokensPerDoc
+	}
+	if w.Chunking != nil {
+		if err := w.Chunking.Validate(); err != nil {
+			return r, badRequest("field \"chunking\": %v", err)
+		}
+		r.Chunking = *w.Chunking
 	}
 	return r, nil
 }

@@ -66,6 +66,21 @@
 // responses carry TEI's x-compute-time, x-compute-tokens and x-total-time
 // headers (milliseconds, tokens).
 //
+// # Long documents
+//
+// Every rerank shape takes hybrank's "chunking": {stride, max_chunks_per_doc,
+// aggregate ("max" | "mean_top_k"), top_k} (models.Chunking). A document
+// is then cut into overlapping windows of the Tokenizer's tokens that fit
+// max_pair_tokens beside the query (after max_tokens_per_doc, if given),
+// the windows go through the batcher as ordinary pairs (sharing batches
+// with other requests, cached with --cache-mb), and the document's score is
+// their aggregate; each result gets an extra "span": {start, end}, the best
+// window's byte offsets in the document (Cohere and Elasticsearch also take
+// the max over chunks but return no span). TEI's 413 for long texts does
+// not apply; a request of more than max_documents × 32 windows is 413.
+// /search takes the same object as engine.Request's chunking,
+// and reranked hits carry provenance.rerank_span.
+//
 // # Wire types
 //
 // Search and documents speak the engine's own types (engine.Request,

@@ -210,6 +210,8 @@ type rerankResult struct {
 	Index          int         `json:"index"`
 	RelevanceScore float64     `json:"relevance_score"`
 	Document       *rerankText `json:"document,omitempty"`
+	// Span is the best window's bytes in the document (chunking only).
+	Span *models.Span `json:"span,omitempty"`
 }
 
 type rerankText struct {
@@ -246,6 +248,8 @@ type teiRank struct {
 	Index int     `json:"index"`
 	Score float64 `json:"score"`
 	Text  *string `json:"text,omitempty"`
+	// Span is the best window's bytes in the text (chunking only).
+	Span *models.Span `json:"span,omitempty"`
 }
 
 func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
@@ -270,7 +274,7 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 // model would cut it silently. Cohere and Jina requests are truncated, as
 // those APIs document.
 func (s *Server) checkPairLengths(req rerankRequest) error {
-	if !req.TEI || req.Truncate {
+	if !req.TEI || req.Truncate || req.Chunking.Enabled() {
 		return nil
 	}
 	window := req.served.window
@@ -294,8 +298,16 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		}
 		pairs[i] = models.Pair{Query: req.Query, Doc: d}
 	}
+	pairs, windows, err := s.chunkPairs(req, pairs)
+	if err != nil {
+		return reply{}, err
+	}
 	m := req.served
 	scores, usage, err := m.batch.Submit(ctx, pairs)
+	if err != nil {
+		return reply{}, err
+	}
+	scores, spans, err := windows.scores(scores)
 	if err != nil {
 		return reply{}, err
 	}
@@ -317,6 +329,9 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		out := make([]teiRank, len(order))
 		for k, i := range order {
 			out[k] = teiRank{Index: i, Score: float64(scores[i])}
+			if spans != nil {
+				out[k].Span = &spans[i]
+			}
 			if !req.RawScores {
 				out[k].Score = models.Sigmoid(scores[i])
 			}
@@ -342,6 +357,9 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	}
 	for k, i := range order {
 		resp.Results[k] = rerankResult{Index: i, RelevanceScore: models.Sigmoid(scores[i])}
+		if spans != nil {
+			resp.Results[k].Span = &spans[i]
+		}
 		if returnDocs {
 			resp.Results[k].Document = &rerankText{Text: req.Docs[i]}
 		}

@@ -34,14 +34,16 @@ type step struct {
 // Without the datasets (haveData false) the rerank step has no real pairs.
 func allSteps(datasets, out, models string, quick, haveData bool) []step {
 	steps := mainSteps(datasets, out, models, quick, haveData)
-	return append(steps, realSteps(datasets, out, artifacts.RealModels(), quick)...)
+	return append(steps, realSteps(datasets, out, artifacts.RealModels(), models, quick)...)
 }
 
 // realSteps are the real-model steps: the MTEB reproduction of every real
 // embedder (float32 and int8) on every dataset, HNSW against faiss on real
-// sentence vectors, and the hybrid matrix per float32 embedder with the
-// fusion chosen on cisi. --quick keeps all-MiniLM-L6-v2 on scifact.
-func realSteps(datasets, out, real string, quick bool) []step {
+// sentence vectors, the hybrid matrix per float32 embedder with the fusion
+// chosen on cisi, and long documents (all-MiniLM-L6-v2 scoring, with the
+// generated cross-encoder of models for speed). --quick keeps
+// all-MiniLM-L6-v2 on scifact and a smaller long-document collection.
+func realSteps(datasets, out, real, models string, quick bool) []step {
 	ds := func(names ...string) string {
 		for i, n := range names {
 			names[i] = filepath.Join(datasets, n)
@@ -66,6 +68,11 @@ func realSteps(datasets, out, real string, quick bool) []step {
 			args: []string{"--passages", "--data", ds("scifact"), "--model", rm("all-minilm-l6-v2"), "--max-passages", passages,
 				"--m", "16", "--ef", "16,32,64,128", "--out", out}},
 	}
+	longdoc := []string{"--data", ds("scifact"), "--embedder", rm("all-minilm-l6-v2"), "--models-root", models, "--out", out}
+	if quick {
+		longdoc = append(longdoc, "--max-queries", "20", "--distractors", "10", "--strides", "256", "--rerank-queries", "1")
+	}
+	steps = append(steps, step{name: "longdoc (buried scifact abstracts: truncation vs chunking)", cmd: "longdoc", data: true, real: true, args: longdoc})
 	for _, m := range fp32 {
 		steps = append(steps, step{name: "hybrid real (" + m + ", fusion chosen on cisi)", cmd: "hybrid", data: true, real: true,
 			args: []string{"--data", ds("cisi", "cran", "scifact"), "--embed-dir", rm(m), "--max-doc-tokens", "0", "--tune-on", "cisi",

@@ -8,13 +8,15 @@ package enginetest
 
 import (
 	"context"
-	"github.com/hybrank/hybrank/models"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 // Tokens lowercases text and splits it into runs of letters and digits.
@@ -153,6 +155,57 @@ func (r *OverlapReranker) BatchSizes() []int {
 		return append([]int(nil), *p...)
 	}
 	return nil
+}
+
+// WindowReranker is an OverlapReranker that also scores long documents in
+// windows (models.SpanReranker): a document's tokens are its
+// whitespace-separated words, a window holds at most Window of them (the
+// stand-in for a model's window) and each window is scored as Score scores
+// its text.
+type WindowReranker struct {
+	OverlapReranker
+	// Window is the words one window holds (at least 1).
+	Window int
+}
+
+// ScoreSpans implements models.SpanReranker.
+func (r *WindowReranker) ScoreSpans(ctx context.Context, query string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	if err := ch.Validate(); err != nil {
+		return nil, models.Usage{}, err
+	}
+	if !ch.Enabled() {
+		return nil, models.Usage{}, fmt.Errorf("%w: chunking is off", models.ErrInvalidConfig)
+	}
+	plan, err := ch.Plan(docs, max(r.Window, 1), WordSpans)
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	scores, err := r.Score(ctx, query, plan.Texts())
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	out, err := plan.Scores(ch, scores)
+	return out, models.Usage{Pairs: len(scores)}, err
+}
+
+// WordSpans returns the byte spans of text's whitespace-separated words.
+func WordSpans(text string) ([]models.Span, error) {
+	var out []models.Span
+	start := -1
+	for i, c := range text {
+		if unicode.IsSpace(c) {
+			if start >= 0 {
+				out = append(out, models.Span{Start: start, End: i})
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, models.Span{Start: start, End: len(text)})
+	}
+	return out, nil
 }
 
 // WordCounter counts whitespace-separated words, one token each.

@@ -106,6 +106,19 @@ func (r *Reranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float
 	return out, u, nil
 }
 
+// ScoreSpans is the wrapped reranker's ScoreSpans (models.SpanReranker),
+// uncached: a chunked score depends on the chunking as well as the texts,
+// and the server, which chunks in front of its batcher, scores the windows
+// through ScorePairs and so through the cache. It returns an error
+// wrapping models.ErrNoChunking when the wrapped reranker has none.
+func (r *Reranker) ScoreSpans(ctx context.Context, query string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	sr, ok := r.inner.(models.SpanReranker)
+	if !ok {
+		return nil, models.Usage{}, fmt.Errorf("cache: %w", models.ErrNoChunking)
+	}
+	return sr.ScoreSpans(ctx, query, docs, ch)
+}
+
 // usageEmbedder is the server's embedding method (server.Embedder), which
 // *ort.BiEncoder has.
 type usageEmbedder interface {
@@ -166,6 +179,17 @@ func (e *Embedder) EmbedPooled(ctx context.Context, in models.Input, texts []str
 		return nil, models.Usage{}, ErrNoPooled
 	}
 	return e.cached(ctx, "pooled", in, texts, pe.EmbedPooled)
+}
+
+// EmbedSpans is the wrapped embedder's EmbedSpans (models.SpanEmbedder),
+// uncached (documents are not cached anyway); it returns an error wrapping
+// models.ErrNoChunking when the wrapped embedder has none.
+func (e *Embedder) EmbedSpans(ctx context.Context, in models.Input, texts []string, ch models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	se, ok := e.inner.(models.SpanEmbedder)
+	if !ok {
+		return nil, models.Usage{}, fmt.Errorf("cache: %w", models.ErrNoChunking)
+	}
+	return se.EmbedSpans(ctx, in, texts, ch)
 }
 
 // ErrNoPooled is returned by Embedder.EmbedPooled when the wrapped model

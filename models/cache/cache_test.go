@@ -183,3 +183,52 @@ func TestEmbedderPooled(t *testing.T) {
 		t.Fatalf("EmbedPooled without support: %v", err)
 	}
 }
+
+// spanFake is a reranker and embedder with the chunked methods.
+type spanFake struct {
+	countingReranker
+	fakeEmbedder
+	spanCalls int
+}
+
+func (s *spanFake) ScoreSpans(_ context.Context, q string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	s.spanCalls++
+	out := make([]models.SpanScore, len(docs))
+	for i, d := range docs {
+		out[i] = models.SpanScore{Score: float32(len(d)), Span: models.Span{Start: 1, End: len(d)}}
+	}
+	return out, models.Usage{Pairs: len(docs)}, nil
+}
+
+func (s *spanFake) EmbedSpans(_ context.Context, _ models.Input, texts []string, ch models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	s.spanCalls++
+	return make([]models.SpanVectors, len(texts)), models.Usage{Pairs: len(texts)}, nil
+}
+
+// TestSpansPassThrough checks that both caches keep the chunked methods of
+// the model they wrap (the server's --cache-mb must not lose them) and
+// report models.ErrNoChunking over a model without them.
+func TestSpansPassThrough(t *testing.T) {
+	ctx := context.Background()
+	ch := models.Chunking{Stride: 8}
+	inner := &spanFake{}
+	r, _ := NewReranker(inner, 1<<20)
+	var _ models.SpanReranker = r
+	got, u, err := r.ScoreSpans(ctx, "q", []string{"abc", "de"}, ch)
+	if err != nil || len(got) != 2 || got[0].Span != (models.Span{Start: 1, End: 3}) || u.Pairs != 2 || inner.spanCalls != 1 {
+		t.Fatalf("ScoreSpans: %+v %+v %v (calls %d)", got, u, err, inner.spanCalls)
+	}
+	e, _ := NewEmbedder(inner, 1<<20)
+	var _ models.SpanEmbedder = e
+	if v, u, err := e.EmbedSpans(ctx, models.InputDocument, []string{"x"}, ch); err != nil || len(v) != 1 || u.Pairs != 1 || inner.spanCalls != 2 {
+		t.Fatalf("EmbedSpans: %v %+v %v", v, u, err)
+	}
+	plainR, _ := NewReranker(&countingReranker{}, 1<<20)
+	if _, _, err := plainR.ScoreSpans(ctx, "q", []string{"d"}, ch); !errors.Is(err, models.ErrNoChunking) {
+		t.Fatalf("reranker without ScoreSpans: %v", err)
+	}
+	plainE, _ := NewEmbedder(&fakeEmbedder{}, 1<<20)
+	if _, _, err := plainE.EmbedSpans(ctx, models.InputDocument, []string{"d"}, ch); !errors.Is(err, models.ErrNoChunking) {
+		t.Fatalf("embedder without EmbedSpans: %v", err)
+	}
+}

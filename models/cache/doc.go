@@ -14,6 +14,11 @@
 // value and a fixed per-entry overhead, and evicts least recently used
 // entries. Stats reports hits, misses, evictions, entries and bytes.
 //
+// Chunked scoring of long documents (models.SpanReranker,
+// models.SpanEmbedder) passes through to the wrapped model uncached, so a
+// cached model keeps the capability; the server chunks in front of its
+// batcher and scores the windows as pairs, which are cached.
+//
 // Only what the wrapped model computed successfully is cached; an error
 // returns as it was and caches nothing. Usage (EmbedWithUsage, ScorePairs)
 // counts only the work the model did, not the hits.

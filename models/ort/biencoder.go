@@ -3,9 +3,9 @@ package ort
 import (
 	"context"
 	"fmt"
-	"github.com/hybrank/hybrank/models"
 	"math"
 
+	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/simd"
 )
 
@@ -28,6 +28,7 @@ type BiEncoder struct {
 }
 
 var _ models.Embedder = (*BiEncoder)(nil)
+var _ models.SpanEmbedder = (*BiEncoder)(nil)
 var _ models.Loader = (*BiEncoder)(nil)
 
 // NewBiEncoder validates cfg and returns an embedder that loads its model
@@ -112,6 +113,50 @@ func (be *BiEncoder) EmbedPooled(ctx context.Context, in models.Input, texts []s
 	return be.embed(ctx, in, texts, false)
 }
 
+// EmbedSpans embeds texts longer than the model's window in overlapping
+// windows (models.SpanEmbedder): each text is split by its tokens' byte
+// offsets (the model's own tokenizer) into windows of as many tokens as
+// fit beside in's prefix and the two special tokens, as ch says; the
+// windows of all texts are embedded in one call (batched together), each
+// exactly as Embed embeds its text; and every text gets its windows'
+// vectors with their byte spans, not an average (see models.SpanEmbedder).
+// Usage counts the windows.
+//
+// ch must be enabled and valid (else an error wrapping ErrInvalidConfig);
+// MaxDocs counts texts, not windows. Config.MaxChars does not cut the
+// texts, and spans index them, as in CrossEncoder.ScoreSpans.
+func (be *BiEncoder) EmbedSpans(ctx context.Context, in models.Input, texts []string, ch models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	if err := checkChunking(ch); err != nil {
+		return nil, models.Usage{}, err
+	}
+	if len(texts) > be.c.cfg.MaxDocs {
+		return nil, models.Usage{}, errTooMany(len(texts), be.c.cfg.MaxDocs)
+	}
+	if len(texts) == 0 {
+		return []models.SpanVectors{}, models.Usage{}, nil
+	}
+	m, err := be.c.acquire()
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	defer be.c.release()
+	prefix := m.embedding.Prefix(in)
+	size := m.maxLen - 2 - m.enc.countTokens(prefix)
+	if size < 1 {
+		return nil, models.Usage{}, fmt.Errorf("%w: the %q prefix leaves no room in a window of %d tokens", models.ErrInvalidConfig, prefix, m.maxLen)
+	}
+	plan, err := ch.Plan(texts, size, m.enc.offsets)
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	vecs, usage, err := be.embedOn(ctx, m, prefix, plan.Texts(), true)
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	out, err := plan.Vectors(vecs)
+	return out, usage, err
+}
+
 // embed is EmbedWithUsage, normalising as configured when normalize is
 // set, not at all otherwise.
 func (be *BiEncoder) embed(ctx context.Context, in models.Input, texts []string, normalize bool) ([][]float32, models.Usage, error) {
@@ -122,15 +167,21 @@ func (be *BiEncoder) embed(ctx context.Context, in models.Input, texts []string,
 	if len(texts) == 0 {
 		return [][]float32{}, models.Usage{}, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, models.Usage{}, err
-	}
 	m, err := be.c.acquire()
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
 	defer be.c.release()
-	prefix := m.embedding.Prefix(in)
+	return be.embedOn(ctx, m, m.embedding.Prefix(in), texts, normalize)
+}
+
+// embedOn embeds prefix + text for every text on the loaded model m
+// (acquired by the caller).
+func (be *BiEncoder) embedOn(ctx context.Context, m *loaded, prefix string, texts []string, normalize bool) ([][]float32, models.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, models.Usage{}, err
+	}
+	cfg := be.c.cfg
 	seqs, lens, err := tokenize(ctx, len(texts), func(i int) (seq, error) {
 		return m.enc.single(prefix+cleanText(texts[i], cfg.MaxChars), m.maxLen)
 	})

@@ -19,6 +19,7 @@ type CrossEncoder struct {
 }
 
 var _ models.Reranker = (*CrossEncoder)(nil)
+var _ models.SpanReranker = (*CrossEncoder)(nil)
 var _ models.Loader = (*CrossEncoder)(nil)
 
 // NewCrossEncoder validates cfg and returns a cross-encoder that loads its
@@ -111,24 +112,91 @@ func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]
 	return ce.scorePairs(ctx, pairs)
 }
 
-func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
-	if len(pairs) == 0 {
-		return []float32{}, models.Usage{}, nil
-	}
-	if err := ctx.Err(); err != nil {
+// ScoreSpans scores documents longer than the model's window in
+// overlapping windows (models.SpanReranker): each document is split by its
+// tokens' byte offsets (the model's own tokenizer) into windows of
+// models.PairWindow tokens, the size that fits beside the query, as ch
+// says; the windows of all documents are scored together as ordinary
+// pairs (one planned set of batches, the cost model sees each window as a
+// pair), each window exactly as ScorePairs scores the pair (query, its
+// text); and each document gets ch's aggregate of its windows' scores with
+// the best window's byte span in the document. Usage counts the windows.
+//
+// ch must be enabled and valid (else an error wrapping ErrInvalidConfig);
+// query and document limits are as for Score (MaxDocs counts documents,
+// not windows). Config.MaxChars does not cut the documents: the windows
+// cover them and ch.MaxChunks bounds the model's work, so callers bound
+// the text they pass. Spans are byte offsets into each document as given
+// (when it is not valid UTF-8, into its text with each run of invalid
+// bytes replaced by one U+FFFD).
+func (ce *CrossEncoder) ScoreSpans(ctx context.Context, query string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	if err := checkChunking(ch); err != nil {
 		return nil, models.Usage{}, err
+	}
+	if len(docs) > ce.c.cfg.MaxDocs {
+		return nil, models.Usage{}, errTooMany(len(docs), ce.c.cfg.MaxDocs)
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, models.Usage{}, models.ErrEmptyQuery
+	}
+	if len(docs) == 0 {
+		return []models.SpanScore{}, models.Usage{}, nil
 	}
 	m, err := ce.c.acquire()
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
 	defer ce.c.release()
+	q := m.enc.cutQuery(cleanText(query, ce.c.cfg.MaxChars), models.MaxQueryTokens(m.maxLen))
+	plan, err := ch.Plan(docs, models.PairWindow(m.maxLen, m.enc.countTokens(q)), m.enc.offsets)
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	scores, usage, err := ce.scoreOn(ctx, m, plan.Pairs(query))
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	out, err := plan.Scores(ch, scores)
+	return out, usage, err
+}
+
+// checkChunking refuses a Chunking that is off or invalid.
+func checkChunking(ch models.Chunking) error {
+	if err := ch.Validate(); err != nil {
+		return err
+	}
+	if !ch.Enabled() {
+		return fmt.Errorf("%w: chunking is off (stride 0)", models.ErrInvalidConfig)
+	}
+	return nil
+}
+
+func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	if len(pairs) == 0 {
+		return []float32{}, models.Usage{}, nil
+	}
+	m, err := ce.c.acquire()
+	if err != nil {
+		return nil, models.Usage{}, err
+	}
+	defer ce.c.release()
+	return ce.scoreOn(ctx, m, pairs)
+}
+
+// scoreOn scores pairs on the loaded model m (acquired by the caller).
+func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.Pair) ([]float32, models.Usage, error) {
+	if len(pairs) == 0 {
+		return []float32{}, models.Usage{}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, models.Usage{}, err
+	}
 	cfg := ce.c.cfg
 
 	// Queries repeat (Score passes one query n times): prepare each once.
 	// A query keeps at most half the token budget, the same prefix for
 	// every document, so all documents of a ranking see the same query.
-	qMax := (m.maxLen - 3) / 2
+	qMax := models.MaxQueryTokens(m.maxLen)
 	var lastQ, lastClean string
 	seqs, lens, err := tokenize(ctx, len(pairs), func(i int) (seq, error) {
 		q := pairs[i].Query

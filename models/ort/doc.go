@@ -11,7 +11,8 @@
 // CrossEncoder implements models.Reranker: Score(ctx, query, docs) returns one
 // logit (or sigmoid, Config.Sigmoid) per document in input order, and
 // ScorePairs scores (query, document) pairs from several requests at once
-// for the server's cross-request batcher. BiEncoder implements models.Embedder:
+// for the server's cross-request batcher; ScoreSpans scores long documents
+// in windows (below). BiEncoder implements models.Embedder:
 // Embed returns one vector per text, mean-pooled over the attention mask
 // (or the model's own `sentence_embedding` output) and L2-normalised when
 // Config.Normalize is set.
@@ -36,6 +37,24 @@
 // wraps models.ErrTooManyDocs (raise MaxDocs for more); no documents give an empty
 // result and no error; an empty document is scored as [CLS] q [SEP] [SEP].
 // ScorePairs ignores MaxDocs: its caller, the batcher, bounds the size.
+//
+// # Long documents
+//
+// CrossEncoder.ScoreSpans (models.SpanReranker) and BiEncoder.EmbedSpans
+// (models.SpanEmbedder) score texts longer than the window instead of
+// truncating them. Each text is tokenized once with byte offsets (the
+// model's own tokenizer: wordpiece.TokenSpans, or Hugging Face's offsets)
+// and split by models.Chunking into overlapping windows of the tokens that
+// fit beside the query (or prefix) and the special tokens, edges at
+// whitespace; each window's text tokenizes alone to exactly the tokens it
+// covers. The windows of all texts of the call then go through the same
+// path as ordinary pairs or texts: one tokenization, one batch plan (the
+// cost model sees windows as the pairs they are), so a window scores
+// exactly as ScorePairs scores (query, window text). ScoreSpans aggregates
+// each document's window scores (max or mean of the top k) and names the
+// best window's byte span; EmbedSpans returns every window's vector with
+// its span. Config.MaxChars does not cut chunked texts (the windows cover
+// them; Chunking.MaxChunks bounds the model's work).
 //
 // # Batching
 //

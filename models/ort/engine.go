@@ -23,6 +23,9 @@ type encoder interface {
 	single(text string, maxLen int) (seq, error)
 	// countTokens returns the number of word pieces of text (no specials).
 	countTokens(text string) int
+	// offsets returns text's tokens (no specials, no truncation) as byte
+	// spans of text, in order: what chunked scoring cuts windows from.
+	offsets(text string) ([]models.Span, error)
 	padID() int64
 }
 

@@ -60,6 +60,23 @@ func (fakeEncoder) cutQuery(q string, n int) string {
 }
 func (fakeEncoder) padID() int64 { return fakePAD }
 
+// offsets are the byte spans of the space-separated words.
+func (fakeEncoder) offsets(s string) ([]models.Span, error) {
+	var out []models.Span
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ' ' || s[i] == '\t' || s[i] == '\n' {
+			if start >= 0 {
+				out = append(out, models.Span{Start: start, End: i})
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return out, nil
+}
+
 // fakeRunner scores a row as the masked sum of (id × (type+1)) — a value
 // that does not depend on padding or batch mates — and, for embedders,
 // emits hidden states id+k on real tokens and 1e6 on padding.

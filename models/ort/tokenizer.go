@@ -73,4 +73,14 @@ func (w wpEncoder) cutQuery(q string, maxTokens int) string {
 }
 
 func (w wpEncoder) countTokens(text string) int { return w.t.CountTokens(text) }
-func (w wpEncoder) padID() int64                { return int64(w.t.PadID()) }
+
+// offsets are wordpiece.TokenSpans' byte offsets (ids exactly IDs').
+func (w wpEncoder) offsets(text string) ([]models.Span, error) {
+	ts := w.t.TokenSpans(nil, text)
+	out := make([]models.Span, len(ts))
+	for i, t := range ts {
+		out[i] = models.Span{Start: t.Start, End: t.End}
+	}
+	return out, nil
+}
+func (w wpEncoder) padID() int64 { return int64(w.t.PadID()) }

@@ -1,6 +1,7 @@
 package ort
 
 import (
+	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/hftok"
 )
 
@@ -48,6 +49,21 @@ func (h hfEncoder) countTokens(text string) int {
 		return 0
 	}
 	return e.Len()
+}
+
+// offsets are the tokens' byte offsets as Hugging Face's library reports
+// them (a byte-level BPE token may include the space before it, so
+// windows then cut between tokens rather than at whitespace).
+func (h hfEncoder) offsets(text string) ([]models.Span, error) {
+	e, err := h.t.Tokenize(text)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]models.Span, len(e.Offsets))
+	for i, o := range e.Offsets {
+		out[i] = models.Span{Start: o[0], End: o[1]}
+	}
+	return out, nil
 }
 
 // padID is the tokenizer's pad id, 0 when it has none (padding is masked,
