@@ -37,7 +37,7 @@ func TestCommitsDurableWithoutSnapshot(t *testing.T) {
 			e := openCfg(t, dir, cfg, engine.WithEmbedder(emb))
 			commit(t, e, corpus...)
 			b := e.NewBatch()
-			b.Delete("rs1")
+			b.DeleteIn("acme", "rs1")
 			b.Add(engine.Document{ID: "go2", Tenant: "acme", Text: "replaced select text"})
 			if err := e.Commit(context.Background(), b); err != nil {
 				t.Fatal(err)
@@ -50,10 +50,10 @@ func TestCommitsDurableWithoutSnapshot(t *testing.T) {
 			if st.Recovery.Replayed != 2 || st.Recovery.SnapshotPosition != 0 || st.Recovery.DroppedBytes != 0 {
 				t.Fatalf("recovery %+v", st.Recovery)
 			}
-			if _, ok := e2.Get("rs1"); ok || e2.Len() != len(corpus)-1 {
+			if _, ok := e2.GetIn("acme", "rs1"); ok || e2.Len() != len(corpus)-1 {
 				t.Fatalf("deleted rs1 back or wrong count %d", e2.Len())
 			}
-			if d, _ := e2.Get("go2"); d.Text != "replaced select text" {
+			if d, _ := e2.GetIn("acme", "go2"); d.Text != "replaced select text" {
 				t.Fatalf("go2 = %q", d.Text)
 			}
 			res, err := e2.Search(context.Background(), engine.Request{Query: "replaced select", Tenant: "acme"})
@@ -70,7 +70,7 @@ func TestCommitsDurableWithoutSnapshot(t *testing.T) {
 			if r := e3.Durability().Recovery; r.Replayed != 1 || r.SnapshotPosition != 3 {
 				t.Fatalf("after snapshot: recovery %+v", r)
 			}
-			if _, ok := e3.Get("late"); !ok || e3.Len() != len(corpus) {
+			if _, ok := e3.GetIn("acme", "late"); !ok || e3.Len() != len(corpus) {
 				t.Fatalf("after snapshot + replay: %d documents", e3.Len())
 			}
 		})
