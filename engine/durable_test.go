@@ -161,7 +161,8 @@ func TestDirectoryLock(t *testing.T) {
 // TestReplayWipeRecords opens testdata/wipes-v2, the log of an engine
 // directory written by the engine of commit 04b3782 (HashEmbedder(8),
 // DefaultConfig, no snapshot), whose version-2 records carry wipes: IDs
-// deleted in every tenant by Batch.Delete, which Commit no longer writes.
+// deleted in every tenant by Batch.Delete (removed since), which Commit no
+// longer writes.
 // Its three commits:
 //
 //  1. add x and y in tenants a and b, z in c, keep in a;
