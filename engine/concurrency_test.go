@@ -87,7 +87,7 @@ func TestSearchesSeeWholeBatches(t *testing.T) {
 		}
 		if i >= keep {
 			for j := 0; j < size; j++ {
-				b.Delete(fmt.Sprintf("b%d-%d", i-keep, j))
+				b.DeleteIn("", fmt.Sprintf("b%d-%d", i-keep, j))
 			}
 		}
 		if err := e.Commit(ctx, b); err != nil {

@@ -27,13 +27,14 @@ import (
 // must hold.
 
 const (
-	crashDirEnv  = "HYBRANK_ENGINE_CRASH_DIR"
-	crashDim     = 16
-	crashWindow  = 12 // batch b deletes the documents batch b−crashWindow added
-	crashPerB    = 4  // documents added per batch
-	crashShared  = 5  // documents replaced in rotation
-	crashMetaID  = "meta"
-	crashMaxLife = 20 * time.Second // a child that is never killed stops here
+	crashDirEnv     = "HYBRANK_ENGINE_CRASH_DIR"
+	crashDim        = 16
+	crashWindow     = 12     // batch b deletes the documents batch b−crashWindow added
+	crashPerB       = 4      // documents added per batch
+	crashShared     = 5      // documents replaced in rotation
+	crashMetaID     = "meta" // the document holding the last batch number, in tenant crashMetaTenant
+	crashMetaTenant = "meta"
+	crashMaxLife    = 20 * time.Second // a child that is never killed stops here
 )
 
 var crashVocab = strings.Fields("river stone maple cloud engine harbor violet signal copper lantern meadow orbit " +
@@ -48,18 +49,25 @@ func crashText(b, j int) string {
 	return strings.Join(w, " ")
 }
 
-// crashBatch is what the child commits as batch b (b ≥ 1).
-func crashBatch(b int) (adds []engine.Document, dels []string) {
+// crashTenant is the tenant of document j of a batch.
+func crashTenant(j int) string { return []string{"", "t1"}[j%2] }
+
+// crashDel is a document a batch deletes.
+type crashDel struct{ tenant, id string }
+
+// crashBatch is what the child commits as batch b (b ≥ 1). Document IDs
+// are unique across tenants, so crashState keys documents by ID alone.
+func crashBatch(b int) (adds []engine.Document, dels []crashDel) {
 	for j := range crashPerB {
-		adds = append(adds, engine.Document{ID: fmt.Sprintf("b%d-%d", b, j), Tenant: []string{"", "t1"}[j%2],
+		adds = append(adds, engine.Document{ID: fmt.Sprintf("b%d-%d", b, j), Tenant: crashTenant(j),
 			Title: fmt.Sprintf("batch %d", b), Text: crashText(b, j)})
 	}
 	adds = append(adds,
 		engine.Document{ID: fmt.Sprintf("shared-%d", b%crashShared), Text: crashText(b, 100) + " version " + strconv.Itoa(b)},
-		engine.Document{ID: crashMetaID, Tenant: "meta", Text: strconv.Itoa(b)})
+		engine.Document{ID: crashMetaID, Tenant: crashMetaTenant, Text: strconv.Itoa(b)})
 	if old := b - crashWindow; old >= 1 {
 		for j := range crashPerB {
-			dels = append(dels, fmt.Sprintf("b%d-%d", old, j))
+			dels = append(dels, crashDel{crashTenant(j), fmt.Sprintf("b%d-%d", old, j)})
 		}
 	}
 	return adds, dels
@@ -70,8 +78,8 @@ func crashState(b int) map[string]engine.Document {
 	st := map[string]engine.Document{}
 	for i := 1; i <= b; i++ {
 		adds, dels := crashBatch(i)
-		for _, id := range dels {
-			delete(st, id)
+		for _, k := range dels {
+			delete(st, k.id)
 		}
 		for _, d := range adds {
 			st[d.ID] = d
@@ -91,11 +99,18 @@ func crashOpen(dir string) (*engine.Engine, error) {
 
 // batchOf returns the batch number a (reopened) engine holds.
 func batchOf(e *engine.Engine) (int, error) {
-	d, ok := e.Get(crashMetaID)
+	d, ok := e.GetIn(crashMetaTenant, crashMetaID)
 	if !ok {
 		return 0, nil
 	}
 	return strconv.Atoi(d.Text)
+}
+
+// crashDelete queues dels in b.
+func crashDelete(b *engine.Batch, dels []crashDel) {
+	for _, k := range dels {
+		b.DeleteIn(k.tenant, k.id)
+	}
 }
 
 // TestEngineCrashChild is the child: it is skipped unless run by
@@ -119,7 +134,7 @@ func TestEngineCrashChild(t *testing.T) {
 		b++
 		adds, dels := crashBatch(b)
 		batch := e.NewBatch()
-		batch.Delete(dels...)
+		crashDelete(batch, dels)
 		batch.Add(adds...)
 		if err := e.Commit(context.Background(), batch); err != nil {
 			fmt.Fprintln(os.Stderr, "child commit:", err)
@@ -190,7 +205,7 @@ func TestEngineCrashSnapshot(t *testing.T) {
 		for b := verified + 1; b <= got; b++ { // advance the reference
 			adds, dels := crashBatch(b)
 			rb := ref.NewBatch()
-			rb.Delete(dels...)
+			crashDelete(rb, dels)
 			rb.Add(adds...)
 			if err := ref.Commit(context.Background(), rb); err != nil {
 				t.Fatal(err)
@@ -232,7 +247,7 @@ func checkCrashState(t *testing.T, e, ref *engine.Engine, b int) {
 		t.Fatalf("batch %d: %d documents (reference %d), want %d", b, e.Len(), ref.Len(), len(want))
 	}
 	for id, d := range want {
-		got, ok := e.Get(id)
+		got, ok := e.GetIn(d.Tenant, id)
 		if !ok || got.Text != d.Text || got.Title != d.Title || got.Tenant != d.Tenant {
 			t.Fatalf("batch %d: document %s = %+v (found %v), want %+v", b, id, got, ok, d)
 		}

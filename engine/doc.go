@@ -21,10 +21,10 @@
 // with the same tenant and ID, Batch.DeleteIn and Engine.GetIn name the
 // tenant, and Links resolve within the linking document's tenant. (The
 // postings and dense indexes know a document by a key made of both; see
-// FormatVersion.) Engine.Get and Batch.Delete, which take an ID alone,
-// are deprecated: Get returns the document of the first tenant in byte
-// order, Delete deletes the ID in every tenant — the meaning IDs had when
-// they were global across tenants.
+// FormatVersion.) No call takes an ID alone. A write-ahead log written by
+// an older version may still delete IDs in every tenant (the meaning IDs
+// had when they were global, and of the removed Batch.Delete); Open
+// replays such records with that meaning.
 //
 // Request, Result and Document are also the HTTP server's wire types: their
 // JSON tags are the API, with durations in milliseconds (Request.Budget as

@@ -22,25 +22,31 @@ const walDir = "wal"
 // final operation per document, with the vectors computed at commit time
 // (replay never calls the embedder). Deletions apply before additions.
 //
-// Version 2 records carry the tenant of every deletion (DeleteKeys) and
-// the IDs deleted in every tenant (Wipes, Batch.Delete), resolved against
-// the state at apply time, live and on replay alike. Version 0 records,
-// written while IDs were global, carry Deletes, IDs without a tenant:
-// replay gives them their old meaning, the ID deleted in every tenant and
-// each added ID removed from the other tenants first.
+// Version 2 records carry the tenant of every deletion (DeleteKeys).
+// Older logs hold records that delete IDs in every tenant, which Commit no
+// longer writes but replay still applies with their meaning, resolved
+// against the state the record is replayed onto (see wipe):
+//   - version 2 records written with Batch.Delete, which was removed
+//     after commit 04b3782 (testdata/wipes-v2 holds such a log), carry
+//     such IDs in Wipes;
+//   - version 0 records, written while IDs were global, carry Deletes,
+//     IDs without a tenant: each is deleted in every tenant, and each
+//     added ID is removed from the other tenants first.
 type logRecord struct {
 	Version    int
 	Deletes    []string // version 0
 	DeleteKeys []docKey
-	Wipes      []string
+	Wipes      []string // version 2, written before Batch.Delete was removed
 	Adds       []storedRecord
 }
 
-// logVersion is the version of the log records Commit writes.
+// logVersion is the version of the log records Commit writes. (Removing
+// Batch.Delete needed no new version: Commit leaves Wipes empty, which
+// every reader of version 2 replays correctly.)
 const logVersion = 2
 
-func encodeLogRecord(adds []*record, dels []docKey, wipes []string) ([]byte, error) {
-	rec := logRecord{Version: logVersion, DeleteKeys: dels, Wipes: wipes, Adds: make([]storedRecord, len(adds))}
+func encodeLogRecord(adds []*record, dels []docKey) ([]byte, error) {
+	rec := logRecord{Version: logVersion, DeleteKeys: dels, Adds: make([]storedRecord, len(adds))}
 	for i, r := range adds {
 		rec.Adds[i] = storedRecord{Doc: r.doc, Vec: r.vec}
 	}
@@ -172,7 +178,10 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 			wipes = append(wipes, r.doc.ID)
 		}
 	}
-	err := e.apply(adds, e.analyze(adds), dels, wipes)
+	if len(wipes) > 0 {
+		dels = e.wipe(adds, dels, wipes)
+	}
+	err := e.apply(adds, e.analyze(adds), dels)
 	switch {
 	case errors.Is(err, errLexRefused):
 		e.recovery.Refused++
@@ -182,6 +191,32 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 	}
 	e.recovery.Replayed++
 	return nil
+}
+
+// wipe resolves an old log record's IDs deleted in every tenant (wipes)
+// against the current state: it returns dels extended with every stored
+// document that has one of those IDs, except the documents the record
+// itself adds or deletes (the batch's own operations on a wiped ID were
+// already folded into the record's additions and deletions when it was
+// written). Called during Open.
+func (e *Engine) wipe(adds []*record, dels []docKey, wipes []string) []docKey {
+	st := e.cur.Load()
+	inBatch := make(map[docKey]bool, len(adds)+len(dels))
+	for _, r := range adds {
+		inBatch[docKey{r.doc.Tenant, r.doc.ID}] = true
+	}
+	for _, k := range dels {
+		inBatch[k] = true
+	}
+	dels = slices.Clone(dels)
+	for _, id := range wipes {
+		for _, r := range st.docs.all(id) {
+			if k := (docKey{r.doc.Tenant, id}); !inBatch[k] {
+				dels = append(dels, k)
+			}
+		}
+	}
+	return dels
 }
 
 // background runs the snapshots the engine takes by itself: when the log

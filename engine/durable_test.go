@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,7 @@ func TestCommitsDurableWithoutSnapshot(t *testing.T) {
 			e := openCfg(t, dir, cfg, engine.WithEmbedder(emb))
 			commit(t, e, corpus...)
 			b := e.NewBatch()
-			b.Delete("rs1")
+			b.DeleteIn("acme", "rs1")
 			b.Add(engine.Document{ID: "go2", Tenant: "acme", Text: "replaced select text"})
 			if err := e.Commit(context.Background(), b); err != nil {
 				t.Fatal(err)
@@ -48,10 +50,10 @@ func TestCommitsDurableWithoutSnapshot(t *testing.T) {
 			if st.Recovery.Replayed != 2 || st.Recovery.SnapshotPosition != 0 || st.Recovery.DroppedBytes != 0 {
 				t.Fatalf("recovery %+v", st.Recovery)
 			}
-			if _, ok := e2.Get("rs1"); ok || e2.Len() != len(corpus)-1 {
+			if _, ok := e2.GetIn("acme", "rs1"); ok || e2.Len() != len(corpus)-1 {
 				t.Fatalf("deleted rs1 back or wrong count %d", e2.Len())
 			}
-			if d, _ := e2.Get("go2"); d.Text != "replaced select text" {
+			if d, _ := e2.GetIn("acme", "go2"); d.Text != "replaced select text" {
 				t.Fatalf("go2 = %q", d.Text)
 			}
 			res, err := e2.Search(context.Background(), engine.Request{Query: "replaced select", Tenant: "acme"})
@@ -68,7 +70,7 @@ func TestCommitsDurableWithoutSnapshot(t *testing.T) {
 			if r := e3.Durability().Recovery; r.Replayed != 1 || r.SnapshotPosition != 3 {
 				t.Fatalf("after snapshot: recovery %+v", r)
 			}
-			if _, ok := e3.Get("late"); !ok || e3.Len() != len(corpus) {
+			if _, ok := e3.GetIn("acme", "late"); !ok || e3.Len() != len(corpus) {
 				t.Fatalf("after snapshot + replay: %d documents", e3.Len())
 			}
 		})
@@ -154,4 +156,83 @@ func TestDirectoryLock(t *testing.T) {
 	// In-memory engines take no lock.
 	open(t, "")
 	open(t, "")
+}
+
+// TestReplayWipeRecords opens testdata/wipes-v2, the log of an engine
+// directory written by the engine of commit 04b3782 (HashEmbedder(8),
+// DefaultConfig, no snapshot), whose version-2 records carry wipes: IDs
+// deleted in every tenant by Batch.Delete (removed since), which Commit no
+// longer writes.
+// Its three commits:
+//
+//  1. add x and y in tenants a and b, z in c, keep in a;
+//  2. add c/x, wipe x, add b/x again (one batch, in that order);
+//  3. wipe y and never, delete c/z, add a/w.
+//
+// Replay must keep the wipes' meaning: x gone from a, and from c (the
+// batch's earlier add), b/x the later add; y gone from every tenant; the
+// wiped documents' postings and vectors gone too. The replayed state then
+// survives a snapshot and reopen.
+func TestReplayWipeRecords(t *testing.T) {
+	dir := copyFixture(t, "wipes-v2")
+	emb := enginetest.NewHashEmbedder(8)
+	want := map[string]string{"a/keep": "keepsake alpha", "a/w": "walrus alpha", "b/x": "xylophone beta again"}
+	check := func(e *engine.Engine) {
+		t.Helper()
+		got := map[string]string{}
+		for _, tenant := range []string{"a", "b", "c"} {
+			for _, id := range []string{"x", "y", "z", "keep", "w", "never"} {
+				if d, ok := e.GetIn(tenant, id); ok {
+					got[tenant+"/"+id] = d.Text
+				}
+			}
+		}
+		if !maps.Equal(got, want) || e.Len() != len(want) {
+			t.Fatalf("state %v (%d documents), want %v", got, e.Len(), want)
+		}
+		if st := e.Stats(); st.Postings.Docs != 3 || st.Dense.Vectors != 3 || st.Vectors != 3 {
+			t.Fatalf("indexes hold %d postings documents, %d vectors (%d stored), want 3", st.Postings.Docs, st.Dense.Vectors, st.Vectors)
+		}
+		for _, tc := range []struct {
+			tenant string
+			bm25   []string // BM25 hits for "xylophone yodel zeppelin"
+			dense  int      // dense hits: every live document of the tenant
+		}{
+			{"a", nil, 2},
+			{"b", []string{"x"}, 1},
+			{"c", nil, 0},
+		} {
+			res, err := e.Search(context.Background(), engine.Request{Query: "xylophone yodel zeppelin", Tenant: tc.tenant})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bm25 []string
+			dense := 0
+			for _, h := range res.Hits {
+				if h.Provenance.BM25Rank > 0 {
+					bm25 = append(bm25, h.Document.ID)
+				}
+				if h.Provenance.DenseRank > 0 {
+					dense++
+				}
+			}
+			if !slices.Equal(bm25, tc.bm25) || dense != tc.dense {
+				t.Fatalf("tenant %s: BM25 hits %v, %d dense; want %v, %d", tc.tenant, bm25, dense, tc.bm25, tc.dense)
+			}
+		}
+	}
+	e := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	if r := e.Durability().Recovery; r.Replayed != 3 || r.Refused != 0 || r.SnapshotPosition != 0 || r.DroppedBytes != 0 {
+		t.Fatalf("recovery %+v", r)
+	}
+	check(e)
+	if err := e.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	e2 := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	if r := e2.Durability().Recovery; r.Replayed != 0 || r.SnapshotPosition != 4 {
+		t.Fatalf("after snapshot: recovery %+v", r)
+	}
+	check(e2)
 }

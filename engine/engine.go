@@ -230,20 +230,6 @@ func (e *Engine) GetIn(tenant, id string) (Document, bool) {
 	return r.doc.clone(), true
 }
 
-// Get returns a copy of a stored document with the given ID: the one of
-// the first tenant, in byte order, that has it.
-//
-// Deprecated: IDs are scoped by tenant; use GetIn. Get keeps the meaning
-// IDs had when they were global (one document per ID), which a caller
-// acting for one tenant must not use.
-func (e *Engine) Get(id string) (Document, bool) {
-	rs := e.cur.Load().docs.all(id)
-	if len(rs) == 0 {
-		return Document{}, false
-	}
-	return rs[0].doc.clone(), true
-}
-
 // Close stops background maintenance and snapshots, flushes and closes the write-ahead log
 // (every acknowledged commit is durable either way) and releases the
 // indexes. It waits for in-flight Commits; Searches in flight finish on
@@ -292,7 +278,6 @@ type opKind uint8
 const (
 	opAdd    opKind = iota // doc
 	opDelete               // key
-	opWipe                 // key.ID in every tenant (the deprecated Delete)
 )
 
 type op struct {
@@ -320,19 +305,6 @@ func (b *Batch) DeleteIn(tenant string, ids ...string) {
 	}
 }
 
-// Delete queues the deletion of the given IDs in every tenant that has
-// them (resolved when the batch is applied); deleting an unknown ID is not
-// an error.
-//
-// Deprecated: IDs are scoped by tenant; use DeleteIn. Delete keeps the
-// meaning IDs had when they were global, which a caller acting for one
-// tenant must not use.
-func (b *Batch) Delete(ids ...string) {
-	for _, id := range ids {
-		b.ops = append(b.ops, op{kind: opWipe, key: docKey{ID: id}})
-	}
-}
-
 // Len is the number of queued operations.
 func (b *Batch) Len() int { return len(b.ops) }
 
@@ -356,7 +328,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
-	adds, dels, wipes, err := reduce(b.ops)
+	adds, dels, err := reduce(b.ops)
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -369,11 +341,11 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	var payload []byte
 	if e.log != nil {
 		var err error
-		if payload, err = encodeLogRecord(adds, dels, wipes); err != nil {
+		if payload, err = encodeLogRecord(adds, dels); err != nil {
 			return fmt.Errorf("commit: encode log record: %w", err)
 		}
 	}
-	ticket, err := e.commitLocked(payload, adds, addTerms, dels, wipes)
+	ticket, err := e.commitLocked(payload, adds, addTerms, dels)
 	if err != nil {
 		return err
 	}
@@ -391,7 +363,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 // commitLocked logs and applies a prepared batch under commitMu, and
 // returns the log record's ticket for Commit to wait on outside the lock
 // (so concurrent Commits can share an fsync).
-func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []docKey, wipes []string) (wal.Ticket, error) {
+func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []docKey) (wal.Ticket, error) {
 	e.commitMu.Lock()
 	defer e.commitMu.Unlock()
 	if e.closed.Load() {
@@ -409,48 +381,32 @@ func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]strin
 			return wal.Ticket{}, fmt.Errorf("commit: write-ahead log: %w", err)
 		}
 	}
-	if err := e.apply(adds, addTerms, dels, wipes); err != nil {
+	if err := e.apply(adds, addTerms, dels); err != nil {
 		return wal.Ticket{}, fmt.Errorf("commit: %w", err)
 	}
 	return ticket, nil
 }
 
 // reduce validates ops and reduces them to the final operation per
-// document, in first-seen order: the additions, the deletions, and the
-// IDs to delete in every stored tenant whose document the batch does not
-// itself add or delete (a wipe turns the batch's earlier operations on
-// that ID into deletions; later ones stand).
-func reduce(ops []op) (adds []*record, dels []docKey, wipes []string, err error) {
+// document, in first-seen order: the additions and the deletions.
+func reduce(ops []op) (adds []*record, dels []docKey, err error) {
 	final := map[docKey]int{}
 	var order []docKey
-	byID := map[string][]docKey{} // keys of the batch, by ID
-	wiped := map[string]bool{}
 	for i, o := range ops {
 		k := o.key
 		switch o.kind {
 		case opAdd:
 			if err := o.doc.Validate(); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
 			k = docKey{o.doc.Tenant, o.doc.ID}
-		case opDelete, opWipe:
+		case opDelete:
 			if k.ID == "" {
-				return nil, nil, nil, fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
+				return nil, nil, fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
 			}
-		}
-		if o.kind == opWipe {
-			for _, bk := range byID[k.ID] {
-				final[bk] = i
-			}
-			if !wiped[k.ID] {
-				wiped[k.ID] = true
-				wipes = append(wipes, k.ID)
-			}
-			continue
 		}
 		if _, ok := final[k]; !ok {
 			order = append(order, k)
-			byID[k.ID] = append(byID[k.ID], k)
 		}
 		final[k] = i
 	}
@@ -461,7 +417,7 @@ func reduce(ops []op) (adds []*record, dels []docKey, wipes []string, err error)
 			dels = append(dels, k)
 		}
 	}
-	return adds, dels, wipes, nil
+	return adds, dels, nil
 }
 
 // analyze fills every record's termSet and returns its analyzed terms.
@@ -480,30 +436,11 @@ var errLexRefused = errors.New("lexical index refused the batch")
 
 // apply writes a prepared batch into the lexical index, the dense index and
 // a copy of the document store, then publishes them as the next state.
-// Wipes delete an ID in every tenant of the state except documents the
-// batch adds or deletes itself. Searches keep reading the previous state
-// meanwhile (the indexes publish views of their own, which no search uses
-// until the engine's state names them). Called with commitMu held (or
-// during Open).
-func (e *Engine) apply(adds []*record, addTerms [][]string, dels []docKey, wipes []string) error {
+// Searches keep reading the previous state meanwhile (the indexes publish
+// views of their own, which no search uses until the engine's state names
+// them). Called with commitMu held (or during Open).
+func (e *Engine) apply(adds []*record, addTerms [][]string, dels []docKey) error {
 	st := e.cur.Load()
-	if len(wipes) > 0 {
-		inBatch := make(map[docKey]bool, len(adds)+len(dels))
-		for _, r := range adds {
-			inBatch[docKey{r.doc.Tenant, r.doc.ID}] = true
-		}
-		for _, k := range dels {
-			inBatch[k] = true
-		}
-		dels = slices.Clone(dels)
-		for _, id := range wipes {
-			for _, r := range st.docs.all(id) {
-				if k := (docKey{r.doc.Tenant, id}); !inBatch[k] {
-					dels = append(dels, k)
-				}
-			}
-		}
-	}
 	lb := e.lex.NewBatch()
 	for _, k := range dels {
 		lb.Delete(indexKey(k.Tenant, k.ID))

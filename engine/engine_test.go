@@ -107,19 +107,19 @@ func TestCommitSemantics(t *testing.T) {
 	commit(t, e, corpus...)
 	b := e.NewBatch()
 	b.Add(engine.Document{ID: "rs1", Tenant: "acme", Text: "Rust lifetimes"})
-	b.Delete("go2")
+	b.DeleteIn("acme", "go2")
 	b.Add(engine.Document{ID: "tmp", Tenant: "acme", Text: "temporary"})
-	b.Delete("tmp") // last operation wins
+	b.DeleteIn("acme", "tmp") // last operation wins
 	if err := e.Commit(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := e.Get("go2"); ok {
+	if _, ok := e.GetIn("acme", "go2"); ok {
 		t.Error("go2 not deleted")
 	}
-	if _, ok := e.Get("tmp"); ok {
+	if _, ok := e.GetIn("acme", "tmp"); ok {
 		t.Error("tmp added despite later delete")
 	}
-	if d, _ := e.Get("rs1"); d.Text != "Rust lifetimes" {
+	if d, _ := e.GetIn("acme", "rs1"); d.Text != "Rust lifetimes" {
 		t.Errorf("rs1 not replaced: %q", d.Text)
 	}
 	res, _ := e.Search(ctx, engine.Request{Query: "ownership borrowing", Tenant: "acme"})
@@ -132,7 +132,7 @@ func TestCommitSemantics(t *testing.T) {
 	if err := e.Commit(ctx, b); !errors.Is(err, engine.ErrInvalidDocument) {
 		t.Fatalf("err %v", err)
 	}
-	if _, ok := e.Get("ok"); ok {
+	if _, ok := e.GetIn("acme", "ok"); ok {
 		t.Error("partial batch applied")
 	}
 	// A failing embedder rejects the whole batch too.
@@ -372,7 +372,7 @@ func TestConcurrentCommitSearch(t *testing.T) {
 			tag := fmt.Sprintf("tag%d", i)
 			b.Add(engine.Document{ID: tag + "a", Text: tag + " first"}, engine.Document{ID: tag + "b", Text: tag + " second"})
 			if i > 0 && i%5 == 0 {
-				b.Delete(fmt.Sprintf("tag%da", i-5), fmt.Sprintf("tag%db", i-5))
+				b.DeleteIn("", fmt.Sprintf("tag%da", i-5), fmt.Sprintf("tag%db", i-5))
 			}
 			if err := e.Commit(context.Background(), b); err != nil {
 				errc <- err

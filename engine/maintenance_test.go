@@ -50,7 +50,7 @@ func TestMaintenance(t *testing.T) {
 	deleted := map[string]bool{}
 	for i := 0; i < 200; i++ {
 		id := fmt.Sprintf("s%d", i)
-		b.Delete(id)
+		b.DeleteIn("", id)
 		deleted[id] = true
 	}
 	if err := e.Commit(ctx, b); err != nil {
@@ -126,7 +126,7 @@ func TestMaintenance(t *testing.T) {
 			b := e.NewBatch()
 			b.Add(engine.Document{ID: fmt.Sprintf("o%d", i), Tenant: "other", Text: long + " other"})
 			if i >= 5 {
-				b.Delete(fmt.Sprintf("o%d", i-5))
+				b.DeleteIn("other", fmt.Sprintf("o%d", i-5))
 			}
 			if err := e.Commit(ctx, b); err != nil {
 				errc <- err

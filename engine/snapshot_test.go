@@ -17,16 +17,20 @@ import (
 	"github.com/hybrank/hybrank/internal/manifest"
 )
 
-// copyFixture copies testdata/format2 — an engine directory written by
-// the engine of commit d7fb671 (snapshot format 2, before IDs were scoped
-// by tenant; HashEmbedder(8), DefaultConfig): the corpus, then
-// three commits in the version-0 log record format (add "late" and delete
-// rs1; replace go2; add de1 in tenant evil, which then moved it there from
-// acme) — into a temporary directory.
-func copyFixture(t *testing.T) string {
+// copyFixture copies the engine directory testdata/name into a temporary
+// directory and returns the copy's path. The fixtures:
+//
+//   - format2: written by the engine of commit d7fb671 (snapshot format 2,
+//     before IDs were scoped by tenant; HashEmbedder(8), DefaultConfig):
+//     the corpus, then three commits in the version-0 log record format
+//     (add "late" and delete rs1; replace go2; add de1 in tenant evil,
+//     which then moved it there from acme);
+//   - wipes-v2: a log with version-2 wipe records and no snapshot (see
+//     TestReplayWipeRecords).
+func copyFixture(t *testing.T, name string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "idx")
-	err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", "format2")))
+	err := os.CopyFS(dst, os.DirFS(filepath.Join("testdata", name)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +42,7 @@ func copyFixture(t *testing.T) string {
 // BLAKE3), as written before the shared manifest package, and checks that
 // the next Snapshot moves it to the current layout.
 func TestOpenVersion1(t *testing.T) {
-	dir := copyFixture(t)
+	dir := copyFixture(t, "format2")
 	emb := enginetest.NewHashEmbedder(8)
 	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
 	if err != nil {
@@ -114,7 +118,7 @@ func TestOpenVersion1(t *testing.T) {
 // second tenant as a second document, and that the next snapshot is
 // format 3 and reopens.
 func TestMigrateFormat2(t *testing.T) {
-	dir := copyFixture(t)
+	dir := copyFixture(t, "format2")
 	emb := enginetest.NewHashEmbedder(8)
 	e := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
 	if r := e.Durability().Recovery; r.Replayed != 3 || r.SnapshotPosition != 2 {

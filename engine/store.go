@@ -43,10 +43,10 @@ const storeShards = 256
 
 // store maps (tenant, ID) to records. Shards are chosen by ID alone and
 // map an ID to its records in every tenant, sorted by tenant (usually
-// one), so that the deprecated tenant-less calls (Engine.Get,
-// Batch.Delete) find an ID's tenants without a scan. A store value is
-// immutable once published in a state: writes go through a storeWriter,
-// which copies the shards and the per-ID slices it changes.
+// one), so that replaying an old log record that deletes an ID in every
+// tenant (see logRecord) finds the ID's tenants without a scan. A store
+// value is immutable once published in a state: writes go through a
+// storeWriter, which copies the shards and the per-ID slices it changes.
 type store struct {
 	shards  []map[string][]*record // storeShards entries (nil: empty shard), or nil when the store is empty
 	n       int                    // records

@@ -23,10 +23,8 @@ func TestTenantScopedIDs(t *testing.T) {
 		engine.Document{ID: "notes", Tenant: "a", Text: "alpha notes"},
 		engine.Document{ID: "notes", Tenant: "b", Text: "beta notes"},
 		engine.Document{ID: "only-a", Tenant: "a", Text: "alpha only"},
-		engine.Document{ID: "gone", Tenant: "a", Text: "alpha gone"},
-		engine.Document{ID: "gone", Tenant: "b", Text: "beta gone"},
 	)
-	if e.Len() != 7 || e.Stats().Tenants != 2 {
+	if e.Len() != 5 || e.Stats().Tenants != 2 {
 		t.Fatalf("%d documents, stats %+v", e.Len(), e.Stats())
 	}
 	for _, tenant := range []string{"a", "b"} {
@@ -50,10 +48,6 @@ func TestTenantScopedIDs(t *testing.T) {
 			t.Fatalf("tenant %s expanded to %v", tenant, ids)
 		}
 	}
-	// Deprecated Get: the first tenant in byte order.
-	if d, _ := e.Get("readme.md"); d.Tenant != "a" {
-		t.Fatalf("Get = %+v", d)
-	}
 	// Replacing one tenant's document leaves the other's.
 	commit(t, e, engine.Document{ID: "notes", Tenant: "b", Text: "beta notes rewritten"})
 	if d, _ := e.GetIn("a", "notes"); d.Text != "alpha notes" {
@@ -61,31 +55,16 @@ func TestTenantScopedIDs(t *testing.T) {
 	}
 	b := e.NewBatch()
 	b.DeleteIn("b", "readme.md")
-	b.Delete("gone") // deprecated: every tenant
 	if err := e.Commit(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := e.GetIn("a", "readme.md"); !ok {
 		t.Fatal("DeleteIn(b) deleted a's readme")
 	}
-	for _, k := range [][2]string{{"b", "readme.md"}, {"a", "gone"}, {"b", "gone"}} {
-		if _, ok := e.GetIn(k[0], k[1]); ok {
-			t.Fatalf("%s/%s not deleted", k[0], k[1])
-		}
-	}
-	// Within one batch, operations apply in order, Delete included.
-	commit(t, e, engine.Document{ID: "x", Tenant: "a", Text: "x a"}, engine.Document{ID: "x", Tenant: "b", Text: "x b"})
-	b = e.NewBatch()
-	b.Add(engine.Document{ID: "x", Tenant: "c", Text: "x c"})
-	b.Delete("x")
-	b.Add(engine.Document{ID: "x", Tenant: "b", Text: "x b again"})
-	if err := e.Commit(ctx, b); err != nil {
-		t.Fatal(err)
-	}
 	state := func(e *engine.Engine) map[string]string {
 		m := map[string]string{}
-		for _, tenant := range []string{"a", "b", "c"} {
-			for _, id := range []string{"readme.md", "notes", "only-a", "gone", "x"} {
+		for _, tenant := range []string{"a", "b"} {
+			for _, id := range []string{"readme.md", "notes", "only-a"} {
 				if d, ok := e.GetIn(tenant, id); ok {
 					m[tenant+"/"+id] = d.Text
 				}
@@ -95,7 +74,7 @@ func TestTenantScopedIDs(t *testing.T) {
 	}
 	want := map[string]string{
 		"a/readme.md": "alpha project readme", "a/notes": "alpha notes", "b/notes": "beta notes rewritten",
-		"a/only-a": "alpha only", "b/x": "x b again",
+		"a/only-a": "alpha only",
 	}
 	if got := state(e); !maps.Equal(got, want) {
 		t.Fatalf("state %v, want %v", got, want)
@@ -103,7 +82,7 @@ func TestTenantScopedIDs(t *testing.T) {
 	// The log replays the same (no snapshot was taken).
 	e.Close()
 	e2 := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(enginetest.NewHashEmbedder(16)))
-	if got := state(e2); !maps.Equal(got, want) || e2.Durability().Recovery.Replayed != 5 {
+	if got := state(e2); !maps.Equal(got, want) || e2.Durability().Recovery.Replayed != 3 {
 		t.Fatalf("after replay %v (recovery %+v), want %v", got, e2.Durability().Recovery, want)
 	}
 }

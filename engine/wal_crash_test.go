@@ -37,11 +37,13 @@ const (
 	walCrashPolicy   = "HYBRANK_ENGINE_WAL_CRASH_POLICY"
 	walCrashKillsEnv = "HYBRANK_ENGINE_WAL_CRASH_KILLS" // e.g. 200 for the long run
 	walGoroutines    = 4
-	walKeys          = 6 // keys per goroutine
+	walKeys          = 6     // keys per goroutine
+	walTenant        = "t"   // the keys' tenant
+	walCtrTenant     = "ctr" // the counter documents' tenant
 )
 
 // walStep is goroutine g's n-th commit (n ≥ 1): one to three operations on
-// distinct keys of g, plus the counter document.
+// distinct keys of g, plus the counter document. dels are IDs in walTenant.
 func walStep(g, n int) (adds []engine.Document, dels []string) {
 	rng := rand.New(rand.NewPCG(uint64(g)+100, uint64(n)))
 	for _, k := range rng.Perm(walKeys)[:1+rng.IntN(3)] {
@@ -50,10 +52,10 @@ func walStep(g, n int) (adds []engine.Document, dels []string) {
 			dels = append(dels, id)
 			continue
 		}
-		adds = append(adds, engine.Document{ID: id, Tenant: "t",
+		adds = append(adds, engine.Document{ID: id, Tenant: walTenant,
 			Text: fmt.Sprintf("%s %s", walToken(g, n, k), crashText(g*1000+n, k))})
 	}
-	adds = append(adds, engine.Document{ID: fmt.Sprintf("ctr-%d", g), Tenant: "ctr", Text: strconv.Itoa(n)})
+	adds = append(adds, engine.Document{ID: fmt.Sprintf("ctr-%d", g), Tenant: walCtrTenant, Text: strconv.Itoa(n)})
 	return adds, dels
 }
 
@@ -91,7 +93,7 @@ func walCrashOpen(dir string, policy engine.SyncPolicy) (*engine.Engine, error) 
 func walCounters(e *engine.Engine) ([walGoroutines]int, error) {
 	var m [walGoroutines]int
 	for g := range m {
-		if d, ok := e.Get(fmt.Sprintf("ctr-%d", g)); ok {
+		if d, ok := e.GetIn(walCtrTenant, fmt.Sprintf("ctr-%d", g)); ok {
 			n, err := strconv.Atoi(d.Text)
 			if err != nil {
 				return m, err
@@ -133,7 +135,7 @@ func TestEngineWALCrashChild(t *testing.T) {
 			for n := start[g] + 1; ; n++ {
 				adds, dels := walStep(g, n)
 				b := e.NewBatch()
-				b.Delete(dels...)
+				b.DeleteIn(walTenant, dels...)
 				b.Add(adds...)
 				if err := e.Commit(context.Background(), b); err != nil {
 					fmt.Fprintln(os.Stderr, "child commit:", err)
@@ -260,7 +262,7 @@ func checkWALState(t *testing.T, e *engine.Engine, m [walGoroutines]int, run int
 		total += len(want)
 		for k := range walKeys {
 			id := fmt.Sprintf("g%d-k%d", g, k)
-			got, ok := e.Get(id)
+			got, ok := e.GetIn(walTenant, id)
 			text, live := want[id]
 			switch {
 			case live && !ok:
@@ -271,7 +273,7 @@ func checkWALState(t *testing.T, e *engine.Engine, m [walGoroutines]int, run int
 				t.Fatalf("run %d: %s = %q, want %q", run, id, got.Text, text)
 			case live:
 				tok := strings.Fields(text)[0]
-				res, err := e.Search(context.Background(), engine.Request{Query: tok, Tenant: "t", TopK: 3})
+				res, err := e.Search(context.Background(), engine.Request{Query: tok, Tenant: walTenant, TopK: 3})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -260,7 +260,7 @@ func TestCloseSnapshotsIndexDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, ok := e.Get("kept"); !ok {
+	if _, ok := e.GetIn("", "kept"); !ok {
 		t.Fatal("document lost: Close wrote no snapshot")
 	}
 }
