@@ -56,16 +56,18 @@ func TestModelAliases(t *testing.T) {
 	}
 }
 
-func TestModelNamesValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		mut  func(*Config)
-		msg  string
-	}{
-		{"alias of both", func(c *Config) { c.RerankAliases, c.EmbedAliases = []string{"m"}, []string{"m"} }, `"m" names both`},
-		{"alias is the other served name", func(c *Config) { c.RerankAliases = []string{c.EmbedModel} }, "names both"},
-		{"empty alias", func(c *Config) { c.EmbedAliases = []string{" "} }, "embed_aliases[0] is empty"},
-	} {
+// configCase is a change to DefaultConfig that Validate must refuse with
+// ErrConfig and a message containing msg.
+type configCase struct {
+	name string
+	mut  func(*Config)
+	msg  string
+}
+
+// checkConfigCases runs every case as a subtest.
+func checkConfigCases(t *testing.T, cases []configCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
 			tc.mut(&c)
@@ -75,6 +77,14 @@ func TestModelNamesValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestModelNamesValidate(t *testing.T) {
+	checkConfigCases(t, []configCase{
+		{"alias of both", func(c *Config) { c.RerankAliases, c.EmbedAliases = []string{"m"}, []string{"m"} }, `"m" names both`},
+		{"alias is the other served name", func(c *Config) { c.RerankAliases = []string{c.EmbedModel} }, "names both"},
+		{"empty alias", func(c *Config) { c.EmbedAliases = []string{" "} }, "embed_aliases[0] is empty"},
+	})
 	c := DefaultConfig()
 	c.RerankAliases = []string{"balanced", "balanced", c.RerankModel}
 	if err := c.Validate(); err != nil {

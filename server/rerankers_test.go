@@ -252,11 +252,7 @@ func TestRerankModelsValidate(t *testing.T) {
 	three := func(c *Config) {
 		c.RerankModels = []RerankerConfig{{Name: "fast"}, {Name: "balanced", Aliases: []string{"b"}}, {Name: "accurate"}}
 	}
-	for _, tc := range []struct {
-		name string
-		mut  func(*Config)
-		msg  string
-	}{
+	checkConfigCases(t, []configCase{
 		{"duplicate name", func(c *Config) { three(c); c.RerankModels[2].Name = "fast" }, `two rerank_models are named "fast"`},
 		{"alias of two rerankers", func(c *Config) { three(c); c.RerankModels[2].Aliases = []string{"b"} }, `"b" names both reranker "balanced" and reranker "accurate"`},
 		{"alias is another's name", func(c *Config) { three(c); c.RerankModels[0].Aliases = []string{"accurate"} }, `"accurate" names both reranker`},
@@ -265,16 +261,7 @@ func TestRerankModelsValidate(t *testing.T) {
 		{"empty name", func(c *Config) { three(c); c.RerankModels[1].Name = " " }, "rerank_models[1].name is empty"},
 		{"empty alias", func(c *Config) { three(c); c.RerankModels[1].Aliases = []string{""} }, "rerank_models[1].aliases[0] is empty"},
 		{"negative window", func(c *Config) { three(c); c.RerankModels[0].MaxPairTokens = -1 }, "rerank_models[0].max_pair_tokens"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
-			tc.mut(&c)
-			err := c.Validate()
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("Validate = %v, want ErrConfig containing %q", err, tc.msg)
-			}
-		})
-	}
+	})
 	c := DefaultConfig()
 	three(&c)
 	if err := c.Validate(); err != nil {
