@@ -91,6 +91,7 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 	}
 	synth := []string{"--synthetic", "10000", "--synthetic", "100000", "--synthetic", "1000000"}
 	denseN, rerankPairs, hybridQueries, serveDur := "100000", "64", "200", "30s"
+	replay := "1000"                                                                // searches of the Zipf query log replayed behind the model caches (off, 64 MB)
 	rerankQueries := "20"                                                           // real scifact queries × their BM25 top 32, beside the peer
 	rerankInt8 := []string{"--int8", "--int8-cache", filepath.Join(models, "int8")} // int8 vs float32 on those pairs
 	if !haveData {
@@ -99,7 +100,7 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 	serveOverload := []string{"--overload"} // 64 clients for 60 s against small queues
 	if quick {
 		synth = []string{"--synthetic", "10000", "--synthetic", "100000"}
-		denseN, rerankPairs, hybridQueries, serveDur = "20000", "32", "50", "10s"
+		denseN, rerankPairs, hybridQueries, serveDur, replay = "20000", "32", "50", "10s", "200"
 		rerankQueries = "5"
 		serveOverload = nil
 	}
@@ -121,7 +122,8 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 			args: []string{"--n", denseN, "--dim", "384", "--m", "16", "--ef", "16,32,64,128", "--out", out}},
 		{name: "hybrid (scifact, fusion × rerank profiles)", cmd: "hybrid", data: true,
 			args: []string{"--data", ds("scifact"), "--models-root", models, "--queries", hybridQueries,
-				"--budget-sweep", "50ms,100ms,200ms,400ms", "--rerank", "balanced,fast", "--sweep-searches", "200", "--out", out}},
+				"--budget-sweep", "50ms,100ms,200ms,400ms", "--rerank", "balanced,fast,fast>balanced", "--sweep-searches", "200",
+				"--replay", replay, "--out", out}},
 		{name: "ingest (fsync per commit vs interval; search during a 100K ingest)", cmd: "ingest", data: true,
 			args: []string{"--data", ds("scifact"), "--out", out}},
 		{name: "serve (batching on/off, balanced)", cmd: "serve",
