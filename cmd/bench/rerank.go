@@ -132,6 +132,7 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.Var(&batches, "peer-batches", "the peer's batch sizes (comma list)")
 	fs.IntVar(&cfg.PeerRounds, "peer-rounds", cfg.PeerRounds, "the peer's timed passes per batch size (the fastest is reported)")
 	fs.Float64Var(&cfg.Targets.MaxScoreDiff, "max-score-diff", cfg.Targets.MaxScoreDiff, "check: max |hybrank − peer| score")
+	fs.Float64Var(&cfg.Targets.MinPeerSpeedup, "target-peer-speedup", cfg.Targets.MinPeerSpeedup, "check: least hybrank pairs/s / the peer's at each of its batch sizes (0 = report only)")
 	fs.BoolVar(&cfg.Batching.Enabled, "batching-check", false, "compare the default batching with fixed token caps (--batching-caps) on the real pairs and on their text cut to 128 and 32 tokens; check: within 5 % of the best cap")
 	caps := intsFlag(cfg.Batching.Caps)
 	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
