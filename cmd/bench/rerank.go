@@ -75,16 +75,18 @@ func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, d
 	return f
 }
 
-// apply sets cfg's sweep from the parsed flags. Without --sweep or
-// --report-from one measurement is printed, not written over the sweep's
-// report.
-func (f *throughputFlags) apply(cfg *throughput.Config, o *output) {
+// apply sets cfg's sweep from the parsed flags (fs, after parsing).
+// Without --sweep or --report-from one measurement is printed, not written
+// over the sweep's report, unless --out names a folder explicitly.
+func (f *throughputFlags) apply(fs *flag.FlagSet, cfg *throughput.Config, o *output) {
+	outSet := false
+	fs.Visit(func(fl *flag.Flag) { outSet = outSet || fl.Name == "out" })
 	if *f.sweep {
 		cfg.Sweep = throughput.Sweep{Profiles: f.defaults.Profiles, BatchPairs: f.batches, Threads: f.threads, DocTokens: f.docs}
 		if len(f.profiles) > 0 {
 			cfg.Sweep.Profiles = f.profiles
 		}
-	} else if *f.reportFrom == "" {
+	} else if *f.reportFrom == "" && !outSet {
 		o.out = ""
 	}
 }
@@ -96,11 +98,11 @@ func runEmbed(ctx context.Context, cl *cli, args []string) error {
 	cfg := embed.DefaultConfig()
 	tf := registerThroughput(fs, &cfg, "embed", embed.DefaultSweep())
 	var o output
-	o.register(fs, "embed.md and embed.svg (with --sweep or --report-from)")
+	o.register(fs, "embed.md and embed.svg (with --sweep, --report-from or an explicit --out)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	tf.apply(&cfg, &o)
+	tf.apply(fs, &cfg, &o)
 	cfg.Log = cl.stderr
 	var res throughput.Result
 	var err error
@@ -139,7 +141,7 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.BoolVar(&cfg.Int8.Enabled, "int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --int8-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
 	fs.StringVar(&cfg.Int8.Cache, "int8-cache", "", `folder for the int8 copies ("" = the user cache)`)
 	var o output
-	o.register(fs, "rerank.md and rerank.svg (with --sweep or --report-from)")
+	o.register(fs, "rerank.md and rerank.svg (with --sweep, --report-from or an explicit --out)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -147,7 +149,7 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 		cfg.Real.Profiles = realProfiles
 	}
 	cfg.PeerBatches, cfg.Batching.Caps = batches, caps
-	tf.apply(&cfg.Config, &o)
+	tf.apply(fs, &cfg.Config, &o)
 	cfg.Log = cl.stderr
 	var res rerank.Result
 	var err error
