@@ -420,7 +420,7 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	// budget, then the document to the rest (package models/ort).
 	lens := make([]int, len(pairs))
 	for i, pr := range pairs {
-		q := min(tok.CountTokens(pr.Query), (s.MaxLength-3)/2)
+		q := min(tok.CountTokens(pr.Query), models.MaxQueryTokens(s.MaxLength))
 		lens[i] = min(q+tok.CountTokens(pr.Doc)+3, s.MaxLength)
 	}
 	slices.Sort(lens)
