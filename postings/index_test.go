@@ -1,14 +1,18 @@
 package postings
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"lukechampine.com/blake3"
 )
 
 func ids(hits []Hit) []string {
@@ -235,4 +239,78 @@ func TestConcurrentSearchCommit(t *testing.T) {
 	}
 	done.Store(true)
 	wg.Wait()
+}
+
+// TestContentHashChunked checks that hashing in chunk-sized writes gives
+// the digest of the whole serialization: snapshots store these digests, so
+// they must not change with how the hasher is fed.
+func TestContentHashChunked(t *testing.T) {
+	d := &Doc{ID: "x", Tenant: "t", Meta: map[string]string{"k": "v"}, Terms: strings.Fields(strings.Repeat("alpha beta gamma ", 400))}
+	var buf []byte
+	got := contentHash(blake3.New(32, nil), &buf, d)
+	if len(buf) < 4*blake3ChunkSize {
+		t.Fatalf("serialization of %d bytes is too short for the test", len(buf))
+	}
+	want := blake3.Sum256(buf)
+	if !bytes.Equal(got[:], want[:16]) {
+		t.Fatalf("contentHash = %x, want %x", got, want[:16])
+	}
+}
+
+// TestViewsKeepTheirPostings checks the copy-on-write posting lists: views
+// published before later commits (which share containers with them and
+// append to the same terms, across a container boundary at 65,536 doc
+// nums) keep returning exactly what they returned when published.
+func TestViewsKeepTheirPostings(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	const batches, size = 15, 5000
+	queries := []Query{
+		{Terms: []string{"common"}, K: batches * size, Exhaustive: true},
+		{Terms: []string{"odd"}, K: batches * size, Exhaustive: true},
+		{Terms: []string{"b3"}, K: batches * size, Exhaustive: true},
+	}
+	type seen struct {
+		v    *View
+		hits [][]Hit
+	}
+	var views []seen
+	for i := range batches {
+		b := ix.NewBatch()
+		for j := range size {
+			terms := []string{"common", fmt.Sprint("b", i)}
+			if j%2 == 1 {
+				terms = append(terms, "odd")
+			}
+			b.Add(Doc{ID: fmt.Sprintf("%d-%d", i, j), Terms: terms})
+		}
+		if i == 9 {
+			b.Delete("3-7") // a delete among the appends
+		}
+		if err := ix.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		s := seen{v: ix.View()}
+		for _, q := range queries {
+			h, err := s.v.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.hits = append(s.hits, h)
+		}
+		views = append(views, s)
+	}
+	for i, s := range views {
+		for k, q := range queries {
+			h, err := s.v.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(h, s.hits[k]) {
+				t.Fatalf("view after batch %d, query %v: %d hits now, %d when published", i, q.Terms, len(h), len(s.hits[k]))
+			}
+		}
+	}
+	if n := len(views[batches-1].hits[0]); n != batches*size-1 {
+		t.Fatalf("common: %d hits, want %d", n, batches*size-1)
+	}
 }
