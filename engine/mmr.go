@@ -4,7 +4,7 @@ import "math"
 
 // similarity is the MMR redundancy measure between two candidates: cosine of
 // their embeddings when both have one, otherwise the Jaccard index of their
-// analyzed term sets (record.termSet, sorted and unique).
+// analyzed term sets (record.termSet: term hashes, sorted and unique).
 func similarity(a, b *candidate) float64 {
 	if a.rec == nil || b.rec == nil {
 		return 0
@@ -31,7 +31,7 @@ func cosine(a, b []float32) float64 {
 
 // jaccard is |a ∩ b| / |a ∪ b| of two sorted, duplicate-free slices; two
 // empty sets have similarity 0.
-func jaccard(a, b []string) float64 {
+func jaccard(a, b []uint64) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 0
 	}

@@ -21,7 +21,7 @@ func rec(id, tenant string, meta map[string]string, links ...string) *record {
 func TestMMR(t *testing.T) {
 	dup := []string{"alpha", "beta", "gamma"}
 	mk := func(id string, terms []string, vec []float32) *candidate {
-		return &candidate{id: id, rec: &record{doc: Document{ID: id}, termSet: terms, vec: vec}}
+		return &candidate{id: id, rec: &record{doc: Document{ID: id}, termSet: termSet(terms), vec: vec}}
 	}
 	tests := []struct {
 		name   string
@@ -52,7 +52,7 @@ func TestMMR(t *testing.T) {
 }
 
 func TestSimilarity(t *testing.T) {
-	if got := jaccard([]string{"a", "b", "c"}, []string{"b", "c", "d"}); got != 0.5 {
+	if got := jaccard(termSet([]string{"a", "b", "c", "a"}), termSet([]string{"b", "c", "d"})); got != 0.5 {
 		t.Errorf("jaccard = %v, want 0.5", got)
 	}
 	if got := jaccard(nil, nil); got != 0 {
