@@ -82,6 +82,9 @@ type cand struct {
 type visited struct {
 	marks []uint16
 	gen   uint16
+	// frontier is searchLayer's candidate heap, kept with the visited set
+	// so that a search (and every insert's several searches) reuses it.
+	frontier []cand
 }
 
 // visitPool holds visited sets for every graph (they grow to the largest).
@@ -199,8 +202,11 @@ func (g *graph) setNeighbors(n uint32, l int, nb []uint32) {
 // The result is sorted best first.
 func (g *graph) searchLayer(q []float32, eps []cand, ef, l int, accept func(uint32) bool) []cand {
 	vis := g.getVisited()
-	defer visitPool.Put(vis)
-	cands := candHeap{s: make([]cand, 0, ef*2), max: true}
+	cands := candHeap{s: vis.frontier[:0], max: true}
+	defer func() {
+		vis.frontier = cands.s[:0]
+		visitPool.Put(vis)
+	}()
 	res := candHeap{s: make([]cand, 0, ef+1)}
 	for _, e := range eps {
 		if !vis.visit(e.num) {
