@@ -295,28 +295,71 @@ func metaKey(k, v string) string { return "m\x00" + k + "\x00" + v }
 // or all of it. Operations apply in order (a later Add of the same ID wins).
 // An invalid document fails the whole batch before anything changes.
 func (ix *Index) Commit(b *Batch) error {
-	if b == nil || b.ix != ix {
-		return ErrBatchUsed
-	}
-	for i := range b.ops {
-		if b.ops[i].doc.ID == "" {
-			return fmt.Errorf("commit op %d: %w: empty ID", i, ErrBadDoc)
+	return ix.CommitGroup(b)
+}
+
+// CommitGroup applies batches in order, with the result of committing them
+// one after another, and publishes the result once: searches see none of
+// them or all. It is for callers that gather concurrent commits (group
+// commit): the copies a commit makes of what searches may be reading
+// (the term table, the containers of each posting list it extends) are
+// made once per group instead of once per batch. If any batch is invalid
+// nothing changes and the error names the batch.
+func (ix *Index) CommitGroup(bs ...*Batch) error {
+	var ops int
+	for k, b := range bs {
+		if b == nil || b.ix != ix {
+			return ErrBatchUsed
 		}
-		if len(b.ops[i].doc.Terms) > math.MaxUint32/2 {
-			return fmt.Errorf("commit op %d: %w: too many terms", i, ErrBadDoc)
+		for i := range b.ops {
+			var err error
+			if b.ops[i].doc.ID == "" {
+				err = fmt.Errorf("commit op %d: %w: empty ID", i, ErrBadDoc)
+			} else if len(b.ops[i].doc.Terms) > math.MaxUint32/2 {
+				err = fmt.Errorf("commit op %d: %w: too many terms", i, ErrBadDoc)
+			}
+			if err != nil {
+				if len(bs) > 1 {
+					err = fmt.Errorf("batch %d: %w", k, err)
+				}
+				return err
+			}
 		}
+		ops += len(b.ops)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if b.used {
-		return ErrBatchUsed
+	for k, b := range bs {
+		if b.used || slices.Index(bs, b) != k {
+			return ErrBatchUsed
+		}
 	}
-	if uint64(ix.cur.Load().numDocs)+uint64(len(b.ops)) >= math.MaxUint32 {
+	if uint64(ix.cur.Load().numDocs)+uint64(ops) >= math.MaxUint32 {
 		return fmt.Errorf("commit: %w: doc num space exhausted, Rebuild first", ErrBadDoc)
 	}
-	b.used = true
-	ns := ix.apply(ix.cur.Load(), b.ops)
-	ix.cur.Store(ns)
+	var w *writer
+	cur := ix.cur.Load()
+	for _, b := range bs {
+		b.used = true
+		// A batch committed alone into an index without live documents
+		// is built at its own statistics (see finish): such a batch gets
+		// a writer of its own, so that a group gives what the batches
+		// give one by one (and what replaying them one by one gives).
+		if w != nil && w.ns.liveDocs == 0 {
+			cur, w = w.finish(ix), nil
+		}
+		if w == nil {
+			w = newWriter(cur)
+		}
+		w.apply(ix, b.ops)
+		if w.old.liveDocs == 0 {
+			cur, w = w.finish(ix), nil
+		}
+	}
+	if w != nil {
+		cur = w.finish(ix)
+	}
+	ix.cur.Store(cur)
 	return nil
 }
 
@@ -336,12 +379,15 @@ type pendingTerm struct {
 	docs []uint32
 }
 
-// apply builds the snapshot that results from ops on old. The caller holds ix.mu.
-func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
+// newWriter starts the snapshot that follows old. The caller holds ix.mu.
+func newWriter(old *snapshot) *writer {
 	ns := *old
 	ns.terms = slices.Clone(old.terms)
-	w := &writer{old: old, ns: &ns, touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}, tfs: map[string]uint32{}, hasher: blake3.New(32, nil)}
-	firstBuild := old.liveDocs == 0
+	return &writer{old: old, ns: &ns, touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}, tfs: map[string]uint32{}, hasher: blake3.New(32, nil)}
+}
+
+// apply applies ops to the snapshot under construction.
+func (w *writer) apply(ix *Index, ops []batchOp) {
 	for i := range ops {
 		op := &ops[i]
 		if op.del {
@@ -353,13 +399,20 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 		}
 		h := contentHash(w.hasher, &w.hbuf, &op.doc)
 		if num, ok := ix.byID[op.doc.ID]; ok {
-			if ns.hashes[num] == h {
+			if w.ns.hashes[num] == h {
 				continue // identical content: no-op
 			}
 			w.kill(num)
 		}
 		ix.byID[op.doc.ID] = w.add(&op.doc, h)
 	}
+}
+
+// finish returns the snapshot the writer built; the writer must not be
+// used afterwards. The caller holds ix.mu.
+func (w *writer) finish(ix *Index) *snapshot {
+	old, ns := w.old, w.ns
+	firstBuild := old.liveDocs == 0
 	if old.numDocs == 0 && ns.liveDocs > 0 {
 		// First documents of a new index: build at their own statistics.
 		// Nothing was published yet, so norms and bounds are rewritten in
@@ -382,19 +435,19 @@ func (ix *Index) apply(old *snapshot, ops []batchOp) *snapshot {
 		if len(pt.docs) > 64 {
 			pt.tp.docs.RunOptimize()
 		}
-		if len(w.old.terms) <= int(tid) || w.old.terms[tid] == nil || w.old.terms[tid].docs.IsEmpty() {
+		if len(old.terms) <= int(tid) || old.terms[tid] == nil || old.terms[tid].docs.IsEmpty() {
 			ns.numTerms++
 		}
 		ns.terms[tid] = pt.tp
 	}
 	if firstBuild && ns.liveDocs > 0 {
 		// The first documents of an empty index: build at their statistics.
-		r := newRebuilding(ix, &ns)
+		r := newRebuilding(ix, ns)
 		r.Step(math.MaxInt)
 		ix.byID = r.byID
 		return r.ns
 	}
-	return &ns
+	return ns
 }
 
 func (w *writer) kill(num uint32) {

@@ -314,3 +314,83 @@ func TestViewsKeepTheirPostings(t *testing.T) {
 		t.Fatalf("common: %d hits, want %d", n, batches*size-1)
 	}
 }
+
+// TestCommitGroupEqualsOneByOne checks that a group commit gives exactly
+// what committing its batches one after another gives (scores, stats,
+// stored content), including the cases that change how a batch is built:
+// the first batch of an empty index, a batch after one that deleted every
+// live document, identical re-adds, updates and deletes across batches.
+func TestCommitGroupEqualsOneByOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	one, group := mustNew(t, DefaultConfig()), mustNew(t, DefaultConfig())
+	var live []string
+	mkBatches := func(ix *Index, ops [][]func(*Batch)) []*Batch {
+		bs := make([]*Batch, len(ops))
+		for i, o := range ops {
+			bs[i] = ix.NewBatch()
+			for _, f := range o {
+				f(bs[i])
+			}
+		}
+		return bs
+	}
+	for round := range 40 {
+		var ops [][]func(*Batch)
+		for range 1 + r.IntN(6) {
+			var o []func(*Batch)
+			switch k := r.IntN(10); {
+			case k == 0 || round == 7 && len(ops) == 0: // delete everything live
+				for _, id := range live {
+					o = append(o, func(b *Batch) { b.Delete(id) })
+				}
+				live = nil
+			default:
+				for _, d := range randCorpus(r, 1+r.IntN(30), 60, 20, fmt.Sprint("r", round, "-")) {
+					if r.IntN(4) == 0 && len(live) > 0 {
+						d.ID = live[r.IntN(len(live))] // update (or identical re-add)
+					}
+					o = append(o, func(b *Batch) { b.Add(d) })
+					live = append(live, d.ID)
+				}
+				if r.IntN(3) == 0 && len(live) > 0 {
+					id := live[r.IntN(len(live))]
+					o = append(o, func(b *Batch) { b.Delete(id) })
+				}
+			}
+			ops = append(ops, o)
+		}
+		for _, b := range mkBatches(one, ops) {
+			if err := one.Commit(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := group.CommitGroup(mkBatches(group, ops)...); err != nil {
+			t.Fatal(err)
+		}
+		// IndexBytes may differ: a group run-compresses posting lists
+		// that gained many documents at once, one by one does not.
+		a, b := one.Stats(), group.Stats()
+		a.IndexBytes, b.IndexBytes = 0, 0
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("round %d: stats one by one %+v, grouped %+v", round, a, b)
+		}
+		for range 20 {
+			q := Query{Terms: randQuery(r, 60), K: 1 + r.IntN(40), Filter: randFilter(r)}
+			if a, b := search(t, one, q), search(t, group, q); !reflect.DeepEqual(a, b) {
+				t.Fatalf("round %d, %v: one by one %v, grouped %v", round, q.Terms, a, b)
+			}
+		}
+	}
+	t.Run("an invalid batch fails the group", func(t *testing.T) {
+		before := group.Stats()
+		ok, bad := group.NewBatch(), group.NewBatch()
+		ok.Add(Doc{ID: "fine", Terms: []string{"x"}})
+		bad.Add(Doc{Terms: []string{"x"}})
+		if err := group.CommitGroup(ok, bad); !errors.Is(err, ErrBadDoc) || !strings.Contains(err.Error(), "batch 1") {
+			t.Fatalf("err = %v, want ErrBadDoc naming batch 1", err)
+		}
+		if !reflect.DeepEqual(group.Stats(), before) || group.Has("fine") {
+			t.Fatal("a refused group changed the index")
+		}
+	})
+}
