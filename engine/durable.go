@@ -91,6 +91,10 @@ type DurabilityStats struct {
 	// logged since Open (so Commits/LogSyncs is the group commit factor).
 	LogSyncs uint64 `json:"log_syncs"`
 	Commits  uint64 `json:"commits"`
+	// CommitGroups counts the groups Commits were applied in since Open
+	// (see Commit; Commits/CommitGroups is the apply group factor). It
+	// is counted in memory too.
+	CommitGroups uint64 `json:"commit_groups"`
 	// BackgroundSnapshots counts snapshots the engine took by itself;
 	// LastSnapshotError is the error of the last failed one ("" if none
 	// failed since the last success).
@@ -99,9 +103,9 @@ type DurabilityStats struct {
 }
 
 // Durability returns the log's and background snapshots' state. An
-// in-memory engine reports zeros.
+// in-memory engine reports zeros but for CommitGroups.
 func (e *Engine) Durability() DurabilityStats {
-	st := DurabilityStats{Recovery: e.recovery}
+	st := DurabilityStats{Recovery: e.recovery, CommitGroups: e.groups.Load()}
 	if e.log != nil {
 		ls := e.log.Stats()
 		st.LogBytes, st.LogSyncs, st.Commits, st.LogNext = ls.Bytes, ls.Syncs, ls.Records, e.log.Next()
@@ -181,7 +185,7 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 	if len(wipes) > 0 {
 		dels = e.wipe(adds, dels, wipes)
 	}
-	err := e.apply(adds, e.analyze(adds), dels)
+	err := e.apply(&prepared{adds: adds, addTerms: e.analyze(adds), dels: dels})
 	switch {
 	case errors.Is(err, errLexRefused):
 		e.recovery.Refused++

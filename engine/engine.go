@@ -69,6 +69,14 @@ type Engine struct {
 	lex      *postings.Index
 	vec      *dense.Index // nil without an embedder
 
+	// queue holds prepared Commits waiting for commitMu; whichever
+	// Commit gets commitMu applies every queued one as a group (see
+	// Commit). Guarded by queueMu, which is never held while waiting
+	// for commitMu.
+	queueMu sync.Mutex
+	queue   []*pendingCommit
+	groups  atomic.Uint64 // groups applied (DurabilityStats.CommitGroups)
+
 	// log is the write-ahead log (nil in memory); bg runs background
 	// snapshots (see durable.go).
 	log      *wal.Log
@@ -311,16 +319,20 @@ func (b *Batch) Len() int { return len(b.ops) }
 // Commit applies b atomically: documents are validated, analyzed and (with
 // an embedder) embedded in batches of Config.EmbedBatch before anything
 // changes and without a lock, so concurrent Commits prepare in parallel;
-// then, one Commit at a time, the batch is written to the write-ahead log,
-// applied to the lexical index, the dense index and the document store
-// beside the state searches read, and published as the next state with one
-// atomic swap. On any error before that point nothing is applied. Commit
-// returns once the log record is durable under Config.Durability.Sync;
-// concurrent Commits share fsyncs. Searches never wait for a Commit and
-// may see the batch before it is durable (as soon as it is published). An
-// error from the log's fsync means the batch is applied but may not
-// survive a crash; the log then refuses further commits until the engine
-// is reopened. ctx bounds the embedding.
+// then the batch is written to the write-ahead log, applied to the lexical
+// index, the dense index and the document store beside the state searches
+// read, and published as the next state with one atomic swap. Concurrent
+// Commits that reach that step while another holds it are applied
+// together by the next one (group commit): each batch is logged as its own
+// record and applied in arrival order, exactly as one after another, and
+// the group is published at once, so a search still sees each batch
+// entirely or not at all. On any error before the log write nothing is
+// applied. Commit returns once the log record is durable under
+// Config.Durability.Sync; concurrent Commits share fsyncs. Searches never
+// wait for a Commit and may see the batch before it is durable (as soon
+// as it is published). An error from the log's fsync means the batch is
+// applied but may not survive a crash; the log then refuses further
+// commits until the engine is reopened. ctx bounds the embedding.
 func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if b == nil || len(b.ops) == 0 {
 		return nil
@@ -332,59 +344,118 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	addTerms := e.analyze(adds)
+	p := &pendingCommit{prepared: prepared{adds: adds, addTerms: e.analyze(adds), dels: dels}}
 	if e.embedder != nil && len(adds) > 0 {
 		if err := e.embed(ctx, adds); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
 	}
-	var payload []byte
 	if e.log != nil {
-		var err error
-		if payload, err = encodeLogRecord(adds, dels); err != nil {
+		if p.payload, err = encodeLogRecord(adds, dels); err != nil {
 			return fmt.Errorf("commit: encode log record: %w", err)
 		}
 	}
-	ticket, err := e.commitLocked(payload, adds, addTerms, dels)
-	if err != nil {
-		return err
+	e.queueMu.Lock()
+	e.queue = append(e.queue, p)
+	e.queueMu.Unlock()
+	e.commitMu.Lock()
+	if !p.done {
+		// Nobody took p yet: lead a group of everything queued, p included.
+		e.queueMu.Lock()
+		group := e.queue
+		e.queue = nil
+		e.queueMu.Unlock()
+		e.commitGroup(group)
+	}
+	e.commitMu.Unlock()
+	if p.err != nil {
+		return p.err
 	}
 	b.ops = b.ops[:0]
 	if e.log == nil {
 		return nil
 	}
-	if err := e.log.Wait(ticket); err != nil {
+	if err := e.log.Wait(p.ticket); err != nil {
 		return fmt.Errorf("commit: write-ahead log: %w", err)
 	}
 	e.bg.afterCommit(e.log)
 	return nil
 }
 
-// commitLocked logs and applies a prepared batch under commitMu, and
-// returns the log record's ticket for Commit to wait on outside the lock
-// (so concurrent Commits can share an fsync).
-func (e *Engine) commitLocked(payload []byte, adds []*record, addTerms [][]string, dels []docKey) (wal.Ticket, error) {
-	e.commitMu.Lock()
-	defer e.commitMu.Unlock()
-	if e.closed.Load() {
-		return wal.Ticket{}, ErrClosed
+// prepared is a batch ready to apply: its additions with their analyzed
+// terms (and vectors), and its deletions.
+type prepared struct {
+	adds     []*record
+	addTerms [][]string
+	dels     []docKey
+}
+
+// pendingCommit is a prepared Commit in the queue. Its result fields are
+// written by the Commit that applies it, under commitMu.
+type pendingCommit struct {
+	prepared
+	payload []byte // log record
+
+	done   bool
+	err    error
+	ticket wal.Ticket
+}
+
+// commitGroup logs and applies a group of queued Commits, in order, and
+// fills in their results. Called with commitMu held.
+func (e *Engine) commitGroup(group []*pendingCommit) {
+	for _, p := range group {
+		p.done = true
 	}
-	if e.broken != nil {
-		return wal.Ticket{}, fmt.Errorf("commit: %w", e.broken)
-	}
-	var ticket wal.Ticket
-	if e.log != nil {
-		// Logged before it is applied: a batch the lexical index refuses
-		// is refused again, identically, when the log is replayed.
-		var err error
-		if ticket, err = e.log.Write(payload); err != nil {
-			return wal.Ticket{}, fmt.Errorf("commit: write-ahead log: %w", err)
+	fail := func(ps []*pendingCommit, err error) {
+		for _, p := range ps {
+			p.err = err
 		}
 	}
-	if err := e.apply(adds, addTerms, dels); err != nil {
-		return wal.Ticket{}, fmt.Errorf("commit: %w", err)
+	if e.closed.Load() {
+		fail(group, ErrClosed)
+		return
 	}
-	return ticket, nil
+	if e.broken != nil {
+		fail(group, fmt.Errorf("commit: %w", e.broken))
+		return
+	}
+	logged := make([]*prepared, 0, len(group))
+	var applied []*pendingCommit
+	for _, p := range group {
+		if e.log != nil {
+			// Logged before it is applied: a batch the lexical index
+			// refuses is refused again, identically, when the log is
+			// replayed.
+			t, err := e.log.Write(p.payload)
+			if err != nil {
+				p.err = fmt.Errorf("commit: write-ahead log: %w", err)
+				continue
+			}
+			p.ticket = t
+		}
+		logged = append(logged, &p.prepared)
+		applied = append(applied, p)
+	}
+	if len(logged) == 0 {
+		return
+	}
+	e.groups.Add(1)
+	err := e.apply(logged...)
+	if errors.Is(err, errLexRefused) && len(applied) > 1 {
+		// The lexical index refused the group as a whole and applied
+		// nothing: apply one by one, so that only the refused batch
+		// fails (as it will again when the log is replayed).
+		for i, p := range applied {
+			if err := e.apply(logged[i]); err != nil {
+				p.err = fmt.Errorf("commit: %w", err)
+			}
+		}
+		return
+	}
+	if err != nil {
+		fail(applied, fmt.Errorf("commit: %w", err))
+	}
 }
 
 // reduce validates ops and reduces them to the final operation per
@@ -436,66 +507,73 @@ func (e *Engine) analyze(adds []*record) [][]string {
 // applied.
 var errLexRefused = errors.New("lexical index refused the batch")
 
-// apply writes a prepared batch into the lexical index, the dense index and
-// a copy of the document store, then publishes them as the next state.
+// apply writes prepared batches, in order, into the lexical index, the
+// dense index and a copy of the document store, then publishes them as
+// the next state: the state that applying them one after another gives.
 // Searches keep reading the previous state meanwhile (the indexes publish
 // views of their own, which no search uses until the engine's state names
 // them). Called with commitMu held (or during Open).
-func (e *Engine) apply(adds []*record, addTerms [][]string, dels []docKey) error {
+func (e *Engine) apply(bs ...*prepared) error {
 	st := e.cur.Load()
-	lb := e.lex.NewBatch()
-	for _, k := range dels {
-		lb.Delete(indexKey(k.Tenant, k.ID))
+	lbs := make([]*postings.Batch, len(bs))
+	for i, p := range bs {
+		lb := e.lex.NewBatch()
+		for _, k := range p.dels {
+			lb.Delete(indexKey(k.Tenant, k.ID))
+		}
+		for j, r := range p.adds {
+			lb.Add(postings.Doc{
+				ID:     indexKey(r.doc.Tenant, r.doc.ID),
+				Terms:  p.addTerms[j],
+				Tenant: lexTenant(r.doc.Tenant),
+				Meta:   r.doc.Metadata,
+			})
+		}
+		lbs[i] = lb
 	}
-	for i, r := range adds {
-		lb.Add(postings.Doc{
-			ID:     indexKey(r.doc.Tenant, r.doc.ID),
-			Terms:  addTerms[i],
-			Tenant: lexTenant(r.doc.Tenant),
-			Meta:   r.doc.Metadata,
-		})
-	}
-	// Postings first: its Commit is atomic and validates everything, so a
+	// Postings first: its commit is atomic and validates everything, so a
 	// refusal here leaves all three stores untouched.
-	if err := e.lex.Commit(lb); err != nil {
+	if err := e.lex.CommitGroup(lbs...); err != nil {
 		return fmt.Errorf("%w: %w", errLexRefused, err)
 	}
-	if err := e.applyDense(st, adds, dels); err != nil {
-		e.broken = fmt.Errorf("%w: dense index: %w", ErrBroken, err)
-		return e.broken
-	}
 	w, nvec := st.docs.writer(), st.nvec
-	for _, k := range dels {
-		if old := w.del(k.Tenant, k.ID); old != nil && old.vec != nil {
-			nvec--
+	for _, p := range bs {
+		if err := e.applyDense(&w.s, p.adds, p.dels); err != nil {
+			e.broken = fmt.Errorf("%w: dense index: %w", ErrBroken, err)
+			return e.broken
 		}
-	}
-	for _, r := range adds {
-		if old := w.put(r); old != nil && old.vec != nil {
-			nvec--
+		for _, k := range p.dels {
+			if old := w.del(k.Tenant, k.ID); old != nil && old.vec != nil {
+				nvec--
+			}
 		}
-		if r.vec != nil {
-			nvec++
+		for _, r := range p.adds {
+			if old := w.put(r); old != nil && old.vec != nil {
+				nvec--
+			}
+			if r.vec != nil {
+				nvec++
+			}
 		}
 	}
 	e.publish(w.done(), nvec)
 	return nil
 }
 
-// applyDense mirrors a batch into the vector index; st is the state before
-// the batch. Called with commitMu held.
-func (e *Engine) applyDense(st *state, adds []*record, dels []docKey) error {
+// applyDense mirrors a batch into the vector index; docs is the document
+// store as it is before the batch. Called with commitMu held.
+func (e *Engine) applyDense(docs *store, adds []*record, dels []docKey) error {
 	if e.vec == nil {
 		return nil
 	}
 	var gone []string
 	for _, k := range dels {
-		if r := st.docs.get(k.Tenant, k.ID); r != nil && r.vec != nil {
+		if r := docs.get(k.Tenant, k.ID); r != nil && r.vec != nil {
 			gone = append(gone, indexKey(k.Tenant, k.ID))
 		}
 	}
 	for _, r := range adds {
-		if old := st.docs.get(r.doc.Tenant, r.doc.ID); old != nil && old.vec != nil && r.vec == nil {
+		if old := docs.get(r.doc.Tenant, r.doc.ID); old != nil && old.vec != nil && r.vec == nil {
 			gone = append(gone, indexKey(r.doc.Tenant, r.doc.ID))
 		}
 	}
