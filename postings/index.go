@@ -29,15 +29,114 @@ type Doc struct {
 type bigTF struct{ pos, tf uint32 }
 
 // termPostings is the posting list of one term: the set of doc nums as a
-// roaring bitmap and, aligned to the bitmap's rank order, the term
+// roaring bitmap followed by a tail of the newest doc nums (ascending, all
+// above the bitmap's maximum) and, aligned to that order, the term
 // frequencies (u8, with exact overflow for tf ≥ 255). Immutable once
-// published in a snapshot, except that tf and big may be appended to beyond
-// the published lengths (readers never look past their lengths).
+// published in a snapshot, except that tail, tf and big may be appended to
+// beyond the published lengths (readers never look past their lengths).
+//
+// The tail makes small commits cheap: a commit appends a term's new doc
+// nums to its tail, where extending the bitmap would copy the bitmap's
+// last container (up to 8 KiB) for every term of every commit, as the
+// published bitmap may be in use. The tail is merged into a copy-on-write
+// clone of the bitmap when it would pass maxTail, so that copy is paid
+// once per maxTail postings of a term, not once per commit.
 type termPostings struct {
 	docs   *roaring.Bitmap
+	tail   []uint32
 	tf     []uint8
 	big    []bigTF
 	maxTfc float64 // max tfc over the postings at the snapshot's build avgdl; upper bound for pruning
+}
+
+// maxTail is the longest tail of a posting list (see termPostings).
+const maxTail = 1024
+
+// bitmapPostings returns an empty posting list whose bitmap is
+// copy-on-write.
+func bitmapPostings() *termPostings {
+	tp := &termPostings{docs: roaring.New()}
+	tp.docs.SetCopyOnWrite(true)
+	return tp
+}
+
+// find returns the position of doc num d in the list, if it is there.
+func (tp *termPostings) find(d uint32) (int, bool) {
+	if n := len(tp.tail); n > 0 && d >= tp.tail[0] {
+		i, ok := slices.BinarySearch(tp.tail, d)
+		return len(tp.tf) - n + i, ok
+	}
+	if tp.docs.Contains(d) {
+		return int(tp.docs.Rank(d)) - 1, true
+	}
+	return 0, false
+}
+
+// below returns how many postings have a doc num below n.
+func (tp *termPostings) below(n uint32) int {
+	c := 0
+	if n > 0 {
+		c = int(tp.docs.Rank(n - 1))
+	}
+	i, _ := slices.BinarySearch(tp.tail, n)
+	return c + i
+}
+
+// deadCount returns how many postings belong to documents of dead.
+func (tp *termPostings) deadCount(dead *roaring.Bitmap) int {
+	c := int(tp.docs.AndCardinality(dead))
+	for _, d := range tp.tail {
+		if dead.Contains(d) {
+			c++
+		}
+	}
+	return c
+}
+
+// bitmap returns the list's doc nums as one bitmap: the bitmap itself when
+// the tail is empty, else a merged copy. The copy is built by iteration,
+// not Clone: cloning a copy-on-write bitmap writes its shared-container
+// flags, which only the writer may do.
+func (tp *termPostings) bitmap() *roaring.Bitmap {
+	if len(tp.tail) == 0 {
+		return tp.docs
+	}
+	bm := roaring.New()
+	var it postingIter
+	it.init(tp)
+	var buf [256]uint32
+	for docs := it.next(buf[:]); len(docs) > 0; docs = it.next(buf[:]) {
+		bm.AddMany(docs)
+	}
+	return bm
+}
+
+// postingIter yields a posting list's doc nums in order, in chunks: the
+// bitmap's, then the tail's.
+type postingIter struct {
+	it   roaring.ManyIntIterator
+	tail []uint32
+	bits bool // still in the bitmap
+}
+
+func (p *postingIter) init(tp *termPostings) {
+	p.it.Initialize(tp.docs)
+	p.tail, p.bits = tp.tail, true
+}
+
+// next returns the next chunk of at most len(buf) doc nums (in buf, or a
+// read-only piece of the tail), or nothing at the end.
+func (p *postingIter) next(buf []uint32) []uint32 {
+	if p.bits {
+		if m := p.it.NextMany(buf); m > 0 {
+			return buf[:m]
+		}
+		p.bits = false
+	}
+	n := min(len(buf), len(p.tail))
+	out := p.tail[:n:n]
+	p.tail = p.tail[n:]
+	return out
 }
 
 func (tp *termPostings) tfAt(pos int) uint32 {
@@ -102,7 +201,7 @@ type snapshot struct {
 	sc   scorer
 	dict *termDict
 	// terms is indexed by term id; nil or empty entries have no postings.
-	terms []*termPostings
+	terms termTable
 	// Doc tables, indexed by doc num, valid up to numDocs. Appended by later
 	// commits beyond numDocs in place (never rewritten below it).
 	numDocs uint32
@@ -221,8 +320,16 @@ func (ix *Index) Has(id string) bool {
 }
 
 type batchOp struct {
-	del bool
-	doc Doc
+	del  bool
+	doc  Doc
+	hash [16]byte // content hash (additions)
+	tfs  []termTF // distinct terms and their frequencies (additions), in first-occurrence order
+}
+
+// termTF is one distinct term of a document and its frequency.
+type termTF struct {
+	term string
+	tf   uint32
 }
 
 // Batch collects additions, updates and deletions to commit atomically. A
@@ -231,6 +338,7 @@ type Batch struct {
 	ix   *Index
 	ops  []batchOp
 	used bool
+	at   map[string]int // Add's scratch: a term's index in its op's tfs
 }
 
 // NewBatch starts an empty batch for this index.
@@ -240,7 +348,40 @@ func (ix *Index) NewBatch() *Batch { return &Batch{ix: ix} }
 // re-adding identical content (same content hash) is a no-op. The Doc's
 // slices and map are copied at Commit, not here: do not modify them until
 // Commit returns.
-func (b *Batch) Add(d Doc) { b.ops = append(b.ops, batchOp{doc: d}) }
+//
+// Add hashes the document and counts its terms here, so that callers
+// preparing batches concurrently do that work in parallel rather than
+// under the index's writer lock.
+func (b *Batch) Add(d Doc) {
+	hs := hashScratch.Get().(*hashState)
+	op := batchOp{doc: d, hash: contentHash(hs.h, &hs.buf, &d)}
+	if cap(hs.buf) > 1<<20 {
+		hs.buf = nil // do not pin a huge document's buffer
+	}
+	hashScratch.Put(hs)
+	if b.at == nil {
+		b.at = map[string]int{}
+	}
+	clear(b.at)
+	for _, t := range d.Terms {
+		if i, ok := b.at[t]; ok {
+			op.tfs[i].tf++
+			continue
+		}
+		b.at[t] = len(op.tfs)
+		op.tfs = append(op.tfs, termTF{term: t, tf: 1})
+	}
+	op.tfs = slices.Clip(op.tfs)
+	b.ops = append(b.ops, op)
+}
+
+// hashState is contentHash's hasher and scratch buffer.
+type hashState struct {
+	h   *blake3.Hasher
+	buf []byte
+}
+
+var hashScratch = sync.Pool{New: func() any { return &hashState{h: blake3.New(32, nil)} }}
 
 // Delete queues the deletion of a document by ID; unknown IDs are ignored.
 func (b *Batch) Delete(id string) { b.ops = append(b.ops, batchOp{del: true, doc: Doc{ID: id}}) }
@@ -366,12 +507,10 @@ func (ix *Index) CommitGroup(bs ...*Batch) error {
 // writer is the state of one commit under construction.
 type writer struct {
 	old, ns   *snapshot
+	terms     *termTableWriter // ns.terms under construction
 	touched   map[uint32]*pendingTerm
 	ftouched  map[string]bool
 	deadOwned bool
-	tfs       map[string]uint32
-	hasher    *blake3.Hasher
-	hbuf      []byte
 }
 
 type pendingTerm struct {
@@ -382,8 +521,7 @@ type pendingTerm struct {
 // newWriter starts the snapshot that follows old. The caller holds ix.mu.
 func newWriter(old *snapshot) *writer {
 	ns := *old
-	ns.terms = slices.Clone(old.terms)
-	return &writer{old: old, ns: &ns, touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}, tfs: map[string]uint32{}, hasher: blake3.New(32, nil)}
+	return &writer{old: old, ns: &ns, terms: old.terms.writer(), touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}}
 }
 
 // apply applies ops to the snapshot under construction.
@@ -397,14 +535,13 @@ func (w *writer) apply(ix *Index, ops []batchOp) {
 			}
 			continue
 		}
-		h := contentHash(w.hasher, &w.hbuf, &op.doc)
 		if num, ok := ix.byID[op.doc.ID]; ok {
-			if w.ns.hashes[num] == h {
+			if w.ns.hashes[num] == op.hash {
 				continue // identical content: no-op
 			}
 			w.kill(num)
 		}
-		ix.byID[op.doc.ID] = w.add(&op.doc, h)
+		ix.byID[op.doc.ID] = w.add(op)
 	}
 }
 
@@ -431,15 +568,26 @@ func (w *writer) finish(ix *Index) *snapshot {
 		firstBuild = false
 	}
 	for tid, pt := range w.touched {
-		pt.tp.docs.AddMany(pt.docs)
-		if len(pt.docs) > 64 {
-			pt.tp.docs.RunOptimize()
+		tp := pt.tp
+		if len(tp.tail)+len(pt.docs) <= maxTail {
+			// Appended past the published tail's length only.
+			tp.tail = append(tp.tail, pt.docs...)
+		} else {
+			// Merge the tail into a copy-on-write clone of the bitmap:
+			// it shares the containers it does not change.
+			tp.docs = tp.docs.Clone()
+			tp.docs.SetCopyOnWrite(true)
+			tp.docs.AddMany(tp.tail)
+			tp.docs.AddMany(pt.docs)
+			tp.docs.RunOptimize()
+			tp.tail = nil
 		}
-		if len(old.terms) <= int(tid) || old.terms[tid] == nil || old.terms[tid].docs.IsEmpty() {
+		if prev := old.terms.get(tid); prev == nil || len(prev.tf) == 0 {
 			ns.numTerms++
 		}
-		ns.terms[tid] = pt.tp
+		w.terms.set(tid, tp)
 	}
+	ns.terms = w.terms.done()
 	if firstBuild && ns.liveDocs > 0 {
 		// The first documents of an empty index: build at their statistics.
 		r := newRebuilding(ix, ns)
@@ -462,6 +610,7 @@ func (w *writer) kill(num uint32) {
 		} else {
 			ns.deadBM = roaring.New()
 		}
+		ns.deadBM.SetCopyOnWrite(true) // as filters
 		w.deadOwned = true
 	}
 	ns.deadBM.Add(num)
@@ -475,7 +624,8 @@ func (w *writer) kill(num uint32) {
 	ns.liveLen -= uint64(ns.docLen[num])
 }
 
-func (w *writer) add(d *Doc, h [16]byte) uint32 {
+func (w *writer) add(op *batchOp) uint32 {
+	d := &op.doc
 	ns := w.ns
 	num := ns.numDocs
 	ns.numDocs++
@@ -484,14 +634,11 @@ func (w *writer) add(d *Doc, h [16]byte) uint32 {
 	nb := ns.normTab[dl]
 	ns.docIDs = append(ns.docIDs[:num], d.ID)
 	ns.docLen = append(ns.docLen[:num], uint32(dl))
-	ns.hashes = append(ns.hashes[:num], h)
+	ns.hashes = append(ns.hashes[:num], op.hash)
 	ns.liveDocs++
 	ns.liveLen += uint64(dl)
-	clear(w.tfs)
-	for _, t := range d.Terms {
-		w.tfs[t]++
-	}
-	for t, tf := range w.tfs {
+	for _, ttf := range op.tfs {
+		t, tf := ttf.term, ttf.tf
 		tid := ns.dict.getOrAdd(t)
 		pt := w.term(tid)
 		pos := uint32(len(pt.tp.tf))
@@ -521,27 +668,24 @@ func (w *writer) term(tid uint32) *pendingTerm {
 	if pt, ok := w.touched[tid]; ok {
 		return pt
 	}
-	ns := w.ns
-	for int(tid) >= len(ns.terms) {
-		ns.terms = append(ns.terms, nil)
-	}
 	var tp *termPostings
-	if old := ns.terms[tid]; old != nil {
-		// Clone the bitmap (readers iterate the old one); tf and big are
+	if old := w.terms.get(tid); old != nil {
+		// The bitmap is shared until finish merges the tail into a clone
+		// of it (readers iterate the old one); tail, tf and big are
 		// appended past the published lengths only.
-		tp = &termPostings{docs: old.docs.Clone(), tf: old.tf, big: old.big, maxTfc: old.maxTfc}
+		//
+		// That clone is copy-on-write: it shares the containers it does
+		// not change (new doc nums are the largest, so usually all but
+		// the last one) instead of copying a long posting list whole.
+		// The shared containers are never modified; Clone marks them as
+		// shared in the published bitmap's copy-on-write flags, which
+		// searches never read (they only iterate and intersect). A bitmap
+		// loaded from a snapshot or built by a rebuild is copied whole
+		// once, by its first merge.
+		tp = &termPostings{docs: old.docs, tail: old.tail, tf: old.tf, big: old.big, maxTfc: old.maxTfc}
 	} else {
-		tp = &termPostings{docs: roaring.New()}
+		tp = bitmapPostings()
 	}
-	// Copy-on-write: the next commit's Clone of this bitmap shares its
-	// containers and copies only those it changes (new doc nums are the
-	// largest, so usually the last one), instead of copying every
-	// container of a long posting list per commit. The shared containers
-	// are never modified; Clone marks them as shared in the published
-	// bitmap's copy-on-write flags, which searches never read (they only
-	// iterate and intersect). A bitmap loaded from a snapshot or built by
-	// a rebuild is copied whole once, by its first commit.
-	tp.docs.SetCopyOnWrite(true)
 	pt := &pendingTerm{tp: tp}
 	w.touched[tid] = pt
 	return pt
@@ -565,6 +709,9 @@ func (w *writer) filter(key string) *roaring.Bitmap {
 	} else {
 		bm = roaring.New()
 	}
+	// Copy-on-write, as term bitmaps (see writer.term): the next
+	// commit's clone copies only the containers it changes.
+	bm.SetCopyOnWrite(true)
 	ns.filters[key] = bm
 	return bm
 }
@@ -611,11 +758,11 @@ func (v *View) Summary() Stats {
 // Stats is Index.Stats of v's snapshot.
 func (v *View) Stats() Stats {
 	s, st := v.s, v.Summary()
-	for _, tp := range s.terms {
-		if tp == nil || tp.docs.IsEmpty() {
+	for _, tp := range s.terms.all {
+		if tp == nil || len(tp.tf) == 0 {
 			continue
 		}
-		st.IndexBytes += int64(tp.docs.GetSerializedSizeInBytes()) + int64(len(tp.tf)) + int64(8*len(tp.big)) + 8
+		st.IndexBytes += int64(tp.docs.GetSerializedSizeInBytes()) + int64(4*len(tp.tail)) + int64(len(tp.tf)) + int64(8*len(tp.big)) + 8
 	}
 	st.IndexBytes += int64(s.numDocs)*4 + int64(8*len(s.normTab)) + int64(8*len(s.tfcTab))
 	if s.dead != nil {

@@ -394,3 +394,89 @@ func TestCommitGroupEqualsOneByOne(t *testing.T) {
 		}
 	})
 }
+
+// TestTailsSearchLikeBitmaps checks posting lists with tails against the
+// same lists as bitmaps: an index grown by small commits (most postings in
+// tails, frequent terms merged into their bitmaps several times, deletes
+// among them) answers every query exactly like the same index saved and
+// reopened (bitmaps only, same statistics), pruned and exhaustive, with
+// and without filters, and with small k (which probes lists by position).
+func TestTailsSearchLikeBitmaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 11))
+	ix := mustNew(t, DefaultConfig())
+	docs := randCorpus(r, 4000, 300, 40, "d")
+	for i := range docs {
+		if i%97 == 0 {
+			docs[i].Terms = append(docs[i].Terms, "rare", "rare2")
+		}
+		if i%2 == 0 {
+			docs[i].Terms = append(docs[i].Terms, "half")
+		}
+	}
+	for i := 0; i < len(docs); {
+		n := 1 + r.IntN(8)
+		b := ix.NewBatch()
+		for _, d := range docs[i:min(i+n, len(docs))] {
+			b.Add(d)
+		}
+		if r.IntN(3) == 0 {
+			b.Delete(fmt.Sprint("d", r.IntN(i+1)))
+		}
+		if err := ix.Commit(b); err != nil {
+			t.Fatal(err)
+		}
+		i += n
+	}
+	var tails, merged int
+	v := ix.View()
+	for _, tp := range v.s.terms.all {
+		if tp != nil && len(tp.tail) > 0 {
+			tails++
+		}
+		if tp != nil && !tp.docs.IsEmpty() {
+			merged++
+		}
+	}
+	if tails == 0 || merged == 0 {
+		t.Fatalf("%d lists with a tail, %d with a non-empty bitmap: the test needs both", tails, merged)
+	}
+	dir := t.TempDir()
+	if err := ix.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	re, err := Open(dir, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Probing: long lists (half, mostly in tails) against few candidates.
+	ix.pruneGate, re.pruneGate = 0, 0
+	probed := 0
+	for _, q := range [][]string{{"rare", "half"}, {"rare", "rare2", "half", "t3"}, {"rare2", "t2", "t5", "half"}} {
+		for _, k := range []int{1, 5, 20} {
+			sc := &searchScratch{}
+			s := ix.cur.Load()
+			s.prepare(sc, q)
+			sc.top.reset(k, s.docIDs)
+			if err := s.search(context.Background(), sc, nil, k, true); err != nil {
+				t.Fatal(err)
+			}
+			probed += sc.probed
+			qq := Query{Terms: q, K: k}
+			if a, b := search(t, ix, qq), search(t, re, qq); !reflect.DeepEqual(a, b) {
+				t.Fatalf("query %+v:\ntails   %v\nbitmaps %v", qq, a, b)
+			}
+		}
+	}
+	if probed == 0 {
+		t.Fatal("no list was probed")
+	}
+	for i := range 300 {
+		q := Query{Terms: randQuery(r, 300), K: 1 + r.IntN(30), Exhaustive: i%3 == 0}
+		if i%2 == 0 {
+			q.Filter = randFilter(r)
+		}
+		if a, b := search(t, ix, q), search(t, re, q); !reflect.DeepEqual(a, b) {
+			t.Fatalf("query %+v:\ntails   %v\nbitmaps %v", q, a, b)
+		}
+	}
+}

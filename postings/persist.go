@@ -175,8 +175,8 @@ func encodeDocs(s *snapshot) []byte {
 func encodePostings(s *snapshot) []byte {
 	e := header(postsMagic)
 	e.uv(uint64(s.numTerms))
-	for tid, tp := range s.terms {
-		if tp == nil || tp.docs.IsEmpty() {
+	for tid, tp := range s.terms.all {
+		if tp == nil || len(tp.tf) == 0 {
 			continue
 		}
 		e.str(s.dict.name(uint32(tid)))
@@ -187,7 +187,7 @@ func encodePostings(s *snapshot) []byte {
 			e.uv(uint64(bt.pos))
 			e.uv(uint64(bt.tf))
 		}
-		e.bitmap(tp.docs)
+		e.bitmap(tp.bitmap())
 	}
 	return e.b
 }
@@ -327,7 +327,7 @@ func decodePostings(s *snapshot, b []byte, sameScoring bool) error {
 	if d.err == nil && n > uint64(len(b)) {
 		return fmt.Errorf("term count %d", n)
 	}
-	s.terms = make([]*termPostings, 0, n)
+	s.terms = termTable{}
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		name := d.str()
 		tp := &termPostings{maxTfc: math.Float64frombits(d.u64())}
@@ -349,7 +349,7 @@ func decodePostings(s *snapshot, b []byte, sameScoring bool) error {
 		if tp.docs.Maximum() >= s.numDocs {
 			return fmt.Errorf("term %q: doc %d beyond %d docs", name, tp.docs.Maximum(), s.numDocs)
 		}
-		if id := s.dict.getOrAdd(name); int(id) != len(s.terms) {
+		if id := s.dict.getOrAdd(name); int(id) != s.terms.len() {
 			return fmt.Errorf("duplicate term %q", name)
 		}
 		if !sameScoring {
@@ -367,7 +367,7 @@ func decodePostings(s *snapshot, b []byte, sameScoring bool) error {
 				}
 			}
 		}
-		s.terms = append(s.terms, tp)
+		s.terms.append(tp)
 		s.postings += int64(len(tp.tf))
 		s.numTerms++
 	}

@@ -64,7 +64,15 @@ func TestSaveOpenRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := ix.Stats(), got.Stats(); !reflect.DeepEqual(a, b) {
+	// IndexBytes counts the lists as they are held: the saved index holds
+	// the newest postings of each term in a tail (4 bytes a posting), the
+	// reopened one in its bitmap.
+	a, b := ix.Stats(), got.Stats()
+	if b.IndexBytes > a.IndexBytes {
+		t.Fatalf("reopened index takes %d bytes, more than the saved one's %d", b.IndexBytes, a.IndexBytes)
+	}
+	a.IndexBytes, b.IndexBytes = 0, 0
+	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("stats differ:\n%+v\n%+v", a, b)
 	}
 	if !got.Has("big") || got.Has("d7") || !got.Has("d9") {

@@ -79,7 +79,7 @@ func (r *Rebuilding) Step(limit int) bool {
 			ns.liveLen += uint64(s.docLen[d])
 			r.maxDL = max(r.maxDL, int(s.docLen[d]))
 		case rebuildTerms:
-			if r.pos == len(s.terms) {
+			if r.pos == s.terms.len() {
 				r.fkeys = slices.Sorted(func(yield func(string) bool) {
 					for k := range s.filters {
 						if !yield(k) {
@@ -130,21 +130,21 @@ func (r *Rebuilding) Step(limit int) bool {
 // snapshot and returns the number of postings it read.
 func (r *Rebuilding) copyTerm(tid int) int {
 	s, ns := r.s, r.ns
-	tp := s.terms[tid]
-	if tp == nil || tp.docs.IsEmpty() {
+	tp := s.terms.get(uint32(tid))
+	if tp == nil || len(tp.tf) == 0 {
 		return 0
 	}
 	out := &termPostings{docs: roaring.New(), tf: make([]uint8, 0, len(tp.tf))}
-	var it roaring.ManyIntIterator
-	it.Initialize(tp.docs)
+	var it postingIter
+	it.init(tp)
 	pos := 0
 	for {
-		n := it.NextMany(r.buf)
-		if n == 0 {
+		docs := it.next(r.buf)
+		if len(docs) == 0 {
 			break
 		}
 		r.nbuf = r.nbuf[:0]
-		for _, d := range r.buf[:n] {
+		for _, d := range docs {
 			if nd := r.remap[d]; nd != dropped {
 				out.appendPosting(ns, nd, tp.tfAt(pos))
 				r.nbuf = append(r.nbuf, nd)
@@ -159,7 +159,7 @@ func (r *Rebuilding) copyTerm(tid int) int {
 	out.docs.RunOptimize()
 	out.tf = slices.Clip(out.tf)
 	ns.dict.getOrAdd(s.dict.name(uint32(tid)))
-	ns.terms = append(ns.terms, out)
+	ns.terms.append(out)
 	ns.postings += int64(len(out.tf))
 	ns.numTerms++
 	return pos
@@ -258,19 +258,23 @@ func (r *Rebuilding) catchUp(cur *snapshot) {
 		ns.liveLen += uint64(dl)
 		r.byID[cur.docIDs[d]] = nd
 	}
-	for tid, tp := range cur.terms {
-		if tp == nil || tid < len(s.terms) && tp == s.terms[tid] || tp.docs.IsEmpty() {
+	for tid, tp := range cur.terms.all {
+		if tp == nil || tp == s.terms.get(uint32(tid)) || len(tp.tf) == 0 {
 			continue // unchanged since the start: nothing added
 		}
-		pos := 0
-		if oldN > 0 {
-			pos = int(tp.docs.Rank(oldN - 1))
-		}
+		// The postings of documents added since the start: doc nums from
+		// oldN on, in the bitmap's last containers and the tail.
+		pos := tp.below(oldN)
+		var added []uint32
 		it := tp.docs.Iterator()
 		it.AdvanceIfNeeded(oldN)
+		for it.HasNext() {
+			added = append(added, it.Next())
+		}
+		i, _ := slices.BinarySearch(tp.tail, oldN)
+		added = append(added, tp.tail[i:]...)
 		var out *termPostings
-		for ; it.HasNext(); pos++ {
-			d := it.Next()
+		for j, d := range added {
 			nd := r.remap[d]
 			if nd == dropped {
 				continue
@@ -278,7 +282,7 @@ func (r *Rebuilding) catchUp(cur *snapshot) {
 			if out == nil {
 				out = r.term(cur.dict.name(uint32(tid)))
 			}
-			out.appendPosting(ns, nd, tp.tfAt(pos))
+			out.appendPosting(ns, nd, tp.tfAt(pos+j))
 			out.docs.Add(nd)
 			ns.postings++
 		}
@@ -307,11 +311,11 @@ func (r *Rebuilding) catchUp(cur *snapshot) {
 func (r *Rebuilding) term(name string) *termPostings {
 	ns := r.ns
 	tid := ns.dict.getOrAdd(name)
-	if int(tid) == len(ns.terms) {
-		ns.terms = append(ns.terms, &termPostings{docs: roaring.New()})
+	if int(tid) == ns.terms.len() {
+		ns.terms.append(&termPostings{docs: roaring.New()})
 		ns.numTerms++
 	}
-	return ns.terms[tid]
+	return ns.terms.get(tid)
 }
 
 // kill marks doc num nd of the rebuilt snapshot deleted.

@@ -48,7 +48,7 @@ type qterm struct {
 }
 
 type searchScratch struct {
-	it      roaring.ManyIntIterator
+	it      postingIter
 	buf     [1024]uint32
 	terms   []qterm
 	rem     []float64
@@ -291,7 +291,7 @@ func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 	s.dict.mu.RUnlock()
 	sc.tids = tids
 	for _, tid := range tids {
-		if uint64(tid) >= uint64(len(s.terms)) || s.terms[tid] == nil {
+		if s.terms.get(tid) == nil {
 			continue
 		}
 		dup := false
@@ -306,10 +306,10 @@ func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 		if dup {
 			continue
 		}
-		tp := s.terms[tid]
+		tp := s.terms.get(tid)
 		df := len(tp.tf)
 		if s.deadBM != nil {
-			df -= int(tp.docs.AndCardinality(s.deadBM))
+			df -= tp.deadCount(s.deadBM)
 		}
 		if df <= 0 {
 			continue
@@ -464,11 +464,10 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 			}
 			sc.cands = kept
 			if len(kept)*32 < len(kn.tfs) {
-				bm := t.tp.docs
 				sc.probed++
 				for _, d := range kept {
-					if bm.Contains(d) {
-						acc[d] += kn.score(int(bm.Rank(d))-1, d)
+					if pos, ok := t.tp.find(d); ok {
+						acc[d] += kn.score(pos, d)
 					}
 				}
 			} else {
@@ -829,12 +828,13 @@ func kthLowerU32(vals []uint32, k int) uint32 {
 // appended to sc.touched. ctx is polled about every 1024 postings.
 func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float32, cand, mark []bool) error {
 	it := &sc.it
-	it.Initialize(kn.tp.docs)
+	it.init(kn.tp)
 	tfs, docLen := kn.tfs, kn.docLen
 	tab, idf, nonOcc, w := kn.tfcTab, kn.idf, kn.nonOcc, kn.w
 	pos := 0
 	for {
-		m := it.NextMany(sc.buf[:])
+		docs := it.next(sc.buf[:])
+		m := len(docs)
 		if m == 0 {
 			return nil
 		}
@@ -844,7 +844,6 @@ func (sc *searchScratch) scoreList(ctx context.Context, kn *kernel, acc []float3
 				return err
 			}
 		}
-		docs := sc.buf[:m]
 		tf := tfs[pos : pos+m]
 		switch {
 		case cand != nil:
