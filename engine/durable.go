@@ -185,7 +185,8 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 	if len(wipes) > 0 {
 		dels = e.wipe(adds, dels, wipes)
 	}
-	err := e.apply(&prepared{adds: adds, addTerms: e.analyze(adds), dels: dels})
+	p := e.prepare(adds, dels)
+	err := e.apply(&p)
 	switch {
 	case errors.Is(err, errLexRefused):
 		e.recovery.Refused++

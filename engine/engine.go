@@ -69,12 +69,13 @@ type Engine struct {
 	lex      *postings.Index
 	vec      *dense.Index // nil without an embedder
 
-	// queue holds prepared Commits waiting for commitMu; whichever
-	// Commit gets commitMu applies every queued one as a group (see
-	// Commit). Guarded by queueMu, which is never held while waiting
-	// for commitMu.
+	// queue holds prepared Commits waiting to be applied; leading is
+	// set while one of them, the leader, applies the queue in groups
+	// (see Commit and leadCommits). Guarded by queueMu, which is never
+	// held while waiting for commitMu.
 	queueMu sync.Mutex
 	queue   []*pendingCommit
+	leading bool
 	groups  atomic.Uint64 // groups applied (DurabilityStats.CommitGroups)
 
 	// log is the write-ahead log (nil in memory); bg runs background
@@ -344,7 +345,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	p := &pendingCommit{prepared: prepared{adds: adds, addTerms: e.analyze(adds), dels: dels}}
+	p := &pendingCommit{prepared: e.prepare(adds, dels)}
 	if e.embedder != nil && len(adds) > 0 {
 		if err := e.embed(ctx, adds); err != nil {
 			return fmt.Errorf("commit: %w", err)
@@ -355,19 +356,20 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 			return fmt.Errorf("commit: encode log record: %w", err)
 		}
 	}
+	p.wake = make(chan struct{})
 	e.queueMu.Lock()
 	e.queue = append(e.queue, p)
-	e.queueMu.Unlock()
-	e.commitMu.Lock()
-	if !p.done {
-		// Nobody took p yet: lead a group of everything queued, p included.
-		e.queueMu.Lock()
-		group := e.queue
-		e.queue = nil
-		e.queueMu.Unlock()
-		e.commitGroup(group)
+	lead := !e.leading
+	if lead {
+		e.leading, p.lead = true, true
 	}
-	e.commitMu.Unlock()
+	e.queueMu.Unlock()
+	if !lead {
+		<-p.wake // applied by a leader, or handed the lead
+	}
+	if !p.done {
+		e.leadCommits()
+	}
 	if p.err != nil {
 		return p.err
 	}
@@ -382,23 +384,91 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	return nil
 }
 
-// prepared is a batch ready to apply: its additions with their analyzed
-// terms (and vectors), and its deletions.
+// prepared is a batch ready to apply: its additions (with their vectors,
+// once embedded) and deletions, and the lexical index's batch of them.
 type prepared struct {
-	adds     []*record
-	addTerms [][]string
-	dels     []docKey
+	adds []*record
+	dels []docKey
+	lex  *postings.Batch
+}
+
+// prepare analyzes the additions and builds the lexical index's batch,
+// which hashes and counts the terms of each document: work done by each
+// Commit in parallel, before the apply step that Commits take in turn.
+func (e *Engine) prepare(adds []*record, dels []docKey) prepared {
+	terms := e.analyze(adds)
+	lb := e.lex.NewBatch()
+	for _, k := range dels {
+		lb.Delete(indexKey(k.Tenant, k.ID))
+	}
+	for i, r := range adds {
+		lb.Add(postings.Doc{
+			ID:     indexKey(r.doc.Tenant, r.doc.ID),
+			Terms:  terms[i],
+			Tenant: lexTenant(r.doc.Tenant),
+			Meta:   r.doc.Metadata,
+		})
+	}
+	return prepared{adds: adds, dels: dels, lex: lb}
 }
 
 // pendingCommit is a prepared Commit in the queue. Its result fields are
-// written by the Commit that applies it, under commitMu.
+// written by the leader that applies it, before closing wake.
 type pendingCommit struct {
 	prepared
 	payload []byte // log record
 
+	wake   chan struct{} // closed when done, or when handed the lead
+	lead   bool          // this Commit leads (guarded by queueMu until wake is closed)
 	done   bool
 	err    error
 	ticket wal.Ticket
+}
+
+// leaderGroups bounds the groups one leader applies before it hands the
+// lead to the next queued Commit and returns to its own.
+const leaderGroups = 4
+
+// leadCommits applies the queue in groups: under commitMu, everything
+// queued by then (so Commits that arrive while the lock is busy join the
+// group), again while more arrived, then hands the lead to the first
+// Commit still queued, if any. Followers wait on their own channel, not on
+// commitMu: a follower applied by a leader is woken once, and never holds
+// the lock just to find its work done (with sixteen committers, those
+// hand-offs of the lock had serialised the commits).
+func (e *Engine) leadCommits() {
+	for range leaderGroups {
+		e.commitMu.Lock()
+		e.queueMu.Lock()
+		group := e.queue
+		e.queue = nil
+		e.queueMu.Unlock()
+		e.commitGroup(group)
+		e.commitMu.Unlock()
+		for _, p := range group {
+			if !p.lead {
+				close(p.wake)
+			}
+		}
+		e.queueMu.Lock()
+		more := len(e.queue) > 0
+		if !more {
+			e.leading = false
+		}
+		e.queueMu.Unlock()
+		if !more {
+			return
+		}
+	}
+	e.queueMu.Lock()
+	defer e.queueMu.Unlock()
+	if len(e.queue) == 0 {
+		e.leading = false
+		return
+	}
+	next := e.queue[0]
+	next.lead = true
+	close(next.wake)
 }
 
 // commitGroup logs and applies a group of queued Commits, in order, and
@@ -517,19 +587,7 @@ func (e *Engine) apply(bs ...*prepared) error {
 	st := e.cur.Load()
 	lbs := make([]*postings.Batch, len(bs))
 	for i, p := range bs {
-		lb := e.lex.NewBatch()
-		for _, k := range p.dels {
-			lb.Delete(indexKey(k.Tenant, k.ID))
-		}
-		for j, r := range p.adds {
-			lb.Add(postings.Doc{
-				ID:     indexKey(r.doc.Tenant, r.doc.ID),
-				Terms:  p.addTerms[j],
-				Tenant: lexTenant(r.doc.Tenant),
-				Meta:   r.doc.Metadata,
-			})
-		}
-		lbs[i] = lb
+		lbs[i] = p.lex
 	}
 	// Postings first: its commit is atomic and validates everything, so a
 	// refusal here leaves all three stores untouched.
