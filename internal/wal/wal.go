@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,8 @@ type Log struct {
 	appended int64     // bytes written over the Log's life
 	synced   int64     // of those, bytes known durable
 	syncing  bool      // an fsync leader is running (without mu)
-	failed   error     // sticky: a write or fsync failed
+	waiters  []syncWaiter
+	failed   error // sticky: a write or fsync failed
 	closed   bool
 	stats    Stats
 	recovery Recovery
@@ -481,24 +483,86 @@ func (l *Log) syncTo(target int64) error {
 			return l.failed
 		}
 		if l.syncing {
-			l.cond.Wait()
+			w := syncWaiter{end: target, ch: make(chan struct{})}
+			l.waiters = append(l.waiters, w)
+			l.mu.Unlock()
+			<-w.ch
+			l.mu.Lock()
 			continue
 		}
-		l.syncing = true
+		l.lead()
+	}
+	return nil
+}
+
+// syncWaiter is a Wait queued behind a running fsync; ch is closed when an
+// fsync covered end, or when it is to lead the next one.
+type syncWaiter struct {
+	end int64
+	ch  chan struct{}
+}
+
+// leaderRounds bounds the fsyncs one leader runs back to back.
+const leaderRounds = 8
+
+// lead fsyncs everything appended, and again while records arrived during
+// the last fsync (at most leaderRounds times): the leader is running
+// already, while handing over would wait for a sleeping waiter to be
+// scheduled, which on a busy machine takes longer than the fsync. After
+// each fsync it wakes the waiters it covered, and only those (waking every
+// waiter to check, sixteen committers made most wakeups useless). Called
+// with mu held and no leader running; releases mu while fsyncing.
+func (l *Log) lead() {
+	l.syncing = true
+	defer func() {
+		l.syncing = false
+		l.wake()
+		l.cond.Broadcast() // Write and Close wait for the leader to finish
+	}()
+	for range leaderRounds {
+		l.mu.Unlock()
+		// Let the goroutines that are ready to run go first: on a busy
+		// machine they are committers about to write their records,
+		// which this fsync then covers too (fewer, larger fsyncs, and
+		// fsync time is CPU time on a machine without a write cache);
+		// on an idle one this returns at once.
+		runtime.Gosched()
+		l.mu.Lock()
 		f, upto := l.f, l.appended
 		l.mu.Unlock()
 		err := f.Sync()
 		l.mu.Lock()
-		l.syncing = false
 		l.stats.Syncs++
 		if err != nil {
 			l.failed = fmt.Errorf("%w: fsync %s: %w", ErrFailed, f.Name(), err)
-		} else {
-			l.synced = max(l.synced, upto)
+			return
 		}
-		l.cond.Broadcast()
+		l.synced = max(l.synced, upto)
+		if l.appended == l.synced || l.f != f || l.closed {
+			return
+		}
+		l.wake()
 	}
-	return nil
+}
+
+// wake releases the waiters an fsync covered (every waiter once the log
+// failed) and, when no leader runs, the first waiter left, to lead the
+// next fsync. Called with mu held.
+func (l *Log) wake() {
+	kept := l.waiters[:0]
+	for _, w := range l.waiters {
+		if w.end <= l.synced || l.failed != nil {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(l.waiters[len(kept):])
+	l.waiters = kept
+	if !l.syncing && len(kept) > 0 {
+		close(kept[0].ch)
+		l.waiters = slices.Delete(kept, 0, 1)
+	}
 }
 
 // flush is the SyncInterval flusher.
