@@ -52,14 +52,6 @@ type termPostings struct {
 // maxTail is the longest tail of a posting list (see termPostings).
 const maxTail = 1024
 
-// bitmapPostings returns an empty posting list whose bitmap is
-// copy-on-write.
-func bitmapPostings() *termPostings {
-	tp := &termPostings{docs: roaring.New()}
-	tp.docs.SetCopyOnWrite(true)
-	return tp
-}
-
 // find returns the position of doc num d in the list, if it is there.
 func (tp *termPostings) find(d uint32) (int, bool) {
 	if n := len(tp.tail); n > 0 && d >= tp.tail[0] {
@@ -478,6 +470,15 @@ func (ix *Index) CommitGroup(bs ...*Batch) error {
 	if uint64(ix.cur.Load().numDocs)+uint64(ops) >= math.MaxUint32 {
 		return fmt.Errorf("commit: %w: doc num space exhausted, Rebuild first", ErrBadDoc)
 	}
+	// The distinct terms of the group bound the posting lists a writer
+	// touches: its maps are sized for them once instead of growing.
+	hint := 0
+	for _, b := range bs {
+		for i := range b.ops {
+			hint += len(b.ops[i].tfs)
+		}
+	}
+	hint = min(hint, 1<<15)
 	var w *writer
 	cur := ix.cur.Load()
 	for _, b := range bs {
@@ -490,7 +491,7 @@ func (ix *Index) CommitGroup(bs ...*Batch) error {
 			cur, w = w.finish(ix), nil
 		}
 		if w == nil {
-			w = newWriter(cur)
+			w = newWriter(cur, hint)
 		}
 		w.apply(ix, b.ops)
 		if w.old.liveDocs == 0 {
@@ -513,15 +514,20 @@ type writer struct {
 	deadOwned bool
 }
 
+// pendingTerm is a term's posting list being extended by a writer: its
+// next version, whose tail ends with the writer's new doc nums.
 type pendingTerm struct {
-	tp   *termPostings
-	docs []uint32
+	tp    termPostings
+	start int // tp.tail[start:] are the doc nums this writer added
 }
 
-// newWriter starts the snapshot that follows old. The caller holds ix.mu.
-func newWriter(old *snapshot) *writer {
+func (pt *pendingTerm) added() []uint32 { return pt.tp.tail[pt.start:] }
+
+// newWriter starts the snapshot that follows old; terms is about how many
+// posting lists it will touch. The caller holds ix.mu.
+func newWriter(old *snapshot, terms int) *writer {
 	ns := *old
-	return &writer{old: old, ns: &ns, terms: old.terms.writer(), touched: map[uint32]*pendingTerm{}, ftouched: map[string]bool{}}
+	return &writer{old: old, ns: &ns, terms: old.terms.writer(terms), touched: make(map[uint32]*pendingTerm, terms), ftouched: map[string]bool{}}
 }
 
 // apply applies ops to the snapshot under construction.
@@ -559,7 +565,7 @@ func (w *writer) finish(ix *Index) *snapshot {
 		ns.extendNorms(ns.maxDocLen())
 		for _, pt := range w.touched {
 			pt.tp.maxTfc = 0
-			for i, d := range pt.docs {
+			for i, d := range pt.added() {
 				if c := ns.sc.tfc(float64(pt.tp.tfAt(i)), ns.norm(d)); c > pt.tp.maxTfc {
 					pt.tp.maxTfc = c
 				}
@@ -568,17 +574,13 @@ func (w *writer) finish(ix *Index) *snapshot {
 		firstBuild = false
 	}
 	for tid, pt := range w.touched {
-		tp := pt.tp
-		if len(tp.tail)+len(pt.docs) <= maxTail {
-			// Appended past the published tail's length only.
-			tp.tail = append(tp.tail, pt.docs...)
-		} else {
+		tp := &pt.tp
+		if len(tp.tail) > maxTail {
 			// Merge the tail into a copy-on-write clone of the bitmap:
 			// it shares the containers it does not change.
 			tp.docs = tp.docs.Clone()
 			tp.docs.SetCopyOnWrite(true)
 			tp.docs.AddMany(tp.tail)
-			tp.docs.AddMany(pt.docs)
 			tp.docs.RunOptimize()
 			tp.tail = nil
 		}
@@ -648,7 +650,9 @@ func (w *writer) add(op *batchOp) uint32 {
 		} else {
 			pt.tp.tf = append(pt.tp.tf, uint8(tf))
 		}
-		pt.docs = append(pt.docs, num)
+		// Appended past the published tail's length only (finish merges
+		// a tail grown past maxTail into the bitmap).
+		pt.tp.tail = append(pt.tp.tail, num)
 		if c := ns.sc.tfc(float64(tf), nb); c > pt.tp.maxTfc {
 			pt.tp.maxTfc = c
 		}
@@ -668,7 +672,7 @@ func (w *writer) term(tid uint32) *pendingTerm {
 	if pt, ok := w.touched[tid]; ok {
 		return pt
 	}
-	var tp *termPostings
+	pt := &pendingTerm{}
 	if old := w.terms.get(tid); old != nil {
 		// The bitmap is shared until finish merges the tail into a clone
 		// of it (readers iterate the old one); tail, tf and big are
@@ -682,11 +686,12 @@ func (w *writer) term(tid uint32) *pendingTerm {
 		// searches never read (they only iterate and intersect). A bitmap
 		// loaded from a snapshot or built by a rebuild is copied whole
 		// once, by its first merge.
-		tp = &termPostings{docs: old.docs, tail: old.tail, tf: old.tf, big: old.big, maxTfc: old.maxTfc}
+		pt.tp = *old
+		pt.start = len(old.tail)
 	} else {
-		tp = bitmapPostings()
+		pt.tp.docs = roaring.New()
+		pt.tp.docs.SetCopyOnWrite(true)
 	}
-	pt := &pendingTerm{tp: tp}
 	w.touched[tid] = pt
 	return pt
 }

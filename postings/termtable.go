@@ -51,8 +51,10 @@ type termTableWriter struct {
 	owned map[int]bool // chunks copied for this writer
 }
 
-func (t *termTable) writer() *termTableWriter {
-	return &termTableWriter{t: termTable{chunks: append([]*termChunk(nil), t.chunks...), n: t.n}, owned: map[int]bool{}}
+// writer starts the next table; terms is about how many entries it will
+// set.
+func (t *termTable) writer(terms int) *termTableWriter {
+	return &termTableWriter{t: termTable{chunks: append([]*termChunk(nil), t.chunks...), n: t.n}, owned: make(map[int]bool, min(terms, len(t.chunks)))}
 }
 
 // get returns the postings of tid in the table being built, or nil.
