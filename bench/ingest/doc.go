@@ -6,7 +6,9 @@
 //     only, so no embedding cost hides the log's) for SyncDocs documents,
 //     once with an fsync per commit (engine.SyncEveryCommit; concurrent
 //     commits share fsyncs: group commit) and once with interval syncing
-//     (the no-fsync baseline). Docs/s, fsyncs and commits per fsync.
+//     (the no-fsync baseline). Docs/s, fsyncs, commits per fsync and
+//     commits per apply group (Commits queued while one applies are
+//     applied together: engine.Commit).
 //   - Search during ingest: an engine holding the corpus (hashing embedder,
 //     so HNSW inserts are real work) answers the dataset's queries back to
 //     back, first idle, then while one goroutine commits Ingest more

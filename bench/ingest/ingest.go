@@ -75,6 +75,8 @@ type SyncRow struct {
 	DocsPerS       float64 `json:"docs_per_s" table:"docs/s"`
 	Syncs          uint64  `json:"syncs" table:""`
 	CommitsPerSync float64 `json:"commits_per_sync,omitempty" table:"commits/sync"`
+	// CommitsPerGroup is commits per apply group (engine group commit).
+	CommitsPerGroup float64 `json:"commits_per_group,omitempty" table:"commits/group"`
 }
 
 // Phases of the search rows.
@@ -210,6 +212,9 @@ func syncRun(ctx context.Context, cfg Config, p engine.SyncPolicy, docs []engine
 	if d.LogSyncs > 0 {
 		row.CommitsPerSync = measure.Round(float64(d.Commits)/float64(d.LogSyncs), 2)
 	}
+	if d.CommitGroups > 0 {
+		row.CommitsPerGroup = measure.Round(float64(d.Commits)/float64(d.CommitGroups), 2)
+	}
 	return row, nil
 }
 
@@ -339,7 +344,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Checks:  res.Checks,
 		Notes: []string{
 			fmt.Sprintf("Data: %s's abstracts (title and text), cycled under new IDs, 4 tenants; queries: its queries, tenant t1. Index directories on disk under %q (\"\" = the system temporary directory).", cfg.Data, cfg.Dir),
-			fmt.Sprintf("Sync rows: %d goroutines commit one document per Commit, BM25 only, until %d documents; policy commit = an fsync covers every acknowledged commit (concurrent commits share one: commits/sync), interval = commits return after the write and the log is fsynced every 100 ms (the no-fsync baseline).", cfg.Committers, cfg.SyncDocs),
+			fmt.Sprintf("Sync rows: %d goroutines commit one document per Commit, BM25 only, until %d documents; policy commit = an fsync covers every acknowledged commit (concurrent commits share one: commits/sync), interval = commits return after the write and the log is fsynced every 100 ms (the no-fsync baseline); commits/group = commits per apply group (commits that queue while one applies are applied and published together).", cfg.Committers, cfg.SyncDocs),
 			fmt.Sprintf("Search rows: engine with a %d-dimensional hashing embedder (so every commit also inserts into the HNSW graph), default search (rrf over BM25 and dense, top 10); idle = %d searches back to back on the initial corpus; ingest = searches back to back while one goroutine commits %d documents in batches of %d (commits build the next state beside the published one and swap it in); ingest, last fifth = those of its searches that started once four fifths of it were committed; idle after = %[2]d searches on the final index. A search's cost grows with the index, so the check compares the ingest's last fifth with the idle searches on the final index (like for like); the whole ingest against the initial corpus is reported beside it.", cfg.EmbedDim, cfg.IdleSearches, cfg.Ingest, cfg.Batch),
 		},
 		Config:  cfg,
