@@ -124,7 +124,10 @@
 // published state (postings builds its next snapshot copy-on-write, dense
 // appends vectors and graph nodes that older views do not see, the
 // document store copies the shards it touches) and publishes the next
-// state with one atomic swap. A large batch therefore costs searches only
+// state with one atomic swap. Commits that queue while one applies are
+// applied together (group commit): one of them leads, logs each batch as
+// its own record and applies them in order, exactly as one after another,
+// and publishes once; the others wait for it on a channel of their own. A large batch therefore costs searches only
 // the CPU it shares with them. Records are immutable, so the stages after
 // retrieval keep using them whatever is committed meanwhile.
 //
@@ -164,7 +167,9 @@
 //
 //   - SyncEveryCommit (the default): after an fsync covering the record.
 //     Concurrent Commits share fsyncs (group commit): each waits outside
-//     the commit lock for the next fsync, which one of them leads.
+//     the commit lock for the next fsync, which one of them leads, running
+//     fsyncs back to back while records keep arriving and waking only the
+//     Commits each covered.
 //   - SyncInterval: after the write to the operating system; the log is
 //     fsynced every Durability.SyncInterval (default 100 ms). A killed
 //     process loses nothing acknowledged; a power failure can lose that

@@ -12,10 +12,13 @@
 // order and never reused until Rebuild. Per term:
 //
 //   - docs: a roaring bitmap of doc nums (github.com/RoaringBitmap/roaring/v2),
-//     run-optimised;
-//   - tf: one byte per posting, aligned to the bitmap's rank order (the i-th
-//     set bit's frequency is tf[i]); frequencies ≥ 255 store 255 and the
-//     exact value in a small sorted overflow list;
+//     run-optimised, followed by a tail: the newest doc nums (at most 1,024,
+//     ascending, all above the bitmap's) as a plain slice, merged into the
+//     bitmap when it would grow past that (see Concurrency);
+//   - tf: one byte per posting, aligned to that order (the bitmap's rank
+//     order, then the tail: the i-th posting's frequency is tf[i]);
+//     frequencies ≥ 255 store 255 and the exact value in a small sorted
+//     overflow list;
 //   - maxTfc: the largest tf component over the term's postings, the
 //     per-term upper bound used for pruning.
 //
@@ -26,7 +29,8 @@
 // a division per posting). Filters are bitmaps keyed "tenant" and
 // "key=value". Deleted doc nums are a bitset (and the same set as a
 // bitmap, to count live df) until Rebuild compacts them away.
-// Stats.IndexBytes counts the bitmaps' serialized sizes, the tf arrays and
+// Stats.IndexBytes counts the bitmaps' serialized sizes, the tails (4 bytes
+// a posting), the tf arrays and
 // overflow, bounds, the length, norm and tf-component tables, deleted sets
 // and filter bitmaps; IDs and hashes are DocTableBytes.
 //
@@ -91,12 +95,20 @@
 // hands that snapshot out, so a caller can search a state it pinned
 // together with other indexes (the engine does, for atomic batches). Commit,
 // Rebuild, Save and Has serialise on one mutex. Commit builds the next
-// snapshot copy-on-write — touched terms' bitmaps and filter bitmaps are
-// cloned, the term slice and the deleted bitset are copied, doc tables and
-// tf arrays are only appended past the lengths older snapshots read — and
-// publishes it with one pointer swap, so readers see a batch entirely or
-// not at all. A Batch belongs to one goroutine and is committed once. The
-// cost of a commit grows with the size of the touched terms' bitmaps.
+// snapshot copy-on-write — doc tables, tails and tf arrays are only
+// appended past the lengths older snapshots read; the term table is
+// copied in chunks of 32 entries, only those a commit changes; a bitmap
+// (a term's, when its tail is merged; a filter's; the deleted set's) is
+// cloned copy-on-write, sharing every container the commit does not
+// change — and publishes it with one pointer swap, so readers see a batch
+// entirely or not at all. A commit's cost is thus about its own postings,
+// whatever the size of the index: the tail exists because even one
+// container copy (up to 8 KiB) per touched term made small commits into a
+// large index cost hundreds of kilobytes each. CommitGroup applies several
+// batches as one commit, with the result of committing them in turn. A
+// Batch belongs to one goroutine and is committed once; Batch.Add hashes
+// and counts the document's terms, so batches prepared concurrently do
+// that in parallel.
 //
 // Rebuild holds the mutex for its whole O(postings) run. StartRebuild does
 // the same work in bounded steps with no lock (it reads one immutable
