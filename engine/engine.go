@@ -435,21 +435,35 @@ const leaderGroups = 4
 // Commit still queued, if any. Followers wait on their own channel, not on
 // commitMu: a follower applied by a leader is woken once, and never holds
 // the lock just to find its work done (with sixteen committers, those
-// hand-offs of the lock had serialised the commits).
+// hand-offs of the lock had serialised the commits). A panic while
+// applying breaks the engine (ErrBroken), fails the group, wakes its
+// followers and passes the lead on before it propagates, so the Commits
+// and Close that come after it return instead of waiting forever.
 func (e *Engine) leadCommits() {
+	var group []*pendingCommit
+	defer func() {
+		if r := recover(); r != nil {
+			for _, p := range group {
+				if !p.done {
+					p.done, p.err = true, fmt.Errorf("commit: %w: panic while applying commits: %v", ErrBroken, r)
+				}
+				if !p.lead {
+					close(p.wake)
+				}
+			}
+			e.passLead()
+			panic(r)
+		}
+	}()
 	for range leaderGroups {
-		e.commitMu.Lock()
-		e.queueMu.Lock()
-		group := e.queue
-		e.queue = nil
-		e.queueMu.Unlock()
-		e.commitGroup(group)
-		e.commitMu.Unlock()
+		group = nil
+		e.applyQueued(&group)
 		for _, p := range group {
 			if !p.lead {
 				close(p.wake)
 			}
 		}
+		group = nil
 		e.queueMu.Lock()
 		more := len(e.queue) > 0
 		if !more {
@@ -460,6 +474,31 @@ func (e *Engine) leadCommits() {
 			return
 		}
 	}
+	e.passLead()
+}
+
+// applyQueued takes the queue into *group and applies it, under commitMu.
+func (e *Engine) applyQueued(group *[]*pendingCommit) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	e.queueMu.Lock()
+	*group = e.queue
+	e.queue = nil
+	e.queueMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			e.broken = fmt.Errorf("%w: panic while applying commits: %v", ErrBroken, r)
+			for _, p := range *group {
+				p.done, p.err = true, fmt.Errorf("commit: %w", e.broken)
+			}
+			panic(r)
+		}
+	}()
+	e.commitGroup(*group)
+}
+
+// passLead hands the lead to the first queued Commit, or ends it.
+func (e *Engine) passLead() {
 	e.queueMu.Lock()
 	defer e.queueMu.Unlock()
 	if len(e.queue) == 0 {
@@ -517,6 +556,10 @@ func (e *Engine) commitGroup(group []*pendingCommit) {
 		// nothing: apply one by one, so that only the refused batch
 		// fails (as it will again when the log is replayed).
 		for i, p := range applied {
+			if e.broken != nil {
+				p.err = fmt.Errorf("commit: %w", e.broken)
+				continue
+			}
 			if err := e.apply(logged[i]); err != nil {
 				p.err = fmt.Errorf("commit: %w", err)
 			}

@@ -402,6 +402,7 @@ func (l *Log) Write(payload []byte) (Ticket, error) {
 	if _, err := l.f.WriteAt(b, active.size); err != nil {
 		if terr := l.f.Truncate(active.size); terr != nil {
 			l.failed = fmt.Errorf("%w: write %s: %w (and cutting the partial record: %v)", ErrFailed, active.path, err, terr)
+			l.wake() // waiters get the error
 			return Ticket{}, l.failed
 		}
 		return Ticket{}, fmt.Errorf("wal write %s: %w", active.path, err)
@@ -426,6 +427,9 @@ func (l *Log) usable() error {
 // rotate fsyncs and closes the active segment and starts a new one. Called
 // with mu held and no fsync leader running.
 func (l *Log) rotate() error {
+	// Its fsync covers waiters, or its failure is theirs: release them
+	// (and hand the lead to one still uncovered).
+	defer l.wake()
 	if err := l.f.Sync(); err != nil {
 		l.failed = fmt.Errorf("%w: fsync %s: %w", ErrFailed, l.f.Name(), err)
 		return l.failed
@@ -478,6 +482,13 @@ func (l *Log) Sync() error {
 // an fsync when none is running. Called with mu held; releases it while
 // fsyncing or waiting.
 func (l *Log) syncTo(target int64) error {
+	defer func() {
+		// A waiter handed the lead may find its record covered by a
+		// rotation's fsync and have nothing to lead: pass the lead on.
+		if !l.syncing && len(l.waiters) > 0 {
+			l.wake()
+		}
+	}()
 	for l.synced < target {
 		if l.failed != nil {
 			return l.failed

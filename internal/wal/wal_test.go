@@ -427,9 +427,11 @@ func TestRecords(t *testing.T) {
 // waking only the waiters each covered), no Wait returns before an fsync
 // that started after its record was written has finished.
 func TestWaitReturnsOnlyWhenCovered(t *testing.T) {
+	// 1 KiB segments: records rotate the log all the time, between and
+	// during the leaders' fsync rounds.
 	l := mustOpen(t, t.TempDir(), testConfig(), 1)
 	defer l.Close()
-	const writers, each = 16, 50
+	const writers, each = 16, 150
 	var wg sync.WaitGroup
 	errc := make(chan error, writers)
 	for w := range writers {
@@ -453,7 +455,16 @@ func TestWaitReturnsOnlyWhenCovered(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		l.mu.Lock()
+		n := len(l.waiters)
+		l.mu.Unlock()
+		t.Fatalf("committers still waiting after a minute (%d waiters queued): a lost wakeup", n)
+	}
 	close(errc)
 	for err := range errc {
 		t.Fatal(err)
@@ -465,5 +476,42 @@ func TestWaitReturnsOnlyWhenCovered(t *testing.T) {
 	}
 	if st := l.stats; st.Syncs >= st.Records {
 		t.Logf("no fsync was shared: %d records, %d fsyncs", st.Records, st.Syncs)
+	}
+}
+
+// TestRotationReleasesCoveredWaiters: a leader that stops with waiters
+// left hands the lead to the first; if a rotation's fsync covers the rest
+// before that one runs, they are released by the rotation (the waiter
+// handed the lead finds nothing to do and would not release them).
+func TestRotationReleasesCoveredWaiters(t *testing.T) {
+	l := mustOpen(t, t.TempDir(), testConfig(), 1)
+	defer l.Close()
+	t1, err := l.Write([]byte("one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t2, err := l.Write([]byte("two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	w1 := syncWaiter{end: t1.end, ch: make(chan struct{})}
+	w2 := syncWaiter{end: t2.end, ch: make(chan struct{})}
+	l.waiters = append(l.waiters, w1, w2) // queued behind a leader
+	l.wake()                              // which stops: w1 is handed the lead
+	select {
+	case <-w1.ch:
+	default:
+		t.Fatal("the first waiter was not handed the lead")
+	}
+	err = l.rotate() // before w1 runs
+	l.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w2.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a waiter covered by the rotation's fsync was never released")
 	}
 }
