@@ -64,14 +64,19 @@ func (tp *termPostings) find(d uint32) (int, bool) {
 	return 0, false
 }
 
-// below returns how many postings have a doc num below n.
-func (tp *termPostings) below(n uint32) int {
-	c := 0
+// since returns the doc nums from n on, in order, and the position of the
+// first of them (the number of postings below n).
+func (tp *termPostings) since(n uint32) (pos int, docs []uint32) {
 	if n > 0 {
-		c = int(tp.docs.Rank(n - 1))
+		pos = int(tp.docs.Rank(n - 1))
+	}
+	it := tp.docs.Iterator()
+	it.AdvanceIfNeeded(n)
+	for it.HasNext() {
+		docs = append(docs, it.Next())
 	}
 	i, _ := slices.BinarySearch(tp.tail, n)
-	return c + i
+	return pos + i, append(docs, tp.tail[i:]...)
 }
 
 // deadCount returns how many postings belong to documents of dead.
@@ -439,12 +444,15 @@ func (ix *Index) Commit(b *Batch) error {
 // made once per group instead of once per batch. If any batch is invalid
 // nothing changes and the error names the batch.
 func (ix *Index) CommitGroup(bs ...*Batch) error {
-	var ops int
+	// The distinct terms of the group bound the posting lists a writer
+	// touches (hint): its maps are sized for them once instead of growing.
+	var ops, hint int
 	for k, b := range bs {
 		if b == nil || b.ix != ix {
 			return ErrBatchUsed
 		}
 		for i := range b.ops {
+			hint += len(b.ops[i].tfs)
 			var err error
 			if b.ops[i].doc.ID == "" {
 				err = fmt.Errorf("commit op %d: %w: empty ID", i, ErrBadDoc)
@@ -469,14 +477,6 @@ func (ix *Index) CommitGroup(bs ...*Batch) error {
 	}
 	if uint64(ix.cur.Load().numDocs)+uint64(ops) >= math.MaxUint32 {
 		return fmt.Errorf("commit: %w: doc num space exhausted, Rebuild first", ErrBadDoc)
-	}
-	// The distinct terms of the group bound the posting lists a writer
-	// touches: its maps are sized for them once instead of growing.
-	hint := 0
-	for _, b := range bs {
-		for i := range b.ops {
-			hint += len(b.ops[i].tfs)
-		}
 	}
 	hint = min(hint, 1<<15)
 	var w *writer

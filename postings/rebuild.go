@@ -264,15 +264,7 @@ func (r *Rebuilding) catchUp(cur *snapshot) {
 		}
 		// The postings of documents added since the start: doc nums from
 		// oldN on, in the bitmap's last containers and the tail.
-		pos := tp.below(oldN)
-		var added []uint32
-		it := tp.docs.Iterator()
-		it.AdvanceIfNeeded(oldN)
-		for it.HasNext() {
-			added = append(added, it.Next())
-		}
-		i, _ := slices.BinarySearch(tp.tail, oldN)
-		added = append(added, tp.tail[i:]...)
+		pos, added := tp.since(oldN)
 		var out *termPostings
 		for j, d := range added {
 			nd := r.remap[d]

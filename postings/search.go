@@ -291,7 +291,8 @@ func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 	s.dict.mu.RUnlock()
 	sc.tids = tids
 	for _, tid := range tids {
-		if s.terms.get(tid) == nil {
+		tp := s.terms.get(tid)
+		if tp == nil {
 			continue
 		}
 		dup := false
@@ -306,7 +307,6 @@ func (s *snapshot) prepare(sc *searchScratch, terms []string) float32 {
 		if dup {
 			continue
 		}
-		tp := s.terms.get(tid)
 		df := len(tp.tf)
 		if s.deadBM != nil {
 			df -= tp.deadCount(s.deadBM)
