@@ -447,10 +447,8 @@ func (e *Engine) leadCommits() {
 				if !p.done {
 					p.done, p.err = true, fmt.Errorf("commit: %w: panic while applying commits: %v", ErrBroken, r)
 				}
-				if !p.lead {
-					close(p.wake)
-				}
 			}
+			wakeFollowers(group)
 			e.passLead()
 			panic(r)
 		}
@@ -458,11 +456,7 @@ func (e *Engine) leadCommits() {
 	for range leaderGroups {
 		group = nil
 		e.applyQueued(&group)
-		for _, p := range group {
-			if !p.lead {
-				close(p.wake)
-			}
-		}
+		wakeFollowers(group)
 		group = nil
 		e.queueMu.Lock()
 		more := len(e.queue) > 0
@@ -475,6 +469,15 @@ func (e *Engine) leadCommits() {
 		}
 	}
 	e.passLead()
+}
+
+// wakeFollowers wakes the Commits of an applied group but its leader.
+func wakeFollowers(group []*pendingCommit) {
+	for _, p := range group {
+		if !p.lead {
+			close(p.wake)
+		}
+	}
 }
 
 // applyQueued takes the queue into *group and applies it, under commitMu.
