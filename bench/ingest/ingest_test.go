@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/hybrank/hybrank/bench/eval"
@@ -22,12 +23,21 @@ func TestRun(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Data, cfg.Dir = dir, t.TempDir()
 	cfg.Committers, cfg.SyncDocs, cfg.Ingest, cfg.Batch, cfg.IdleSearches, cfg.EmbedDim = 4, 40, 300, 50, 20, 8
+	cfg.Rounds, cfg.SweepCommitters = 3, []int{8}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Sync) != 2 || res.Sync[0].Policy != "interval" || res.Sync[1].Policy != "commit" || res.Sync[1].Syncs == 0 || res.Sync[1].Docs != 40 {
+	// A row per policy and committer count: the median of 3 rounds.
+	if len(res.Sync) != 4 {
 		t.Fatalf("sync rows %+v", res.Sync)
+	}
+	for i, r := range res.Sync {
+		wantPolicy, wantN := []string{"interval", "commit"}[i%2], []int{4, 8}[i/2]
+		rates := slices.Sorted(slices.Values(r.RoundsDocsPerS))
+		if r.Policy != wantPolicy || r.Committers != wantN || r.Docs != 40 || len(rates) != 3 || r.DocsPerS != rates[1] || r.Policy == "commit" && r.Syncs == 0 {
+			t.Fatalf("sync row %d: %+v", i, r)
+		}
 	}
 	// idle, ingest, the ingest's last fifth when a search started in it
 	// (a 300-document ingest may be over before), idle after.
@@ -39,14 +49,16 @@ func TestRun(t *testing.T) {
 	if n == 4 && (res.Search[2].Phase != PhaseIngestTail || res.Search[2].Searches > res.Search[1].Searches) {
 		t.Fatalf("last-fifth row %+v", res.Search[2])
 	}
-	if len(res.Checks) != n-1 {
+	// The sync check at 4 committers, the 8-committer ratio as information,
+	// and the search checks.
+	if len(res.Checks) != n || res.Checks[1].Verdict != report.Info {
 		t.Fatalf("checks %v", res.Checks)
 	}
 	rep := Report(cfg, res, "bench ingest")
-	if len(rep.Rows) != 2+n {
+	if len(rep.Rows) != 4+n {
 		t.Fatalf("report rows %d", len(rep.Rows))
 	}
-	cs := cfg.Targets.Check(Result{Sync: []SyncRow{{Policy: "interval", DocsPerS: 100}, {Policy: "commit", DocsPerS: 70}},
+	cs := cfg.Targets.Check(Result{Sync: []SyncRow{{Policy: "interval", Committers: 16, DocsPerS: 100}, {Policy: "commit", Committers: 16, DocsPerS: 70}},
 		Search: []SearchRow{{Phase: PhaseIdle, Searches: 9, P99Ms: 1}, {Phase: PhaseIngest, Searches: 9, P99Ms: 3},
 			{Phase: PhaseIngestTail, Searches: 3, P99Ms: 2.8}, {Phase: PhaseIdleAfter, Searches: 9, P99Ms: 2}}})
 	// sync 0.7 < 0.8 fails; last fifth 2.8 / 2 = 1.4 ≤ 1.5 passes; the
@@ -58,5 +70,15 @@ func TestRun(t *testing.T) {
 	bad.SyncDocs = 1
 	if bad.Validate() == nil {
 		t.Fatal("fewer sync docs than committers accepted")
+	}
+	bad = cfg
+	bad.Rounds = 0
+	if bad.Validate() == nil {
+		t.Fatal("zero rounds accepted")
+	}
+	bad = cfg
+	bad.SweepCommitters = []int{0}
+	if bad.Validate() == nil {
+		t.Fatal("a sweep of zero committers accepted")
 	}
 }
