@@ -151,7 +151,8 @@ func WriteCostTable(path string, t *CostTable) error {
 	return atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
 }
 
-// CostModel predicts the time of one runtime call from a CostTable.
+// CostModel predicts the time of one runtime call from a CostTable and
+// from the calls it has observed.
 //
 // Along the sequence length, each batch size's measurements are fitted by
 // T(L) = a + b·L + c·L² (weighted least squares on relative error, all
@@ -171,18 +172,36 @@ func WriteCostTable(path string, t *CostTable) error {
 // longest measured for that size. A single sequence is always predicted,
 // since it cannot be split.
 //
-// A CostModel is immutable and safe for concurrent use.
+// Observe adds a real call's time to its batch size's row (a new row for a
+// size the table lacks): a short calibration covers only small batches,
+// and the calls a workload really makes (its lengths, its shapes one after
+// another, the machine's load) are the measurements that matter. Optimistic
+// proposes sizes beyond what was measured, so that a planner can try them
+// once and learn their real cost.
+//
+// A CostModel is immutable (Observe returns a new one) and safe for
+// concurrent use.
 type CostModel struct {
 	rows     []costRow
 	residual float64
 }
 
-// costRow is one batch size's fit: ms = a + c1·x + c2·x², x = L/lenScale.
+// costRow is one batch size's fit: ms = a + c1·x + c2·x², x = L/lenScale,
+// over its table cells and its observed calls.
 type costRow struct {
-	batch  int
-	coef   [3]float64
-	maxLen int // longest measured length
+	batch    int
+	coef     [3]float64
+	maxLen   int // longest measured length
+	table    []costPoint
+	observed []costPoint // newest last, at most maxObserved
+	residual float64     // worst relative error of the fit on its points
 }
+
+type costPoint struct{ x, ms float64 }
+
+// maxObserved bounds the observed calls a row keeps (the newest), so the
+// fit follows a machine whose speed changes.
+const maxObserved = 16
 
 // lenScale keeps the normal equations well conditioned (x ≤ ~1).
 const lenScale = 512.0
@@ -190,6 +209,34 @@ const lenScale = 512.0
 func (r costRow) eval(seqLen int) float64 {
 	x := float64(seqLen) / lenScale
 	return r.coef[0] + x*(r.coef[1]+x*r.coef[2])
+}
+
+// fit refits the row on its points: the observed calls, and the table
+// cells longer than the longest of them. A calibration times one repeated
+// shape and keeps its fastest run; real calls vary and land on a busy
+// machine, so where both exist the calls decide (with relative-error
+// weights a cell five times faster than the calls would otherwise pull
+// the fit down as much as 25 calls push it up).
+func (r *costRow) fit() {
+	longest := 0.0
+	for _, p := range r.observed {
+		longest = max(longest, p.x)
+	}
+	pts := slices.Clip(r.observed)
+	for _, p := range r.table {
+		if p.x > longest {
+			pts = append(pts, p)
+		}
+	}
+	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		xs[i], ys[i] = p.x, p.ms
+	}
+	r.coef = fitNonNeg(xs, ys)
+	r.residual = 0
+	for _, p := range pts {
+		r.residual = max(r.residual, math.Abs(r.eval(int(math.Round(p.x*lenScale)))-p.ms)/p.ms)
+	}
 }
 
 // NewCostModel validates t and fits the model. Batch sizes without any
@@ -200,38 +247,59 @@ func NewCostModel(t *CostTable) (*CostModel, error) {
 	}
 	m := &CostModel{}
 	for i, b := range t.Batches {
-		var xs, ys []float64
-		maxLen := 0
+		row := costRow{batch: b}
 		for j, v := range t.Millis[i] {
 			if v > 0 {
-				xs = append(xs, float64(t.Lens[j])/lenScale)
-				ys = append(ys, v)
-				maxLen = t.Lens[j]
+				row.table = append(row.table, costPoint{float64(t.Lens[j]) / lenScale, v})
+				row.maxLen = t.Lens[j]
 			}
 		}
-		if len(xs) == 0 {
+		if len(row.table) == 0 {
 			continue
 		}
-		coef := fitNonNeg(xs, ys)
-		row := costRow{batch: b, coef: coef, maxLen: maxLen}
-		for j, v := range t.Millis[i] {
-			if v > 0 {
-				m.residual = max(m.residual, math.Abs(row.eval(t.Lens[j])-v)/v)
-			}
-		}
+		row.fit()
+		m.residual = max(m.residual, row.residual)
 		m.rows = append(m.rows, row)
 	}
 	return m, nil
 }
 
+// Observe returns the model with one more measurement: a runtime call on
+// batch sequences padded to seqLen tokens took ms milliseconds. The call
+// joins its batch size's row (a new row when the model had none for that
+// size), whose fit then covers lengths up to seqLen. m itself is
+// unchanged; a nonsensical observation returns m.
+func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
+	if batch < 1 || seqLen < 1 || !(ms > 0) || math.IsInf(ms, 0) {
+		return m
+	}
+	n := &CostModel{rows: slices.Clone(m.rows)}
+	i, found := slices.BinarySearchFunc(n.rows, batch, func(r costRow, b int) int { return r.batch - b })
+	if !found {
+		n.rows = slices.Insert(n.rows, i, costRow{batch: batch})
+	}
+	r := &n.rows[i]
+	obs := append(slices.Clip(r.observed), costPoint{float64(seqLen) / lenScale, ms})
+	if len(obs) > maxObserved {
+		obs = obs[len(obs)-maxObserved:]
+	}
+	r.observed = obs
+	r.maxLen = max(r.maxLen, seqLen)
+	r.fit()
+	for _, r := range n.rows {
+		n.residual = max(n.residual, r.residual)
+	}
+	return n
+}
+
 // Predict returns the predicted time in milliseconds of one call on batch
-// sequences padded to seqLen tokens, and false where the table does not
-// cover it (see CostModel).
+// sequences padded to seqLen tokens, and false where the measurements do
+// not cover it (see CostModel).
 func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
 	if batch < 1 || seqLen < 1 || len(m.rows) == 0 {
 		return 0, false
 	}
-	if batch == 1 {
+	if batch == 1 && m.rows[0].batch == 1 {
 		return m.rows[0].eval(seqLen), true
 	}
 	i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
@@ -242,15 +310,51 @@ func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
 		}
 		return r.eval(seqLen), true
 	}
-	if i == len(m.rows) {
+	if i == 0 || i == len(m.rows) {
 		return 0, false
 	}
-	lo, hi := m.rows[i-1], m.rows[i] // i > 0: rows[0] is batch 1 < batch
+	lo, hi := m.rows[i-1], m.rows[i]
 	if seqLen > hi.maxLen || (lo.batch > 1 && seqLen > lo.maxLen) {
 		return 0, false
 	}
 	f := float64(batch-lo.batch) / float64(hi.batch-lo.batch)
 	return (1-f)*lo.eval(seqLen) + f*hi.eval(seqLen), true
+}
+
+// Optimistic estimates a call the measurements do not cover, to be tried:
+// for a batch size above k, the largest batch size whose row covers
+// seqLen, and at most twice k, the time of k's call scaled by batch/k and
+// by discount (< 1: the larger batch is assumed that much cheaper per
+// sequence), and never below its own time at the longest length it was
+// measured at, if any. A planner that takes such a batch and reports its real time
+// through Observe learns the size's cost; a larger batch that proves no
+// cheaper per sequence stops being proposed beyond it, since the next
+// proposal is scaled from its measured cost. False when batch is covered
+// or out of that range.
+func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bool) {
+	if _, ok := m.Predict(batch, seqLen); ok || seqLen < 1 {
+		return 0, false
+	}
+	k := 0
+	for _, r := range m.rows {
+		if r.batch < batch && (r.batch == 1 || r.maxLen >= seqLen) {
+			k = r.batch
+		}
+	}
+	if k == 0 || batch > 2*k {
+		return 0, false
+	}
+	ms, ok := m.Predict(k, seqLen)
+	if !ok {
+		return 0, false
+	}
+	est := ms * float64(batch) / float64(k) * discount
+	if i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b }); found {
+		// Measured at shorter lengths only: the time cannot be less than
+		// at the longest of them.
+		est = max(est, m.rows[i].eval(m.rows[i].maxLen))
+	}
+	return est, true
 }
 
 // MaxBatch returns the largest batch size Predict accepts.
@@ -262,8 +366,8 @@ func (m *CostModel) MaxBatch() int {
 }
 
 // Residual returns the worst relative error of the fit on the measured
-// cells (0.1 = 10 %): a large value means noisy measurements or a row the
-// quadratic does not describe.
+// cells and observed calls (0.1 = 10 %): a large value means noisy
+// measurements or a row the quadratic does not describe.
 func (m *CostModel) Residual() float64 { return m.residual }
 
 // fitNonNeg fits y ≈ c0 + c1·x + c2·x² with c ≥ 0, minimising the squared

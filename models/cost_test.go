@@ -193,3 +193,84 @@ func TestActivationBytes(t *testing.T) {
 		t.Fatalf("bare config: %d", got)
 	}
 }
+
+func TestCostModelObserve(t *testing.T) {
+	// Calibration measured batches of 1 and 2 at short lengths only.
+	tab := models.CostTableFrom([]int{1, 2}, []int{16, 32}, func(b, l int) float64 { return float64(b*l) / 16 })
+	m0, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m0.Predict(8, 128); ok {
+		t.Fatal("predicts a batch of 8 at 128 tokens from batches of 1 and 2 at 32")
+	}
+	// Real calls of 8 sequences at 128 tokens took 20 ms (1/3.2 of 8 × 8):
+	// the row appears, and covers lengths up to 128 only.
+	m := m0
+	for range 3 {
+		m = m.Observe(8, 128, 20)
+	}
+	if got, ok := m.Predict(8, 128); !ok || math.Abs(got-20) > 1e-9 {
+		t.Fatalf("Predict(8, 128) = %v %v after observing 20 ms", got, ok)
+	}
+	if _, ok := m.Predict(8, 200); ok {
+		t.Fatal("a row observed at 128 tokens predicts 200")
+	}
+	if m.MaxBatch() != 8 || m0.MaxBatch() != 2 {
+		t.Fatalf("MaxBatch %d (was %d): Observe must not change the receiver", m.MaxBatch(), m0.MaxBatch())
+	}
+	// Real calls replace the calibration where both exist: the row of 1
+	// was calibrated at 1 ms for 16 tokens and 2 ms for 32; a call of 16
+	// tokens took 1.5 ms. Above 16 tokens the calibrated cell still
+	// shapes the fit.
+	m = m.Observe(1, 16, 1.5)
+	if got, _ := m.Predict(1, 16); math.Abs(got-1.5) > 1e-9 {
+		t.Fatalf("Predict(1, 16) = %v after a call of 1.5 ms", got)
+	}
+	if got, _ := m.Predict(1, 32); math.Abs(got-2) > 1e-9 {
+		t.Fatalf("Predict(1, 32) = %v, want the calibrated 2", got)
+	}
+	// Nonsense is ignored.
+	for _, bad := range [][3]float64{{0, 16, 1}, {1, 0, 1}, {1, 16, 0}, {1, 16, math.NaN()}, {1, 16, math.Inf(1)}} {
+		if got := m.Observe(int(bad[0]), int(bad[1]), bad[2]); got != m {
+			t.Fatalf("Observe%v changed the model", bad)
+		}
+	}
+}
+
+func TestCostModelOptimistic(t *testing.T) {
+	tab := models.CostTableFrom([]int{1, 2, 4}, []int{16, 128}, func(b, l int) float64 {
+		if b == 4 && l > 16 {
+			return 0
+		}
+		return float64(b * l)
+	})
+	m, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		b, l int
+		ms   float64
+		ok   bool
+	}{
+		{2, 128, 0, false},                // measured: Predict's, not a proposal
+		{8, 16, 4 * 16 * 2 * 0.9, true},   // twice the largest covering size (4)
+		{9, 16, 0, false},                 // beyond twice it
+		{4, 128, 2 * 128 * 2 * 0.9, true}, // 4 covers only 16 tokens: scaled from 2
+		{3, 128, 2 * 128 * 1.5 * 0.9, true},
+		{5, 128, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := m.Optimistic(tt.b, tt.l, 0.9)
+		if ok != tt.ok || math.Abs(got-tt.ms) > 1e-6*max(tt.ms, 1) {
+			t.Fatalf("Optimistic(%d, %d) = %v %v, want %v %v", tt.b, tt.l, got, ok, tt.ms, tt.ok)
+		}
+	}
+	// A size measured at shorter lengths is never proposed below its time
+	// there: real calls of 4 at 16 tokens took 600 ms.
+	m = m.Observe(4, 16, 600)
+	if got, ok := m.Optimistic(4, 128, 0.9); !ok || got < 600-1e-9 {
+		t.Fatalf("Optimistic(4, 128) = %v %v, below its 16-token time", got, ok)
+	}
+}

@@ -200,7 +200,7 @@ func (be *BiEncoder) embedOn(ctx context.Context, m *loaded, prefix string, text
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
 		b := pad(seqs, idx, m.enc.padID())
-		out, shape, err := m.run.run(ctx, &b)
+		out, shape, err := m.runBatch(ctx, &b)
 		if err != nil {
 			return err
 		}

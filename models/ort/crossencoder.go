@@ -215,7 +215,7 @@ func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.P
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
 		b := pad(seqs, idx, m.enc.padID())
-		out, shape, err := m.run.run(ctx, &b)
+		out, shape, err := m.runBatch(ctx, &b)
 		if err != nil {
 			return err
 		}

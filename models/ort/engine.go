@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hybrank/hybrank/models"
 )
@@ -69,6 +70,17 @@ func (m *loaded) plan(lens []int, maxBatchTokens int) [][]int {
 		return planBatches(lens, maxBatchTokens)
 	}
 	return m.cost.plan(lens)
+}
+
+// runBatch runs one padded batch; in cost mode its time refines the cost
+// model (costPlanner.observe).
+func (m *loaded) runBatch(ctx context.Context, b *batchTensors) ([]float32, []int64, error) {
+	t0 := time.Now()
+	out, shape, err := m.run.run(ctx, b)
+	if err == nil && m.cost != nil {
+		m.cost.observe(b.n, b.seqLen, time.Since(t0))
+	}
+	return out, shape, err
 }
 
 // loaderFunc builds a loaded model for cfg; the real one is loadORT.
