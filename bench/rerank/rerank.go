@@ -358,7 +358,7 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 		res.Rows = append(res.Rows, row)
 		report.Log(cfg.Log, row)
 		if cfg.Batching.Enabled {
-			rows, err := batchingRows(ctx, cfg, p, dir, text, pairs, row)
+			rows, err := batchingRows(ctx, cfg, p, dir, text, data)
 			if err != nil {
 				return fmt.Errorf("rerank %s batching: %w", p, err)
 			}
@@ -395,13 +395,7 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	if err != nil {
 		return throughput.Row{}, nil, md, err
 	}
-	s := cfg.Spec
-	s.Profile, s.Data = p, ""
-	s.MaxLength = models.MaxSupportedLength
-	if mp := md.Config.MaxPositionEmbeddings; mp > 0 {
-		s.MaxLength = min(s.MaxLength, mp)
-	}
-	s.Pairs = cfg.Real.TopK
+	s := realSpec(cfg, p, md)
 	// Every query is timed at least once, so every pair has a score.
 	s.MinCalls = max(s.MinCalls, len(text.Queries))
 	row, byQuery, err := throughput.MeasureText(ctx, dir, s, models.KindCrossEncoder, text)
@@ -427,6 +421,19 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	row.LenP10, row.LenP50, row.LenP90, row.LenMax = measure.Percentile(lens, 10), measure.Percentile(lens, 50), measure.Percentile(lens, 90), lens[len(lens)-1]
 	row.DocTokens, row.Pairs = 0, len(pairs)
 	return row, scores, md, nil
+}
+
+// realSpec is the spec of profile p (model directory md) on the real
+// pairs: the model's whole sequence length, TopK pairs per call.
+func realSpec(cfg Config, p string, md models.ModelDir) throughput.Spec {
+	s := cfg.Spec
+	s.Profile, s.Data = p, ""
+	s.MaxLength = models.MaxSupportedLength
+	if mp := md.Config.MaxPositionEmbeddings; mp > 0 {
+		s.MaxLength = min(s.MaxLength, mp)
+	}
+	s.Pairs = cfg.Real.TopK
+	return s
 }
 
 // runPeer scores the pairs with the peer at every batch size and compares

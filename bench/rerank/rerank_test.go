@@ -231,7 +231,11 @@ func TestBatchingCheck(t *testing.T) {
 	if err := c.Validate(); err == nil {
 		t.Fatal("a cap below one full pair accepted")
 	}
-	c.Batching.Caps, c.Real.Data = []int{2048}, ""
+	c.Batching.Caps, c.Batching.Rounds = []int{2048}, 0
+	if err := c.Validate(); err == nil {
+		t.Fatal("a batching check of 0 rounds accepted")
+	}
+	c.Batching.Rounds, c.Real.Data = 3, ""
 	if err := c.Validate(); err == nil {
 		t.Fatal("batching check without real pairs accepted")
 	}

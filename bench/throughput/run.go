@@ -232,6 +232,79 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 	return row, scores, nil
 }
 
+// MeasureTextRounds compares specs of the cross-encoder in dir on the same
+// text, fairly: every spec's model is loaded and warmed up with one call,
+// then each of rounds rounds runs one pass per spec (every query once, in
+// order), the specs in a rotated order each round. A spec's row is its
+// median pass (pairs/s and usage of that pass; latency percentiles over
+// all its calls). Unlike one MeasureText per spec, every spec scores the
+// same pairs the same number of times, and a slow spell of the machine
+// falls on all of them: a comparison of one measurement each against the
+// best of several others favours the others by the noise alone. Peak
+// GFLOP/s and peak RSS are not measured (the models share the process).
+func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, rounds int) ([]Row, error) {
+	if len(t.Queries) == 0 || t.PerQuery != nil && len(t.PerQuery) != len(t.Queries) || rounds < 1 || len(specs) == 0 {
+		return nil, fmt.Errorf("%w: %d queries, %d candidate lists, %d rounds, %d specs", bench.ErrBadOption, len(t.Queries), len(t.PerQuery), rounds, len(specs))
+	}
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	type state struct {
+		mc     models.Config
+		m      model
+		lat    []time.Duration
+		passes []time.Duration
+		usage  models.Usage // of one pass
+	}
+	st := make([]*state, len(specs))
+	defer func() {
+		for _, x := range st {
+			if x != nil {
+				x.m.close()
+			}
+		}
+	}()
+	for i, s := range specs {
+		x := &state{mc: s.ModelConfig(dir, models.KindCrossEncoder)}
+		if x.m, err = open(x.mc, models.KindCrossEncoder, t); err != nil {
+			return nil, err
+		}
+		st[i] = x
+		if _, _, err := x.m.call(ctx, 0); err != nil { // load, warm up
+			return nil, err
+		}
+	}
+	for r := range rounds {
+		for k := range specs {
+			x := st[(k+r)%len(specs)]
+			var usage models.Usage
+			start := time.Now()
+			for q := range t.Queries {
+				t0 := time.Now()
+				_, u, err := x.m.call(ctx, q)
+				if err != nil {
+					return nil, err
+				}
+				x.lat = append(x.lat, time.Since(t0))
+				usage.Add(u)
+			}
+			x.passes = append(x.passes, time.Since(start))
+			x.usage = usage
+		}
+	}
+	rows := make([]Row, len(specs))
+	for i, x := range st {
+		passes := slices.Sorted(slices.Values(x.passes))
+		median := passes[(len(passes)-1)/2]
+		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), x.usage, x.lat, median)
+		rows[i].Calls = len(t.Queries) // of the median pass
+		// The fastest pass's rate (newRow's assumes calls of equal work).
+		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.Seconds()/passes[0].Seconds(), 2)
+	}
+	return rows, nil
+}
+
 // newRow turns the calls' usage and latencies into a row.
 func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
 	seqLen := float64(usage.Tokens) / float64(usage.Pairs)

@@ -166,3 +166,44 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 		}
 	})
 }
+
+func TestMeasureTextRounds(t *testing.T) {
+	testenv.NeedORT(t)
+	dir := filepath.Join(t.TempDir(), "fast-small")
+	if err := bertgen.Write(dir, bertgen.TinyBERTL2CrossEncoder(), testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)); err != nil {
+		t.Fatal(err)
+	}
+	md, err := models.OpenModelDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := md.Tokenizer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultConfig(models.KindCrossEncoder).Spec
+	s.ModelDir, s.Threads, s.Pairs, s.DocTokens, s.QueryTokens, s.PeakN = dir, 1, 6, 20, 5, 0
+	text, err := MakeText(s, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := s
+	capped.Batching, capped.BatchTokens = models.BatchingTokens, 512
+	rows, err := MeasureTextRounds(context.Background(), dir, []Spec{s, capped}, text, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Batching != models.BatchingCost || rows[1].Batching != models.BatchingTokens || rows[1].BatchTokens != 512 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		// Every spec scored the same pairs: one pass (a call per query, 6
+		// pairs of 28 tokens each), its median among 3.
+		if r.Calls != len(text.Queries) || r.PaddedTokens != 6*28*len(text.Queries) || r.SeqLen != 28 || r.PairsPerS <= 0 || r.GFLOPs <= 0 || r.GFLOPsBest < r.GFLOPs || r.PeakGFLOPs != 0 {
+			t.Fatalf("row %+v", r)
+		}
+	}
+	if _, err := MeasureTextRounds(context.Background(), dir, []Spec{s}, text, 0); !errors.Is(err, bench.ErrBadOption) {
+		t.Fatalf("0 rounds: %v", err)
+	}
+}
