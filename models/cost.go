@@ -212,26 +212,35 @@ func (r costRow) eval(seqLen int) float64 {
 }
 
 // fit refits the row on its points: the observed calls, and the table
-// cells longer than the longest of them. A calibration times one repeated
-// shape and keeps its fastest run; real calls vary and land on a busy
-// machine, so where both exist the calls decide (with relative-error
-// weights a cell five times faster than the calls would otherwise pull
-// the fit down as much as 25 calls push it up).
+// cells outside the range of lengths the calls span. A calibration times
+// one repeated shape and keeps its fastest run; real calls vary and land
+// on a busy machine, so where both exist the calls decide (with
+// relative-error weights a cell five times faster than the calls would
+// otherwise pull the fit down as much as 25 calls push it up), while the
+// cells outside that range keep the row's shape along the length. maxLen
+// is the longest length among the points kept in the row (table cells and
+// the observed calls still in its window).
 func (r *costRow) fit() {
-	longest := 0.0
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range r.observed {
-		longest = max(longest, p.x)
+		lo, hi = min(lo, p.x), max(hi, p.x)
 	}
 	pts := slices.Clip(r.observed)
 	for _, p := range r.table {
-		if p.x > longest {
+		if p.x < lo || p.x > hi {
 			pts = append(pts, p)
 		}
 	}
 	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+	longest := 0.0
 	for i, p := range pts {
 		xs[i], ys[i] = p.x, p.ms
+		longest = max(longest, p.x)
 	}
+	for _, p := range r.table {
+		longest = max(longest, p.x)
+	}
+	r.maxLen = int(math.Round(longest * lenScale))
 	r.coef = fitNonNeg(xs, ys)
 	r.residual = 0
 	for _, p := range pts {
@@ -284,7 +293,6 @@ func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
 		obs = obs[len(obs)-maxObserved:]
 	}
 	r.observed = obs
-	r.maxLen = max(r.maxLen, seqLen)
 	r.fit()
 	for _, r := range n.rows {
 		n.residual = max(n.residual, r.residual)
@@ -326,11 +334,11 @@ func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
 // seqLen, and at most twice k, the time of k's call scaled by batch/k and
 // by discount (< 1: the larger batch is assumed that much cheaper per
 // sequence), and never below its own time at the longest length it was
-// measured at, if any. A planner that takes such a batch and reports its real time
-// through Observe learns the size's cost; a larger batch that proves no
-// cheaper per sequence stops being proposed beyond it, since the next
-// proposal is scaled from its measured cost. False when batch is covered
-// or out of that range.
+// measured at, if any. A planner that takes such a batch and reports its
+// real time through Observe learns the size's cost; the next proposal is
+// scaled from that measured cost, so doubling stops once a measured size
+// is costlier per sequence than the alternatives by more than the
+// discount. False when batch is covered or out of that range.
 func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bool) {
 	if _, ok := m.Predict(batch, seqLen); ok || seqLen < 1 {
 		return 0, false
@@ -357,6 +365,21 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 	return est, true
 }
 
+// UpperBound bounds a call of a batch size measured only at shorter
+// lengths: with non-negative coefficients T(L) ≤ T(M)·(L/M)² for L ≥ M,
+// the longest length M measured, so what was learned at one length still
+// serves a slightly longer one. False when the size has no row of its own
+// or Predict covers the length.
+func (m *CostModel) UpperBound(batch, seqLen int) (float64, bool) {
+	i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
+	if !found || seqLen <= m.rows[i].maxLen || batch == 1 {
+		return 0, false
+	}
+	r := m.rows[i]
+	f := float64(seqLen) / float64(r.maxLen)
+	return r.eval(r.maxLen) * f * f, true
+}
+
 // MaxBatch returns the largest batch size Predict accepts.
 func (m *CostModel) MaxBatch() int {
 	if len(m.rows) == 0 {
@@ -371,15 +394,28 @@ func (m *CostModel) MaxBatch() int {
 func (m *CostModel) Residual() float64 { return m.residual }
 
 // fitNonNeg fits y ≈ c0 + c1·x + c2·x² with c ≥ 0, minimising the squared
-// relative error Σ((pred−y)/y)², using the first min(len(x), 3) terms. The
-// non-negative least-squares optimum is the unconstrained optimum on its
-// set of non-zero terms, so trying every subset of the (at most three)
-// terms and keeping the best feasible one is exact.
+// relative error Σ((pred−y)/y)², using at most as many terms as there are
+// distinct x (points at one length say nothing about the shape along it:
+// they fit a constant). The non-negative least-squares optimum is the
+// unconstrained optimum on its set of non-zero terms, so trying every
+// subset of the (at most three) terms and keeping the best feasible one is
+// exact; subsets are tried fewest terms first, and a larger one must fit
+// measurably better to win (so collinear points do not pick a shape by
+// rounding).
 func fitNonNeg(xs, ys []float64) [3]float64 {
-	k := min(len(xs), 3)
+	distinct := 0
+	for i, x := range xs {
+		if !slices.Contains(xs[:i], x) {
+			distinct++
+		}
+	}
+	k := min(distinct, 3)
 	var best [3]float64
 	bestErr := math.Inf(1)
-	for mask := 1; mask < 1<<k; mask++ {
+	for _, mask := range []int{1, 2, 4, 3, 5, 6, 7} { // by number of terms
+		if mask >= 1<<k {
+			continue
+		}
 		var cols []int
 		for c := range k {
 			if mask&(1<<c) != 0 {
@@ -406,7 +442,7 @@ func fitNonNeg(xs, ys []float64) [3]float64 {
 			d := (full[0] + x*(full[1]+x*full[2]) - ys[i]) / ys[i]
 			e += d * d
 		}
-		if e < bestErr {
+		if e < bestErr-1e-9*(1+bestErr) || math.IsInf(bestErr, 1) {
 			best, bestErr = full, e
 		}
 	}
@@ -435,6 +471,10 @@ func solveWeighted(xs, ys []float64, cols []int) ([]float64, bool) {
 			a[p][n] += row[p] * ys[i] * w
 		}
 	}
+	scale := 0.0 // pivots are judged against the matrix's own size
+	for p := range n {
+		scale = max(scale, math.Abs(a[p][p]))
+	}
 	for p := range n { // Gaussian elimination, partial pivoting
 		piv := p
 		for r := p + 1; r < n; r++ {
@@ -442,7 +482,7 @@ func solveWeighted(xs, ys []float64, cols []int) ([]float64, bool) {
 				piv = r
 			}
 		}
-		if math.Abs(a[piv][p]) < 1e-12 {
+		if math.Abs(a[piv][p]) <= 1e-12*scale {
 			return nil, false
 		}
 		a[p], a[piv] = a[piv], a[p]

@@ -274,3 +274,39 @@ func TestCostModelOptimistic(t *testing.T) {
 		t.Fatalf("Optimistic(4, 128) = %v %v, below its 16-token time", got, ok)
 	}
 }
+
+func TestCostModelObserveWindowAndBound(t *testing.T) {
+	tab := models.CostTableFrom([]int{1}, []int{16, 32}, func(b, l int) float64 { return float64(l) / 16 })
+	m, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Calls at one length fit a constant, not a shape picked by rounding.
+	for range 3 {
+		m = m.Observe(16, 128, 40)
+	}
+	for _, l := range []int{16, 64, 128} {
+		if got, ok := m.Predict(16, l); !ok || math.Abs(got-40) > 1e-9 {
+			t.Fatalf("Predict(16, %d) = %v %v, want the constant 40", l, got, ok)
+		}
+	}
+	// What was learned at 128 tokens bounds 160: T(L) ≤ T(128)·(L/128)².
+	if got, ok := m.UpperBound(16, 160); !ok || math.Abs(got-40*1.5625) > 1e-9 {
+		t.Fatalf("UpperBound(16, 160) = %v %v", got, ok)
+	}
+	if _, ok := m.UpperBound(16, 100); ok {
+		t.Fatal("UpperBound where Predict covers")
+	}
+	// A call at 512 tokens extends the row; once 16 newer calls at 128
+	// push it out of the window, the row no longer covers 512.
+	m = m.Observe(16, 512, 400)
+	if _, ok := m.Predict(16, 512); !ok {
+		t.Fatal("a row observed at 512 does not cover it")
+	}
+	for range 16 {
+		m = m.Observe(16, 128, 40)
+	}
+	if _, ok := m.Predict(16, 512); ok {
+		t.Fatal("the row still covers 512 after that call left its window")
+	}
+}

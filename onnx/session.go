@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"time"
 
 	ort "github.com/yalue/onnxruntime_go"
 )
@@ -332,17 +333,26 @@ func (s *Session) OutputNames() []string { return append([]string(nil), s.output
 // wrapping ctx.Err() once the native call has returned; a run that finishes
 // before ONNX Runtime sees the flag returns its outputs.
 func (s *Session) Run(ctx context.Context, inputs []Input) ([]Output, error) {
+	out, _, err := s.RunTimed(ctx, inputs)
+	return out, err
+}
+
+// RunTimed is Run, and also returns how long the model ran: the native
+// call alone, without the wait for a free pooled session (which, with
+// more concurrent callers than PoolSize, is queueing, not the cost of the
+// inputs).
+func (s *Session) RunTimed(ctx context.Context, inputs []Input) ([]Output, time.Duration, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	ordered, err := s.checkInputs(inputs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	s.inflight.Add(1)
 	s.mu.Unlock()
@@ -352,12 +362,14 @@ func (s *Session) Run(ctx context.Context, inputs []Input) ([]Output, error) {
 	select {
 	case sess = <-s.pool:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, 0, ctx.Err()
 	case <-s.done:
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
 	defer func() { s.pool <- sess }()
-	return s.runOne(ctx, sess, ordered)
+	t0 := time.Now()
+	out, err := s.runOne(ctx, sess, ordered)
+	return out, time.Since(t0), err
 }
 
 // checkInputs validates inputs against the model and returns them in

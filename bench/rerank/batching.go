@@ -55,11 +55,12 @@ func (b BatchingCheck) validate() error {
 }
 
 // batchingRows compares, for profile p (directory dir), the default
-// batching with every fixed cap: on the real pairs (text; data is their
-// label), then on the dataset's text cut to each DocTokens: as many of its
+// batching with every fixed cap: on the real pairs (text; real is their
+// row from measureReal, whose label and length distribution the rows
+// take), then on the dataset's text cut to each DocTokens: as many of its
 // queries as the real pairs have, each against the same TopK documents
 // (the first with that many tokens) cut to DocTokens tokens.
-func batchingRows(ctx context.Context, cfg Config, p, dir string, text throughput.Text, data string) ([]throughput.Row, error) {
+func batchingRows(ctx context.Context, cfg Config, p, dir string, text throughput.Text, real throughput.Row) ([]throughput.Row, error) {
 	md, err := models.OpenModelDir(dir)
 	if err != nil {
 		return nil, err
@@ -87,10 +88,13 @@ func batchingRows(ctx context.Context, cfg Config, p, dir string, text throughpu
 		}
 		return nil
 	}
-	real := realSpec(cfg, p, md)
-	real.DocTokens = 0 // whole documents
-	if err := compare(real, text, data); err != nil {
+	rs := realSpec(cfg, p, md)
+	rs.DocTokens = 0 // whole documents
+	if err := compare(rs, text, real.Data); err != nil {
 		return nil, err
+	}
+	for i := range rows { // real lengths: reported and plotted with the real pairs
+		rows[i].LenP10, rows[i].LenP50, rows[i].LenP90, rows[i].LenMax = real.LenP10, real.LenP50, real.LenP90, real.LenMax
 	}
 	for _, dt := range cfg.Batching.DocTokens {
 		s := cfg.Spec

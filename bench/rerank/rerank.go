@@ -358,7 +358,7 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 		res.Rows = append(res.Rows, row)
 		report.Log(cfg.Log, row)
 		if cfg.Batching.Enabled {
-			rows, err := batchingRows(ctx, cfg, p, dir, text, data)
+			rows, err := batchingRows(ctx, cfg, p, dir, text, row)
 			if err != nil {
 				return fmt.Errorf("rerank %s batching: %w", p, err)
 			}

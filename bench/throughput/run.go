@@ -1,6 +1,7 @@
 package throughput
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -62,10 +63,13 @@ type Row struct {
 	P50Ms      float64 `json:"p50_ms" table:""`
 	P99Ms      float64 `json:"p99_ms" table:""`
 	GFLOPs     float64 `json:"gflops" table:""`
-	// GFLOPsBest is the fastest call's rate: less sensitive to other load.
-	GFLOPsBest  float64 `json:"gflops_best" table:""`
-	PeakGFLOPs  float64 `json:"peak_gflops" table:""`
-	Efficiency  float64 `json:"efficiency" table:""` // GFLOPs / PeakGFLOPs
+	// GFLOPsBest is the fastest call's rate (MeasureTextRounds: the
+	// fastest pass's): less sensitive to other load.
+	GFLOPsBest float64 `json:"gflops_best" table:""`
+	// PeakGFLOPs and Efficiency (GFLOPs / PeakGFLOPs) are 0 (absent) where
+	// the peak was not measured.
+	PeakGFLOPs  float64 `json:"peak_gflops,omitempty" table:""`
+	Efficiency  float64 `json:"efficiency,omitempty" table:""`
 	RealWeights bool    `json:"real_weights" table:""`
 	Data        string  `json:"data"`
 	// PeakRSSMB is the process's peak resident memory while the row's
@@ -250,12 +254,15 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 	if err != nil {
 		return nil, err
 	}
+	type pass struct {
+		took  time.Duration
+		usage models.Usage
+	}
 	type state struct {
 		mc     models.Config
 		m      model
 		lat    []time.Duration
-		passes []time.Duration
-		usage  models.Usage // of one pass
+		passes []pass
 	}
 	st := make([]*state, len(specs))
 	defer func() {
@@ -289,18 +296,19 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 				x.lat = append(x.lat, time.Since(t0))
 				usage.Add(u)
 			}
-			x.passes = append(x.passes, time.Since(start))
-			x.usage = usage
+			x.passes = append(x.passes, pass{time.Since(start), usage})
 		}
 	}
 	rows := make([]Row, len(specs))
 	for i, x := range st {
-		passes := slices.Sorted(slices.Values(x.passes))
-		median := passes[(len(passes)-1)/2]
-		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), x.usage, x.lat, median)
+		// The median pass (the faster middle one of an even count); a
+		// learning batcher may plan each pass differently.
+		slices.SortFunc(x.passes, func(a, b pass) int { return cmp.Compare(a.took, b.took) })
+		median := x.passes[(len(x.passes)-1)/2]
+		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), median.usage, x.lat, median.took)
 		rows[i].Calls = len(t.Queries) // of the median pass
 		// The fastest pass's rate (newRow's assumes calls of equal work).
-		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.Seconds()/passes[0].Seconds(), 2)
+		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.took.Seconds()/x.passes[0].took.Seconds(), 2)
 	}
 	return rows, nil
 }

@@ -50,22 +50,25 @@ type BatchingInfo struct {
 	Path string
 	// Calibration is the time spent calibrating at this load.
 	Calibration time.Duration
-	// Residual is the cost model's worst relative fit error on the
-	// measured cells (models.CostModel.Residual).
+	// Residual is the starting cost model's worst relative fit error on
+	// the measured cells (models.CostModel.Residual).
 	Residual float64
 	// Notes lists what went wrong and was passed over: an unreadable,
 	// corrupt or stale cache, an unwritable model directory, a calibration
 	// stopped by its budget or failed.
 	Notes []string
-	// Table is the cost table in use; nil in tokens mode.
+	// Table is the cost table the model started from (calibrated, cached
+	// or from a file; what the planner learns from its calls since is not
+	// in it); nil in tokens mode.
 	Table *models.CostTable
 }
 
 // costPlanner plans the batches of one call in cost mode, and learns from
-// the calls it planned: each runtime call's time refines the cost model
+// the calls it planned: each runtime call's time (the model's run alone,
+// without waiting for a free session) refines the cost model
 // (models.CostModel.Observe), and batch sizes beyond the measured ones are
-// proposed optimistically (models.CostModel.Optimistic) so that one real
-// call measures them. A short calibration measures only small batches at
+// proposed optimistically (models.CostModel.Optimistic) so that the
+// batches of one request measure them. A short calibration measures only small batches at
 // short lengths (on a 2-core CPU, 2 s covered batches of 1 and 2 at 128
 // tokens, where a batch of 32 was 25 % faster per pair), and a cached
 // table measured on a busy machine is wrong everywhere; the workload's own
@@ -80,9 +83,9 @@ type costPlanner struct {
 
 // exploreDiscount is how much cheaper per sequence an unmeasured batch
 // size (up to twice the largest measured at that length) is assumed to be
-// than the largest measured one: enough to try it when batching has been
-// paying off, not when the measured sizes already grow costlier per
-// sequence.
+// than the largest measured one. Doubling goes on while the largest
+// measured size is within about 11 % per sequence of the best plan
+// without it, and stops once it is costlier than that.
 const exploreDiscount = 0.9
 
 // allowed reports whether a batch of b sequences padded to l tokens is
@@ -102,8 +105,10 @@ func newCostPlanner(m *models.CostModel, maxTokens int, maxBytes int64, shape mo
 }
 
 // costOn is the planner's cost of a batch of b sequences padded to l
-// tokens under model m: its prediction, else its optimistic estimate
-// (a size to try), within the caps.
+// tokens under model m, within the caps: its prediction; else the lesser
+// of its optimistic estimate (a size to try) and the upper bound from its
+// own calls at shorter lengths (what was learned at 300 tokens still
+// serves 301).
 func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
 	if !p.allowed(b, l) {
 		return 0, false
@@ -111,7 +116,15 @@ func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
 	if ms, ok := m.Predict(b, l); ok {
 		return ms, true
 	}
-	return m.Optimistic(b, l, exploreDiscount)
+	opt, okOpt := m.Optimistic(b, l, exploreDiscount)
+	bound, okBound := m.UpperBound(b, l)
+	switch {
+	case okOpt && okBound:
+		return min(opt, bound), true
+	case okBound:
+		return bound, true
+	}
+	return opt, okOpt
 }
 
 // cost is costOn under the current model.

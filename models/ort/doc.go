@@ -85,11 +85,16 @@
 // one warm-up and at least two timed runs each (the fastest counts), until
 // the next cell would pass Config.CalibrationMillis (default 2 s; a run that
 // passes it is terminated). The table is only the start: every runtime
-// call the planner made refines the model with its real time
-// (models.CostModel.Observe), and a batch size up to twice the largest
-// measured at a length is proposed as if 10 % cheaper per sequence than
-// that one (models.CostModel.Optimistic), so one real call measures it; a
-// size that proves no cheaper per sequence stops the doubling there. On a
+// call the planner made refines the model with the time the model ran
+// (models.CostModel.Observe; the wait for a free session is not counted),
+// and a batch size up to twice the largest measured at a length is
+// proposed as if 10 % cheaper per sequence than that one
+// (models.CostModel.Optimistic), so the batches of one request measure it;
+// doubling stops once the largest measured size is more than about 11 %
+// costlier per sequence than the best plan without it. A size measured at
+// shorter lengths is bounded above from there (models.CostModel.UpperBound)
+// rather than forgotten. While it explores, a plan is the cheapest under
+// those estimates, not yet under the true costs. On a
 // 2-core CPU a 2 s calibration measures batches of 1 and 2 at 128-token
 // pairs, where a batch of 32 is a quarter faster per pair; the calls a
 // workload makes (its lengths, its shapes one after another, the load on

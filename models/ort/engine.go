@@ -72,13 +72,32 @@ func (m *loaded) plan(lens []int, maxBatchTokens int) [][]int {
 	return m.cost.plan(lens)
 }
 
-// runBatch runs one padded batch; in cost mode its time refines the cost
-// model (costPlanner.observe).
+// computeTimer is a runner that also reports how long the model itself
+// ran: a call's wall time can include waiting for a free session, which
+// is queueing behind other callers, not the batch's cost.
+type computeTimer interface {
+	runTimed(ctx context.Context, b *batchTensors) (out []float32, shape []int64, ran time.Duration, err error)
+}
+
+// runBatch runs one padded batch; in cost mode the time the model ran
+// refines the cost model (costPlanner.observe).
 func (m *loaded) runBatch(ctx context.Context, b *batchTensors) ([]float32, []int64, error) {
-	t0 := time.Now()
-	out, shape, err := m.run.run(ctx, b)
-	if err == nil && m.cost != nil {
-		m.cost.observe(b.n, b.seqLen, time.Since(t0))
+	if m.cost == nil {
+		return m.run.run(ctx, b)
+	}
+	var ran time.Duration
+	var out []float32
+	var shape []int64
+	var err error
+	if tr, ok := m.run.(computeTimer); ok {
+		out, shape, ran, err = tr.runTimed(ctx, b)
+	} else {
+		t0 := time.Now()
+		out, shape, err = m.run.run(ctx, b)
+		ran = time.Since(t0)
+	}
+	if err == nil {
+		m.cost.observe(b.n, b.seqLen, ran)
 	}
 	return out, shape, err
 }

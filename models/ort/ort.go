@@ -165,6 +165,13 @@ type ortRunner struct {
 }
 
 func (r *ortRunner) run(ctx context.Context, b *batchTensors) ([]float32, []int64, error) {
+	out, shape, _, err := r.runTimed(ctx, b)
+	return out, shape, err
+}
+
+// runTimed is run, and also returns how long the model ran, without the
+// wait for a free pooled session (computeTimer).
+func (r *ortRunner) runTimed(ctx context.Context, b *batchTensors) ([]float32, []int64, time.Duration, error) {
 	shape := []int64{int64(b.n), int64(b.seqLen)}
 	in := []onnx.Input{
 		{Name: inInputIDs, Shape: shape, Int64: b.ids},
@@ -173,11 +180,11 @@ func (r *ortRunner) run(ctx context.Context, b *batchTensors) ([]float32, []int6
 	if r.typeIDs {
 		in = append(in, onnx.Input{Name: inTokenTypeIDs, Shape: shape, Int64: b.types})
 	}
-	out, err := r.sess.Run(ctx, in)
+	out, d, err := r.sess.RunTimed(ctx, in)
 	if err != nil {
-		return nil, nil, fmt.Errorf("run batch %dx%d: %w", b.n, b.seqLen, err)
+		return nil, nil, 0, fmt.Errorf("run batch %dx%d: %w", b.n, b.seqLen, err)
 	}
-	return out[0].Float32, out[0].Shape, nil
+	return out[0].Float32, out[0].Shape, d, nil
 }
 
 func (r *ortRunner) provider() string { return string(r.sess.Provider()) }
