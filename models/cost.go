@@ -225,22 +225,19 @@ func (r *costRow) fit() {
 	for _, p := range r.observed {
 		lo, hi = min(lo, p.x), max(hi, p.x)
 	}
+	longest := max(hi, 0)
 	pts := slices.Clip(r.observed)
 	for _, p := range r.table {
 		if p.x < lo || p.x > hi {
 			pts = append(pts, p)
 		}
-	}
-	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
-	longest := 0.0
-	for i, p := range pts {
-		xs[i], ys[i] = p.x, p.ms
-		longest = max(longest, p.x)
-	}
-	for _, p := range r.table {
 		longest = max(longest, p.x)
 	}
 	r.maxLen = int(math.Round(longest * lenScale))
+	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
+	for i, p := range pts {
+		xs[i], ys[i] = p.x, p.ms
+	}
 	r.coef = fitNonNeg(xs, ys)
 	r.residual = 0
 	for _, p := range pts {
@@ -260,7 +257,6 @@ func NewCostModel(t *CostTable) (*CostModel, error) {
 		for j, v := range t.Millis[i] {
 			if v > 0 {
 				row.table = append(row.table, costPoint{float64(t.Lens[j]) / lenScale, v})
-				row.maxLen = t.Lens[j]
 			}
 		}
 		if len(row.table) == 0 {
@@ -283,7 +279,7 @@ func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
 		return m
 	}
 	n := &CostModel{rows: slices.Clone(m.rows)}
-	i, found := slices.BinarySearchFunc(n.rows, batch, func(r costRow, b int) int { return r.batch - b })
+	i, found := n.find(batch)
 	if !found {
 		n.rows = slices.Insert(n.rows, i, costRow{batch: batch})
 	}
@@ -310,7 +306,7 @@ func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
 	if batch == 1 && m.rows[0].batch == 1 {
 		return m.rows[0].eval(seqLen), true
 	}
-	i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
+	i, found := m.find(batch)
 	if found {
 		r := m.rows[i]
 		if seqLen > r.maxLen {
@@ -357,7 +353,7 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 		return 0, false
 	}
 	est := ms * float64(batch) / float64(k) * discount
-	if i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b }); found {
+	if i, found := m.find(batch); found {
 		// Measured at shorter lengths only: the time cannot be less than
 		// at the longest of them.
 		est = max(est, m.rows[i].eval(m.rows[i].maxLen))
@@ -371,13 +367,19 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 // serves a slightly longer one. False when the size has no row of its own
 // or Predict covers the length.
 func (m *CostModel) UpperBound(batch, seqLen int) (float64, bool) {
-	i, found := slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
+	i, found := m.find(batch)
 	if !found || seqLen <= m.rows[i].maxLen || batch == 1 {
 		return 0, false
 	}
 	r := m.rows[i]
 	f := float64(seqLen) / float64(r.maxLen)
 	return r.eval(r.maxLen) * f * f, true
+}
+
+// find returns the index of batch's row, or where it would go, and
+// whether it is there.
+func (m *CostModel) find(batch int) (int, bool) {
+	return slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
 }
 
 // MaxBatch returns the largest batch size Predict accepts.

@@ -68,11 +68,11 @@ type BatchingInfo struct {
 // without waiting for a free session) refines the cost model
 // (models.CostModel.Observe), and batch sizes beyond the measured ones are
 // proposed optimistically (models.CostModel.Optimistic) so that the
-// batches of one request measure them. A short calibration measures only small batches at
-// short lengths (on a 2-core CPU, 2 s covered batches of 1 and 2 at 128
-// tokens, where a batch of 32 was 25 % faster per pair), and a cached
-// table measured on a busy machine is wrong everywhere; the workload's own
-// calls correct both. Safe for concurrent use.
+// batches of one request measure them. A short calibration measures only
+// small batches at short lengths (on a 2-core CPU, 2 s covered batches of
+// 1 and 2 at 128 tokens, where a batch of 32 was 25 % faster per pair),
+// and a cached table measured on a busy machine is wrong everywhere; the
+// workload's own calls correct both. Safe for concurrent use.
 type costPlanner struct {
 	model     atomic.Pointer[models.CostModel]
 	mu        sync.Mutex // serialises Observe-and-swap
@@ -126,9 +126,6 @@ func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
 	}
 	return opt, okOpt
 }
-
-// cost is costOn under the current model.
-func (p *costPlanner) cost(b, l int) (float64, bool) { return p.costOn(p.model.Load(), b, l) }
 
 func (p *costPlanner) plan(lens []int) [][]int {
 	m := p.model.Load() // one model for the whole plan

@@ -26,6 +26,9 @@ func plannerFor(t *testing.T, tab *models.CostTable, maxTokens int, maxBytes int
 	return newCostPlanner(m, maxTokens, maxBytes, shape)
 }
 
+// cost is the planner's costOn under its current model.
+func (p *costPlanner) cost(b, l int) (float64, bool) { return p.costOn(p.model.Load(), b, l) }
+
 // checkPartition fails unless batches hold every index of lens once.
 func checkPartition(t *testing.T, lens []int, batches [][]int) {
 	t.Helper()
