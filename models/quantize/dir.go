@@ -69,11 +69,11 @@ func notCopied(name string) bool {
 }
 
 // Dir writes a quantized copy of the model directory src to dst (created if
-// needed): the top-level files (config.json, tokenizer files, the
-// generator's marker…) are copied, the ONNX model (onnx/model.onnx, else
-// model.onnx) is rewritten by Rewrite to the same relative path, and
-// MarkerFile is written last. Framework checkpoints, other ONNX files and
-// subdirectories are not copied. Files are written crash-safely (temporary
+// needed): the other files (config.json, tokenizer files, the generator's
+// marker, sentence-transformers module folders such as 1_Pooling…) are
+// copied, the ONNX model (onnx/model.onnx, else model.onnx) is rewritten by
+// Rewrite to the same relative path, and MarkerFile is written last.
+// Framework checkpoints and other ONNX files are not copied. Files are written crash-safely (temporary
 // name, fsync, rename); files already in dst with other names are left
 // alone. Report.ModelBytesIn and ModelBytesOut are set.
 //
@@ -124,7 +124,7 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 	if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(rel)), 0o755); err != nil {
 		return Report{}, fmt.Errorf("quantize: %w", err)
 	}
-	if err := copyTopLevel(ctx, src, dst); err != nil {
+	if err := copyFiles(ctx, src, dst); err != nil {
 		return Report{}, err
 	}
 	out := filepath.Join(dst, rel)
@@ -152,34 +152,49 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 	return rep, nil
 }
 
-// copyTopLevel copies src's top-level regular files (symbolic links
-// followed, as in a Hugging Face cache snapshot) that notCopied keeps.
-func copyTopLevel(ctx context.Context, src, dst string) error {
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrModelDir, err)
-	}
-	for _, e := range entries {
+// copyFiles copies src's regular files (symbolic links followed, as in a
+// Hugging Face cache snapshot) that notCopied keeps, at the same relative
+// paths: the top-level configuration and tokenizer files, and the
+// sentence-transformers modules' folders (1_Pooling/config.json,
+// 2_Normalize), without which a bi-encoder directory does not load.
+// Hidden folders (.git, .cache) are skipped.
+func copyFiles(ctx context.Context, src, dst string) error {
+	return filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrModelDir, err)
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		path := filepath.Join(src, e.Name())
+		if e.IsDir() {
+			if path != src && strings.HasPrefix(e.Name(), ".") {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		st, err := os.Stat(path)
 		if err != nil || !st.Mode().IsRegular() || notCopied(e.Name()) {
-			continue
+			return nil
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return fmt.Errorf("quantize: %w", err)
+		}
+		dir := filepath.Join(dst, filepath.Dir(rel))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("quantize: %w", err)
 		}
 		f, err := os.Open(path)
 		if err != nil {
 			return fmt.Errorf("quantize: %w", err)
 		}
-		_, err = atomicfile.Write(dst, e.Name(), func(w io.Writer) error {
+		defer f.Close()
+		if _, err := atomicfile.Write(dir, e.Name(), func(w io.Writer) error {
 			_, err := io.Copy(w, f)
 			return err
-		})
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("quantize: copy %s: %w", e.Name(), err)
+		}); err != nil {
+			return fmt.Errorf("quantize: copy %s: %w", rel, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -24,6 +24,7 @@ func modelDir(t *testing.T, m *onnxpb.Model, rel string) string {
 		quantize.MarkerFile:       "stale",
 		"onnx/model_fp16.onnx":    "other export",
 		"1_Pooling/config.json":   `{}`,
+		".cache/huggingface/x":    "download state",
 		"special_tokens_map.json": `{}`,
 	}
 	for name, content := range files {
@@ -53,12 +54,12 @@ func TestDir(t *testing.T) {
 			if len(rep.Nodes) != 12 || rep.ModelBytesIn == 0 || rep.ModelBytesOut == 0 || rep.ModelBytesOut >= rep.ModelBytesIn {
 				t.Fatalf("report: %d nodes, %d → %d bytes", len(rep.Nodes), rep.ModelBytesIn, rep.ModelBytesOut)
 			}
-			for _, name := range []string{"config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json", rel} {
+			for _, name := range []string{"config.json", "tokenizer.json", "vocab.txt", "special_tokens_map.json", "1_Pooling/config.json", rel} {
 				if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
 					t.Errorf("%s not written: %v", name, err)
 				}
 			}
-			for _, name := range []string{"model.safetensors", "onnx/model_fp16.onnx", "1_Pooling"} {
+			for _, name := range []string{"model.safetensors", "onnx/model_fp16.onnx", ".cache"} {
 				if _, err := os.Stat(filepath.Join(dst, name)); err == nil {
 					t.Errorf("%s was copied", name)
 				}
