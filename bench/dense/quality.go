@@ -49,6 +49,14 @@ type QualityConfig struct {
 	// Eval selects evaluation conventions; the zero value keeps identical
 	// ids, as MTEB does (ignore_identical_ids=False).
 	Eval eval.Options `json:"eval"`
+	// Int8 also measures each float32 model (one without an int8 suffix,
+	// see fp32Of) quantized by models/quantize, loaded with
+	// models.Config.Quantize = int8, as the row model "<model>-int8":
+	// hybrank's own quantization on real weights, checked against
+	// Targets.MaxInt8Delta. Int8Cache keeps the quantized copies ("" =
+	// the user cache, see models.Config.QuantizeCache).
+	Int8      bool   `json:"int8,omitempty"`
+	Int8Cache string `json:"int8_cache,omitempty"`
 	// Peers adds faiss's IndexHNSWFlat at the index's default M,
 	// EfConstruction and EfSearch on the same vectors.
 	Peers peers.Config `json:"peers"`
@@ -147,8 +155,9 @@ var PublishedMTEB = map[string]map[string]Published{
 	"e5-small-v2":       {"scifact": {0.68854, "intfloat/e5-small-v2 model card model-index \"MTEB SciFact\""}},
 }
 
-// fp32Of is the float32 original of an int8 folder ("x-q", an int8
-// export, or "x-int8", bench models --quantize int8 of x → "x"), or "".
+// fp32Of is the float32 original of an int8 model ("x-q", an int8
+// export, or "x-int8", hybrank's quantization of x: a folder written by
+// bench models --quantize int8, or Int8's row → "x"), or "".
 func fp32Of(model string) string {
 	for _, suffix := range []string{"-q", "-int8"} {
 		if base, ok := strings.CutSuffix(model, suffix); ok {
@@ -180,24 +189,39 @@ func RunQuality(ctx context.Context, cfg QualityConfig) (QualityResult, error) {
 		sets[i] = ds
 	}
 	for _, dir := range cfg.Models {
-		rows, err := runModel(ctx, cfg, dir, sets, peer)
-		if err != nil {
-			return res, err
+		quants := []string{""}
+		if cfg.Int8 && fp32Of(modelName(dir)) == "" {
+			quants = append(quants, models.QuantizeInt8)
 		}
-		res.Rows = append(res.Rows, rows...)
+		for _, q := range quants {
+			rows, err := runModel(ctx, cfg, dir, q, sets, peer)
+			if err != nil {
+				return res, err
+			}
+			res.Rows = append(res.Rows, rows...)
+		}
 	}
 	res.Checks = cfg.Targets.Check(res.Rows)
 	return res, nil
 }
 
-// runModel loads one embedder and measures it on every dataset.
-func runModel(ctx context.Context, cfg QualityConfig, dir string, sets []*eval.Dataset, peer *peers.Runner) (_ []QualityRow, err error) {
+// modelName is a model directory's row name: its folder's base name.
+func modelName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
+
+// runModel loads one embedder (quantized as quant: "" or int8) and
+// measures it on every dataset.
+func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []*eval.Dataset, peer *peers.Runner) (_ []QualityRow, err error) {
 	md, err := models.OpenModelDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	mc := models.DefaultEmbedderConfig()
 	mc.Dir, mc.Provider = dir, cfg.Provider
+	name := modelName(dir)
+	if quant != "" {
+		mc.Quantize, mc.QuantizeCache = quant, cfg.Int8Cache
+		name += "-" + quant
+	}
 	if cfg.Threads > 0 {
 		mc.IntraOpThreads = cfg.Threads
 	}
@@ -206,7 +230,6 @@ func runModel(ctx context.Context, cfg QualityConfig, dir string, sets []*eval.D
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, be.Close()) }()
-	name := filepath.Base(filepath.Clean(dir))
 	var bar *measure.Progress
 	ce, err := vcache.Wrap(be, mc, cfg.CacheDir, vcache.WithBatch(cfg.Batch), vcache.WithProgress(func(n int) { bar.Add(n) }))
 	if err != nil {
@@ -384,7 +407,7 @@ func QualityReport(cfg QualityConfig, res QualityResult, command string) report.
 			"Corpus texts are (title + \" \" + text).strip() embedded as documents, queries embedded as queries, each with the model directory's sentence-transformers prompts, pooling, normalisation and max_seq_length (models.OpenModelDir; max_len column). Identical query and document ids are kept (MTEB's ignore_identical_ids=False) unless the config says otherwise.",
 			fmt.Sprintf("kind=flat: exact cosine top-%d (SearchExact); kind=hnsw: the dense index's graph at its defaults (M=%d, EfConstruction=%d, EfSearch=%d); impl=faiss: faiss-cpu IndexHNSWFlat with the same M, efConstruction and efSearch on the same normalised vectors. nDCG@10, Recall@100 (R@100) and MRR@10 by bench/eval (trec_eval conventions). QPS: one goroutine, one query per call.", cfg.TopK, dc.M, dc.EfConstruction, dc.EfSearch),
 			"embed_s: wall time to embed corpus and queries in this run (0 with cached=true: every vector came from the cache, bench/vcache, keyed by the ONNX file's sha256, the resolved pooling, normalisation and prompts, the length and each text's sha256). docs/s counts the texts embedded in this run, corpus and queries together, in order of length.",
-			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization). Published MTEB SciFact figures and sources are in each check's detail.",
+			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization; -int8 = the float32 model quantized by hybrank's models/quantize: per-output-channel symmetric 7-bit weights in DynamicQuantizeMatMul, activations quantized by the runtime on every call). Published MTEB SciFact figures and sources are in each check's detail.",
 		},
 		Config:  cfg,
 		Columns: report.Columns(QualityRow{}),

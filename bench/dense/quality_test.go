@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/bench/eval"
@@ -11,6 +12,7 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/quantize"
 )
 
 func TestQualityConfigValidate(t *testing.T) {
@@ -134,5 +136,22 @@ func TestRunQuality(t *testing.T) {
 	}
 	if len(first.Checks) != 0 {
 		t.Fatalf("checks for a model without published figures: %v", first.Checks)
+	}
+
+	// Int8: the model again, quantized by models/quantize, named
+	// embed-int8 and checked against its float32 rows.
+	cfg.Int8, cfg.Int8Cache = true, t.TempDir()
+	q, err := RunQuality(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q.Rows) != 4 || q.Rows[0].Model != "embed" || q.Rows[0].NDCG10 != first.Rows[0].NDCG10 || q.Rows[2].Model != "embed-int8" || q.Rows[2].Kind != kindFlat || q.Rows[2].Cached {
+		t.Fatalf("int8 rows %+v", q.Rows)
+	}
+	if len(q.Checks) != 1 || !strings.Contains(q.Checks[0].Name, "embed-int8 tiny |nDCG@10 − embed|") {
+		t.Fatalf("int8 checks %+v", q.Checks)
+	}
+	if marks, _ := filepath.Glob(filepath.Join(cfg.Int8Cache, "*", quantize.MarkerFile)); len(marks) != 1 {
+		t.Fatalf("quantized copies in the int8 cache: %v", marks)
 	}
 }

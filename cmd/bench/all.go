@@ -38,7 +38,8 @@ func allSteps(datasets, out, models string, quick, haveData bool) []step {
 }
 
 // realSteps are the real-model steps: the MTEB reproduction of every real
-// embedder (float32 and int8) on every dataset, HNSW against faiss on real
+// embedder (float32, its int8 export and hybrank's own int8 quantization)
+// on every dataset, HNSW against faiss on real
 // sentence vectors, the hybrid matrix per float32 embedder with the fusion
 // chosen on cisi, and long documents (all-MiniLM-L6-v2 scoring, with the
 // generated cross-encoder of models for speed). --quick keeps
@@ -63,7 +64,7 @@ func realSteps(datasets, out, real, models string, quick bool) []step {
 	}
 	steps := []step{
 		{name: "dense real (MTEB reproduction, float32 and int8)", cmd: "dense", data: true, real: true,
-			args: []string{"--beir", "--data", denseData, "--model", denseModels, "--out", out, "--name", "dense_real"}},
+			args: []string{"--beir", "--data", denseData, "--model", denseModels, "--int8", "--int8-cache", filepath.Join(models, "int8"), "--out", out, "--name", "dense_real"}},
 		{name: "dense sentences (real all-MiniLM-L6-v2 vectors, HNSW vs faiss)", cmd: "dense", data: true, real: true,
 			args: []string{"--passages", "--data", ds("scifact"), "--model", rm("all-minilm-l6-v2"), "--max-passages", passages,
 				"--m", "16", "--ef", "16,32,64,128", "--out", out}},
