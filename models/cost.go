@@ -167,10 +167,11 @@ func WriteCostTable(path string, t *CostTable) error {
 // interpolated linearly between measured sizes: how time grows with the
 // batch is not polynomial (it changes regime when the activations fall out
 // of cache, the effect the planner exists to avoid), so the model never
-// extrapolates in either direction: Predict refuses a batch size above the
-// largest measured one and, for batches of two or more, a length above the
-// longest measured for that size. A single sequence is always predicted,
-// since it cannot be split.
+// extrapolates across sizes, and only a little along the length: Predict
+// refuses a batch size above the largest measured one and, for batches of
+// two or more, a length more than 25 % above the longest measured for that
+// size (up to that, the time at the longest scales linearly). A single
+// sequence is always predicted, since it cannot be split.
 //
 // Observe adds a real call's time to its batch size's row (a new row for a
 // size the table lacks): a short calibration covers only small batches,
@@ -272,19 +273,31 @@ func NewCostModel(t *CostTable) (*CostModel, error) {
 // Observe returns the model with one more measurement: a runtime call on
 // batch sequences padded to seqLen tokens took ms milliseconds. The call
 // joins its batch size's row (a new row when the model had none for that
-// size), whose fit then covers lengths up to seqLen. m itself is
-// unchanged; a nonsensical observation returns m.
+// size), whose fit then covers lengths up to seqLen. A new size between
+// two measured ones starts from what the model predicted for it
+// (priorCalls pseudo-calls at the interpolated time, which newer calls
+// push out of the window): one call's noise is not enough to make it the
+// cheapest size of all. m itself is unchanged; a nonsensical observation
+// returns m.
 func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
 	if batch < 1 || seqLen < 1 || !(ms > 0) || math.IsInf(ms, 0) {
 		return m
 	}
 	n := &CostModel{rows: slices.Clone(m.rows)}
 	i, found := n.find(batch)
-	if !found {
+	var obs []costPoint
+	if found {
+		obs = slices.Clip(n.rows[i].observed)
+	} else {
+		if prior, ok := m.Predict(batch, seqLen); ok {
+			for range priorCalls {
+				obs = append(obs, costPoint{float64(seqLen) / lenScale, prior})
+			}
+		}
 		n.rows = slices.Insert(n.rows, i, costRow{batch: batch})
 	}
 	r := &n.rows[i]
-	obs := append(slices.Clip(r.observed), costPoint{float64(seqLen) / lenScale, ms})
+	obs = append(obs, costPoint{float64(seqLen) / lenScale, ms})
 	if len(obs) > maxObserved {
 		obs = obs[len(obs)-maxObserved:]
 	}
@@ -295,6 +308,14 @@ func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
 	}
 	return n
 }
+
+// priorCalls is the weight, in calls, of the prediction a new batch size
+// between measured ones starts from. On a 2-core CPU one call's time
+// varies by ±10 %; with many sizes of nearly equal cost per sequence, the
+// size whose single call happened to be fastest won every plan until its
+// next calls showed the truth, then the next lucky one did, and the plan
+// wandered between sizes.
+const priorCalls = 2
 
 // Predict returns the predicted time in milliseconds of one call on batch
 // sequences padded to seqLen tokens, and false where the measurements do
@@ -308,21 +329,52 @@ func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
 	}
 	i, found := m.find(batch)
 	if found {
-		r := m.rows[i]
-		if seqLen > r.maxLen {
-			return 0, false
-		}
-		return r.eval(seqLen), true
+		return m.rows[i].at(seqLen)
 	}
 	if i == 0 || i == len(m.rows) {
 		return 0, false
 	}
 	lo, hi := m.rows[i-1], m.rows[i]
-	if seqLen > hi.maxLen || (lo.batch > 1 && seqLen > lo.maxLen) {
+	hv, ok := hi.at(seqLen)
+	if !ok {
 		return 0, false
 	}
+	lv := lo.eval(seqLen) // a single sequence: always predicted
+	if lo.batch > 1 {
+		if lv, ok = lo.at(seqLen); !ok {
+			return 0, false
+		}
+	}
 	f := float64(batch-lo.batch) / float64(hi.batch-lo.batch)
-	return (1-f)*lo.eval(seqLen) + f*hi.eval(seqLen), true
+	return (1-f)*lv + f*hv, true
+}
+
+// extendSlack is how far past the longest length a batch size was
+// measured at (maxLen) its row still predicts: up to 25 % longer.
+const extendSlack = 1.25
+
+// at is the row's time at seqLen, and whether the row covers seqLen: its
+// fit up to maxLen; beyond, up to extendSlack·maxLen, its time at maxLen
+// scaled linearly with the length (the projections and the FFN, most of
+// the work, grow linearly; a row fitted at one length is a constant, which
+// would make every slightly longer call look free). Real calls' lengths
+// vary by a few tokens from one to the next; without the slack, a size
+// measured at 144 tokens said nothing about 145, and the planner kept
+// re-exploring sizes it had already measured.
+func (r costRow) at(seqLen int) (float64, bool) {
+	if seqLen <= r.maxLen {
+		return r.eval(seqLen), true
+	}
+	if float64(seqLen) > extendSlack*float64(r.maxLen) {
+		return 0, false
+	}
+	return r.eval(r.maxLen) * float64(seqLen) / float64(r.maxLen), true
+}
+
+// covers reports whether the row predicts seqLen (see at).
+func (r costRow) covers(seqLen int) bool {
+	_, ok := r.at(seqLen)
+	return ok
 }
 
 // Optimistic estimates a call the measurements do not cover, to be tried:
@@ -341,7 +393,7 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 	}
 	k := 0
 	for _, r := range m.rows {
-		if r.batch < batch && (r.batch == 1 || r.maxLen >= seqLen) {
+		if r.batch < batch && (r.batch == 1 || r.covers(seqLen)) {
 			k = r.batch
 		}
 	}
@@ -364,11 +416,11 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 // UpperBound bounds a call of a batch size measured only at shorter
 // lengths: with non-negative coefficients T(L) ≤ T(M)·(L/M)² for L ≥ M,
 // the longest length M measured, so what was learned at one length still
-// serves a slightly longer one. False when the size has no row of its own
-// or Predict covers the length.
+// serves a longer one. False when the size has no row of its own or
+// Predict covers the length (up to 25 % past M).
 func (m *CostModel) UpperBound(batch, seqLen int) (float64, bool) {
 	i, found := m.find(batch)
-	if !found || seqLen <= m.rows[i].maxLen || batch == 1 {
+	if !found || m.rows[i].covers(seqLen) || batch == 1 {
 		return 0, false
 	}
 	r := m.rows[i]

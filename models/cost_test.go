@@ -62,9 +62,11 @@ func TestCostModelDomain(t *testing.T) {
 	}{
 		{1, 500, true},  // a single sequence is always predicted
 		{2, 256, true},  // measured
-		{2, 257, false}, // beyond row 2's longest
+		{2, 320, true},  // 25 % beyond row 2's longest: scaled from it
+		{2, 321, false}, // further
 		{8, 64, true},
-		{8, 65, false}, // row 8 stops at 64
+		{8, 80, true},
+		{8, 81, false}, // row 8 stops at 64
 		{5, 64, true},  // between rows 2 and 8, both cover 64
 		{5, 100, false},
 		{9, 16, false}, // above the largest batch
@@ -75,6 +77,10 @@ func TestCostModelDomain(t *testing.T) {
 		if _, ok := m.Predict(tt.b, tt.l); ok != tt.ok {
 			t.Errorf("Predict(%d, %d) ok = %v, want %v", tt.b, tt.l, ok, tt.ok)
 		}
+	}
+	// Within the slack the time at the longest length scales linearly.
+	if got, _ := m.Predict(8, 80); math.Abs(got-8*64*80.0/64) > 1e-6 {
+		t.Errorf("Predict(8, 80) = %v, want %v", got, 8*80)
 	}
 }
 
@@ -230,6 +236,30 @@ func TestCostModelObserve(t *testing.T) {
 	if got, _ := m.Predict(1, 32); math.Abs(got-2) > 1e-9 {
 		t.Fatalf("Predict(1, 32) = %v, want the calibrated 2", got)
 	}
+	// A new size between measured ones starts from its interpolation (rows
+	// 2 and 8 at 128 tokens: 16 and 20 ms, so 5 is predicted 18 ms): a
+	// lucky first call of 9 ms counts for one call against two at 18.
+	m = m.Observe(2, 128, 16)
+	if got, _ := m.Predict(5, 128); math.Abs(got-18) > 1e-9 {
+		t.Fatalf("Predict(5, 128) = %v, want 18", got)
+	}
+	m5 := m.Observe(5, 128, 9)
+	// The fit's relative-error least squares of a constant c over 18, 18
+	// and 9: c = Σ(1/y) / Σ(1/y²) = 12.
+	if got, _ := m5.Predict(5, 128); math.Abs(got-12) > 1e-9 {
+		t.Fatalf("Predict(5, 128) = %v after one call of 9 ms, want 12", got)
+	}
+	for range 16 { // the calls push the prior out of the window
+		m5 = m5.Observe(5, 128, 9)
+	}
+	if got, _ := m5.Predict(5, 128); math.Abs(got-9) > 1e-9 {
+		t.Fatalf("Predict(5, 128) = %v after 17 calls of 9 ms", got)
+	}
+	// A size above the largest measured has no prior: its first call is
+	// all there is.
+	if got, _ := m.Observe(16, 128, 30).Predict(16, 128); math.Abs(got-30) > 1e-9 {
+		t.Fatalf("Predict(16, 128) = %v after one call of 30 ms", got)
+	}
 	// Nonsense is ignored.
 	for _, bad := range [][3]float64{{0, 16, 1}, {1, 0, 1}, {1, 16, 0}, {1, 16, math.NaN()}, {1, 16, math.Inf(1)}} {
 		if got := m.Observe(int(bad[0]), int(bad[1]), bad[2]); got != m {
@@ -290,11 +320,15 @@ func TestCostModelObserveWindowAndBound(t *testing.T) {
 			t.Fatalf("Predict(16, %d) = %v %v, want the constant 40", l, got, ok)
 		}
 	}
-	// What was learned at 128 tokens bounds 160: T(L) ≤ T(128)·(L/128)².
-	if got, ok := m.UpperBound(16, 160); !ok || math.Abs(got-40*1.5625) > 1e-9 {
-		t.Fatalf("UpperBound(16, 160) = %v %v", got, ok)
+	// What was learned at 128 tokens predicts up to 160 (25 % longer,
+	// scaled linearly) and bounds longer calls: T(L) ≤ T(128)·(L/128)².
+	if got, ok := m.Predict(16, 160); !ok || math.Abs(got-40*1.25) > 1e-9 {
+		t.Fatalf("Predict(16, 160) = %v %v", got, ok)
 	}
-	if _, ok := m.UpperBound(16, 100); ok {
+	if got, ok := m.UpperBound(16, 192); !ok || math.Abs(got-40*2.25) > 1e-9 {
+		t.Fatalf("UpperBound(16, 192) = %v %v", got, ok)
+	}
+	if _, ok := m.UpperBound(16, 160); ok {
 		t.Fatal("UpperBound where Predict covers")
 	}
 	// A call at 512 tokens extends the row; once 16 newer calls at 128

@@ -105,10 +105,11 @@ func newCostPlanner(m *models.CostModel, maxTokens int, maxBytes int64, shape mo
 }
 
 // costOn is the planner's cost of a batch of b sequences padded to l
-// tokens under model m, within the caps: its prediction; else the lesser
-// of its optimistic estimate (a size to try) and the upper bound from its
-// own calls at shorter lengths (what was learned at 300 tokens still
-// serves 301).
+// tokens under model m, within the caps: its prediction (which covers up
+// to 25 % past the longest length a size was measured at); else the
+// lesser of its optimistic estimate (a size to try) and the upper bound
+// from its own calls at shorter lengths (what was learned at 300 tokens
+// still bounds 400).
 func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
 	if !p.allowed(b, l) {
 		return 0, false

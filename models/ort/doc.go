@@ -92,8 +92,12 @@
 // (models.CostModel.Optimistic), so the batches of one request measure it;
 // doubling stops once the largest measured size is more than about 11 %
 // costlier per sequence than the best plan without it. A size measured at
-// shorter lengths is bounded above from there (models.CostModel.UpperBound)
-// rather than forgotten. While it explores, a plan is the cheapest under
+// shorter lengths predicts up to 25 % longer calls (its time scaled with
+// the length) and is bounded above beyond (models.CostModel.UpperBound)
+// rather than forgotten; a new size between measured ones starts from
+// their interpolation, worth two calls, so that one lucky call does not
+// make it the favourite (with ±10 % noise per call and many sizes of
+// nearly equal cost, plans had wandered between sizes). While it explores, a plan is the cheapest under
 // those estimates, not yet under the true costs. On a
 // 2-core CPU a 2 s calibration measures batches of 1 and 2 at 128-token
 // pairs, where a batch of 32 is a quarter faster per pair; the calls a
