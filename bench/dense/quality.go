@@ -1,12 +1,14 @@
 package dense
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
+	"github.com/hybrank/hybrank/simd"
 )
 
 // QualityConfig configures `bench dense --beir`: retrieval quality of
@@ -132,6 +135,14 @@ type QualityRow struct {
 	Recall100 float64 `json:"recall_at_100" table:"R@100"`
 	MRR10     float64 `json:"mrr_at_10" table:"MRR@10"`
 	QPS       float64 `json:"qps" table:""`
+	// SpearmanMean and SpearmanWorst, on an int8 model's exact row whose
+	// float32 original ran on the same data: per query, the rank
+	// correlation of the two models' cosine scores over the float32
+	// model's exact top 32 documents (agreementK): the fidelity of the int8
+	// arithmetic on real weights, as bench rerank --int8 measures it on
+	// cross-encoder scores.
+	SpearmanMean  float64 `json:"spearman_mean,omitempty" table:"ρ mean"`
+	SpearmanWorst float64 `json:"spearman_worst,omitempty" table:"ρ worst"`
 }
 
 // QualityResult is the rows of RunQuality and their checks.
@@ -188,21 +199,70 @@ func RunQuality(ctx context.Context, cfg QualityConfig) (QualityResult, error) {
 		}
 		sets[i] = ds
 	}
+	vecs := map[[2]string]vectors{} // by model and dataset
 	for _, dir := range cfg.Models {
 		quants := []string{""}
 		if cfg.Int8 && fp32Of(modelName(dir)) == "" {
 			quants = append(quants, models.QuantizeInt8)
 		}
 		for _, q := range quants {
-			rows, err := runModel(ctx, cfg, dir, q, sets, peer)
+			rows, err := runModel(ctx, cfg, dir, q, sets, peer, vecs)
 			if err != nil {
 				return res, err
 			}
 			res.Rows = append(res.Rows, rows...)
 		}
 	}
+	for i, r := range res.Rows {
+		fp := fp32Of(r.Model)
+		if fp == "" || r.Impl != implHybrank || r.Kind != kindFlat {
+			continue
+		}
+		if a, ok := vecs[[2]string{fp, r.Dataset}]; ok {
+			res.Rows[i].SpearmanMean, res.Rows[i].SpearmanWorst = scoreAgreement(a, vecs[[2]string{r.Model, r.Dataset}], agreementK)
+		}
+	}
 	res.Checks = cfg.Targets.Check(res.Rows)
 	return res, nil
+}
+
+// agreementK is the list length of the int8 score agreement: a
+// reranker's candidate list, as bench rerank --int8 correlates (BM25 top
+// 32 there).
+const agreementK = 32
+
+// vectors is one model's vectors of one dataset.
+type vectors struct{ docs, queries [][]float32 }
+
+// scoreAgreement returns the mean and the worst, over the queries, of the
+// Spearman correlation between the cosine scores of a (float32) and b
+// (int8) over a's exact top k documents of the query.
+func scoreAgreement(a, b vectors, k int) (mean, worst float64) {
+	cos := func(x, y []float32) float32 {
+		return simd.Dot(x, y) / float32(math.Sqrt(float64(simd.Dot(x, x))*float64(simd.Dot(y, y))))
+	}
+	worst = 1
+	all := make([]float32, len(a.docs))
+	for qi, q := range a.queries {
+		for d, v := range a.docs {
+			all[d] = cos(q, v)
+		}
+		top := make([]int, len(all))
+		for d := range top {
+			top[d] = d
+		}
+		slices.SortFunc(top, func(x, y int) int { return cmp.Compare(all[y], all[x]) })
+		top = top[:min(k, len(top))]
+		sa, sb := make([]float32, len(top)), make([]float32, len(top))
+		for j, d := range top {
+			sa[j], sb[j] = all[d], cos(b.queries[qi], b.docs[d])
+		}
+		rho := measure.Spearman(sa, sb)
+		mean += rho
+		worst = min(worst, rho)
+	}
+	mean /= float64(len(a.queries))
+	return measure.Round(mean, 4), measure.Round(worst, 4)
 }
 
 // modelName is a model directory's row name: its folder's base name.
@@ -210,7 +270,7 @@ func modelName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 
 // runModel loads one embedder (quantized as quant: "" or int8) and
 // measures it on every dataset.
-func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []*eval.Dataset, peer *peers.Runner) (_ []QualityRow, err error) {
+func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []*eval.Dataset, peer *peers.Runner, vecs map[[2]string]vectors) (_ []QualityRow, err error) {
 	md, err := models.OpenModelDir(dir)
 	if err != nil {
 		return nil, err
@@ -276,6 +336,7 @@ func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []
 			report.Log(cfg.Log, r)
 		}
 		rows = append(rows, rs...)
+		vecs[[2]string{name, ds.Name}] = vectors{docs: dv, queries: qv}
 	}
 	return rows, nil
 }
@@ -389,6 +450,10 @@ func (t QualityTargets) Check(rows []QualityRow) []report.Check {
 		if v, ok := flat[[2]string{fp, r.Dataset}]; ok {
 			cs = append(cs, report.AtMost(label, measure.Round(math.Abs(r.NDCG10-v), 5), t.MaxInt8Delta,
 				fmt.Sprintf("int8 %.5f, float32 %.5f (no published int8 figure)", r.NDCG10, v)))
+			if r.SpearmanMean != 0 {
+				cs = append(cs, report.Inform(fmt.Sprintf("%s %s: worst per-query Spearman of cosine scores vs %s over its exact top %d", r.Model, r.Dataset, fp, agreementK), r.SpearmanWorst,
+					fmt.Sprintf("mean %.4f", r.SpearmanMean)))
+			}
 		} else {
 			cs = append(cs, report.Inform(label, r.NDCG10, "float32 original not in this run; no published int8 figure"))
 		}
@@ -407,7 +472,7 @@ func QualityReport(cfg QualityConfig, res QualityResult, command string) report.
 			"Corpus texts are (title + \" \" + text).strip() embedded as documents, queries embedded as queries, each with the model directory's sentence-transformers prompts, pooling, normalisation and max_seq_length (models.OpenModelDir; max_len column). Identical query and document ids are kept (MTEB's ignore_identical_ids=False) unless the config says otherwise.",
 			fmt.Sprintf("kind=flat: exact cosine top-%d (SearchExact); kind=hnsw: the dense index's graph at its defaults (M=%d, EfConstruction=%d, EfSearch=%d); impl=faiss: faiss-cpu IndexHNSWFlat with the same M, efConstruction and efSearch on the same normalised vectors. nDCG@10, Recall@100 (R@100) and MRR@10 by bench/eval (trec_eval conventions). QPS: one goroutine, one query per call.", cfg.TopK, dc.M, dc.EfConstruction, dc.EfSearch),
 			"embed_s: wall time to embed corpus and queries in this run (0 with cached=true: every vector came from the cache, bench/vcache, keyed by the ONNX file's sha256, the resolved pooling, normalisation and prompts, the length and each text's sha256). docs/s counts the texts embedded in this run, corpus and queries together, in order of length.",
-			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization; -int8 = the float32 model quantized by hybrank's models/quantize: per-output-channel symmetric 7-bit weights in DynamicQuantizeMatMul, activations quantized by the runtime on every call). Published MTEB SciFact figures and sources are in each check's detail.",
+			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization; -int8 = the float32 model quantized by hybrank's models/quantize: per-output-channel symmetric 7-bit weights in DynamicQuantizeMatMul, activations quantized by the runtime on every call; ρ mean / ρ worst on an int8 model's flat row: per query, the Spearman correlation of its cosine scores with its float32 original's over the float32 model's exact top 32, a reranker's candidate list). Published MTEB SciFact figures and sources are in each check's detail.",
 		},
 		Config:  cfg,
 		Columns: report.Columns(QualityRow{}),

@@ -3,6 +3,7 @@ package dense
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,10 +149,46 @@ func TestRunQuality(t *testing.T) {
 	if len(q.Rows) != 4 || q.Rows[0].Model != "embed" || q.Rows[0].NDCG10 != first.Rows[0].NDCG10 || q.Rows[2].Model != "embed-int8" || q.Rows[2].Kind != kindFlat || q.Rows[2].Cached {
 		t.Fatalf("int8 rows %+v", q.Rows)
 	}
-	if len(q.Checks) != 1 || !strings.Contains(q.Checks[0].Name, "embed-int8 tiny |nDCG@10 − embed|") {
+	if r := q.Rows[2]; !(r.SpearmanMean > 0 && r.SpearmanMean <= 1 && r.SpearmanWorst <= r.SpearmanMean) || q.Rows[3].SpearmanMean != 0 || q.Rows[0].SpearmanMean != 0 {
+		t.Fatalf("Spearman on the int8 flat row only: %+v", q.Rows)
+	}
+	if len(q.Checks) != 2 || !strings.Contains(q.Checks[0].Name, "embed-int8 tiny |nDCG@10 − embed|") || q.Checks[1].Verdict != report.Info {
 		t.Fatalf("int8 checks %+v", q.Checks)
 	}
 	if marks, _ := filepath.Glob(filepath.Join(cfg.Int8Cache, "*", quantize.MarkerFile)); len(marks) != 1 {
 		t.Fatalf("quantized copies in the int8 cache: %v", marks)
+	}
+}
+
+func TestScoreAgreement(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vec := func() []float32 {
+		v := make([]float32, 16)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	var a vectors
+	for range 50 {
+		a.docs = append(a.docs, vec())
+	}
+	for range 5 {
+		a.queries = append(a.queries, vec())
+	}
+	if mean, worst := scoreAgreement(a, a, 10); mean != 1 || worst != 1 {
+		t.Fatalf("identical vectors: %v %v", mean, worst)
+	}
+	// Negated documents reverse every ranking.
+	neg := vectors{queries: a.queries}
+	for _, d := range a.docs {
+		n := make([]float32, len(d))
+		for i, x := range d {
+			n[i] = -x
+		}
+		neg.docs = append(neg.docs, n)
+	}
+	if mean, worst := scoreAgreement(a, neg, 10); mean != -1 || worst != -1 {
+		t.Fatalf("reversed rankings: %v %v", mean, worst)
 	}
 }
