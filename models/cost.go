@@ -273,12 +273,12 @@ func NewCostModel(t *CostTable) (*CostModel, error) {
 // Observe returns the model with one more measurement: a runtime call on
 // batch sequences padded to seqLen tokens took ms milliseconds. The call
 // joins its batch size's row (a new row when the model had none for that
-// size), whose fit then covers lengths up to seqLen. A new size between
-// two measured ones starts from what the model predicted for it
-// (priorCalls pseudo-calls at the interpolated time, which newer calls
-// push out of the window): one call's noise is not enough to make it the
-// cheapest size of all. m itself is unchanged; a nonsensical observation
-// returns m.
+// size), whose fit then covers lengths up to seqLen (and 25 % past it). A
+// new size between two measured ones, where the model predicted it,
+// starts from that prediction (priorCalls pseudo-calls at the
+// interpolated time, which newer calls push out of the window): one
+// call's noise is not enough to make it the cheapest size of all. m
+// itself is unchanged; a nonsensical observation returns m.
 func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
 	if batch < 1 || seqLen < 1 || !(ms > 0) || math.IsInf(ms, 0) {
 		return m
@@ -377,12 +377,33 @@ func (r costRow) covers(seqLen int) bool {
 	return ok
 }
 
+// reach returns the longest length Predict covers for a batch size of two
+// or more: its row's reach, or for a size between two rows the shorter of
+// theirs (a single sequence's row reaches every length); 0 for a size
+// without a row above it.
+func (m *CostModel) reach(batch int) int {
+	rowReach := func(r costRow) int { return int(extendSlack * float64(r.maxLen)) }
+	i, found := m.find(batch)
+	switch {
+	case found:
+		return rowReach(m.rows[i])
+	case i == 0 || i == len(m.rows):
+		return 0
+	}
+	lim := rowReach(m.rows[i])
+	if lo := m.rows[i-1]; lo.batch > 1 {
+		lim = min(lim, rowReach(lo))
+	}
+	return lim
+}
+
 // Optimistic estimates a call the measurements do not cover, to be tried:
 // for a batch size above k, the largest batch size whose row covers
 // seqLen, and at most twice k, the time of k's call scaled by batch/k and
 // by discount (< 1: the larger batch is assumed that much cheaper per
-// sequence), and never below its own time at the longest length it was
-// measured at, if any. A planner that takes such a batch and reports its
+// sequence), and never below its own prediction at the longest length
+// Predict covers for it, if any (its row's reach, extendSlack past the
+// longest measured; or its neighbours'). A planner that takes such a batch and reports its
 // real time through Observe learns the size's cost; the next proposal is
 // scaled from that measured cost, so doubling stops once a measured size
 // is costlier per sequence than the alternatives by more than the
@@ -405,10 +426,13 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 		return 0, false
 	}
 	est := ms * float64(batch) / float64(k) * discount
-	if i, found := m.find(batch); found {
-		// Measured at shorter lengths only: the time cannot be less than
-		// at the longest of them.
-		est = max(est, m.rows[i].eval(m.rows[i].maxLen))
+	if lim := m.reach(batch); lim > 0 && lim < seqLen {
+		// Predicted at shorter lengths only: the time cannot be less than
+		// at the longest of them (it does not fall with the length, which
+		// the batch planner relies on).
+		if v, ok := m.Predict(batch, lim); ok {
+			est = max(est, v)
+		}
 	}
 	return est, true
 }

@@ -97,18 +97,19 @@
 // rather than forgotten; a new size between measured ones starts from
 // their interpolation, worth two calls, so that one lucky call does not
 // make it the favourite (with ±10 % noise per call and many sizes of
-// nearly equal cost, plans had wandered between sizes). While it explores, a plan is the cheapest under
-// those estimates, not yet under the true costs. On a
-// 2-core CPU a 2 s calibration measures batches of 1 and 2 at 128-token
-// pairs, where a batch of 32 is a quarter faster per pair; the calls a
-// workload makes (its lengths, its shapes one after another, the load on
-// the machine) also correct a table that was measured fast and fit
-// (calibration keeps the fastest run of one repeated shape). What is
-// learned lives with the loaded model and is not written to the cache.
-// Otherwise batches of two or more are planned only where their batch size
-// and length were measured or observed (models.CostModel says how the
-// table is fitted). The table is cached as hybrank_cost_<key>.json beside the model,
-// or under the user cache directory when the model directory is read-only
+// nearly equal cost, plans had wandered between sizes). While it
+// explores, a plan is the cheapest under those estimates, not yet under
+// the true costs. On a 2-core CPU a 2 s calibration measures batches of 1
+// and 2 at 128-token pairs, where a batch of 32 is a quarter faster per
+// pair; the calls a workload makes (its lengths, its shapes one after
+// another, the load on the machine) also correct a table that was
+// measured fast and fit (calibration keeps the fastest run of one
+// repeated shape). What is learned lives with the loaded model and is not
+// written to the cache. Otherwise batches of two or more are planned only
+// where their batch size and length were measured or observed, or up to
+// 25 % longer (models.CostModel says how the table is fitted). The table
+// is cached as hybrank_cost_<key>.json beside the model, or under the user
+// cache directory when the model directory is read-only
 // (Config.CalibrationCache chooses another directory or none). The key
 // covers everything that changes the timings: provider, intra/inter-op
 // threads, pool size, graph optimisation, arena and spinning, MaxLength and
