@@ -34,7 +34,11 @@ func int8Dir(ctx context.Context, dir string, md models.ModelDir, cfg models.Con
 		root = filepath.Join(uc, "hybrank", "int8")
 	}
 	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+sum[:16])
-	if m, ok, err := quantize.ReadMarker(dst); err == nil && ok && m.SourceModelSHA256 == sum {
+	current := func() bool {
+		m, ok, err := quantize.ReadMarker(dst)
+		return err == nil && ok && m.SourceModelSHA256 == sum && m.Layout == quantize.MarkerLayout
+	}
+	if current() {
 		return dst, nil
 	}
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -51,9 +55,16 @@ func int8Dir(ctx context.Context, dir string, md models.ModelDir, cfg models.Con
 		}
 		return "", fmt.Errorf("quantize int8 %s: %w", dir, err)
 	}
+	// A copy of an older layout (before module folders were copied, a
+	// bi-encoder's copy did not load) is replaced.
+	if _, ok, _ := quantize.ReadMarker(dst); ok {
+		if err := os.RemoveAll(dst); err != nil {
+			return "", fmt.Errorf("quantize int8: replace %s: %w", dst, err)
+		}
+	}
 	if err := os.Rename(tmp, dst); err != nil {
 		// A concurrent load may have put its copy there first.
-		if m, ok, rerr := quantize.ReadMarker(dst); rerr == nil && ok && m.SourceModelSHA256 == sum {
+		if current() {
 			return dst, nil
 		}
 		return "", fmt.Errorf("quantize int8: %w", err)

@@ -2,6 +2,7 @@ package ort_test
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -56,6 +57,24 @@ func TestQuantizeInt8Option(t *testing.T) {
 		if d := math.Abs(float64(q1[i] - fp[i])); d > 0.05*max(1, math.Abs(float64(fp[i]))) || math.IsNaN(d) {
 			t.Errorf("doc %d: int8 %v vs float32 %v", i, q1[i], fp[i])
 		}
+	}
+	// A copy written by an older layout (Layout 0: module folders were not
+	// copied) is replaced by the next load.
+	mk, _, _ := quantize.ReadMarker(copies[0])
+	mk.Layout = 0
+	raw, err := json.Marshal(mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copies[0], quantize.MarkerFile), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	score(models.QuantizeInt8)
+	if mk, ok, err := quantize.ReadMarker(copies[0]); err != nil || !ok || mk.Layout != quantize.MarkerLayout {
+		t.Fatalf("old-layout copy not replaced: %+v %v %v", mk, ok, err)
+	}
+	if again, _ := filepath.Glob(filepath.Join(cache, "*")); len(again) != 1 {
+		t.Fatalf("cache holds %v after replacing the copy", again)
 	}
 	// The quantized copy itself, named as Dir with Quantize int8, loads as it is.
 	cfg := cpuConfig(copies[0], models.ProfileFast)

@@ -23,6 +23,11 @@ const MarkerFile = "hybrank_quantized.json"
 
 // Marker is the content of MarkerFile.
 type Marker struct {
+	// Layout is the directory layout version (MarkerLayout when written
+	// by this code): a cache of quantized copies reuses only the current
+	// layout. 0: before the sentence-transformers module folders were
+	// copied.
+	Layout      int    `json:"layout,omitempty"`
 	Quantizer   string `json:"quantizer"`
 	Weights     string `json:"weights"`
 	Activations string `json:"activations"`
@@ -32,6 +37,10 @@ type Marker struct {
 	SourceModelSHA256 string `json:"source_model_sha256"`
 	Report            Report `json:"report"`
 }
+
+// MarkerLayout is the Layout Dir writes: 1 = every file but the excluded
+// ones copied, module folders (1_Pooling…) included.
+const MarkerLayout = 1
 
 // ReadMarker reads dir's MarkerFile. ok is false (with a nil error) when
 // the directory has none, i.e. it was not quantized here.
@@ -53,8 +62,7 @@ func ReadMarker(dir string) (m Marker, ok bool, err error) {
 // in the order models.OpenModelDir tries them.
 var modelFiles = []string{filepath.Join("onnx", "model.onnx"), "model.onnx"}
 
-// notCopied reports whether a top-level file of the source directory stays
-// behind: ONNX files (only the quantized model is written), their external
+// notCopied reports whether a file of the source directory stays behind: ONNX files (only the quantized model is written), their external
 // data, framework checkpoints (useless next to an ONNX model, and large)
 // and a previous quantization marker.
 func notCopied(name string) bool {
@@ -135,6 +143,7 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 		rep.ModelBytesOut = st.Size()
 	}
 	marker := Marker{
+		Layout:            MarkerLayout,
 		Quantizer:         "github.com/hybrank/hybrank/models/quantize",
 		Weights:           fmt.Sprintf("int8 per output channel, symmetric (codes ±%d, %d-bit range), no zero point", QMax(cfg.WeightBits), cfg.WeightBits),
 		Activations:       "uint8 per tensor, asymmetric, min/max computed by the runtime on every call (dynamic)",
@@ -157,9 +166,18 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 // paths: the top-level configuration and tokenizer files, and the
 // sentence-transformers modules' folders (1_Pooling/config.json,
 // 2_Normalize), without which a bi-encoder directory does not load.
-// Hidden folders (.git, .cache) are skipped.
+// Hidden folders (.git, .cache) and dst, when it lies inside src, are
+// skipped; symbolic links to folders inside src are not followed.
 func copyFiles(ctx context.Context, src, dst string) error {
-	return filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+	root, err := filepath.EvalSymlinks(src) // a symbolic link to the model folder is walked too
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrModelDir, err)
+	}
+	dstInfo, err := os.Stat(dst)
+	if err != nil {
+		return fmt.Errorf("quantize: %w", err)
+	}
+	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrModelDir, err)
 		}
@@ -167,8 +185,11 @@ func copyFiles(ctx context.Context, src, dst string) error {
 			return err
 		}
 		if e.IsDir() {
-			if path != src && strings.HasPrefix(e.Name(), ".") {
-				return fs.SkipDir
+			if path == root {
+				return nil
+			}
+			if st, err := os.Stat(path); strings.HasPrefix(e.Name(), ".") || err == nil && os.SameFile(st, dstInfo) {
+				return fs.SkipDir // hidden, or the destination itself (dst inside src)
 			}
 			return nil
 		}
@@ -176,7 +197,7 @@ func copyFiles(ctx context.Context, src, dst string) error {
 		if err != nil || !st.Mode().IsRegular() || notCopied(e.Name()) {
 			return nil
 		}
-		rel, err := filepath.Rel(src, path)
+		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return fmt.Errorf("quantize: %w", err)
 		}

@@ -75,7 +75,7 @@ func TestDir(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("ReadMarker = %v, %v", ok, err)
 			}
-			if mk.Source != src || len(mk.SourceModelSHA256) != 64 || len(mk.Report.Nodes) != 12 || mk.Report.Config.WeightBits != 7 {
+			if mk.Layout != quantize.MarkerLayout || mk.Source != src || len(mk.SourceModelSHA256) != 64 || len(mk.Report.Nodes) != 12 || mk.Report.Config.WeightBits != 7 {
 				t.Fatalf("marker %+v", mk)
 			}
 			if _, ok, err := quantize.ReadMarker(src); ok || err == nil {
@@ -87,6 +87,37 @@ func TestDir(t *testing.T) {
 				t.Fatalf("second quantization: %v", err)
 			}
 		})
+	}
+}
+
+// A symbolic link to a model folder is followed, and a destination inside
+// the source is not copied into itself.
+func TestDirLinkedSourceAndNestedDestination(t *testing.T) {
+	src := modelDir(t, tinyBERT(t), "onnx/model.onnx")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(src, link); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "int8")
+	if _, err := quantize.Dir(context.Background(), link, dst, quantize.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"config.json", "1_Pooling/config.json"} {
+		if _, err := os.Stat(filepath.Join(dst, name)); err != nil {
+			t.Errorf("through a link: %s not written: %v", name, err)
+		}
+	}
+	nested := filepath.Join(src, "int8")
+	for range 2 { // a second run must not copy the first copy either
+		if _, err := quantize.Dir(context.Background(), src, nested, quantize.DefaultConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(nested, "int8")); err == nil {
+		t.Fatal("the destination was copied into itself")
+	}
+	if _, err := os.Stat(filepath.Join(nested, "1_Pooling", "config.json")); err != nil {
+		t.Fatal(err)
 	}
 }
 
