@@ -1,6 +1,10 @@
 package engine
 
-import "math"
+import (
+	"math"
+
+	"github.com/hybrank/hybrank/simd"
+)
 
 // similarity is the MMR redundancy measure between two candidates: cosine of
 // their embeddings when both have one, otherwise the Jaccard index of their
@@ -10,23 +14,9 @@ func similarity(a, b *candidate) float64 {
 		return 0
 	}
 	if va, vb := a.rec.vec, b.rec.vec; len(va) > 0 && len(va) == len(vb) {
-		return cosine(va, vb)
+		return simd.Cosine(va, vb)
 	}
 	return jaccard(a.rec.termSet, b.rec.termSet)
-}
-
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
 }
 
 // jaccard is |a ∩ b| / |a ∪ b| of two sorted, duplicate-free slices; two

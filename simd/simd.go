@@ -1,5 +1,7 @@
 package simd
 
+import "math"
+
 // Dot returns the dot product of a and b[:len(a)]; b must be at least as long as a.
 func Dot(a, b []float32) float32 { return dotImpl(a, b) }
 
@@ -12,6 +14,16 @@ func Axpy(dst []float32, alpha float32, x []float32) { axpyImpl(dst, alpha, x) }
 // L2Normalize scales x to unit length in place and returns its former norm.
 // A zero (or non-finite) vector is left as it is.
 func L2Normalize(x []float32) float32 { return l2NormalizeWith(x, dotImpl, scaleImpl) }
+
+// Cosine returns the cosine similarity of a and b (same length), 0 when
+// either is a zero vector.
+func Cosine(a, b []float32) float64 {
+	n := float64(dotImpl(a, a)) * float64(dotImpl(b, b))
+	if n == 0 {
+		return 0
+	}
+	return float64(dotImpl(a, b)) / math.Sqrt(n)
+}
 
 // MaskedMeanPool writes into dst the mean of the rows of h (row-major,
 // len(dst) columns, len(mask) rows) whose mask value is non-zero.

@@ -226,3 +226,24 @@ func BenchmarkDotBatch(b *testing.B) {
 		})
 	}
 }
+
+func TestCosine(t *testing.T) {
+	if got := Cosine([]float32{1, 1}, []float32{1, 0}); math.Abs(got-math.Sqrt2/2) > 1e-6 {
+		t.Errorf("Cosine = %v, want √2/2", got)
+	}
+	if got := Cosine([]float32{0, 0}, []float32{1, 0}); got != 0 {
+		t.Errorf("Cosine with a zero vector = %v, want 0", got)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, b := make([]float32, 37), make([]float32, 37)
+	for i := range a {
+		a[i], b[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot, na, nb = dot+float64(a[i])*float64(b[i]), na+float64(a[i])*float64(a[i]), nb+float64(b[i])*float64(b[i])
+	}
+	if got, want := Cosine(a, b), dot/math.Sqrt(na*nb); math.Abs(got-want) > 1e-5 {
+		t.Errorf("Cosine = %v, want %v", got, want)
+	}
+}

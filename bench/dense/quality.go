@@ -99,6 +99,8 @@ func (c QualityConfig) Validate() error {
 		return fmt.Errorf("%w: dense: batch %d outside 1..%d", bench.ErrBadOption, c.Batch, models.DefaultMaxDocs)
 	case c.Threads < 0:
 		return fmt.Errorf("%w: dense: threads %d", bench.ErrBadOption, c.Threads)
+	case c.Int8Cache != "" && !c.Int8:
+		return fmt.Errorf("%w: dense: an int8 cache without --int8", bench.ErrBadOption)
 	case !(c.Targets.MaxDelta >= 0) || !(c.Targets.MaxInt8Delta >= 0):
 		return fmt.Errorf("%w: dense: targets %+v", bench.ErrBadOption, c.Targets)
 	}
@@ -199,19 +201,51 @@ func RunQuality(ctx context.Context, cfg QualityConfig) (QualityResult, error) {
 		}
 		sets[i] = ds
 	}
-	vecs := map[[2]string]vectors{} // by model and dataset
+	type run struct{ dir, quant, name string }
+	var runs []run
+	names := map[string]bool{}
 	for _, dir := range cfg.Models {
 		quants := []string{""}
 		if cfg.Int8 && fp32Of(modelName(dir)) == "" {
 			quants = append(quants, models.QuantizeInt8)
 		}
 		for _, q := range quants {
-			rows, err := runModel(ctx, cfg, dir, q, sets, peer, vecs)
-			if err != nil {
-				return res, err
+			r := run{dir, q, modelName(dir)}
+			if q != "" {
+				r.name += "-" + q
 			}
-			res.Rows = append(res.Rows, rows...)
+			if names[r.name] {
+				return res, fmt.Errorf("%w: dense: two models named %s (rows are named by folder, and --int8 adds <model>-int8)", bench.ErrBadOption, r.name)
+			}
+			names[r.name] = true
+			runs = append(runs, r)
 		}
+	}
+	// The vectors of the int8 models and their float32 originals, kept for
+	// the score agreement.
+	vecs := map[[2]string]vectors{} // by model and dataset
+	keep := func(name string) bool {
+		f := fp32Of(name)
+		if f != "" {
+			return names[f]
+		}
+		for n := range names {
+			if fp32Of(n) == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range runs {
+		rows, err := runModel(ctx, cfg, r.dir, r.quant, sets, peer, func(ds string, v vectors) {
+			if keep(r.name) {
+				vecs[[2]string{r.name, ds}] = v
+			}
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Rows = append(res.Rows, rows...)
 	}
 	for i, r := range res.Rows {
 		fp := fp32Of(r.Model)
@@ -236,41 +270,33 @@ type vectors struct{ docs, queries [][]float32 }
 
 // scoreAgreement returns the mean and the worst, over the queries, of the
 // Spearman correlation between the cosine scores of a (float32) and b
-// (int8) over a's exact top k documents of the query.
+// (int8) over a's exact top k documents of the query (ties in document
+// order).
 func scoreAgreement(a, b vectors, k int) (mean, worst float64) {
-	cos := func(x, y []float32) float32 {
-		return simd.Dot(x, y) / float32(math.Sqrt(float64(simd.Dot(x, x))*float64(simd.Dot(y, y))))
-	}
-	worst = 1
+	var agree measure.Agreement
 	all := make([]float32, len(a.docs))
+	top := make([]int, len(a.docs))
 	for qi, q := range a.queries {
 		for d, v := range a.docs {
-			all[d] = cos(q, v)
+			all[d], top[d] = float32(simd.Cosine(q, v)), d
 		}
-		top := make([]int, len(all))
-		for d := range top {
-			top[d] = d
+		slices.SortStableFunc(top, func(x, y int) int { return cmp.Compare(all[y], all[x]) })
+		n := min(k, len(top))
+		sa, sb := make([]float32, n), make([]float32, n)
+		for j, d := range top[:n] {
+			sa[j], sb[j] = all[d], float32(simd.Cosine(b.queries[qi], b.docs[d]))
 		}
-		slices.SortFunc(top, func(x, y int) int { return cmp.Compare(all[y], all[x]) })
-		top = top[:min(k, len(top))]
-		sa, sb := make([]float32, len(top)), make([]float32, len(top))
-		for j, d := range top {
-			sa[j], sb[j] = all[d], cos(b.queries[qi], b.docs[d])
-		}
-		rho := measure.Spearman(sa, sb)
-		mean += rho
-		worst = min(worst, rho)
+		agree.Add(sa, sb)
 	}
-	mean /= float64(len(a.queries))
-	return measure.Round(mean, 4), measure.Round(worst, 4)
+	return measure.Round(agree.Mean(), 4), measure.Round(agree.Worst(), 4)
 }
 
 // modelName is a model directory's row name: its folder's base name.
 func modelName(dir string) string { return filepath.Base(filepath.Clean(dir)) }
 
 // runModel loads one embedder (quantized as quant: "" or int8) and
-// measures it on every dataset.
-func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []*eval.Dataset, peer *peers.Runner, vecs map[[2]string]vectors) (_ []QualityRow, err error) {
+// measures it on every dataset, handing each dataset's vectors to got.
+func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []*eval.Dataset, peer *peers.Runner, got func(dataset string, v vectors)) (_ []QualityRow, err error) {
 	md, err := models.OpenModelDir(dir)
 	if err != nil {
 		return nil, err
@@ -336,7 +362,7 @@ func runModel(ctx context.Context, cfg QualityConfig, dir, quant string, sets []
 			report.Log(cfg.Log, r)
 		}
 		rows = append(rows, rs...)
-		vecs[[2]string{name, ds.Name}] = vectors{docs: dv, queries: qv}
+		got(ds.Name, vectors{docs: dv, queries: qv})
 	}
 	return rows, nil
 }

@@ -2,18 +2,21 @@ package dense
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/internal/configtest"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/simd"
 )
 
 func TestQualityConfigValidate(t *testing.T) {
@@ -31,6 +34,8 @@ func TestQualityConfigValidate(t *testing.T) {
 		configtest.Bad("negative threads", func(c *QualityConfig) { c.Threads = -1 }),
 		configtest.Bad("negative delta", func(c *QualityConfig) { c.Targets.MaxDelta = -0.1 }),
 		configtest.Bad("NaN int8 delta", func(c *QualityConfig) { c.Targets.MaxInt8Delta = nan() }),
+		configtest.Bad("int8 cache without int8", func(c *QualityConfig) { c.Int8Cache = "x" }),
+		configtest.OK("int8 with a cache", func(c *QualityConfig) { c.Int8, c.Int8Cache = true, "x" }),
 		configtest.Bad("peers without python", func(c *QualityConfig) { c.Peers.Enabled, c.Peers.Python = true, "" }),
 	)
 }
@@ -139,6 +144,13 @@ func TestRunQuality(t *testing.T) {
 		t.Fatalf("checks for a model without published figures: %v", first.Checks)
 	}
 
+	// Two models of one name would mix their rows (and their vectors).
+	dup := cfg
+	dup.Models = []string{mdir, mdir}
+	if _, err := RunQuality(context.Background(), dup); !errors.Is(err, bench.ErrBadOption) {
+		t.Fatalf("two models named alike: %v", err)
+	}
+
 	// Int8: the model again, quantized by models/quantize, named
 	// embed-int8 and checked against its float32 rows.
 	cfg.Int8, cfg.Int8Cache = true, t.TempDir()
@@ -190,5 +202,33 @@ func TestScoreAgreement(t *testing.T) {
 	}
 	if mean, worst := scoreAgreement(a, neg, 10); mean != -1 || worst != -1 {
 		t.Fatalf("reversed rankings: %v %v", mean, worst)
+	}
+	// Only a's top 10 of each query counts: b agrees there and is
+	// scrambled (negated) everywhere else. A one-query collection keeps
+	// "a's top 10" a single set of documents.
+	one := vectors{docs: a.docs, queries: a.queries[:1]}
+	top := map[int]bool{}
+	for range 10 {
+		best := -1
+		for d, v := range one.docs {
+			if !top[d] && (best < 0 || simd.Cosine(one.queries[0], v) > simd.Cosine(one.queries[0], one.docs[best])) {
+				best = d
+			}
+		}
+		top[best] = true
+	}
+	mixed := vectors{queries: one.queries}
+	for d, v := range one.docs {
+		if !top[d] {
+			v = neg.docs[d]
+		}
+		mixed.docs = append(mixed.docs, v)
+	}
+	if mean, worst := scoreAgreement(one, mixed, 10); mean != 1 || worst != 1 {
+		t.Fatalf("agreement on a's top 10: %v %v", mean, worst)
+	}
+	// b's own top 10 (the negated others) is not the list compared.
+	if mean, _ := scoreAgreement(mixed, one, 10); mean == 1 {
+		t.Fatal("the list compared follows b's ranking")
 	}
 }

@@ -90,3 +90,18 @@ func TestSpearman(t *testing.T) {
 		t.Errorf("constant input: %v, want NaN", got)
 	}
 }
+
+func TestAgreement(t *testing.T) {
+	var zero Agreement
+	if zero.Lists() != 0 || zero.Mean() != 0 || zero.Worst() != 1 {
+		t.Fatalf("zero value: %d lists, mean %v, worst %v", zero.Lists(), zero.Mean(), zero.Worst())
+	}
+	var a Agreement
+	a.Add([]float32{1, 2, 3}, []float32{10, 20, 30}) // same order: 1
+	a.Add([]float32{1, 2, 3}, []float32{3, 2, 1})    // reversed: −1
+	a.Add([]float32{1}, []float32{5})                // too short: skipped
+	a.Add([]float32{2, 2, 2}, []float32{1, 2, 3})    // no spread: 0
+	if a.Lists() != 3 || a.Mean() != 0 || a.Worst() != -1 {
+		t.Fatalf("%d lists, mean %v, worst %v; want 3, 0, −1", a.Lists(), a.Mean(), a.Worst())
+	}
+}

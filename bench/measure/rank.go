@@ -44,3 +44,49 @@ func ranks(v []float32) []float64 {
 	}
 	return r
 }
+
+// Agreement accumulates the Spearman correlation of two scorings over
+// many candidate lists (one per query): its mean and its worst list, as
+// the int8 fidelity checks report them. Lists shorter than two say
+// nothing and are skipped; a list one scoring cannot order (no spread)
+// counts as 0, no agreement to claim. The zero value is ready to use.
+type Agreement struct {
+	sum, worst float64
+	n          int
+}
+
+// Add adds one list's two scorings (same length).
+func (a *Agreement) Add(x, y []float32) {
+	if len(x) < 2 {
+		return
+	}
+	rho := Spearman(x, y)
+	if math.IsNaN(rho) {
+		rho = 0
+	}
+	if a.n == 0 || rho < a.worst {
+		a.worst = rho
+	}
+	a.sum += rho
+	a.n++
+}
+
+// Lists is the number of lists added.
+func (a Agreement) Lists() int { return a.n }
+
+// Mean is the mean correlation over the lists (0 for none).
+func (a Agreement) Mean() float64 {
+	if a.n == 0 {
+		return 0
+	}
+	return a.sum / float64(a.n)
+}
+
+// Worst is the lowest correlation of a list (1 for none: no list
+// disagrees).
+func (a Agreement) Worst() float64 {
+	if a.n == 0 {
+		return 1
+	}
+	return a.worst
+}

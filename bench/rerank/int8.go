@@ -76,12 +76,13 @@ func int8Row(ctx context.Context, cfg Config, p, dir string, text throughput.Tex
 // compareInt8 builds the comparison of an int8 row with its float32 row
 // from both models' scores in pair order (text.PerQuery gives the lists).
 func compareInt8(p string, fp32, int8 throughput.Row, text throughput.Text, ref, got []float32) Int8Row {
-	r := Int8Row{Profile: p, Data: fp32.Data, FP32PairsPerS: fp32.PairsPerS, Int8PairsPerS: int8.PairsPerS, RealWeights: fp32.RealWeights, SpearmanWorst: 1}
+	r := Int8Row{Profile: p, Data: fp32.Data, FP32PairsPerS: fp32.PairsPerS, Int8PairsPerS: int8.PairsPerS, RealWeights: fp32.RealWeights}
 	if fp32.PairsPerS > 0 {
 		r.Speedup = measure.Round(int8.PairsPerS/fp32.PairsPerS, 2)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	off, n := 0, 0
+	off := 0
+	var agree measure.Agreement
 	for _, docs := range text.PerQuery {
 		a, b := ref[off:off+len(docs)], got[off:off+len(docs)]
 		off += len(docs)
@@ -89,21 +90,9 @@ func compareInt8(p string, fp32, int8 throughput.Row, text throughput.Text, ref,
 			r.MaxAbsDiff = max(r.MaxAbsDiff, math.Abs(float64(a[i]-b[i])))
 			lo, hi = min(lo, float64(a[i])), max(hi, float64(a[i]))
 		}
-		if len(docs) < 2 {
-			continue
-		}
-		rho := measure.Spearman(a, b)
-		if math.IsNaN(rho) {
-			rho = 0 // a list the float32 model cannot order: no agreement to claim
-		}
-		r.SpearmanMean += rho
-		r.SpearmanWorst = min(r.SpearmanWorst, rho)
-		n++
+		agree.Add(a, b)
 	}
-	if n > 0 {
-		r.SpearmanMean /= float64(n)
-	}
-	r.SpearmanMean, r.SpearmanWorst = measure.Round(r.SpearmanMean, 4), measure.Round(r.SpearmanWorst, 4)
+	r.SpearmanMean, r.SpearmanWorst = measure.Round(agree.Mean(), 4), measure.Round(agree.Worst(), 4)
 	r.MaxAbsDiff = measure.Round(r.MaxAbsDiff, 5)
 	if hi >= lo {
 		r.ScoreRange = measure.Round(hi-lo, 5)
