@@ -58,6 +58,21 @@ func TestRound(t *testing.T) {
 	}
 }
 
+func TestMedian(t *testing.T) {
+	xs := []float64{3, 1, 2}
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{5}, 5}, {xs, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := Median(c.in); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+	if xs[0] != 3 || xs[1] != 1 {
+		t.Errorf("Median sorted its argument: %v", xs)
+	}
+}
+
 func TestProgress(t *testing.T) {
 	var nilBar *Progress
 	nilBar.Add(3) // must not panic

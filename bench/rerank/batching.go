@@ -17,8 +17,8 @@ import (
 // profile: on the real pairs, and on the dataset's text cut to each of
 // DocTokens (fixed-length pairs of real words). The default must reach
 // MinRatio of the best fixed cap's pairs/s on each. Every configuration
-// scores the same pairs in Rounds interleaved passes and is judged by its
-// median pass (throughput.MeasureTextRounds).
+// scores the same pairs in Rounds interleaved passes
+// (throughput.MeasureTextRounds), compared pass by pass (see Check).
 type BatchingCheck struct {
 	Enabled   bool    `json:"enabled"`
 	Caps      []int   `json:"caps"`
@@ -116,34 +116,109 @@ func batchingRows(ctx context.Context, cfg Config, p, dir string, text throughpu
 
 // Check compares, per profile and data, the default batching's pairs/s
 // with the best fixed cap's.
+//
+// The best cap is chosen without the pass it is judged on. For each pass r,
+// the chosen cap is the one with the highest mean pairs/s over the other
+// passes, and the pass's ratio is the default's pairs/s in pass r over that
+// cap's in pass r (the same round, so a drift of the machine's speed hits
+// both); the check takes the median of these ratios. Picking the best of
+// several noisy medians and judging it on the same passes credits the caps
+// with their luck: with four caps of equal speed and ±5 % noise, the best
+// of four beats the default by a few percent on average. That best-of-
+// medians ratio is reported beside the check. Rows without per-pass rates
+// (or with one pass) fall back to it.
 func (b BatchingCheck) Check(rows []throughput.Row) []report.Check {
 	type key struct{ profile, data string }
-	def, best := map[key]throughput.Row{}, map[key]throughput.Row{}
+	type group struct {
+		def  throughput.Row
+		caps []throughput.Row
+	}
+	groups := map[key]*group{}
 	var order []key
 	for _, r := range rows {
 		k := key{r.Profile, r.Data}
+		g := groups[k]
+		if g == nil {
+			g = &group{}
+			groups[k] = g
+			order = append(order, k)
+		}
 		switch r.Batching {
 		case models.BatchingCost:
-			if _, ok := def[k]; !ok {
-				order = append(order, k)
-			}
-			def[k] = r
+			g.def = r
 		case models.BatchingTokens:
-			if r.PairsPerS > best[k].PairsPerS {
-				best[k] = r
-			}
+			g.caps = append(g.caps, r)
 		}
 	}
 	var cs []report.Check
 	for _, k := range order {
-		bf, ok := best[k]
-		if !ok || bf.PairsPerS == 0 {
+		g := groups[k]
+		if g.def.Batching == "" || len(g.caps) == 0 {
 			continue
 		}
-		d := def[k]
-		cs = append(cs, report.AtLeast(fmt.Sprintf("%s on %s: default batching / best fixed cap, pairs/s", k.profile, k.data),
-			measure.Round(d.PairsPerS/bf.PairsPerS, 3), b.MinRatio,
-			fmt.Sprintf("default (cost model) %.1f pairs/s, best cap %d tokens %.1f pairs/s, same run", d.PairsPerS, bf.BatchTokens, bf.PairsPerS)))
+		best := g.caps[0]
+		for _, c := range g.caps[1:] {
+			if c.PairsPerS > best.PairsPerS {
+				best = c
+			}
+		}
+		if best.PairsPerS == 0 {
+			continue
+		}
+		name := fmt.Sprintf("%s on %s: default batching / best fixed cap, pairs/s", k.profile, k.data)
+		medians := fmt.Sprintf("default (cost model) %.1f pairs/s, best cap %d tokens %.1f pairs/s (medians of the passes, same run)", g.def.PairsPerS, best.BatchTokens, best.PairsPerS)
+		ratios, chosen, ok := leaveOneOut(g.def, g.caps)
+		if !ok {
+			cs = append(cs, report.AtLeast(name, measure.Round(g.def.PairsPerS/best.PairsPerS, 3), b.MinRatio, medians))
+			continue
+		}
+		cs = append(cs, report.AtLeast(name+", pass by pass against the cap chosen on the other passes",
+			measure.Round(measure.Median(ratios), 3), b.MinRatio,
+			fmt.Sprintf("median of the passes' ratios %v (caps chosen %v); %s: ratio %.3f", roundAll(ratios, 3), chosen, medians, g.def.PairsPerS/best.PairsPerS)))
 	}
 	return cs
+}
+
+// leaveOneOut returns, for each pass r, def's pairs/s in pass r over that
+// of the cap with the best mean over the other passes, and that cap's
+// token count; ok is false unless every row has the same number (≥ 2) of
+// per-pass rates.
+func leaveOneOut(def throughput.Row, caps []throughput.Row) (ratios []float64, chosen []int, ok bool) {
+	n := len(def.PassPairsPerS)
+	if n < 2 {
+		return nil, nil, false
+	}
+	for _, c := range caps {
+		if len(c.PassPairsPerS) != n {
+			return nil, nil, false
+		}
+	}
+	for r := range n {
+		bi, bm := -1, 0.0
+		for i, c := range caps {
+			var sum float64
+			for q, v := range c.PassPairsPerS {
+				if q != r {
+					sum += v
+				}
+			}
+			if m := sum / float64(n-1); bi < 0 || m > bm {
+				bi, bm = i, m
+			}
+		}
+		if caps[bi].PassPairsPerS[r] <= 0 {
+			return nil, nil, false
+		}
+		ratios = append(ratios, def.PassPairsPerS[r]/caps[bi].PassPairsPerS[r])
+		chosen = append(chosen, caps[bi].BatchTokens)
+	}
+	return ratios, chosen, true
+}
+
+func roundAll(xs []float64, digits int) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = measure.Round(x, digits)
+	}
+	return out
 }

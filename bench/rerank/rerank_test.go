@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/bench/internal/configtest"
+	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/peers"
 	"github.com/hybrank/hybrank/bench/report"
@@ -179,7 +181,7 @@ func TestRealPairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := rerank.ReadResult(saved, cfg.Targets)
-	if err != nil || len(back.Rows) != 2 || back.Rows[0] != real || len(back.Peers) != 2 || back.Peers[1] != p || len(back.Checks) != 4 {
+	if err != nil || len(back.Rows) != 2 || !reflect.DeepEqual(back.Rows[0], real) || len(back.Peers) != 2 || back.Peers[1] != p || len(back.Checks) != 4 {
 		t.Fatalf("read back %+v: %v", back, err)
 	}
 
@@ -224,6 +226,31 @@ func TestBatchingCheck(t *testing.T) {
 	cs := rerank.DefaultBatchingCheck().Check(rows)
 	if len(cs) != 2 || cs[0].Verdict != report.Pass || cs[1].Verdict != report.Fail {
 		t.Fatalf("checks %v", cs)
+	}
+	// Per-pass rates: each cap was lucky in one pass and slow in another.
+	// Their medians (108) beat the steady default (100) by luck alone;
+	// chosen on the other passes, the cap is judged on a pass it did not
+	// win, and the default passes.
+	pass := func(batching string, cap int, per ...float64) throughput.Row {
+		return throughput.Row{Profile: "balanced", Data: "real", Batching: batching, BatchTokens: cap, PairsPerS: measure.Median(per), PassPairsPerS: per}
+	}
+	lucky := []throughput.Row{
+		pass("cost", 16384, 100, 100, 100),
+		pass("tokens", 512, 108, 108, 92),
+		pass("tokens", 2048, 92, 108, 108),
+		pass("tokens", 8192, 108, 92, 108),
+	}
+	cs = rerank.DefaultBatchingCheck().Check(lucky)
+	if len(cs) != 1 || cs[0].Verdict != report.Pass || math.Abs(cs[0].Value-1.087) > 1e-9 {
+		t.Fatalf("lucky caps: checks %v", cs)
+	}
+	if !strings.Contains(cs[0].Detail, "[2048 8192 512]") || !strings.Contains(cs[0].Detail, "ratio 0.926") {
+		t.Errorf("detail %q: want the caps chosen per pass and the best-of-medians ratio", cs[0].Detail)
+	}
+	// A cap that is faster in every pass fails the default.
+	steady := []throughput.Row{pass("cost", 16384, 90, 91, 89), pass("tokens", 512, 100, 100, 100), pass("tokens", 2048, 80, 80, 80)}
+	if cs := rerank.DefaultBatchingCheck().Check(steady); len(cs) != 1 || cs[0].Verdict != report.Fail || cs[0].Value != 0.9 {
+		t.Fatalf("steady cap: checks %v", cs)
 	}
 	c := rerank.DefaultConfig()
 	c.Real.Data = "x"

@@ -76,6 +76,10 @@ type Row struct {
 	// model was loaded and measured (VmHWM reset at the row's start; the
 	// process's baseline included), 0 where it cannot be read.
 	PeakRSSMB float64 `json:"peak_rss_mb,omitempty" table:"peak RSS MB"`
+	// PassPairsPerS is each pass's pairs/s in the order the passes ran
+	// (MeasureTextRounds only): pass r of every spec ran in round r, so
+	// rows of one call compare pass by pass.
+	PassPairsPerS []float64 `json:"pass_pairs_per_s,omitempty"`
 }
 
 // Result is the rows of one Run, in sweep order.
@@ -301,6 +305,10 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 	}
 	rows := make([]Row, len(specs))
 	for i, x := range st {
+		perPass := make([]float64, len(x.passes))
+		for r, ps := range x.passes {
+			perPass[r] = measure.Round(float64(ps.usage.Pairs)/ps.took.Seconds(), 2)
+		}
 		// The median pass (the faster middle one of an even count); a
 		// learning batcher may plan each pass differently.
 		slices.SortFunc(x.passes, func(a, b pass) int { return cmp.Compare(a.took, b.took) })
@@ -309,6 +317,7 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 		rows[i].Calls = len(t.Queries) // of the median pass
 		// The fastest pass's rate (newRow's assumes calls of equal work).
 		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.took.Seconds()/x.passes[0].took.Seconds(), 2)
+		rows[i].PassPairsPerS = perPass
 	}
 	return rows, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -134,7 +135,7 @@ func TestRerankAndEmbedRuns(t *testing.T) {
 	if err := os.WriteFile(saved, lines.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if back, err := ReadRows(saved); err != nil || len(back) != 2 || back[1] != res[1] {
+	if back, err := ReadRows(saved); err != nil || len(back) != 2 || !reflect.DeepEqual(back[1], res[1]) {
 		t.Fatalf("read back %+v, %v", back, err)
 	}
 	// The generated directories are reused, not rewritten.

@@ -136,7 +136,7 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.Float64Var(&cfg.Targets.MaxScoreDiff, "max-score-diff", cfg.Targets.MaxScoreDiff, "check: max |hybrank − peer| score")
 	fs.Float64Var(&cfg.Targets.MinPeerSpeedup, "target-peer-speedup", cfg.Targets.MinPeerSpeedup, "check: least hybrank pairs/s / the peer's at each of its batch sizes (0 = report only)")
 	fs.BoolVar(&cfg.Batching.Enabled, "batching-check", false, "compare the default batching with fixed token caps (--batching-caps) on the real pairs and on their text cut to 128 and 32 tokens; check: within 5 % of the best cap")
-	fs.IntVar(&cfg.Batching.Rounds, "batching-rounds", cfg.Batching.Rounds, "interleaved passes over the same pairs per configuration in the batching check (the median pass counts)")
+	fs.IntVar(&cfg.Batching.Rounds, "batching-rounds", cfg.Batching.Rounds, "interleaved passes over the same pairs per configuration in the batching check (compared pass by pass against the cap chosen on the other passes; at least 2 for that)")
 	caps := intsFlag(cfg.Batching.Caps)
 	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
 	fs.BoolVar(&cfg.Int8.Enabled, "int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --int8-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
