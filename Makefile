@@ -239,12 +239,12 @@ test-real-models: deps models
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
 
 build: prereqs
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -buildvcs=auto -o bin/ ./cmd/...
 
 # build-hf: the commands with HF tokenizers linked (tokenizer.json files of
 # any model type; bench tokenize's HF Rust rows).
 build-hf: prereqs hftokenizers-rs
-	$(GO) build -tags $(HFTOK_TAGS) -o bin/ ./cmd/...
+	$(GO) build -buildvcs=auto -tags $(HFTOK_TAGS) -o bin/ ./cmd/...
 
 # The hftokenizers-tagged files are vetted too: cgo compiles against
 # models/hftok/hftok.h, so this needs no Rust build.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/cpuid/v2"
 )
@@ -35,8 +36,9 @@ var interestingFeatures = []cpuid.FeatureID{
 
 // Machine returns information about this machine and build. The commit
 // comes from the binary's VCS stamp when present, else from
-// `git rev-parse HEAD` in the working directory (go test binaries carry
-// no stamp); it is "" when neither works.
+// `git rev-parse HEAD` in the working directory as it was at the first
+// call (go run and go test binaries carry no stamp, nor do builds with
+// -buildvcs=false); it is "" when neither works.
 func Machine() MachineInfo {
 	m := MachineInfo{
 		CPU:        strings.TrimSpace(cpuid.CPU.BrandName),
@@ -67,15 +69,25 @@ func Machine() MachineInfo {
 		}
 	}
 	if m.Commit == "" {
-		if out, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
-			m.Commit = strings.TrimSpace(string(out))
-			if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-				m.Dirty = len(strings.TrimSpace(string(st))) > 0
-			}
-		}
+		m.Commit, m.Dirty = gitState()
 	}
 	return m
 }
+
+// gitState is the working directory's commit and whether tracked files
+// differ from it, read once: at the first Machine call, which cmd/bench
+// makes when it starts, so that files edited while a benchmark runs do not
+// mark its report dirty.
+var gitState = sync.OnceValues(func() (commit string, dirty bool) {
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "", false
+	}
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+		dirty = len(strings.TrimSpace(string(st))) > 0
+	}
+	return strings.TrimSpace(string(out)), dirty
+})
 
 // String is a one-line summary.
 func (m MachineInfo) String() string {

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/bench/report"
 )
 
 // subcommand is one `bench NAME` entry.
@@ -139,6 +140,7 @@ func parseN(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 }
 
 func main() {
+	report.Machine() // the working tree's commit as the run starts, for every report
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, &cli{stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
 	stop()
