@@ -3,6 +3,7 @@ package models
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,6 +31,11 @@ type CostTable struct {
 	Lens    []int `json:"lens"`    // ascending
 	// Millis has one row per batch size and one column per length.
 	Millis [][]float64 `json:"millis"`
+	// Calls, when present (same shape as Millis), is how many runtime
+	// calls each cell stands for, and the weight the fit gives it (0 counts
+	// as 1). CostModel.Table writes it for the cells it saves from
+	// observed calls; a calibrated or hand-written table leaves it out.
+	Calls [][]int `json:"calls,omitempty"`
 	// Meta records what the table was measured on (provider, threads,
 	// runtime version, CPU, model file). A cache reader compares it with
 	// the current setting; a shipped table may leave it empty.
@@ -86,11 +92,30 @@ func (t *CostTable) Validate() error {
 			}
 		}
 	}
+	if t.Calls != nil {
+		if len(t.Calls) != len(t.Batches) {
+			return bad("%d rows of calls for %d batch sizes", len(t.Calls), len(t.Batches))
+		}
+		for i, row := range t.Calls {
+			if len(row) != len(t.Lens) {
+				return bad("calls row %d has %d entries for %d lengths", i, len(row), len(t.Lens))
+			}
+			for j, n := range row {
+				if n < 0 || n > maxCellCalls {
+					return bad("calls[%d][%d] = %d (want 0…%d)", i, j, n, maxCellCalls)
+				}
+			}
+		}
+	}
 	if !slices.ContainsFunc(t.Millis[0], func(v float64) bool { return v > 0 }) {
 		return bad("no measurement for batch size 1")
 	}
 	return nil
 }
+
+// maxCellCalls bounds CostTable.Calls: a cell enters the fit that many
+// times.
+const maxCellCalls = 1024
 
 // Measured returns the number of measured (non-zero) entries.
 func (t *CostTable) Measured() int {
@@ -111,6 +136,12 @@ func (t *CostTable) Clone() *CostTable {
 	c.Millis = make([][]float64, len(t.Millis))
 	for i, row := range t.Millis {
 		c.Millis[i] = slices.Clone(row)
+	}
+	if t.Calls != nil {
+		c.Calls = make([][]int, len(t.Calls))
+		for i, row := range t.Calls {
+			c.Calls[i] = slices.Clone(row)
+		}
 	}
 	if t.Meta != nil {
 		c.Meta = make(map[string]string, len(t.Meta))
@@ -222,18 +253,14 @@ func (r costRow) eval(seqLen int) float64 {
 // is the longest length among the points kept in the row (table cells and
 // the observed calls still in its window).
 func (r *costRow) fit() {
-	lo, hi := math.Inf(1), math.Inf(-1)
+	longest := 0.0
 	for _, p := range r.observed {
-		lo, hi = min(lo, p.x), max(hi, p.x)
-	}
-	longest := max(hi, 0)
-	pts := slices.Clip(r.observed)
-	for _, p := range r.table {
-		if p.x < lo || p.x > hi {
-			pts = append(pts, p)
-		}
 		longest = max(longest, p.x)
 	}
+	for _, p := range r.table {
+		longest = max(longest, p.x)
+	}
+	pts := append(slices.Clip(r.observed), r.tableOutside()...)
 	r.maxLen = int(math.Round(longest * lenScale))
 	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
@@ -246,6 +273,85 @@ func (r *costRow) fit() {
 	}
 }
 
+// tableOutside returns the row's table cells outside the range of lengths
+// its observed calls span (all of them without calls): where both exist,
+// the calls decide (see fit).
+func (r costRow) tableOutside() []costPoint {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range r.observed {
+		lo, hi = min(lo, p.x), max(hi, p.x)
+	}
+	var pts []costPoint
+	for _, p := range r.table {
+		if p.x < lo || p.x > hi {
+			pts = append(pts, p)
+		}
+	}
+	return pts
+}
+
+// TableLenStep is the length grid of CostModel.Table: observed calls are
+// saved at their length rounded up to a multiple of it, so that the
+// lengths of a workload's calls (which vary by a few tokens from one call
+// to the next) do not each add a column.
+const TableLenStep = 8
+
+// Table returns what m predicts from as a cost table, so that what a
+// workload taught it can be saved and loaded again: per batch size, its
+// observed calls (each scaled linearly to the upper end of its
+// TableLenStep step, the median of those in a step) and the table cells
+// outside the lengths the calls span. A model fitted from it predicts as m does, up to that rounding;
+// the calls become table cells weighted by their number (Calls, which
+// counts the prior a new size starts from as the calls it stands for), so
+// the next calls in their range replace them. Meta is nil.
+func (m *CostModel) Table() *CostTable {
+	type cell struct{ b, l int }
+	type weighted struct {
+		ms    float64
+		calls int
+	}
+	obs := map[cell][]float64{}
+	tab := map[cell]weighted{}
+	var batches []int
+	lens := map[int]bool{}
+	for _, r := range m.rows {
+		batches = append(batches, r.batch)
+		for _, p := range r.observed {
+			l := int(math.Round(p.x * lenScale))
+			step := (l + TableLenStep - 1) / TableLenStep * TableLenStep
+			// Scaled linearly to the step's length, as at scales a row
+			// past its reach: most of a call's work grows linearly.
+			obs[cell{r.batch, step}] = append(obs[cell{r.batch, step}], p.ms*float64(step)/float64(l))
+			lens[step] = true
+		}
+		for _, p := range r.tableOutside() { // a cell of n calls appears n times
+			l := int(math.Round(p.x * lenScale))
+			c := tab[cell{r.batch, l}]
+			tab[cell{r.batch, l}] = weighted{p.ms, c.calls + 1}
+			lens[l] = true
+		}
+	}
+	ls := slices.Sorted(maps.Keys(lens))
+	t := CostTableFrom(batches, ls, func(b, l int) float64 {
+		if v := obs[cell{b, l}]; len(v) > 0 {
+			slices.Sort(v)
+			if len(v)%2 == 1 {
+				return v[len(v)/2]
+			}
+			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		return tab[cell{b, l}].ms
+	})
+	t.Calls = make([][]int, len(batches))
+	for i, b := range batches {
+		t.Calls[i] = make([]int, len(ls))
+		for j, l := range ls {
+			t.Calls[i][j] = max(len(obs[cell{b, l}]), tab[cell{b, l}].calls)
+		}
+	}
+	return t
+}
+
 // NewCostModel validates t and fits the model. Batch sizes without any
 // measurement are left out.
 func NewCostModel(t *CostTable) (*CostModel, error) {
@@ -256,7 +362,14 @@ func NewCostModel(t *CostTable) (*CostModel, error) {
 	for i, b := range t.Batches {
 		row := costRow{batch: b}
 		for j, v := range t.Millis[i] {
-			if v > 0 {
+			if v <= 0 {
+				continue
+			}
+			n := 1
+			if t.Calls != nil {
+				n = max(1, t.Calls[i][j])
+			}
+			for range n { // a cell of n calls weighs as much as they did
 				row.table = append(row.table, costPoint{float64(t.Lens[j]) / lenScale, v})
 			}
 		}

@@ -135,6 +135,11 @@ func TestCostTableValidate(t *testing.T) {
 		{"NaN", func(c *models.CostTable) { c.Millis[1][0] = math.NaN() }, false},
 		{"batch 1 unmeasured", func(c *models.CostTable) { c.Millis[0] = []float64{0, 0} }, false},
 		{"holes elsewhere", func(c *models.CostTable) { c.Millis[1] = []float64{0, 0} }, true},
+		{"calls", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {16, 3}} }, true},
+		{"calls rows", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}} }, false},
+		{"calls ragged", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {1}} }, false},
+		{"calls negative", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {-1, 1}} }, false},
+		{"calls huge", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {1 << 30, 1}} }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,6 +270,62 @@ func TestCostModelObserve(t *testing.T) {
 		if got := m.Observe(int(bad[0]), int(bad[1]), bad[2]); got != m {
 			t.Fatalf("Observe%v changed the model", bad)
 		}
+	}
+}
+
+func TestCostModelTable(t *testing.T) {
+	// Calibrated: batches 1 and 4 at 16, 64 and 256 tokens. A workload
+	// then ran batches of 4 at 141–150 tokens (times ∝ length) and of 8
+	// at 144, a size the calibration never reached.
+	f := func(b, l int) float64 { return 0.5 + float64(b*l)/64 }
+	tab := models.CostTableFrom([]int{1, 4}, []int{16, 64, 256}, f)
+	m, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		m = m.Observe(4, 141+i, f(4, 141+i)*1.2) // the machine is slower than at calibration
+	}
+	for range 3 {
+		m = m.Observe(8, 144, f(8, 144))
+	}
+	saved := m.Table()
+	if err := saved.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if saved.Meta != nil || !reflect.DeepEqual(saved.Batches, []int{1, 4, 8}) {
+		t.Fatalf("batches %v, meta %v", saved.Batches, saved.Meta)
+	}
+	// Calls are saved on the 8-token grid (141–144 at 144, 145–150 at
+	// 152); batch 4's calibrated cells at 16, 64 and 256 stay (outside
+	// 141–150), batch 8 has the calls only.
+	if want := []int{16, 64, 144, 152, 256}; !reflect.DeepEqual(saved.Lens, want) {
+		t.Fatalf("lens %v, want %v", saved.Lens, want)
+	}
+	// Each call scaled to 152 tokens (145…150: the median is the mean of
+	// the middle two).
+	at152 := func(l int) float64 { return f(4, l) * 1.2 * 152 / float64(l) }
+	if got, want := saved.Millis[1][3], (at152(147)+at152(148))/2; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("batch 4 at 152: %v, want %v", got, want)
+	}
+	if saved.Millis[2][0] != 0 || math.Abs(saved.Millis[2][2]-f(8, 144)) > 1e-12 {
+		t.Fatalf("batch 8 row %v", saved.Millis[2])
+	}
+	// Loaded again, it predicts what the learned model predicts, up to the
+	// rounding of the lengths (within 3 %), and as far.
+	back, err := models.NewCostModel(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][2]int{{1, 100}, {4, 64}, {4, 145}, {4, 150}, {8, 144}, {6, 144}} {
+		want, ok1 := m.Predict(c[0], c[1])
+		got, ok2 := back.Predict(c[0], c[1])
+		if !ok1 || !ok2 || math.Abs(got-want) > 0.03*want {
+			t.Errorf("Predict%v: reloaded %v %v, learned %v %v", c, got, ok2, want, ok1)
+		}
+	}
+	if _, ok := back.Predict(8, 240); ok {
+		t.Error("the reloaded batch-8 row reaches 240 tokens from calls at 144")
 	}
 }
 

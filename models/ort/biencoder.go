@@ -60,8 +60,10 @@ func (be *BiEncoder) Info() (models.ModelDir, int, error) { return be.c.info() }
 // needed (which may calibrate).
 func (be *BiEncoder) Batching() (BatchingInfo, error) { return be.c.batchingInfo() }
 
-// Close waits for in-flight calls and frees the runtime sessions. It is
-// idempotent; later calls return ErrClosed.
+// Close waits for in-flight calls, writes what the batch planner learned
+// from them to the calibration cache (see the package documentation) and
+// frees the runtime sessions. It is idempotent; later calls return
+// ErrClosed.
 func (be *BiEncoder) Close() error { return be.c.close() }
 
 // Dim returns the vector length (hidden_size from config.json). It loads

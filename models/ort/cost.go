@@ -59,7 +59,8 @@ type BatchingInfo struct {
 	Notes []string
 	// Table is the cost table the model started from (calibrated, cached
 	// or from a file; what the planner learns from its calls since is not
-	// in it); nil in tokens mode.
+	// in it, but is written over the cache file at Path when the model is
+	// closed); nil in tokens mode.
 	Table *models.CostTable
 }
 
@@ -79,6 +80,12 @@ type costPlanner struct {
 	maxTokens int
 	maxBytes  int64 // 0: no cap
 	shape     models.HFConfig
+	// savePath and saveKey: the calibration cache file the table came
+	// from or was written to, and its key, where save writes what was
+	// learned; savePath is "" for a Config.CostTable or without a cache.
+	savePath string
+	saveKey  map[string]string
+	learned  atomic.Bool // a call was observed since load
 }
 
 // exploreDiscount is how much cheaper per sequence an unmeasured batch
@@ -139,6 +146,22 @@ func (p *costPlanner) observe(b, l int, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.model.Store(p.model.Load().Observe(b, l, float64(d)/float64(time.Millisecond)))
+	p.learned.Store(true)
+}
+
+// save writes the cost model with what it learned from the calls since
+// load (models.CostModel.Table) over the calibration cache file it came
+// from, so that the next load starts from the workload's own timings
+// rather than a short calibration. Nothing is written when no call was
+// observed or the table has no cache file (Config.CostTable, or caching
+// off). Called once the model's calls are over (Close).
+func (p *costPlanner) save() error {
+	if p.savePath == "" || !p.learned.Load() {
+		return nil
+	}
+	t := p.model.Load().Table()
+	t.Meta = p.saveKey
+	return models.WriteCostTable(p.savePath, t)
 }
 
 // hostFacts are the facts about the machine and runtime that change
@@ -193,6 +216,7 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 		slog.Warn("models/ort: "+msg, "model", env.dir.Dir)
 	}
 	var table *models.CostTable
+	var key map[string]string
 	switch {
 	case cfg.CostTable != "":
 		t, err := models.ReadCostTable(cfg.CostTable)
@@ -201,7 +225,8 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 		}
 		table, info.Source, info.Path = t, CostFile, cfg.CostTable
 	default:
-		key, err := costKey(env)
+		var err error
+		key, err = costKey(env)
 		if err != nil {
 			note("calibration cache not used: %v", err)
 		}
@@ -240,6 +265,9 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 		return nil, info, nil
 	}
 	p.model.Store(m)
+	if info.Source != CostFile && info.Path != "" {
+		p.savePath, p.saveKey = info.Path, key
+	}
 	info.Residual = m.Residual()
 	info.Table = table.Clone()
 	return p, info, nil

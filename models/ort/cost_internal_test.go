@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -535,6 +536,63 @@ func TestCostCacheRoundTrip(t *testing.T) {
 	}
 }
 
+// What the planner learns from its calls is written over the cache at
+// close, and the next load starts from it; an unobserved planner and an
+// explicit table write nothing.
+func TestCostCacheSavesLearned(t *testing.T) {
+	f := newCostFixture(t)
+	p, info := f.setup(t)
+	before, err := os.ReadFile(info.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.save(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(info.Path); string(after) != string(before) {
+		t.Fatal("save rewrote the cache without any call observed")
+	}
+	// Calls of 8 sequences at 120 tokens (a length the calibration grid
+	// lacks) ran three times slower than calibrated.
+	cal, ok := p.model.Load().Predict(8, 120)
+	if !ok {
+		t.Fatal("the calibration does not cover 8 × 120")
+	}
+	for range 4 {
+		p.observe(8, 120, time.Duration(3*cal*float64(time.Millisecond)))
+	}
+	learned, _ := p.model.Load().Predict(8, 120)
+	if err := p.save(); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.r.callCount()
+	p2, info2 := f.setup(t)
+	if p2 == nil || info2.Source != CostCached || info2.Path != info.Path || f.r.callCount() != calls {
+		t.Fatalf("load after save: %+v, runner calls %d → %d", info2, calls, f.r.callCount())
+	}
+	if got, ok := p2.model.Load().Predict(8, 120); !ok || math.Abs(got-learned) > 1e-6*learned || learned < 1.2*cal {
+		t.Fatalf("reloaded Predict(8, 120) = %v %v, want the learned %v (calibrated %v)", got, ok, learned, cal)
+	}
+	if got, want := info2.Table.Measured(), info.Table.Measured()+1; got != want {
+		t.Fatalf("reloaded table has %d cells, want %d (the calibration's and the learned one)", got, want)
+	}
+	// A shipped table is the user's file: never written.
+	path := filepath.Join(t.TempDir(), "shipped.json")
+	if err := models.WriteCostTable(path, models.CostTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })); err != nil {
+		t.Fatal(err)
+	}
+	f.env.cfg.CostTable = path
+	p3, _ := f.setup(t)
+	shipped, _ := os.ReadFile(path)
+	p3.observe(8, 64, 5*time.Millisecond)
+	if err := p3.save(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(shipped) {
+		t.Fatal("save wrote over Config.CostTable")
+	}
+}
+
 func TestCostCacheInvalidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -724,6 +782,53 @@ func TestScoreCostMode(t *testing.T) {
 				t.Fatalf("Batching() = %+v, %v", info, err)
 			}
 		})
+	}
+}
+
+// Close writes what the calls taught the planner to its cache file.
+func TestCloseSavesLearnedCosts(t *testing.T) {
+	cfg := testCfg()
+	cfg.MaxBatchTokens = 64 * 40
+	r := &fakeRunner{}
+	base := fakeLoader(r, 8, cfg.MaxLength)
+	path := filepath.Join(t.TempDir(), "hybrank_cost_test.json")
+	key := map[string]string{"k": "v"}
+	loader := func(cfg models.Config, kind models.Kind) (*loaded, error) {
+		m, err := base(cfg, kind)
+		if err != nil {
+			return nil, err
+		}
+		cm, err := models.NewCostModel(models.CostTableFrom([]int{1, 2}, []int{8, 64}, func(b, l int) float64 { return float64(b * l) }))
+		if err != nil {
+			return nil, err
+		}
+		m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
+		m.cost.savePath, m.cost.saveKey = path, key
+		m.batching = BatchingInfo{Mode: models.BatchingCost, Source: CostCached, Path: path}
+		return m, nil
+	}
+	ce := newCE(t, cfg, loader)
+	usage := scoreChecked(t, ce, 30)
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("cache written before Close: %v", err)
+	}
+	if err := ce.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := readCache(path, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, row := range saved.Calls {
+		for _, n := range row {
+			calls += n
+		}
+	}
+	// The 4 calibrated cells and every call (and the prior a new size
+	// between measured ones starts from).
+	if calls < 4+usage.Batches || saved.Measured() <= 4 {
+		t.Fatalf("saved table stands for %d calls, want 4 cells + %d calls: %+v", calls, usage.Batches, saved)
 	}
 }
 

@@ -53,8 +53,10 @@ func (ce *CrossEncoder) Info() (models.ModelDir, int, error) { return ce.c.info(
 // model if needed (which may calibrate).
 func (ce *CrossEncoder) Batching() (BatchingInfo, error) { return ce.c.batchingInfo() }
 
-// Close waits for in-flight calls and frees the runtime sessions. It is
-// idempotent; later calls return ErrClosed.
+// Close waits for in-flight calls, writes what the batch planner learned
+// from them to the calibration cache (see the package documentation) and
+// frees the runtime sessions. It is idempotent; later calls return
+// ErrClosed.
 func (ce *CrossEncoder) Close() error { return ce.c.close() }
 
 // Score returns one relevance score per document, in input order: the

@@ -104,8 +104,11 @@
 // pair; the calls a workload makes (its lengths, its shapes one after
 // another, the load on the machine) also correct a table that was
 // measured fast and fit (calibration keeps the fastest run of one
-// repeated shape). What is learned lives with the loaded model and is not
-// written to the cache. Otherwise batches of two or more are planned only
+// repeated shape). What is learned is written over the cache file the
+// table came from when the model is closed (models.CostModel.Table: the
+// observed calls become cells, replacing the calibrated ones in their
+// range), so the next load with the same key starts from the workload's
+// own timings; a table from Config.CostTable is never written. Otherwise batches of two or more are planned only
 // where their batch size and length were measured or observed, or up to
 // 25 % longer (models.CostModel says how the table is fitted). The table
 // is cached as hybrank_cost_<key>.json beside the model, or under the user

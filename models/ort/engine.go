@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -175,8 +176,10 @@ func (c *core) load() error {
 	return nil
 }
 
-// close marks the model closed, waits for in-flight calls and frees the
-// runtime sessions and the tokenizer. Later calls return nil.
+// close marks the model closed, waits for in-flight calls, saves what the
+// cost planner learned (a failure is logged: it costs the next load a
+// calibration, not a result) and frees the runtime sessions and the
+// tokenizer. Later calls return nil.
 func (c *core) close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -190,6 +193,11 @@ func (c *core) close() error {
 	c.inflight.Wait()
 	if m == nil {
 		return nil
+	}
+	if m.cost != nil {
+		if err := m.cost.save(); err != nil {
+			slog.Warn("models/ort: cannot save the learned cost model", "model", m.dir.Dir, "err", err)
+		}
 	}
 	return errors.Join(m.run.close(), closeEncoder(m.enc))
 }
