@@ -207,7 +207,10 @@ func WriteCostTable(path string, t *CostTable) error {
 // Observe adds a real call's time to its batch size's row (a new row for a
 // size the table lacks): a short calibration covers only small batches,
 // and the calls a workload really makes (its lengths, its shapes one after
-// another, the machine's load) are the measurements that matter. Optimistic
+// another, the machine's load) are the measurements that matter: they
+// replace the row's cells in the range of lengths they span, and outside
+// it the cells they contradict (costlier at a shorter length than the
+// calls' median, or cheaper at a greater one). Optimistic
 // proposes sizes beyond what was measured, so that a planner can try them
 // once and learn their real cost.
 //
@@ -275,17 +278,34 @@ func (r *costRow) fit() {
 
 // tableOutside returns the row's table cells outside the range of lengths
 // its observed calls span (all of them without calls): where both exist,
-// the calls decide (see fit).
+// the calls decide (see fit). Cells the calls contradict are left out too:
+// one at a shorter length that took longer than the calls' median, or one
+// at a greater length that took less. A call's time does not fall with its
+// length, and the calls are the fresher measurement; a cached table may
+// come from a busy moment long ago (one such table here had a single
+// sequence of 64 tokens at 90 ms, where calls of 112 tokens took 21).
 func (r costRow) tableOutside() []costPoint {
 	lo, hi := math.Inf(1), math.Inf(-1)
+	ms := make([]float64, 0, len(r.observed))
 	for _, p := range r.observed {
 		lo, hi = min(lo, p.x), max(hi, p.x)
+		ms = append(ms, p.ms)
+	}
+	var med float64
+	if len(ms) > 0 {
+		slices.Sort(ms)
+		med = ms[len(ms)/2]
 	}
 	var pts []costPoint
 	for _, p := range r.table {
-		if p.x < lo || p.x > hi {
-			pts = append(pts, p)
+		switch {
+		case len(ms) == 0:
+		case p.x < lo && p.ms <= med:
+		case p.x > hi && p.ms >= med:
+		default:
+			continue
 		}
+		pts = append(pts, p)
 	}
 	return pts
 }

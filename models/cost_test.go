@@ -273,6 +273,35 @@ func TestCostModelObserve(t *testing.T) {
 	}
 }
 
+// Table cells the calls contradict leave the fit: a calibration taken on
+// a busy machine had one sequence of 64 tokens at 90 ms; calls of 112
+// tokens take 21 ms. Kept, the cell would make the row's fit (time never
+// falls with the length) predict far more than the calls at 112.
+func TestCostModelDropsContradictedCells(t *testing.T) {
+	tab := models.CostTableFrom([]int{1}, []int{8, 64, 256}, func(b, l int) float64 {
+		return map[int]float64{8: 2, 64: 90, 256: 10}[l]
+	})
+	m, err := models.NewCostModel(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		m = m.Observe(1, 112, 21)
+	}
+	if got, _ := m.Predict(1, 112); math.Abs(got-21) > 0.05*21 {
+		t.Fatalf("Predict(1, 112) = %v, want about the calls' 21 ms", got)
+	}
+	if got, _ := m.Predict(1, 64); got > 21 {
+		t.Fatalf("Predict(1, 64) = %v, above the calls at 112", got)
+	}
+	// Both contradicted cells (90 ms below the calls, 10 ms above) are
+	// gone from the saved table; 8 tokens at 2 ms stays.
+	saved := m.Table()
+	if !reflect.DeepEqual(saved.Lens, []int{8, 112}) {
+		t.Fatalf("saved lens %v, want [8 112]", saved.Lens)
+	}
+}
+
 func TestCostModelTable(t *testing.T) {
 	// Calibrated: batches 1 and 4 at 16, 64 and 256 tokens. A workload
 	// then ran batches of 4 at 141–150 tokens (times ∝ length) and of 8
