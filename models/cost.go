@@ -79,36 +79,37 @@ func (t *CostTable) Validate() error {
 			}
 		}
 	}
-	if len(t.Millis) != len(t.Batches) {
-		return bad("%d rows for %d batch sizes", len(t.Millis), len(t.Batches))
-	}
-	for i, row := range t.Millis {
-		if len(row) != len(t.Lens) {
-			return bad("row %d has %d entries for %d lengths", i, len(row), len(t.Lens))
-		}
-		for j, v := range row {
-			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-				return bad("millis[%d][%d] = %v", i, j, v)
-			}
-		}
+	finite := func(v float64) bool { return v >= 0 && !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if err := checkGrid("millis", t.Millis, len(t.Batches), len(t.Lens), finite); err != nil {
+		return err
 	}
 	if t.Calls != nil {
-		if len(t.Calls) != len(t.Batches) {
-			return bad("%d rows of calls for %d batch sizes", len(t.Calls), len(t.Batches))
-		}
-		for i, row := range t.Calls {
-			if len(row) != len(t.Lens) {
-				return bad("calls row %d has %d entries for %d lengths", i, len(row), len(t.Lens))
-			}
-			for j, n := range row {
-				if n < 0 || n > maxCellCalls {
-					return bad("calls[%d][%d] = %d (want 0…%d)", i, j, n, maxCellCalls)
-				}
-			}
+		calls := func(n int) bool { return n >= 0 && n <= maxCellCalls }
+		if err := checkGrid("calls", t.Calls, len(t.Batches), len(t.Lens), calls); err != nil {
+			return err
 		}
 	}
 	if !slices.ContainsFunc(t.Millis[0], func(v float64) bool { return v > 0 }) {
 		return bad("no measurement for batch size 1")
+	}
+	return nil
+}
+
+// checkGrid checks that g has one row per batch size and one entry per
+// length, each accepted by ok; the error wraps ErrCostTable.
+func checkGrid[T any](name string, g [][]T, rows, cols int, ok func(T) bool) error {
+	if len(g) != rows {
+		return fmt.Errorf("%w: %s: %d rows for %d batch sizes", ErrCostTable, name, len(g), rows)
+	}
+	for i, row := range g {
+		if len(row) != cols {
+			return fmt.Errorf("%w: %s: row %d has %d entries for %d lengths", ErrCostTable, name, i, len(row), cols)
+		}
+		for j, v := range row {
+			if !ok(v) {
+				return fmt.Errorf("%w: %s[%d][%d] = %v", ErrCostTable, name, i, j, v)
+			}
+		}
 	}
 	return nil
 }
