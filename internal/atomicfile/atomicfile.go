@@ -7,14 +7,17 @@ import (
 	"path/filepath"
 )
 
-// TempSuffix is appended to the target name to form the temporary file.
+// TempSuffix ends the name of every temporary file: name.<random>.tmp, a
+// new one per write, so concurrent writers of one name (two processes
+// sharing a cache file) never write into each other's temporary; the last
+// rename wins.
 const TempSuffix = ".tmp"
 
 // bufSize is the size of the buffer between the write callback and the file.
 const bufSize = 1 << 20
 
-// Write creates dir/name atomically: it writes to dir/name+".tmp" through
-// write (buffered), flushes, fsyncs and closes the file, renames it over
+// Write creates dir/name atomically: it writes to a new temporary file
+// dir/name.<random>.tmp through write (buffered), flushes, fsyncs and closes the file, renames it over
 // name and fsyncs dir. It returns the number of bytes written to the file.
 // On any error the temp file is removed; name is untouched unless only the
 // final directory fsync failed. Errors are returned unwrapped (os errors
@@ -77,11 +80,11 @@ func SyncDir(dir string) error {
 // write0 does everything but the directory fsync; buffered puts a bufSize
 // buffer between write and the file.
 func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int64, err error) {
-	tmp := filepath.Join(dir, name+TempSuffix)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.CreateTemp(dir, name+".*"+TempSuffix)
 	if err != nil {
 		return 0, err
 	}
+	tmp := f.Name()
 	closed := false
 	defer func() {
 		if err != nil {
@@ -91,6 +94,9 @@ func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int
 			os.Remove(tmp)
 		}
 	}()
+	if err = f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
+		return 0, err
+	}
 	cw := &countWriter{w: f}
 	if !buffered {
 		err = write(cw)

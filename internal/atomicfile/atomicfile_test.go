@@ -213,3 +213,46 @@ func BenchmarkWriteBytes(b *testing.B) {
 		}
 	}
 }
+
+// Two writers of one name never share a temporary: a reader sees one
+// whole version or the other, and no write fails.
+func TestConcurrentWritersOfOneName(t *testing.T) {
+	dir := t.TempDir()
+	versions := [][]byte{bytes.Repeat([]byte("a"), 64<<10), bytes.Repeat([]byte("b"), 32<<10)}
+	if err := WriteBytes(dir, "f", versions[0]); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, len(versions))
+	for _, v := range versions {
+		go func() {
+			for range 100 {
+				if err := WriteBytesNoSyncDir(dir, "f", v); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for finished := 0; finished < len(versions); {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished++
+		default:
+			got, err := os.ReadFile(filepath.Join(dir, "f"))
+			if err != nil || !bytes.Equal(got, versions[0]) && !bytes.Equal(got, versions[1]) {
+				t.Fatalf("read %d bytes (%v): neither version whole", len(got), err)
+			}
+		}
+	}
+	if names := listDir(t, dir); len(names) != 1 {
+		t.Fatalf("left %v", names)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "f"))
+	if err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v (%v), want 0644", fi.Mode(), err)
+	}
+}
