@@ -115,8 +115,8 @@ func checkGrid[T any](name string, g [][]T, rows, cols int, ok func(T) bool) err
 }
 
 // maxCellCalls bounds CostTable.Calls: a cell enters the fit that many
-// times.
-const maxCellCalls = 1024
+// times. Table writes at most maxObserved.
+const maxCellCalls = 64
 
 // Measured returns the number of measured (non-zero) entries.
 func (t *CostTable) Measured() int {
@@ -227,7 +227,7 @@ type CostModel struct {
 type costRow struct {
 	batch    int
 	coef     [3]float64
-	maxLen   int // longest measured length
+	maxLen   int // longest length among the points fitted
 	table    []costPoint
 	observed []costPoint // newest last, at most maxObserved
 	residual float64     // worst relative error of the fit on its points
@@ -253,18 +253,16 @@ func (r costRow) eval(seqLen int) float64 {
 // on a busy machine, so where both exist the calls decide (with
 // relative-error weights a cell five times faster than the calls would
 // otherwise pull the fit down as much as 25 calls push it up), while the
-// cells outside that range keep the row's shape along the length. maxLen
-// is the longest length among the points kept in the row (table cells and
-// the observed calls still in its window).
+// cells outside that range keep the row's shape along the length (less
+// those the calls contradict, see tableOutside). maxLen is the longest
+// length among the points fitted: a contradicted cell no longer extends
+// the row's reach.
 func (r *costRow) fit() {
-	longest := 0.0
-	for _, p := range r.observed {
-		longest = max(longest, p.x)
-	}
-	for _, p := range r.table {
-		longest = max(longest, p.x)
-	}
 	pts := append(slices.Clip(r.observed), r.tableOutside()...)
+	longest := 0.0
+	for _, p := range pts {
+		longest = max(longest, p.x)
+	}
 	r.maxLen = int(math.Round(longest * lenScale))
 	xs, ys := make([]float64, len(pts)), make([]float64, len(pts))
 	for i, p := range pts {
@@ -279,12 +277,14 @@ func (r *costRow) fit() {
 
 // tableOutside returns the row's table cells outside the range of lengths
 // its observed calls span (all of them without calls): where both exist,
-// the calls decide (see fit). Cells the calls contradict are left out too:
-// one at a shorter length that took longer than the calls' median, or one
-// at a greater length that took less. A call's time does not fall with its
-// length, and the calls are the fresher measurement; a cached table may
-// come from a busy moment long ago (one such table here had a single
-// sequence of 64 tokens at 90 ms, where calls of 112 tokens took 21).
+// the calls decide (see fit). Once the row holds minContradicting calls,
+// cells they contradict are left out too: one at a shorter length that
+// took contradictSlack times the calls' median or more, or one at a
+// greater length that took that much less. A call's time does not fall
+// with its length, and the calls are the fresher measurement; a cached
+// table may come from a busy moment long ago (one such table here had a
+// single sequence of 64 tokens at 90 ms, where calls of 112 tokens took
+// 21).
 func (r costRow) tableOutside() []costPoint {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	ms := make([]float64, 0, len(r.observed))
@@ -292,18 +292,20 @@ func (r costRow) tableOutside() []costPoint {
 		lo, hi = min(lo, p.x), max(hi, p.x)
 		ms = append(ms, p.ms)
 	}
+	filter := len(ms) >= minContradicting
 	var med float64
-	if len(ms) > 0 {
+	if filter {
 		slices.Sort(ms)
 		med = ms[len(ms)/2]
 	}
 	var pts []costPoint
 	for _, p := range r.table {
 		switch {
-		case len(ms) == 0:
-		case p.x < lo && p.ms <= med:
-		case p.x > hi && p.ms >= med:
-		default:
+		case p.x >= lo && p.x <= hi:
+			continue
+		case filter && p.x < lo && p.ms >= contradictSlack*med:
+			continue
+		case filter && p.x > hi && p.ms*contradictSlack <= med:
 			continue
 		}
 		pts = append(pts, p)
@@ -311,63 +313,77 @@ func (r costRow) tableOutside() []costPoint {
 	return pts
 }
 
+// contradictSlack and minContradicting make the contradiction rule of
+// tableOutside tolerate noise: a call's time varies about ±10 % on a
+// loaded 2-core CPU, one in twenty takes 40 % longer, and a calibrated
+// cell is the fastest of its runs; a few calls must agree before they
+// overrule a cell.
+const (
+	contradictSlack  = 1.25
+	minContradicting = 4
+)
+
 // TableLenStep is the length grid of CostModel.Table: observed calls are
-// saved at their length rounded up to a multiple of it, so that the
+// saved at the nearest multiple of it, so that the
 // lengths of a workload's calls (which vary by a few tokens from one call
 // to the next) do not each add a column.
 const TableLenStep = 8
 
 // Table returns what m predicts from as a cost table, so that what a
 // workload taught it can be saved and loaded again: per batch size, its
-// observed calls (each scaled linearly to the upper end of its
-// TableLenStep step, the median of those in a step) and the table cells
-// outside the lengths the calls span. A model fitted from it predicts as m does, up to that rounding;
-// the calls become table cells weighted by their number (Calls, which
-// counts the prior a new size starts from as the calls it stands for), so
-// the next calls in their range replace them. Meta is nil.
+// observed calls, each moved to the nearest multiple of TableLenStep (its
+// time scaled by the row's fit from its length to that one), and the
+// table cells outside the lengths the calls span. Points that land on one
+// cell are merged into the value the fit's relative-error least squares
+// gives them, Σ(1/t)/Σ(1/t²), weighted by their number (Calls, at most
+// maxObserved; the prior a new size starts from counts as the calls it
+// stands for). A model fitted from the table predicts as m does, up to
+// the moves; the calls become table cells, so the next calls in their
+// range replace them. Meta is nil.
 func (m *CostModel) Table() *CostTable {
 	type cell struct{ b, l int }
-	type weighted struct {
-		ms    float64
-		calls int
+	type sums struct {
+		inv, inv2 float64 // Σ 1/t, Σ 1/t²
+		n         int
 	}
-	obs := map[cell][]float64{}
-	tab := map[cell]weighted{}
+	cells := map[cell]sums{}
+	add := func(c cell, ms float64) {
+		s := cells[c]
+		s.inv, s.inv2, s.n = s.inv+1/ms, s.inv2+1/(ms*ms), s.n+1
+		cells[c] = s
+	}
 	var batches []int
 	lens := map[int]bool{}
 	for _, r := range m.rows {
 		batches = append(batches, r.batch)
 		for _, p := range r.observed {
 			l := int(math.Round(p.x * lenScale))
-			step := (l + TableLenStep - 1) / TableLenStep * TableLenStep
-			// Scaled linearly to the step's length, as at scales a row
-			// past its reach: most of a call's work grows linearly.
-			obs[cell{r.batch, step}] = append(obs[cell{r.batch, step}], p.ms*float64(step)/float64(l))
+			step := max(TableLenStep, int(math.Round(float64(l)/TableLenStep))*TableLenStep)
+			ms := p.ms
+			if at := r.eval(l); at > 0 {
+				ms *= r.eval(step) / at
+			}
+			add(cell{r.batch, step}, ms)
 			lens[step] = true
 		}
 		for _, p := range r.tableOutside() { // a cell of n calls appears n times
 			l := int(math.Round(p.x * lenScale))
-			c := tab[cell{r.batch, l}]
-			tab[cell{r.batch, l}] = weighted{p.ms, c.calls + 1}
+			add(cell{r.batch, l}, p.ms)
 			lens[l] = true
 		}
 	}
 	ls := slices.Sorted(maps.Keys(lens))
 	t := CostTableFrom(batches, ls, func(b, l int) float64 {
-		if v := obs[cell{b, l}]; len(v) > 0 {
-			slices.Sort(v)
-			if len(v)%2 == 1 {
-				return v[len(v)/2]
-			}
-			return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		if s := cells[cell{b, l}]; s.n > 0 {
+			return s.inv / s.inv2
 		}
-		return tab[cell{b, l}].ms
+		return 0
 	})
 	t.Calls = make([][]int, len(batches))
 	for i, b := range batches {
 		t.Calls[i] = make([]int, len(ls))
 		for j, l := range ls {
-			t.Calls[i][j] = max(len(obs[cell{b, l}]), tab[cell{b, l}].calls)
+			t.Calls[i][j] = min(cells[cell{b, l}].n, maxObserved)
 		}
 	}
 	return t

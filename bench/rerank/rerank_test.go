@@ -227,10 +227,11 @@ func TestBatchingCheck(t *testing.T) {
 	if len(cs) != 2 || cs[0].Verdict != report.Pass || cs[1].Verdict != report.Fail {
 		t.Fatalf("checks %v", cs)
 	}
-	// Per-pass rates: each cap was lucky in one pass and slow in another.
-	// Their medians (108) beat the steady default (100) by luck alone;
-	// chosen on the other passes, the cap is judged on a pass it did not
-	// win, and the default passes.
+	// Per-pass rates: each cap was fast in two passes and slow in one.
+	// Their medians (108) beat the steady default (100) by 8 %, their
+	// means (102.7) by less than 3 %; chosen on the other passes, a cap is
+	// judged on the pass it lost, and the default passes. (The example
+	// exaggerates: the luck is arranged against the chosen cap.)
 	pass := func(batching string, cap int, per ...float64) throughput.Row {
 		return throughput.Row{Profile: "balanced", Data: "real", Batching: batching, BatchTokens: cap, PairsPerS: measure.Median(per), PassPairsPerS: per}
 	}
@@ -244,7 +245,7 @@ func TestBatchingCheck(t *testing.T) {
 	if len(cs) != 1 || cs[0].Verdict != report.Pass || math.Abs(cs[0].Value-1.087) > 1e-9 {
 		t.Fatalf("lucky caps: checks %v", cs)
 	}
-	if !strings.Contains(cs[0].Detail, "[2048 8192 512]") || !strings.Contains(cs[0].Detail, "ratio 0.926") {
+	if !strings.Contains(cs[0].Detail, "[2048 8192 512]") || !strings.Contains(cs[0].Detail, "ratio 0.926") || !strings.Contains(cs[0].Detail, "ratio 0.974") {
 		t.Errorf("detail %q: want the caps chosen per pass and the best-of-medians ratio", cs[0].Detail)
 	}
 	// A cap that is faster in every pass fails the default.

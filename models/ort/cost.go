@@ -59,8 +59,9 @@ type BatchingInfo struct {
 	Notes []string
 	// Table is the cost table the model started from (calibrated, cached
 	// or from a file; what the planner learns from its calls since is not
-	// in it, but is written over the cache file at Path when the model is
-	// closed); nil in tokens mode.
+	// in it, but is written over the calibration cache at Path when the
+	// model is closed; a Config.CostTable file never is); nil in tokens
+	// mode.
 	Table *models.CostTable
 }
 
@@ -83,9 +84,25 @@ type costPlanner struct {
 	// savePath and saveKey: the calibration cache file the table came
 	// from or was written to, and its key, where save writes what was
 	// learned; savePath is "" for a Config.CostTable or without a cache.
-	savePath string
-	saveKey  map[string]string
-	learned  atomic.Bool // a call was observed since load
+	savePath  string
+	saveKey   map[string]string
+	saveStamp fileStamp   // the file as this load read or wrote it
+	learned   atomic.Bool // a call was observed since load
+}
+
+// fileStamp identifies a version of a file: its size and modification
+// time; zero for a missing one.
+type fileStamp struct {
+	size  int64
+	mtime time.Time
+}
+
+func stampOf(path string) fileStamp {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{st.Size(), st.ModTime()}
 }
 
 // exploreDiscount is how much cheaper per sequence an unmeasured batch
@@ -153,10 +170,17 @@ func (p *costPlanner) observe(b, l int, d time.Duration) {
 // load (models.CostModel.Table) over the calibration cache file it came
 // from, so that the next load starts from the workload's own timings
 // rather than a short calibration. Nothing is written when no call was
-// observed or the table has no cache file (Config.CostTable, or caching
-// off). Called once the model's calls are over (Close).
+// observed, when the table has no cache file (Config.CostTable, or caching
+// off), or when the file changed since this load read or wrote it: another
+// process sharing the cache saved its own learning first, and this one's,
+// built on the older file, would overwrite it. Called once the model's
+// calls are over (Close).
 func (p *costPlanner) save() error {
 	if p.savePath == "" || !p.learned.Load() {
+		return nil
+	}
+	if stampOf(p.savePath) != p.saveStamp {
+		slog.Info("models/ort: cost cache changed since load (another process saved it); keeping that version", "path", p.savePath)
 		return nil
 	}
 	t := p.model.Load().Table()
@@ -266,7 +290,7 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 	}
 	p.model.Store(m)
 	if info.Source != CostFile && info.Path != "" {
-		p.savePath, p.saveKey = info.Path, key
+		p.savePath, p.saveKey, p.saveStamp = info.Path, key, stampOf(info.Path)
 	}
 	info.Residual = m.Residual()
 	info.Table = table.Clone()

@@ -581,6 +581,21 @@ func TestCostCacheSavesLearned(t *testing.T) {
 	if i, j := slices.Index(info2.Table.Batches, 8), slices.Index(info2.Table.Lens, 128); i < 0 || j < 0 || info2.Table.Millis[i][j] != 0 {
 		t.Fatalf("batch 8 at 128 tokens kept in %+v", info2.Table)
 	}
+	// Another process saved the cache after this load: its version stays.
+	p4, info4 := f.setup(t)
+	other := info4.Table.Clone()
+	other.Millis[0][0] *= 2
+	if err := models.WriteCostTable(info4.Path, other); err != nil {
+		t.Fatal(err)
+	}
+	theirs, _ := os.ReadFile(info4.Path)
+	p4.observe(2, 64, 7*time.Millisecond)
+	if err := p4.save(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(info4.Path); string(after) != string(theirs) {
+		t.Fatal("save overwrote a cache another process wrote since this load")
+	}
 	// A shipped table is the user's file: never written.
 	path := filepath.Join(t.TempDir(), "shipped.json")
 	if err := models.WriteCostTable(path, models.CostTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })); err != nil {
