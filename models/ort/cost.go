@@ -90,19 +90,18 @@ type costPlanner struct {
 	learned   atomic.Bool // a call was observed since load
 }
 
-// fileStamp identifies a version of a file: its size and modification
-// time; zero for a missing one.
-type fileStamp struct {
-	size  int64
-	mtime time.Time
-}
+// fileStamp identifies a version of a file by the SHA-256 of its content
+// (a cost table is a few KB); zero for a missing or unreadable one. A
+// modification time would not do: on many file systems it ticks every few
+// milliseconds, and two saves of one size within a tick look the same.
+type fileStamp [sha256.Size]byte
 
 func stampOf(path string) fileStamp {
-	st, err := os.Stat(path)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fileStamp{}
 	}
-	return fileStamp{st.Size(), st.ModTime()}
+	return sha256.Sum256(raw)
 }
 
 // exploreDiscount is how much cheaper per sequence an unmeasured batch
