@@ -87,6 +87,7 @@ type costPlanner struct {
 	savePath  string
 	saveKey   map[string]string
 	saveStamp fileStamp   // the file as this load read or wrote it
+	fallback  []cachePath // where else the key's table may go, in order
 	learned   atomic.Bool // a call was observed since load
 }
 
@@ -172,8 +173,10 @@ func (p *costPlanner) observe(b, l int, d time.Duration) {
 // observed, when the table has no cache file (Config.CostTable, or caching
 // off), or when the file changed since this load read or wrote it: another
 // process sharing the cache saved its own learning first, and this one's,
-// built on the older file, would overwrite it. Called once the model's
-// calls are over (Close).
+// built on the older file, would overwrite it. Where the file cannot be
+// written (a read-only model directory), the next cache place that takes
+// it is used; loads read the newest. Called once the model's calls are
+// over (Close).
 func (p *costPlanner) save() error {
 	if p.savePath == "" || !p.learned.Load() {
 		return nil
@@ -184,7 +187,28 @@ func (p *costPlanner) save() error {
 	}
 	t := p.model.Load().Table()
 	t.Meta = p.saveKey
-	return models.WriteCostTable(p.savePath, t)
+	err := models.WriteCostTable(p.savePath, t)
+	if err == nil {
+		return nil
+	}
+	// A read-only model directory: the next place that takes it, which
+	// the next load reads as the newest.
+	for _, cp := range p.fallback {
+		if cp.path == p.savePath {
+			continue
+		}
+		werr := error(nil)
+		if cp.mkdir {
+			werr = os.MkdirAll(filepath.Dir(cp.path), 0o755)
+		}
+		if werr == nil {
+			if werr = models.WriteCostTable(cp.path, t); werr == nil {
+				return nil
+			}
+		}
+		err = errors.Join(err, werr)
+	}
+	return err
 }
 
 // hostFacts are the facts about the machine and runtime that change
@@ -256,19 +280,26 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 		var paths []cachePath
 		if key != nil {
 			paths = cachePaths(env, key)
+			// The newest of the places that hold a table for this key: a
+			// read-only model directory may hold an older one, and what
+			// later loads learned went to the user cache (see save).
+			var newest time.Time
 			for _, cp := range paths {
 				t, err := readCache(cp.path, key)
 				switch {
 				case err == nil:
-					table, info.Source, info.Path = t, CostCached, cp.path
+					if st, serr := os.Stat(cp.path); table == nil || serr == nil && st.ModTime().After(newest) {
+						table, info.Source, info.Path = t, CostCached, cp.path
+						if serr == nil {
+							newest = st.ModTime()
+						}
+					}
 				case !errors.Is(err, fs.ErrNotExist):
 					note("ignoring calibration cache: %v", err)
 				}
-				if table != nil {
-					break
-				}
 			}
 		}
+		p.fallback = paths
 		if table == nil {
 			table = calibrateFor(env, p, &info, note)
 			if table != nil && key != nil {

@@ -706,6 +706,45 @@ func TestCostCacheReadOnlyModelDir(t *testing.T) {
 	}
 }
 
+// A model directory that holds an older table and cannot take a new one:
+// the save goes to the user cache, and the next load reads the newest.
+func TestCostCacheSaveFallsBack(t *testing.T) {
+	f := newCostFixture(t)
+	p, info := f.setup(t) // calibrated, cached beside the model
+	if filepath.Dir(info.Path) != f.env.dir.Dir {
+		t.Fatalf("cache at %s", info.Path)
+	}
+	// The model directory's file stays readable but its writes fail.
+	p.savePath = filepath.Join(t.TempDir(), "gone", filepath.Base(info.Path))
+	p.saveStamp = stampOf(p.savePath)
+	p.fallback[0].path = p.savePath
+	p.observe(2, 64, 50*time.Millisecond)
+	if err := p.save(); err != nil {
+		t.Fatal(err)
+	}
+	key, err := costKey(f.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := cachePaths(f.env, key)
+	if len(paths) != 2 {
+		t.Fatalf("paths %v", paths)
+	}
+	user, err := readCache(paths[1].path, key)
+	if err != nil || user.Calls == nil {
+		t.Fatalf("user cache after the fallback save: %+v, %v", user, err)
+	}
+	// Make the user cache's copy the newer one, whatever the clock's tick.
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(paths[1].path, later, later); err != nil {
+		t.Fatal(err)
+	}
+	_, info2 := f.setup(t)
+	if info2.Path != paths[1].path || info2.Table.Calls == nil {
+		t.Fatalf("load read %s, want the newer %s", info2.Path, paths[1].path)
+	}
+}
+
 func TestCostCacheSettings(t *testing.T) {
 	t.Run("off", func(t *testing.T) {
 		f := newCostFixture(t)

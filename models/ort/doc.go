@@ -108,7 +108,10 @@
 // table came from when the model is closed (models.CostModel.Table: the
 // observed calls become cells, replacing the calibrated ones in their
 // range), so the next load with the same key starts from the workload's
-// own timings; a table from Config.CostTable is never written. Otherwise batches of two or more are planned only
+// own timings; where that file cannot be written the next cache place
+// takes it, a load reads the newest table for its key, a save skips a file
+// another process rewrote since the load, and a table from
+// Config.CostTable is never written. Otherwise batches of two or more are planned only
 // where their batch size and length were measured or observed, or up to
 // 25 % longer (models.CostModel says how the table is fitted). The table
 // is cached as hybrank_cost_<key>.json beside the model, or under the user
