@@ -26,6 +26,10 @@ func TestQuantizeInt8Option(t *testing.T) {
 		t.Helper()
 		cfg := cpuConfig(dir, models.ProfileFast)
 		cfg.Quantize, cfg.QuantizeCache = q, cache
+		// Fixed batches: an int8 score depends on its batch mates (the
+		// activation scale is per tensor), and cost batching plans from
+		// what earlier loads learned and saved.
+		cfg.Batching = models.BatchingTokens
 		ce, err := ort.NewCrossEncoder(cfg)
 		if err != nil {
 			t.Fatal(err)
