@@ -187,28 +187,20 @@ func (p *costPlanner) save() error {
 	}
 	t := p.model.Load().Table()
 	t.Meta = p.saveKey
-	err := models.WriteCostTable(p.savePath, t)
-	if err == nil {
-		return nil
-	}
-	// A read-only model directory: the next place that takes it, which
-	// the next load reads as the newest.
+	// The loaded file first; if it refuses (a read-only model directory),
+	// the next place that takes it, which the next load reads as the
+	// newest.
+	paths := []cachePath{{path: p.savePath}}
 	for _, cp := range p.fallback {
-		if cp.path == p.savePath {
-			continue
+		if cp.path != p.savePath {
+			paths = append(paths, cp)
 		}
-		werr := error(nil)
-		if cp.mkdir {
-			werr = os.MkdirAll(filepath.Dir(cp.path), 0o755)
-		}
-		if werr == nil {
-			if werr = models.WriteCostTable(cp.path, t); werr == nil {
-				return nil
-			}
-		}
-		err = errors.Join(err, werr)
 	}
-	return err
+	var errs []error
+	if writeCache(paths, t, func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }) == "" {
+		return errors.Join(errs...)
+	}
+	return nil
 }
 
 // hostFacts are the facts about the machine and runtime that change
@@ -285,14 +277,11 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 			// later loads learned went to the user cache (see save).
 			var newest time.Time
 			for _, cp := range paths {
-				t, err := readCache(cp.path, key)
+				t, mtime, err := readCache(cp.path, key)
 				switch {
 				case err == nil:
-					if st, serr := os.Stat(cp.path); table == nil || serr == nil && st.ModTime().After(newest) {
-						table, info.Source, info.Path = t, CostCached, cp.path
-						if serr == nil {
-							newest = st.ModTime()
-						}
+					if table == nil || mtime.After(newest) {
+						table, info.Source, info.Path, newest = t, CostCached, cp.path, mtime
 					}
 				case !errors.Is(err, fs.ErrNotExist):
 					note("ignoring calibration cache: %v", err)
@@ -444,20 +433,21 @@ func cachePaths(env costEnv, key map[string]string) []cachePath {
 // one (a hash collision or an edited file).
 var errStaleCache = errors.New("measured under other settings")
 
-// readCache reads the cached table at path if its key matches. A missing
-// file wraps fs.ErrNotExist.
-func readCache(path string, key map[string]string) (*models.CostTable, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, err
+// readCache reads the cached table at path if its key matches, and its
+// modification time. A missing file wraps fs.ErrNotExist.
+func readCache(path string, key map[string]string) (*models.CostTable, time.Time, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	t, err := models.ReadCostTable(path)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	if !maps.Equal(t.Meta, key) {
-		return nil, fmt.Errorf("%s: %w", path, errStaleCache)
+		return nil, time.Time{}, fmt.Errorf("%s: %w", path, errStaleCache)
 	}
-	return t, nil
+	return t, st.ModTime(), nil
 }
 
 // writeCache writes t to the first of paths that takes it and returns that

@@ -730,7 +730,7 @@ func TestCostCacheSaveFallsBack(t *testing.T) {
 	if len(paths) != 2 {
 		t.Fatalf("paths %v", paths)
 	}
-	user, err := readCache(paths[1].path, key)
+	user, _, err := readCache(paths[1].path, key)
 	if err != nil || user.Calls == nil {
 		t.Fatalf("user cache after the fallback save: %+v, %v", user, err)
 	}
@@ -874,7 +874,7 @@ func TestCloseSavesLearnedCosts(t *testing.T) {
 	if err := ce.Close(); err != nil {
 		t.Fatal(err)
 	}
-	saved, err := readCache(path, key)
+	saved, _, err := readCache(path, key)
 	if err != nil {
 		t.Fatal(err)
 	}
