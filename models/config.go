@@ -83,8 +83,12 @@ const (
 	BatchingTokens = "tokens"
 )
 
-// QuantizeInt8, as Config.Quantize, loads a model with int8 weights.
-const QuantizeInt8 = "int8"
+// Config.Quantize values: QuantizeInt8 loads a model with int8 weights
+// (for the CPU), QuantizeFP16 a float16 model (for the CUDA provider).
+const (
+	QuantizeInt8 = "int8"
+	QuantizeFP16 = "fp16"
+)
 
 // CalibrationCacheOff, as Config.CalibrationCache, neither reads nor writes
 // calibration caches: every load calibrates.
@@ -178,11 +182,14 @@ type Config struct {
 	// as it is; otherwise models/quantize rewrites the float32 model once
 	// (per-channel int8 weights for the encoder's MatMul/Gemm, activations
 	// quantized dynamically by the runtime) into QuantizeCache and that
-	// copy is loaded. "" loads Dir as it is.
+	// copy is loaded. "fp16" does the same with a float16 copy (the whole
+	// graph in float16, float32 inputs and outputs: for the CUDA provider;
+	// ONNX Runtime's x86 CPU provider has no float16 kernels for most of
+	// it). "" loads Dir as it is.
 	Quantize string `json:"quantize,omitempty"`
-	// QuantizeCache is where Quantize keeps quantized copies, one folder
-	// per source model (keyed by the ONNX file's sha256); "" means the
-	// user cache directory's hybrank/int8.
+	// QuantizeCache is where Quantize keeps converted copies, one folder
+	// per source model and type (keyed by the ONNX file's sha256); ""
+	// means the user cache directory's hybrank/int8 or hybrank/fp16.
 	QuantizeCache string `json:"quantize_cache,omitempty"`
 	// MaxDocs caps the documents of one Score call and the texts of one
 	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
@@ -348,8 +355,8 @@ func (c Config) Validate() error {
 		return bad("MaxBatchBytes %d < 0", c.MaxBatchBytes)
 	case c.CalibrationMillis < 0 || c.CalibrationMillis > maxCalibrationMillis:
 		return bad("CalibrationMillis %d (want 0..%d)", c.CalibrationMillis, maxCalibrationMillis)
-	case c.Quantize != "" && c.Quantize != QuantizeInt8:
-		return bad("quantize %q (want \"\" or %q)", c.Quantize, QuantizeInt8)
+	case c.Quantize != "" && c.Quantize != QuantizeInt8 && c.Quantize != QuantizeFP16:
+		return bad("quantize %q (want \"\", %q or %q)", c.Quantize, QuantizeInt8, QuantizeFP16)
 	}
 	return nil
 }

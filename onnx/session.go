@@ -308,7 +308,10 @@ func appendCUDA(opts *ort.SessionOptions, device int) error {
 		return err
 	}
 	defer co.Destroy()
-	if err := co.Update(map[string]string{"device_id": strconv.Itoa(device)}); err != nil {
+	// use_tf32 0: float32 MatMuls in float32, not TensorFloat-32 (10-bit
+	// mantissa), so a float32 model scores as on the CPU; the fast GPU path
+	// is a float16 model (models.Config.Quantize "fp16").
+	if err := co.Update(map[string]string{"device_id": strconv.Itoa(device), "use_tf32": "0"}); err != nil {
 		return err
 	}
 	return opts.AppendExecutionProviderCUDA(co)

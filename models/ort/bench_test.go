@@ -50,7 +50,7 @@ func BenchmarkScoreFast(b *testing.B) {
 // scifact's first queries, each with 32 corpus documents (title and text),
 // when the dataset is present; else synthetic texts whose token lengths
 // mimic scifact pairs (about 375 ± 150 tokens).
-func realLengthPairs(b *testing.B) (queries []string, docs [][]string, source string) {
+func realLengthPairs(b testing.TB) (queries []string, docs [][]string, source string) {
 	const nq, perQuery = 8, 32
 	dir := artifacts.Dataset("scifact")
 	if qs, err := beir.ReadQueriesN(dir, nq); err == nil && len(qs) == nq {

@@ -50,8 +50,8 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Quantize == models.QuantizeInt8 {
-		if dir, err = int8Dir(context.Background(), dir, md, cfg); err != nil {
+	if cfg.Quantize != "" {
+		if dir, err = quantizedDir(context.Background(), dir, md, cfg); err != nil {
 			return nil, err
 		}
 		if md, err = models.OpenModelDir(dir); err != nil {

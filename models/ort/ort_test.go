@@ -348,44 +348,104 @@ func TestFastProfileBadInput(t *testing.T) {
 	}
 }
 
+// TestCUDAProvider runs on a machine with the CUDA execution provider (a
+// GPU and `make runtime-gpu`) and skips with the reason elsewhere: provider
+// auto picks CUDA, and every cross-encoder profile's shape and the
+// embedder's give the CPU provider's scores and vectors within 1e-4
+// relative on real-length pairs (scifact when present).
 func TestCUDAProvider(t *testing.T) {
-	dir := fastDir(t)
-	cfg := cpuConfig(dir, models.ProfileFast)
-	cfg.Provider = "cuda"
-	ce, err := ort.NewCrossEncoder(cfg)
+	probe, err := ort.NewCrossEncoder(cpuConfigWith(fastDir(t), models.ProfileFast, "cuda"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ce.Close()
-	err = ce.Load()
+	err = probe.Load()
+	probe.Close()
 	if errors.Is(err, onnx.ErrProviderUnavailable) {
 		t.Skipf("no CUDA execution provider here: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ce.Provider() != "cuda" {
-		t.Fatalf("provider %q", ce.Provider())
+	queries, docs, source := realLengthPairs(t)
+	if testing.Short() {
+		queries, docs = queries[:2], docs[:2]
 	}
-	cpu, err := ort.NewCrossEncoder(cpuConfig(dir, models.ProfileFast))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cpu.Close()
-	docs := []string{"gpu scored document", "another one", ""}
-	a, err := ce.Score(context.Background(), "query", docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := cpu.Score(context.Background(), "query", docs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range a {
-		if math.Abs(float64(a[i]-b[i])) > 1e-3 {
-			t.Fatalf("doc %d: cuda %v, cpu %v", i, a[i], b[i])
+	ctx := context.Background()
+	for _, p := range []struct {
+		name string
+		cfg  bertgen.Config
+	}{{models.ProfileFast, bertgen.TinyBERTL2CrossEncoder()}, {models.ProfileBalanced, bertgen.MiniLML6CrossEncoder()}, {models.ProfileAccurate, bertgen.MiniLML12CrossEncoder()}} {
+		dir := generated(t, p.cfg).dir
+		gpu, err := ort.NewCrossEncoder(cpuConfigWith(dir, p.name, "auto"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer gpu.Close()
+		cpu, err := ort.NewCrossEncoder(cpuConfigWith(dir, p.name, "cpu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cpu.Close()
+		if err := gpu.Load(); err != nil || gpu.Provider() != "cuda" {
+			t.Fatalf("%s: provider auto chose %q (%v) where cuda works", p.name, gpu.Provider(), err)
+		}
+		for i, q := range queries {
+			a, err := gpu.Score(ctx, q, docs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := cpu.Score(ctx, q, docs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j, ok := closeRel(a, b, 1e-4); !ok {
+				t.Fatalf("%s, %s query %d doc %d: cuda %v, cpu %v", p.name, source, i, j, a[j], b[j])
+			}
 		}
 	}
+	dir := generated(t, bertgen.MiniLML6Embedder()).dir
+	var vecs [2][][]float32
+	for k, provider := range []string{"cuda", "cpu"} {
+		be, err := ort.NewBiEncoder(cpuConfigWith(dir, models.ProfileEmbed, provider))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.Close()
+		if vecs[k], err = be.Embed(ctx, models.InputDocument, docs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range vecs[0] {
+		// Unit vectors: relative to their length, 1.
+		for j := range vecs[0][i] {
+			if d := math.Abs(float64(vecs[0][i][j] - vecs[1][i][j])); d > 1e-4 {
+				t.Fatalf("embed %s doc %d dim %d: cuda %v, cpu %v", source, i, j, vecs[0][i][j], vecs[1][i][j])
+			}
+		}
+	}
+}
+
+// cpuConfigWith is cpuConfig on another provider.
+func cpuConfigWith(dir, profile, provider string) models.Config {
+	c := cpuConfig(dir, profile)
+	c.Provider = provider
+	return c
+}
+
+// closeRel reports whether a and b agree within rel of the larger
+// magnitude (plus 1e-6 for values near zero), and else the first index
+// where they do not.
+func closeRel(a, b []float32, rel float64) (int, bool) {
+	if len(a) != len(b) {
+		return 0, false
+	}
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		if math.Abs(x-y) > rel*max(math.Abs(x), math.Abs(y))+1e-6 {
+			return i, false
+		}
+	}
+	return 0, true
 }
 
 func TestCloseWhileScoring(t *testing.T) {

@@ -43,10 +43,28 @@ const (
 	FormStandard Form = "MatMulInteger"
 )
 
+// Type is what a rewrite turns the float32 model into.
+type Type string
+
+const (
+	// TypeInt8 quantizes the encoder's weight MatMuls to int8 (dynamic
+	// activation quantization); WeightBits, Form and Exclude say how. For
+	// the CPU.
+	TypeInt8 Type = "int8"
+	// TypeFP16 converts the whole graph to float16 with float32 inputs and
+	// outputs (rewriteFP16): half the weight bytes and tensor-core
+	// MatMuls on a GPU. ONNX Runtime's CPU provider lacks float16 kernels
+	// for most operators on x86, so it is for the CUDA provider.
+	// WeightBits, Form and Exclude are ignored.
+	TypeFP16 Type = "fp16"
+)
+
 // Config configures a quantization. Start from DefaultConfig. A Config is a
 // plain value, safe to copy; Exclude is shared by copies, so do not modify
 // it after handing a Config out.
 type Config struct {
+	// Type is TypeInt8 (the default; "" means it too) or TypeFP16.
+	Type Type `json:"type,omitempty"`
 	// WeightBits is the weight code width: 7 (codes −63…63, the default)
 	// or 8 (−127…127). 7 bits keep ONNX Runtime's x86 u8×s8 kernels
 	// exact on CPUs without VNNI, whose 16-bit pair sums saturate with
@@ -63,10 +81,13 @@ type Config struct {
 	Exclude []string `json:"exclude"`
 }
 
-// DefaultConfig returns 7-bit weights in the fused form with the
+// FP16Config converts to float16 (TypeFP16).
+func FP16Config() Config { return Config{Type: TypeFP16} }
+
+// DefaultConfig returns int8 with 7-bit weights in the fused form with the
 // classification head excluded.
 func DefaultConfig() Config {
-	return Config{WeightBits: 7, Form: FormFused, Exclude: []string{"pooler", "classifier"}}
+	return Config{Type: TypeInt8, WeightBits: 7, Form: FormFused, Exclude: []string{"pooler", "classifier"}}
 }
 
 // ExcludeFFN returns patterns matching the feed-forward MatMuls of a
@@ -81,6 +102,13 @@ func ExcludeFFN() []string {
 
 // Validate reports the first invalid field, wrapped in ErrBadConfig.
 func (c Config) Validate() error {
+	switch c.Type {
+	case "", TypeInt8:
+	case TypeFP16:
+		return nil
+	default:
+		return fmt.Errorf("%w: type %q (want %q or %q)", ErrBadConfig, c.Type, TypeInt8, TypeFP16)
+	}
 	if c.WeightBits != 7 && c.WeightBits != 8 {
 		return fmt.Errorf("%w: weight bits %d (want 7 or 8)", ErrBadConfig, c.WeightBits)
 	}

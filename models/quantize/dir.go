@@ -27,7 +27,10 @@ type Marker struct {
 	// by this code): a cache of quantized copies reuses only the current
 	// layout. 0: before the sentence-transformers module folders were
 	// copied.
-	Layout      int    `json:"layout,omitempty"`
+	Layout int `json:"layout,omitempty"`
+	// Type is the rewrite's (TypeInt8 or TypeFP16; "" in markers written
+	// before float16 existed, which are int8).
+	Type        Type   `json:"type,omitempty"`
 	Quantizer   string `json:"quantizer"`
 	Weights     string `json:"weights"`
 	Activations string `json:"activations"`
@@ -36,6 +39,15 @@ type Marker struct {
 	Source            string `json:"source"`
 	SourceModelSHA256 string `json:"source_model_sha256"`
 	Report            Report `json:"report"`
+}
+
+// Of is the marker's type: m.Type, or TypeInt8 for a marker written
+// before it was recorded.
+func (m Marker) Of() Type {
+	if m.Type == "" {
+		return TypeInt8
+	}
+	return m.Type
 }
 
 // MarkerLayout is the Layout Dir writes: 1 = every file but the excluded
@@ -144,12 +156,18 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 	}
 	marker := Marker{
 		Layout:            MarkerLayout,
+		Type:              TypeFP16,
 		Quantizer:         "github.com/hybrank/hybrank/models/quantize",
-		Weights:           fmt.Sprintf("int8 per output channel, symmetric (codes ±%d, %d-bit range), no zero point", QMax(cfg.WeightBits), cfg.WeightBits),
-		Activations:       "uint8 per tensor, asymmetric, min/max computed by the runtime on every call (dynamic)",
+		Weights:           fmt.Sprintf("float16, round to nearest even (%d values beyond ±65504 clamped)", rep.Clamped),
+		Activations:       "float16 inside the graph; float32 inputs and outputs (Cast at the edges)",
 		Source:            src,
 		SourceModelSHA256: hex.EncodeToString(sum[:]),
 		Report:            rep,
+	}
+	if cfg.Type != TypeFP16 {
+		marker.Type = TypeInt8
+		marker.Weights = fmt.Sprintf("int8 per output channel, symmetric (codes ±%d, %d-bit range), no zero point", QMax(cfg.WeightBits), cfg.WeightBits)
+		marker.Activations = "uint8 per tensor, asymmetric, min/max computed by the runtime on every call (dynamic)"
 	}
 	b, err := json.MarshalIndent(marker, "", "  ")
 	if err != nil {

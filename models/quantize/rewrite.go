@@ -28,7 +28,13 @@ type Report struct {
 	// distinct weight once); WeightBytesInt8 the int8 codes and float32
 	// scales that replace them.
 	WeightBytesFP32 int64 `json:"weight_bytes_fp32"`
-	WeightBytesInt8 int64 `json:"weight_bytes_int8"`
+	WeightBytesInt8 int64 `json:"weight_bytes_int8,omitempty"`
+	// Converted is the number of float32 initializers a TypeFP16 rewrite
+	// turned into float16 (WeightBytesFP16 bytes), Clamped the values
+	// beyond ±65504 set to it.
+	Converted       int   `json:"converted,omitempty"`
+	WeightBytesFP16 int64 `json:"weight_bytes_fp16,omitempty"`
+	Clamped         int   `json:"clamped,omitempty"`
 	// ModelBytesIn and ModelBytesOut are the ONNX file sizes before and
 	// after; set by Dir only.
 	ModelBytesIn  int64 `json:"model_bytes_in,omitempty"`
@@ -78,6 +84,9 @@ func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 	}
 	if err := m.Graph.Validate(); err != nil {
 		return Report{}, fmt.Errorf("quantize: input graph: %w", err)
+	}
+	if cfg.Type == TypeFP16 {
+		return rewriteFP16(ctx, m, cfg)
 	}
 	if cfg.Form == FormStandard && m.Opset < 11 {
 		return Report{}, fmt.Errorf("%w: opset %d has no DynamicQuantizeLinear (needs 11); use %s", onnxpb.ErrUnsupported, m.Opset, FormFused)

@@ -3,6 +3,7 @@ package ort_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -101,5 +102,66 @@ func TestQuantizeInt8Option(t *testing.T) {
 	bad.Quantize = "int4"
 	if _, err := ort.NewCrossEncoder(bad); err == nil {
 		t.Fatal("quantize int4 accepted")
+	}
+}
+
+// TestQuantizeFP16Option loads a cross-encoder with Quantize "fp16": a
+// float16 copy is written once into the cache beside the int8 one (told
+// apart by name and marker), its scores follow float32's within float16's
+// precision (ONNX Runtime's CPU provider runs this graph in float16 too),
+// and an int8 copy is refused as the source of a float16 load.
+func TestQuantizeFP16Option(t *testing.T) {
+	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
+	cache := t.TempDir()
+	docs := []string{"a cat sat on the mat", "dogs bark at night", "the stock market fell", "cats and dogs"}
+	load := func(dir, q string) (*ort.CrossEncoder, error) {
+		cfg := cpuConfig(dir, models.ProfileFast)
+		cfg.Quantize, cfg.QuantizeCache, cfg.Batching = q, cache, models.BatchingTokens
+		ce, err := ort.NewCrossEncoder(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return ce, ce.Load()
+	}
+	score := func(q string) []float32 {
+		t.Helper()
+		ce, err := load(dir, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ce.Close()
+		s, err := ce.Score(context.Background(), "where is the cat", docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	fp, half := score(""), score(models.QuantizeFP16)
+	score(models.QuantizeInt8)
+	copies, _ := filepath.Glob(filepath.Join(cache, "*-fp16"))
+	all, _ := filepath.Glob(filepath.Join(cache, "*"))
+	if len(copies) != 1 || len(all) != 2 {
+		t.Fatalf("cache holds %v, want one int8 and one fp16 copy", all)
+	}
+	if m, ok, err := quantize.ReadMarker(copies[0]); err != nil || !ok || m.Of() != quantize.TypeFP16 {
+		t.Fatalf("fp16 copy marker %+v %v %v", m, ok, err)
+	}
+	for i := range fp {
+		if d := math.Abs(float64(half[i] - fp[i])); d > 0.01*max(1, math.Abs(float64(fp[i]))) || math.IsNaN(d) {
+			t.Errorf("doc %d: fp16 %v vs float32 %v", i, half[i], fp[i])
+		}
+	}
+	int8Copy := ""
+	for _, c := range all {
+		if c != copies[0] {
+			int8Copy = c
+		}
+	}
+	ce, err := load(int8Copy, models.QuantizeFP16)
+	if ce != nil {
+		ce.Close()
+	}
+	if !errors.Is(err, models.ErrInvalidConfig) {
+		t.Errorf("fp16 load of an int8 copy: %v", err)
 	}
 }

@@ -1,0 +1,90 @@
+package ort
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hybrank/hybrank/internal/filehash"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/quantize"
+)
+
+// quantizedDir returns the directory to load for cfg.Quantize ("int8" or
+// "fp16"): dir itself when its model already is of that type (a
+// models/quantize marker, or for int8 nothing left to quantize, as in an
+// int8 export), else a converted copy in the cache, written on first use
+// (into a temporary folder renamed into place, so a crash or a concurrent
+// load never sees half a copy).
+func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg models.Config) (string, error) {
+	kind := quantize.Type(cfg.Quantize)
+	qcfg := quantize.DefaultConfig()
+	if kind == quantize.TypeFP16 {
+		qcfg = quantize.FP16Config()
+	}
+	m, ok, err := quantize.ReadMarker(dir)
+	switch {
+	case err != nil:
+		return "", err
+	case ok && m.Of() == kind:
+		return dir, nil
+	case ok:
+		return "", fmt.Errorf("%w: %s holds a %s model; quantize %s needs the float32 source", models.ErrInvalidConfig, dir, m.Of(), kind)
+	}
+	sum, err := filehash.SHA256(md.ONNXPath)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
+	}
+	root := cfg.QuantizeCache
+	if root == "" {
+		uc, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("%w: quantize %s: no user cache directory (%v); set Config.QuantizeCache", models.ErrInvalidConfig, kind, err)
+		}
+		root = filepath.Join(uc, "hybrank", string(kind))
+	}
+	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+sum[:16])
+	if kind != quantize.TypeInt8 {
+		// One QuantizeCache may hold both types: int8 copies keep their
+		// old names, others are told apart by theirs.
+		dst += "-" + string(kind)
+	}
+	current := func() bool {
+		m, ok, err := quantize.ReadMarker(dst)
+		return err == nil && ok && m.SourceModelSHA256 == sum && m.Layout == quantize.MarkerLayout && m.Of() == kind
+	}
+	if current() {
+		return dst, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("quantize: %w (set Config.QuantizeCache to a writable folder)", err)
+	}
+	tmp, err := os.MkdirTemp(root, ".tmp-")
+	if err != nil {
+		return "", fmt.Errorf("quantize: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if _, err := quantize.Dir(ctx, dir, tmp, qcfg); err != nil {
+		if errors.Is(err, quantize.ErrNothingToQuantize) && kind == quantize.TypeInt8 {
+			return dir, nil // already int8 (an int8 export without our marker)
+		}
+		return "", fmt.Errorf("quantize %s %s: %w", kind, dir, err)
+	}
+	// A copy of an older layout (before module folders were copied, a
+	// bi-encoder's copy did not load) is replaced.
+	if _, ok, _ := quantize.ReadMarker(dst); ok {
+		if err := os.RemoveAll(dst); err != nil {
+			return "", fmt.Errorf("quantize: replace %s: %w", dst, err)
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		// A concurrent load may have put its copy there first.
+		if current() {
+			return dst, nil
+		}
+		return "", fmt.Errorf("quantize: %w", err)
+	}
+	return dst, nil
+}
