@@ -8,7 +8,7 @@
 //
 // A script writes its raw output (a run file, neighbour ids, scores) to
 // files and its timings as one JSON line on stdout. Runner.Run runs a
-// script and decodes that line; BM25s, FaissHNSW and ORTRerank are the
+// script and decodes that line; BM25s, FaissHNSW and Rerank are the
 // typed calls of the three scripts, which also read the raw output back
 // (ReadRun, ReadInt64s, ReadFloat32s) so that the drivers compute every
 // metric with the same code as for hybrank.

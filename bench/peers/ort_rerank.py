@@ -83,7 +83,7 @@ def main():
         rows.append({"batch": bs, "seconds": best, "pairs_per_s": len(pairs) / best,
                      "tokens": real, "padded_tokens": padded, "scores": path})
     json.dump({
-        "peer": "onnxruntime-python", "onnxruntime": ort.__version__, "threads": args.threads,
+        "peer": "onnxruntime-python", "version": ort.__version__, "threads": args.threads,
         "pairs": len(pairs), "max_length": args.max_length, "rows": rows,
     }, sys.stdout)
     sys.stdout.write("\n")

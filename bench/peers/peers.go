@@ -102,6 +102,20 @@ func New(cfg Config) (*Runner, error) {
 	return &Runner{cfg: cfg}, nil
 }
 
+// NewSystem is a Runner of cfg.Python with the interpreter's own packages
+// instead of a make peers install (cfg.Dir is ignored), for peers that come
+// with a machine's image, such as PeerTorch on a GPU machine.
+func NewSystem(cfg Config) (*Runner, error) {
+	if cfg.Python == "" {
+		return nil, fmt.Errorf("%w: peers: need a python interpreter", bench.ErrBadOption)
+	}
+	cfg.Dir = ""
+	if cfg.Exec == nil {
+		cfg.Exec = osExec
+	}
+	return &Runner{cfg: cfg}, nil
+}
+
 // workDir makes a temporary folder for one script run; the caller removes
 // it.
 func workDir() (string, error) {
@@ -127,11 +141,12 @@ func (r *Runner) Run(ctx context.Context, dir, script string, args []string, out
 	if err := os.WriteFile(path, src, 0o600); err != nil {
 		return fmt.Errorf("peers: %w", err)
 	}
-	env := append(os.Environ(),
-		"PYTHONPATH="+r.cfg.Dir,
-		"PYTHONNOUSERSITE=1",        // the pinned packages, not the user's
-		"PYTHONDONTWRITEBYTECODE=1", // nothing written into the shared folder
-	)
+	env := append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // nothing written into the shared folder
+	where := "the interpreter's environment"
+	if r.cfg.Dir != "" {
+		env = append(env, "PYTHONPATH="+r.cfg.Dir, "PYTHONNOUSERSITE=1") // the pinned packages, not the user's
+		where = r.cfg.Dir + "; run `make peers`"
+	}
 	stdout, stderr, err := r.cfg.Exec(ctx, dir, env, r.cfg.Python, append([]string{path}, args...)...)
 	if err != nil {
 		switch {
@@ -140,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, dir, script string, args []string, out
 		case notStarted(err):
 			return fmt.Errorf("%w: %q (install python3, or set the peers' Python): %v", ErrNoPython, r.cfg.Python, err)
 		case bytes.Contains(stderr, []byte("ModuleNotFoundError")) || bytes.Contains(stderr, []byte("No module named")):
-			return fmt.Errorf("%w: %s: a package is missing from %s; run `make peers`\n%s", ErrNotInstalled, script, r.cfg.Dir, tail(stderr))
+			return fmt.Errorf("%w: %s: a package is missing from %s\n%s", ErrNotInstalled, script, where, tail(stderr))
 		}
 		return fmt.Errorf("peer %s: %w\n%s", script, err, tail(stderr))
 	}

@@ -43,6 +43,12 @@ type call struct {
 // fake returns a Runner whose interpreter is script: it gets the call
 // (flags parsed as --name value pairs) and returns stdout, stderr, error.
 func fake(t *testing.T, script func(c call) (string, string, error)) (*peers.Runner, *[]call) {
+	return fakeWith(t, peers.New, script)
+}
+
+// fakeWith is fake with the Runner built by newRunner (peers.New or
+// peers.NewSystem).
+func fakeWith(t *testing.T, newRunner func(peers.Config) (*peers.Runner, error), script func(c call) (string, string, error)) (*peers.Runner, *[]call) {
 	t.Helper()
 	var calls []call
 	cfg := peers.Config{Enabled: true, Python: "python3", Dir: installed(t),
@@ -58,7 +64,7 @@ func fake(t *testing.T, script func(c call) (string, string, error)) (*peers.Run
 			o, e, err := script(c)
 			return []byte(o), []byte(e), err
 		}}
-	r, err := peers.New(cfg)
+	r, err := newRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +245,7 @@ func TestFaissRoundTripsTheFiles(t *testing.T) {
 	}
 }
 
-func TestORTRerankRoundTripsTheFiles(t *testing.T) {
+func TestRerankRoundTripsTheFiles(t *testing.T) {
 	pairs := []models.Pair{{Query: "q one", Doc: "d \"quoted\""}, {Query: "q one", Doc: "d2"}, {Query: "q two", Doc: "d3"}}
 	short := false
 	r, _ := fake(t, func(c call) (string, string, error) {
@@ -266,19 +272,52 @@ func TestORTRerankRoundTripsTheFiles(t *testing.T) {
 			os.WriteFile(path, s, 0o644)
 			rows = append(rows, fmt.Sprintf(`{"batch":%s,"seconds":0.2,"pairs_per_s":15,"tokens":30,"padded_tokens":36,"scores":%q}`, bs, path))
 		}
-		return `{"peer":"onnxruntime-python","onnxruntime":"1.29.0","threads":` + c.flags["threads"] + `,"pairs":3,"max_length":512,"rows":[` + strings.Join(rows, ",") + "]}\n", "", nil
+		return `{"peer":"onnxruntime-python","version":"1.29.0","threads":` + c.flags["threads"] + `,"pairs":3,"max_length":512,"rows":[` + strings.Join(rows, ",") + "]}\n", "", nil
 	})
-	a := peers.ORTArgs{ModelDir: "m", Pairs: pairs, Batches: []int{16, 32}, Threads: 2, MaxLength: 512, Rounds: 1}
-	res, err := r.ORTRerank(context.Background(), a)
+	a := peers.RerankArgs{ModelDir: "m", Pairs: pairs, Batches: []int{16, 32}, Threads: 2, MaxLength: 512, Rounds: 1}
+	res, err := r.Rerank(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ORTVersion != "1.29.0" || res.Threads != 2 || len(res.Rows) != 2 || res.Rows[0].PaddedTokens != 36 || !slices.Equal(res.Rows[1].Scores, []float32{0.5, 1.5, 2.5}) {
+	if res.Version != "1.29.0" || res.Peer != peers.PeerORT || res.Threads != 2 || len(res.Rows) != 2 || res.Rows[0].PaddedTokens != 36 || !slices.Equal(res.Rows[1].Scores, []float32{0.5, 1.5, 2.5}) {
 		t.Fatalf("result %+v", res)
 	}
 	short = true
-	if _, err := r.ORTRerank(context.Background(), a); !errors.Is(err, peers.ErrOutput) {
+	if _, err := r.Rerank(context.Background(), a); !errors.Is(err, peers.ErrOutput) {
 		t.Errorf("short scores file: %v", err)
+	}
+}
+
+// TestTorchRerankArgs runs the torch peer through NewSystem: its script
+// with the device and dtype, the interpreter's own packages (no
+// PYTHONPATH), and its result's device and dtype read back.
+func TestTorchRerankArgs(t *testing.T) {
+	r, calls := fakeWith(t, peers.NewSystem, func(c call) (string, string, error) {
+		path := c.flags["out"] + ".b8.f32"
+		var s []byte
+		for range 2 {
+			s = binary.LittleEndian.AppendUint32(s, math.Float32bits(1))
+		}
+		os.WriteFile(path, s, 0o644)
+		return `{"peer":"torch","version":"2.11.0","device":"cuda","dtype":"float16","gpu":"H100","threads":1,"pairs":2,"max_length":512,"rows":[{"batch":8,"seconds":0.1,"pairs_per_s":20,"tokens":9,"padded_tokens":10,"scores":"` + path + `"}]}` + "\n", "", nil
+	})
+	pairs := []models.Pair{{Query: "q", Doc: "a"}, {Query: "q", Doc: "b"}}
+	res, err := r.Rerank(context.Background(), peers.RerankArgs{Peer: peers.PeerTorch, ModelDir: "m", Pairs: pairs, Batches: []int{8}, Threads: 1, MaxLength: 512, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := (*calls)[0]
+	if filepath.Base(c.script) != "torch_rerank.py" || c.flags["device"] != "cuda" || c.flags["dtype"] != "float16" {
+		t.Errorf("call %+v", c)
+	}
+	if slices.ContainsFunc(c.env, func(e string) bool { return strings.HasPrefix(e, "PYTHONPATH=") }) {
+		t.Error("the system interpreter got a PYTHONPATH")
+	}
+	if res.Peer != peers.PeerTorch || res.DType != "float16" || res.Device != "cuda" || len(res.Rows) != 1 || res.Rows[0].Scores[1] != 1 {
+		t.Errorf("result %+v", res)
+	}
+	if _, err := r.Rerank(context.Background(), peers.RerankArgs{Peer: "jax", Pairs: pairs, Batches: []int{8}}); !errors.Is(err, bench.ErrBadOption) {
+		t.Errorf("unknown peer: %v", err)
 	}
 }
 

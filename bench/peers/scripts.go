@@ -2,6 +2,7 @@ package peers
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/eval"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/simd"
@@ -207,35 +209,70 @@ func (r *Runner) FaissHNSW(ctx context.Context, a FaissArgs) (FaissResult, error
 	return res, nil
 }
 
-// ORTArgs runs ort_rerank.py: the model directory's ONNX file through ONNX
-// Runtime's Python package, tokenized by Hugging Face tokenizers
-// (longest_first truncation to MaxLength), pairs in input order in batches
-// of each size, padded to the batch's longest.
-type ORTArgs struct {
+// RerankPeer names a cross-encoder peer: the script that runs it.
+type RerankPeer string
+
+const (
+	// PeerORT is ONNX Runtime's Python package (ort_rerank.py) on the CPU,
+	// running the model directory's ONNX file.
+	PeerORT RerankPeer = "onnxruntime-python"
+	// PeerTorch is PyTorch with transformers' BERT and scaled-dot-product
+	// attention (torch_rerank.py) on Device in DType, with the weights of
+	// the model directory's ONNX file. It needs torch, transformers, onnx
+	// and tokenizers in the interpreter's environment (not make peers).
+	PeerTorch RerankPeer = "torch"
+)
+
+// Valid reports whether p names a peer script.
+func (p RerankPeer) Valid() bool { return p == PeerORT || p == PeerTorch }
+
+func (p RerankPeer) script() string {
+	if p == PeerTorch {
+		return "torch_rerank.py"
+	}
+	return "ort_rerank.py"
+}
+
+// RerankArgs runs a cross-encoder peer on the model directory's weights,
+// tokenized by Hugging Face tokenizers (longest_first truncation to
+// MaxLength), pairs in input order in batches of each size, padded to the
+// batch's longest.
+type RerankArgs struct {
+	// Peer is the script; "" is PeerORT.
+	Peer     RerankPeer
 	ModelDir string
 	Pairs    []models.Pair
 	// Batches are the batch sizes, each scoring every pair.
 	Batches []int
-	// Threads is the session's intra-op thread count.
+	// Threads is the intra-op (CPU) thread count.
 	Threads int
 	// MaxLength is the truncation length, special tokens included.
 	MaxLength int
 	// Rounds per batch size; the fastest is reported.
 	Rounds int
+	// Device ("cuda", "cpu") and DType ("float16", "bfloat16", "float32")
+	// of PeerTorch; "" is cuda and float16.
+	Device, DType string
 }
 
-// ORTResult is what ort_rerank.py reports, and its scores.
-type ORTResult struct {
-	ORTVersion string   `json:"onnxruntime"`
-	Threads    int      `json:"threads"`
-	Pairs      int      `json:"pairs"`
-	MaxLength  int      `json:"max_length"`
-	Rows       []ORTRow `json:"rows"`
+// RerankResult is what a rerank peer reports, and its scores.
+type RerankResult struct {
+	Peer    RerankPeer `json:"peer"`
+	Version string     `json:"version"`
+	// Device, DType and GPU (the device's name) are PeerTorch's.
+	Device    string      `json:"device,omitempty"`
+	DType     string      `json:"dtype,omitempty"`
+	GPU       string      `json:"gpu,omitempty"`
+	Threads   int         `json:"threads"`
+	Pairs     int         `json:"pairs"`
+	MaxLength int         `json:"max_length"`
+	Rows      []RerankRow `json:"rows"`
 }
 
-// ORTRow is one batch size: the fastest round over every pair (tokenization
-// included), real and padded tokens, and the logits in pair order.
-type ORTRow struct {
+// RerankRow is one batch size: the fastest round over every pair
+// (tokenization included), real and padded tokens, and the logits in pair
+// order.
+type RerankRow struct {
 	Batch        int       `json:"batch"`
 	Seconds      float64   `json:"seconds"`
 	PairsPerS    float64   `json:"pairs_per_s"`
@@ -244,11 +281,17 @@ type ORTRow struct {
 	Scores       []float32 `json:"-"`
 }
 
-// ORTRerank scores a.Pairs with a.ModelDir's model at every batch size.
-func (r *Runner) ORTRerank(ctx context.Context, a ORTArgs) (ORTResult, error) {
-	var res ORTResult
+// Rerank scores a.Pairs with the peer a.Peer at every batch size.
+func (r *Runner) Rerank(ctx context.Context, a RerankArgs) (RerankResult, error) {
+	var res RerankResult
+	if a.Peer == "" {
+		a.Peer = PeerORT
+	}
+	if !a.Peer.Valid() {
+		return res, fmt.Errorf("%w: rerank peer %q (want %s or %s)", bench.ErrBadOption, a.Peer, PeerORT, PeerTorch)
+	}
 	if len(a.Pairs) == 0 || len(a.Batches) == 0 {
-		return res, fmt.Errorf("peers: onnxruntime: need pairs and a batch size")
+		return res, fmt.Errorf("peers: %s: need pairs and a batch size", a.Peer)
 	}
 	dir, err := workDir()
 	if err != nil {
@@ -266,27 +309,30 @@ func (r *Runner) ORTRerank(ctx context.Context, a ORTArgs) (ORTResult, error) {
 	out := filepath.Join(dir, "scores")
 	args := []string{"--model", model, "--pairs", pairs, "--out", out, "--batch", joinInts(a.Batches),
 		"--threads", strconv.Itoa(a.Threads), "--max-length", strconv.Itoa(a.MaxLength), "--rounds", strconv.Itoa(a.Rounds)}
+	if a.Peer == PeerTorch {
+		args = append(args, "--device", cmp.Or(a.Device, "cuda"), "--dtype", cmp.Or(a.DType, "float16"))
+	}
 	var raw struct {
-		ORTResult
+		RerankResult
 		Rows []struct {
-			ORTRow
+			RerankRow
 			File string `json:"scores"`
 		} `json:"rows"`
 	}
-	if err := r.Run(ctx, dir, "ort_rerank.py", args, &raw); err != nil {
+	if err := r.Run(ctx, dir, a.Peer.script(), args, &raw); err != nil {
 		return res, err
 	}
-	res = raw.ORTResult
+	res = raw.RerankResult
 	res.Rows = nil
 	if len(raw.Rows) != len(a.Batches) || res.Pairs != len(a.Pairs) {
-		return res, fmt.Errorf("%w: onnxruntime: %d rows for %d batch sizes, %d pairs for %d", ErrOutput, len(raw.Rows), len(a.Batches), res.Pairs, len(a.Pairs))
+		return res, fmt.Errorf("%w: %s: %d rows for %d batch sizes, %d pairs for %d", ErrOutput, a.Peer, len(raw.Rows), len(a.Batches), res.Pairs, len(a.Pairs))
 	}
 	for _, row := range raw.Rows {
-		or := row.ORTRow
-		if or.Scores, err = ReadFloat32s(row.File, len(a.Pairs)); err != nil {
+		rr := row.RerankRow
+		if rr.Scores, err = ReadFloat32s(row.File, len(a.Pairs)); err != nil {
 			return res, err
 		}
-		res.Rows = append(res.Rows, or)
+		res.Rows = append(res.Rows, rr)
 	}
 	return res, nil
 }

@@ -6,14 +6,14 @@ import (
 	"github.com/hybrank/hybrank/bench/throughput"
 )
 
-func TestCompareInt8(t *testing.T) {
+func TestCompareQuant(t *testing.T) {
 	text := throughput.Text{Queries: []string{"a", "b", "c"}, PerQuery: [][]string{{"1", "2", "3", "4"}, {"1", "2", "3", "4", "5"}, {"x"}}}
 	ref := []float32{1, 2, 3, 4 /**/, 1, 2, 3, 4, 5 /**/, 9}
 	got := []float32{1.1, 2.1, 3.1, 4.1 /**/, 1, 2, 3, 5, 4 /**/, 7}
 	fp32 := throughput.Row{PairsPerS: 10, Data: "d", RealWeights: true}
-	q := throughput.Row{PairsPerS: 25}
-	r := compareInt8("balanced", fp32, q, text, ref, got)
-	if r.Speedup != 2.5 || r.FP32PairsPerS != 10 || r.Int8PairsPerS != 25 || r.Data != "d" || !r.RealWeights {
+	q := throughput.Row{PairsPerS: 25, Quantize: "int8"}
+	r := compareQuant("balanced", fp32, q, text, ref, got)
+	if r.Speedup != 2.5 || r.FP32PairsPerS != 10 || r.QuantPairsPerS != 25 || r.Type != "int8" || r.Data != "d" || !r.RealWeights {
 		t.Errorf("speed fields: %+v", r)
 	}
 	// Per query: 1 (same order) and 0.9 (last two swapped); the
@@ -24,7 +24,7 @@ func TestCompareInt8(t *testing.T) {
 	if r.MaxAbsDiff != 2 || r.ScoreRange != 8 {
 		t.Errorf("max |Δ| %v, range %v, want 2 and 8", r.MaxAbsDiff, r.ScoreRange)
 	}
-	cs := DefaultInt8Check().Check([]Int8Row{r})
+	cs := DefaultQuantCheck().Check([]QuantRow{r})
 	if len(cs) != 2 || cs[0].Verdict != "PASS" || cs[1].Verdict != "FAIL" {
 		t.Errorf("checks: %+v", cs)
 	}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/throughput"
+	"github.com/hybrank/hybrank/models"
 )
 
 // Report renders res as bench/results/rerank.md: one table in which each
@@ -53,13 +55,25 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"(title + \" \" + text) up to the model's maximum length (at most 512 tokens); sequence lengths as hybrank feeds them, specials included: p10 %d, p50 %d, p90 %d, max %d (mean %.1f). "+
 			"These rows come first; the synthetic shapes (doc_tokens set) follow.", r.Data, r.LenP10, r.LenP50, r.LenP90, r.LenMax, r.SeqLen))
 	}
-	if len(res.Int8) > 0 {
+	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeFP16 {
+		rep.Notes = append(rep.Notes, "quantize=fp16 rows: the same profile's model converted to float16 by models/quantize (every float32 initializer rounded to nearest even, the attention-mask constant clamped to −65504, "+
+			"float32 inputs and outputs kept with a Cast at each edge), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
+			"The checks compare pairs/s (reported) and the per-query Spearman correlation of the two models' scores over each query's candidate list.")
+	}
+	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeInt8 {
 		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize (default config: per-output-channel symmetric 7-bit weights in com.microsoft DynamicQuantizeMatMul, "+
 			"activations quantized per tensor on every call by the runtime; classifier and pooler kept in float32), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
 			"The checks compare pairs/s and the per-query Spearman correlation of the two models' scores over each query's candidate list. The CPU flags in the header decide which integer kernels ONNX Runtime runs (AVX512-VNNI/AVX-VNNI/AMX when present, else AVX2 vpmaddubsw).")
 	}
-	if len(res.Peers) > 0 {
-		rep.Notes = append(rep.Notes, "impl=onnxruntime-python: ONNX Runtime "+res.Peers[0].Version+" (Python, make peers) with Hugging Face tokenizers on the same model directory's ONNX file and the same real pairs, "+
+	if i := slices.IndexFunc(res.Peers, func(p PeerRow) bool { return p.DType != "" }); i >= 0 {
+		p := res.Peers[i]
+		rep.Notes = append(rep.Notes, "impl=torch: PyTorch "+p.Version+" (the machine's own) with transformers' BertForSequenceClassification, scaled-dot-product attention, "+
+			"the model in "+p.DType+" on "+p.Provider+", loaded with the weights of the same ONNX file (bench/peers/torch_rerank.py), Hugging Face tokenizers, "+
+			"fixed batches padded to their longest as sentence-transformers' CrossEncoder runs on a GPU, tokenization inside the timing; run right after hybrank's row of that profile. "+
+			"max |Δ| is reported, not checked, where the peer computes in reduced precision.")
+	}
+	if i := slices.IndexFunc(res.Peers, func(p PeerRow) bool { return p.DType == "" }); i >= 0 {
+		rep.Notes = append(rep.Notes, "impl=onnxruntime-python: ONNX Runtime "+res.Peers[i].Version+" (Python, make peers) with Hugging Face tokenizers on the same model directory's ONNX file and the same real pairs, "+
 			"the way sentence-transformers' ONNX backend runs a CrossEncoder: pairs in input order, fixed batches padded to their longest, longest_first truncation, the same intra-op threads, tokenization inside the timing. "+
 			"Run right after hybrank's row of that profile. hybrank × = hybrank pairs/s (its default batching) / the peer's, same run; max |Δ| = max |hybrank − peer| score over the pairs "+
 			"(hybrank cuts the query to half the budget, then only the document: the same tokens as longest_first for real queries); "+

@@ -1,6 +1,7 @@
 package rerank
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -37,6 +38,13 @@ type Config struct {
 	// default.
 	Peers       peers.Config `json:"peers"`
 	PeerBatches []int        `json:"peer_batches"`
+	// Peer is which peer runs: ONNX Runtime's Python package (the
+	// default; Peers.Dir's make peers install) or PyTorch (the
+	// interpreter's own packages, on PeerDevice in PeerDType; "" is cuda
+	// and float16), the GPU peer.
+	Peer       peers.RerankPeer `json:"peer,omitempty"`
+	PeerDevice string           `json:"peer_device,omitempty"`
+	PeerDType  string           `json:"peer_dtype,omitempty"`
 	// PeerRounds is the peer's timed passes over all pairs per batch size
 	// (the fastest is reported); hybrank's row is one timed pass or more.
 	PeerRounds int `json:"peer_rounds"`
@@ -45,9 +53,10 @@ type Config struct {
 	// Batching compares the default batching with fixed token caps
 	// (Enabled: real pairs needed).
 	Batching BatchingCheck `json:"batching"`
-	// Int8 measures each real-pair profile again with int8 weights and
-	// compares speed and ranking with float32 (Enabled: real pairs needed).
-	Int8 Int8Check `json:"int8"`
+	// Quant measures each real-pair profile again with int8 or float16
+	// weights and compares speed and ranking with float32 (Enabled: real
+	// pairs needed).
+	Quant QuantCheck `json:"quant"`
 }
 
 // RealPairs selects real-length pairs: the BM25 top-TopK documents
@@ -136,8 +145,14 @@ func (t Targets) Check(ps []PeerRow) []report.Check {
 	var cs []report.Check
 	for _, p := range ps {
 		name := fmt.Sprintf("%s batch %d", p.Profile, p.BatchPairs)
-		cs = append(cs, report.AtMost(name+": max |hybrank − "+p.Impl+"| score", p.MaxAbsDiff, t.MaxScoreDiff,
-			fmt.Sprintf("over %d pairs (%s), same ONNX file; hybrank's scores span %.3g", p.Pairs, p.Data, p.ScoreRange)))
+		diffName := name + ": max |hybrank − " + p.Impl + "| score"
+		diffDetail := fmt.Sprintf("over %d pairs (%s), same weights; hybrank's scores span %.3g", p.Pairs, p.Data, p.ScoreRange)
+		if p.DType == "" || p.DType == "float32" {
+			cs = append(cs, report.AtMost(diffName, p.MaxAbsDiff, t.MaxScoreDiff, diffDetail))
+		} else {
+			// Reduced precision differs by design: reported, not checked.
+			cs = append(cs, report.Inform(diffName, p.MaxAbsDiff, diffDetail+"; the peer computes in "+p.DType))
+		}
 		if p.PairsPerS > 0 {
 			detail := fmt.Sprintf("%.1f vs %.1f pairs/s, same pairs, same run", p.HybrankSpeedup*p.PairsPerS, p.PairsPerS)
 			if t.MinPeerSpeedup > 0 {
@@ -164,7 +179,7 @@ func DefaultConfig() Config {
 		PeerRounds:  1,
 		Targets:     DefaultTargets(),
 		Batching:    DefaultBatchingCheck(),
-		Int8:        DefaultInt8Check(),
+		Quant:       DefaultQuantCheck(),
 	}
 }
 
@@ -197,6 +212,9 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if c.Peer != "" && !c.Peer.Valid() {
+		return fmt.Errorf("%w: rerank: peer %q (want %s or %s)", bench.ErrBadOption, c.Peer, peers.PeerORT, peers.PeerTorch)
+	}
 	if c.Peers.Enabled {
 		if len(c.PeerBatches) == 0 || c.PeerRounds < 1 {
 			return fmt.Errorf("%w: rerank: peer batches %v, rounds %d", bench.ErrBadOption, c.PeerBatches, c.PeerRounds)
@@ -213,11 +231,11 @@ func (c Config) Validate() error {
 	if c.Batching.Enabled && c.Real.Data == "" {
 		return fmt.Errorf("%w: rerank: the batching check needs real pairs (a dataset)", bench.ErrBadOption)
 	}
-	if err := c.Int8.validate(); err != nil {
+	if err := c.Quant.validate(); err != nil {
 		return err
 	}
-	if c.Int8.Enabled && c.Real.Data == "" {
-		return fmt.Errorf("%w: rerank: the int8 check needs real pairs (a dataset)", bench.ErrBadOption)
+	if c.Quant.Enabled && c.Real.Data == "" {
+		return fmt.Errorf("%w: rerank: the %s check needs real pairs (a dataset)", bench.ErrBadOption, c.Quant.Type)
 	}
 	if !(c.Targets.MaxScoreDiff >= 0) {
 		return fmt.Errorf("%w: rerank: max score diff %v", bench.ErrBadOption, c.Targets.MaxScoreDiff)
@@ -240,13 +258,17 @@ func (c Config) realProfiles() []string {
 // the real pairs: a line of rerank.md after hybrank's row of that
 // profile.
 type PeerRow struct {
-	// Impl is "onnxruntime-python"; Version its ONNX Runtime release.
+	// Impl is the peer ("onnxruntime-python", or "torch" and its dtype);
+	// Version its release, Provider the device it ran on.
 	Impl     string `json:"impl" table:""`
 	Version  string `json:"version"`
 	Profile  string `json:"profile" table:""`
 	Kind     string `json:"kind"`
 	Provider string `json:"provider" table:""`
-	Threads  int    `json:"threads" table:""`
+	// DType is the torch peer's arithmetic ("" for ONNX Runtime: the
+	// ONNX file's float32).
+	DType   string `json:"dtype,omitempty"`
+	Threads int    `json:"threads" table:""`
 	// BatchPairs is the peer's fixed batch size (pairs in input order,
 	// padded to the batch's longest).
 	BatchPairs   int     `json:"batch_pairs" table:""`
@@ -274,9 +296,9 @@ type PeerRow struct {
 type Result struct {
 	Rows  []throughput.Row `json:"rows"`
 	Peers []PeerRow        `json:"peers,omitempty"`
-	// Int8 compares each profile's int8 row (in Rows) with its float32
-	// row, when Config.Int8 is enabled.
-	Int8   []Int8Row      `json:"int8,omitempty"`
+	// Quant compares each profile's quantized row (in Rows) with its
+	// float32 row, when Config.Quant is enabled.
+	Quant  []QuantRow     `json:"quant,omitempty"`
 	Checks []report.Check `json:"checks,omitempty"`
 }
 
@@ -303,7 +325,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Batching.Enabled {
 		res.Checks = append(res.Checks, cfg.Batching.Check(res.Rows)...)
 	}
-	res.Checks = append(res.Checks, cfg.Int8.Check(res.Int8)...)
+	res.Checks = append(res.Checks, cfg.Quant.Check(res.Quant)...)
 	return res, nil
 }
 
@@ -313,7 +335,12 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 	var peer *peers.Runner
 	if cfg.Peers.Enabled {
 		var err error
-		if peer, err = peers.New(cfg.Peers); err != nil {
+		if cfg.Peer == peers.PeerTorch {
+			peer, err = peers.NewSystem(cfg.Peers)
+		} else {
+			peer, err = peers.New(cfg.Peers)
+		}
+		if err != nil {
 			return fmt.Errorf("rerank: %w", err)
 		}
 	}
@@ -364,12 +391,12 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 			}
 			res.Rows = append(res.Rows, rows...)
 		}
-		if cfg.Int8.Enabled {
-			qrow, cmp, err := int8Row(ctx, cfg, p, dir, text, pairs, row, scores)
+		if cfg.Quant.Enabled {
+			qrow, cmp, err := quantRow(ctx, cfg, p, dir, text, pairs, row, scores)
 			if err != nil {
-				return fmt.Errorf("rerank %s int8: %w", p, err)
+				return fmt.Errorf("rerank %s %s: %w", p, cfg.Quant.Type, err)
 			}
-			res.Rows, res.Int8 = append(res.Rows, qrow), append(res.Int8, cmp)
+			res.Rows, res.Quant = append(res.Rows, qrow), append(res.Quant, cmp)
 			report.Log(cfg.Log, qrow)
 		}
 		if peer == nil {
@@ -443,11 +470,16 @@ func runPeer(ctx context.Context, peer *peers.Runner, cfg Config, ours throughpu
 	if mp := md.Config.MaxPositionEmbeddings; mp > 0 {
 		maxLen = min(maxLen, mp)
 	}
-	out, err := peer.ORTRerank(ctx, peers.ORTArgs{
-		ModelDir: md.Dir, Pairs: pairs, Batches: cfg.PeerBatches, Threads: cfg.Threads, MaxLength: maxLen, Rounds: cfg.PeerRounds,
+	out, err := peer.Rerank(ctx, peers.RerankArgs{
+		Peer: cfg.Peer, ModelDir: md.Dir, Pairs: pairs, Batches: cfg.PeerBatches, Threads: cfg.Threads, MaxLength: maxLen, Rounds: cfg.PeerRounds,
+		Device: cfg.PeerDevice, DType: cfg.PeerDType,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("onnxruntime-python: %w", err)
+		return nil, err
+	}
+	impl, provider := string(out.Peer), cmp.Or(out.Device, "cpu")
+	if out.DType != "" {
+		impl += " " + out.DType
 	}
 	sigmoid := cfg.ModelConfig(md.Dir, models.KindCrossEncoder).Sigmoid
 	shape := modeldir.Shape(md, models.KindCrossEncoder)
@@ -464,7 +496,7 @@ func runPeer(ctx context.Context, peer *peers.Runner, cfg Config, ours throughpu
 		}
 		seqLen := float64(o.Tokens) / float64(len(pairs))
 		r := PeerRow{
-			Impl: "onnxruntime-python", Version: out.ORTVersion, Profile: ours.Profile, Kind: ours.Kind, Provider: "cpu", Threads: out.Threads,
+			Impl: impl, Version: out.Version, Profile: ours.Profile, Kind: ours.Kind, Provider: provider, DType: out.DType, Threads: out.Threads,
 			BatchPairs: o.Batch, SeqLen: measure.Round(seqLen, 1), PaddedTokens: o.PaddedTokens, Pairs: len(pairs),
 			PairsPerS: measure.Round(o.PairsPerS, 2), MaxAbsDiff: measure.Round(diff, 7), ScoreRange: measure.Round(span, 7),
 			RealWeights: ours.RealWeights, Data: ours.Data,

@@ -115,7 +115,7 @@ func zeroPeer(t *testing.T, got *[]int) peers.Config {
 				}
 				rows = append(rows, fmt.Sprintf(`{"batch":%s,"seconds":2,"pairs_per_s":%g,"tokens":%d,"padded_tokens":%d,"scores":%q}`, bs, float64(n)/2, 40*n, 50*n, path))
 			}
-			return []byte(fmt.Sprintf(`{"onnxruntime":"1.29.0","threads":%s,"pairs":%d,"max_length":%s,"rows":[%s]}`+"\n",
+			return []byte(fmt.Sprintf(`{"peer":"onnxruntime-python","version":"1.29.0","threads":%s,"pairs":%d,"max_length":%s,"rows":[%s]}`+"\n",
 				arg("--threads"), n, arg("--max-length"), strings.Join(rows, ","))), nil, nil
 		}}
 }

@@ -162,6 +162,11 @@ type Sweep struct {
 	BatchPairs []int `json:"batch_pairs,omitempty"`
 	Threads    []int `json:"threads,omitempty"`
 	DocTokens  []int `json:"doc_tokens,omitempty"`
+	// CallPerBatch makes every call one batch: Pairs = the batch size,
+	// fixed (tokens) batching, so latency percentiles are per batch (a
+	// GPU's batch-size curve). Otherwise each call scores Pairs pairs in
+	// batches of at most the batch size.
+	CallPerBatch bool `json:"call_per_batch,omitempty"`
 }
 
 // DefaultSweep is the sweep of `bench rerank --sweep` (kind cross-encoder:

@@ -76,6 +76,10 @@ type Row struct {
 	// model was loaded and measured (VmHWM reset at the row's start; the
 	// process's baseline included), 0 where it cannot be read.
 	PeakRSSMB float64 `json:"peak_rss_mb,omitempty" table:"peak RSS MB"`
+	// GPUMemMB is the GPU memory the process held at the end of the row
+	// (provider cuda: CUDA context, the runtime's arena at its high-water
+	// mark, buffers; measure.GPUMemoryMB), 0 on the CPU.
+	GPUMemMB float64 `json:"gpu_mem_mb,omitempty" table:"GPU MB"`
 	// PassPairsPerS is each pass's pairs/s in the order the passes ran
 	// (MeasureTextRounds only): pass r of every spec ran in round r, so
 	// rows of one call compare pass by pass.
@@ -106,9 +110,17 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 					if bp > 0 {
 						s.BatchTokens = bp * s.seqLen(cfg.Kind)
 					}
+					if bp > 0 && cfg.Sweep.CallPerBatch {
+						// Real text may run longer than the nominal length:
+						// the cap must not split the call.
+						s.Pairs, s.Batching, s.BatchTokens = bp, models.BatchingTokens, bp*models.MaxSupportedLength
+					}
 					row, err := measureOne(ctx, r, s, cfg.Kind)
 					if err != nil {
 						return res, fmt.Errorf("%s doc_tokens=%d threads=%d batch=%d: %w", p, dt, th, bp, err)
+					}
+					if bp > 0 && cfg.Sweep.CallPerBatch {
+						row.BatchPairs = bp // not the cap over the nominal length
 					}
 					res.Rows = append(res.Rows, row)
 					report.Log(cfg.Log, row)
@@ -224,6 +236,9 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
 	if rss {
 		row.PeakRSSMB = measure.Round(float64(measure.PeakRSS())/(1<<20), 1)
+	}
+	if row.Provider == "cuda" {
+		row.GPUMemMB = measure.GPUMemoryMB(ctx)
 	}
 	if s.PeakN > 0 {
 		// Measured right after the model, under the same conditions (other

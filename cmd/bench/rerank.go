@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/embed"
+	"github.com/hybrank/hybrank/bench/peers"
 	"github.com/hybrank/hybrank/bench/rerank"
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
@@ -36,6 +39,7 @@ func modelFlags(fs *flag.FlagSet, s *throughput.Spec) {
 	fs.IntVar(&s.DocTokens, "doc-tokens", s.DocTokens, "tokens per document/text (no special tokens)")
 	fs.IntVar(&s.QueryTokens, "query-tokens", s.QueryTokens, "tokens per synthetic query")
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "synthetic text seed")
+	fs.StringVar(&s.Quantize, "quantize", "", `load the model as int8 (for the CPU) or fp16 (for --provider cuda), converted once by models/quantize into the user cache ("" = as it is)`)
 }
 
 // throughputFlags are the flags of `bench rerank` and `bench embed` beyond
@@ -47,6 +51,7 @@ type throughputFlags struct {
 	profiles               listFlag
 	batches, threads, docs intsFlag
 	reportFrom             *string
+	callPerBatch           *bool
 }
 
 func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, defaults throughput.Sweep) *throughputFlags {
@@ -71,6 +76,7 @@ func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, d
 	fs.Var(&f.batches, "sweep-batches", "batch sizes to sweep, in "+unit+" per runtime call")
 	fs.Var(&f.threads, "sweep-threads", "intra-op thread counts to sweep")
 	fs.Var(&f.docs, "sweep-doc-tokens", "document lengths to sweep")
+	f.callPerBatch = fs.Bool("sweep-call-per-batch", false, "sweep: every call is one batch of the swept size (fixed batching), so p50/p99 are per batch (a GPU's batch curve)")
 	f.reportFrom = fs.String("report-from", "", "re-render "+name+".md/.svg from saved --json lines instead of running")
 	return f
 }
@@ -82,7 +88,7 @@ func (f *throughputFlags) apply(fs *flag.FlagSet, cfg *throughput.Config, o *out
 	outSet := false
 	fs.Visit(func(fl *flag.Flag) { outSet = outSet || fl.Name == "out" })
 	if *f.sweep {
-		cfg.Sweep = throughput.Sweep{Profiles: f.defaults.Profiles, BatchPairs: f.batches, Threads: f.threads, DocTokens: f.docs}
+		cfg.Sweep = throughput.Sweep{Profiles: f.defaults.Profiles, BatchPairs: f.batches, Threads: f.threads, DocTokens: f.docs, CallPerBatch: *f.callPerBatch}
 		if len(f.profiles) > 0 {
 			cfg.Sweep.Profiles = f.profiles
 		}
@@ -130,6 +136,10 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.Var(&realProfiles, "real-profiles", "profiles run on the real pairs (comma list; default "+strings.Join(cfg.Real.Profiles, ",")+")")
 	fs.BoolVar(&cfg.Synthetic, "synthetic", cfg.Synthetic, "also run the synthetic shapes (--pairs × --doc-tokens, or the sweep)")
 	peerFlags(fs, &cfg.Peers, "ONNX Runtime's Python package with HF tokenizers on the real pairs")
+	peer := string(peers.PeerORT)
+	fs.StringVar(&peer, "peer", peer, "the peer: onnxruntime-python (make peers, CPU) or torch (the interpreter's own torch, transformers, onnx and tokenizers; a GPU machine's image)")
+	fs.StringVar(&cfg.PeerDevice, "peer-device", "cuda", "the torch peer's device")
+	fs.StringVar(&cfg.PeerDType, "peer-dtype", "float16", "the torch peer's dtype: float16, bfloat16 or float32")
 	batches := intsFlag(cfg.PeerBatches)
 	fs.Var(&batches, "peer-batches", "the peer's batch sizes (comma list)")
 	fs.IntVar(&cfg.PeerRounds, "peer-rounds", cfg.PeerRounds, "the peer's timed passes per batch size (the fastest is reported)")
@@ -139,8 +149,9 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.Batching.Rounds, "batching-rounds", cfg.Batching.Rounds, "interleaved passes over the same pairs per configuration in the batching check (compared pass by pass against the cap chosen on the other passes; at least 2 for that)")
 	caps := intsFlag(cfg.Batching.Caps)
 	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
-	fs.BoolVar(&cfg.Int8.Enabled, "int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --int8-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
-	fs.StringVar(&cfg.Int8.Cache, "int8-cache", "", `folder for the int8 copies ("" = the user cache)`)
+	int8 := fs.Bool("int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --int8-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
+	fp16 := fs.Bool("fp16", false, "measure each real-pair profile again as a float16 model (models/quantize, converted once into --int8-cache; for --provider cuda) and check per-query Spearman ≥ 0.99 (pairs/s reported)")
+	fs.StringVar(&cfg.Quant.Cache, "int8-cache", "", `folder for the int8 and fp16 copies ("" = the user cache)`)
 	var o output
 	o.register(fs, "rerank.md and rerank.svg (with --sweep, --report-from or an explicit --out)")
 	if err := parse(fs, args); err != nil {
@@ -149,7 +160,15 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	if len(realProfiles) > 0 {
 		cfg.Real.Profiles = realProfiles
 	}
-	cfg.PeerBatches, cfg.Batching.Caps = batches, caps
+	switch {
+	case *int8 && *fp16:
+		return fmt.Errorf("%w: --int8 and --fp16: one at a time", bench.ErrBadOption)
+	case *int8:
+		cfg.Quant.Enabled = true
+	case *fp16:
+		cfg.Quant.Enabled, cfg.Quant.Type, cfg.Quant.MinSpeedup = true, models.QuantizeFP16, 0
+	}
+	cfg.PeerBatches, cfg.Batching.Caps, cfg.Peer = batches, caps, peers.RerankPeer(peer)
 	tf.apply(fs, &cfg.Config, &o)
 	cfg.Log = cl.stderr
 	var res rerank.Result

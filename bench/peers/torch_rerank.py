@@ -1,0 +1,131 @@
+"""PyTorch (Hugging Face transformers' BertForSequenceClassification with
+scaled-dot-product attention) scoring the same (query, document) pairs with
+the same weights as hybrank's rerank driver, the way sentence-transformers'
+CrossEncoder runs on a GPU: pairs in input order, batches of a fixed size
+padded to their longest pair, longest_first truncation to max_length, the
+model in --dtype (float16 by default) on --device.
+
+The weights are read from the model directory's ONNX file (onnx package):
+its initializers carry the Hugging Face parameter names of a hybrank
+bertgen model (generated or imported), dense weights stored [in, out] as
+MatMul operands, so every 2-D weight outside the embeddings is transposed
+into torch's [out, in]. A name or shape that does not match stops the
+script: the peer must run exactly the model hybrank runs.
+
+Writes the logits (float32 LE) of each batch size to OUT.b<size>.f32 and
+the timings as one JSON object on stdout, like ort_rerank.py; tokenization
+is inside the timing, as in hybrank.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+from tokenizers import Tokenizer
+from transformers import BertConfig, BertForSequenceClassification
+
+
+def model_path(d):
+    for p in (os.path.join(d, "onnx", "model.onnx"), os.path.join(d, "model.onnx")):
+        if os.path.exists(p):
+            return p
+    raise SystemExit(f"no onnx/model.onnx or model.onnx in {d}")
+
+
+def load_model(d, dtype, device):
+    with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
+        raw = json.load(f)
+    raw = {k: v for k, v in raw.items() if not k.startswith("hybrank")}
+    cfg = BertConfig(**raw)
+    cfg.num_labels = 1
+    model = BertForSequenceClassification._from_config(cfg, attn_implementation="sdpa")
+    inits = {t.name: t for t in onnx.load(model_path(d)).graph.initializer}
+    state = {}
+    for key, want in model.state_dict().items():
+        name = key.removeprefix("bert.")
+        if name not in inits:
+            if name.endswith("position_ids") or name.endswith("token_type_ids"):
+                continue  # buffers the model builds itself
+            raise SystemExit(f"{d}: the ONNX file has no initializer {name!r} for {key}")
+        arr = numpy_helper.to_array(inits[name])
+        if arr.ndim == 2 and name.endswith(".weight") and not name.startswith("embeddings."):
+            arr = arr.T
+        if tuple(arr.shape) != tuple(want.shape):
+            raise SystemExit(f"{d}: {name}: shape {arr.shape}, the model wants {tuple(want.shape)}")
+        state[key] = torch.from_numpy(np.ascontiguousarray(arr))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if not (m.endswith("position_ids") or m.endswith("token_type_ids"))]
+    if missing or unexpected:
+        raise SystemExit(f"{d}: weights missing {missing}, unexpected {unexpected}")
+    return model.to(device=device, dtype=dtype).eval()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", required=True, help="model directory")
+    ap.add_argument("--pairs", required=True, help="JSONL of {query, doc}")
+    ap.add_argument("--out", required=True, help="prefix of the score files")
+    ap.add_argument("--batch", default="16,32")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-length", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    dtype = getattr(torch, args.dtype)
+    with open(args.pairs, encoding="utf-8") as f:
+        pairs = [json.loads(line) for line in f if line.strip()]
+    tok = Tokenizer.from_file(os.path.join(args.model, "tokenizer.json"))
+    tok.enable_truncation(max_length=args.max_length, strategy="longest_first")
+    tok.enable_padding(pad_id=tok.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+    model = load_model(args.model, dtype, device)
+
+    @torch.inference_mode()
+    def score(batch):
+        enc = tok.encode_batch([(p["query"], p["doc"]) for p in batch])
+        ids = torch.tensor([e.ids for e in enc], dtype=torch.long)
+        mask = torch.tensor([e.attention_mask for e in enc], dtype=torch.long)
+        types = torch.tensor([e.type_ids for e in enc], dtype=torch.long)
+        out = model(input_ids=ids.to(device), attention_mask=mask.to(device), token_type_ids=types.to(device)).logits
+        return out.float().cpu().numpy()[:, 0], int(ids.numel()), int(mask.sum())
+
+    batches = [int(x) for x in args.batch.split(",") if x]
+    for bs in batches:  # warm-up: kernels, allocator, autotuning
+        for i in range(0, min(len(pairs), 4 * bs), bs):
+            score(pairs[i : i + bs])
+    rows = []
+    for bs in batches:
+        best, scores, padded, real = None, None, 0, 0
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            got, padded, real = [], 0, 0
+            for i in range(0, len(pairs), bs):
+                s, p, r = score(pairs[i : i + bs])
+                got.append(s)
+                padded += p
+                real += r
+            dt = time.perf_counter() - t0
+            if best is None or dt < best:
+                best, scores = dt, np.concatenate(got)
+        path = f"{args.out}.b{bs}.f32"
+        scores.astype("<f4").tofile(path)
+        rows.append({"batch": bs, "seconds": best, "pairs_per_s": len(pairs) / best,
+                     "tokens": real, "padded_tokens": padded, "scores": path})
+    json.dump({
+        "peer": "torch", "version": torch.__version__, "device": str(device), "dtype": args.dtype,
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "",
+        "threads": args.threads, "pairs": len(pairs), "max_length": args.max_length, "rows": rows,
+    }, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
