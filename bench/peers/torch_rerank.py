@@ -43,7 +43,11 @@ def load_model(d, dtype, device):
     raw = {k: v for k, v in raw.items() if not k.startswith("hybrank")}
     cfg = BertConfig(**raw)
     cfg.num_labels = 1
-    model = BertForSequenceClassification._from_config(cfg, attn_implementation="sdpa")
+    try:
+        model = BertForSequenceClassification._from_config(cfg, attn_implementation="sdpa")
+    except TypeError:  # a transformers without the keyword
+        cfg._attn_implementation = "sdpa"
+        model = BertForSequenceClassification(cfg)
     inits = {t.name: t for t in onnx.load(model_path(d)).graph.initializer}
     state = {}
     for key, want in model.state_dict().items():

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The GPU checks behind bench/results/gpu.md, in one run on a machine with
+# one NVIDIA GPU (CUDA 13 driver) and a Python with PyTorch, transformers,
+# onnx and tokenizers (the torch peer). It needs no Go and no network: the
+# bundle that bench/gpu/bundle.sh makes (GPU_BUNDLE, default .gpu) holds
+# the bench binary, the models/ort test binary, ONNX Runtime 1.29 with its
+# CUDA provider, the tokenizer assets and scifact. Results go to OUT
+# (default /tmp/gpu-out): log.txt and one file per step (the bench's JSON
+# lines, read back with `bench rerank --report-from` and friends).
+#
+# PROVIDER=cpu SMALL=1 bench/gpu/device.sh is a dry run of every step on a
+# machine without a GPU (the torch peer fails there without torch).
+#
+# Each step has its own time limit and the steps run in order of
+# importance, so a short lease still brings back the first ones.
+set -u
+OUT=${OUT:-/tmp/gpu-out}
+B=${GPU_BUNDLE:-.gpu}
+W=${GPU_WORK:-/tmp/hybrank-gpu}
+mkdir -p "$OUT" "$W/ort" "$W/data" "$W/assets" "$W/cache"
+LOG=$OUT/log.txt
+log() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
+# step NAME SECONDS CMD...: stdout to OUT/NAME.txt, stderr to the log;
+# skipped when STEPS (a space-separated list) does not name it.
+step() {
+	local name=$1 secs=$2
+	shift 2
+	case " ${STEPS:-$name} " in *" $name "*) ;; *) return ;; esac
+	log "$name (limit ${secs}s): $*"
+	local t0=$SECONDS
+	timeout "$secs" "$@" >>"$OUT/$name.txt" 2>>"$LOG"
+	log "$name: exit $? after $((SECONDS - t0))s"
+}
+
+if [ -x "$W/bench" ] && [ -x "$W/ort.test" ] && [ -s "$W/ort/libonnxruntime_providers_cuda.so" ]; then
+	log "unpacked already in $W (a warm machine's second run)"
+else
+	log "unpack $B"
+	xz -dc "$B/ort-core.so.xz" >"$W/ort/libonnxruntime.so.1"
+	xz -dc "$B/ort-cuda.so.xz" >"$W/ort/libonnxruntime_providers_cuda.so"
+	cp "$B/libonnxruntime_providers_shared.so" "$W/ort/"
+	xz -dc "$B/bench.xz" >"$W/bench" && chmod +x "$W/bench"
+	xz -dc "$B/ort.test.xz" >"$W/ort.test" && chmod +x "$W/ort.test"
+	tar -xJf "$B/data.tar.xz" -C "$W/data"
+	tar -xJf "$B/assets.tar.xz" -C "$W/assets"
+fi
+
+# The CUDA 13 libraries the provider links (cuBLAS, cuRAND, the runtime)
+# and loads (cuDNN, cuFFT): from the Python environment's nvidia-*
+# packages or a CUDA install.
+libdirs=$(find / -xdev \( -name 'libcublasLt.so.13*' -o -name 'libcurand.so.10*' -o -name 'libcudart.so.13*' \
+	-o -name 'libcudnn.so.9*' -o -name 'libcufft.so.12*' \) -printf '%h\n' 2>/dev/null | sort -u | tr '\n' ':')
+export LD_LIBRARY_PATH=${libdirs}${LD_LIBRARY_PATH:-}
+export HYBRANK_ORT_LIB=$W/ort/libonnxruntime.so.1 HYBRANK_ASSETS=$W/assets HYBRANK_DATASETS=$W/data
+export XDG_CACHE_HOME=$W/cache
+SCIFACT=$W/data/scifact
+P=${PROVIDER:-cuda}
+# SMALL=1: a few calls per step, for a dry run.
+queries=20 batches=1,4,16,64,128,256 mintime=1s secs=6s searches=100
+if [ -n "${SMALL:-}" ]; then queries=1 batches=1,4 mintime=50ms secs=1s searches=4; fi
+{
+	echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+	nvidia-smi | head -4
+	python3 -c 'import torch, transformers, onnx, tokenizers; print("torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "onnx", onnx.__version__, "tokenizers", tokenizers.__version__)'
+	lscpu | grep -E 'Model name|^CPU\(s\)'
+	ldd "$W/ort/libonnxruntime_providers_cuda.so" | grep -E 'not found|cublas|cudart|curand'
+} >>"$LOG" 2>&1
+
+M=$W/models
+[ -d "$W/models/embed" ] || timeout 120 "$W/bench" models --out "$M" --vocab "$W/assets/bert-base-uncased-vocab.txt" --tokenizer-json "$W/assets/all-minilm-l6-v2-tokenizer.json" >>"$LOG" 2>&1
+
+# 1. The CUDA path's test: auto picks CUDA; every profile and the embedder
+#    score as on the CPU within 1e-4 relative, on scifact pairs.
+step test 240 "$W/ort.test" -test.run 'TestCUDAProvider' -test.v -test.count=1
+
+common=(--models-root "$M" --provider "$P" --real-data "$SCIFACT" --real-queries "$queries" --synthetic=false --int8-cache "$W/quant" --json --out "")
+# 2. Real scifact pairs, float32 and the float16 copy, per profile: pairs/s,
+#    GPU memory, per-query Spearman of float16 vs float32.
+step rerank_fp16 240 "$W/bench" rerank "${common[@]}" --fp16 --peers=false
+# 3. hybrank float16 beside PyTorch float16 (SDPA) on the same pairs and
+#    weights, batches 16 to 128.
+step rerank_peer 300 "$W/bench" rerank "${common[@]}" --quantize fp16 --peers --peer torch --peer-batches 16,32,64,128 --peer-rounds 2
+# 4. The batch curve: one batch per call, 1 to 256 pairs, 128-token and
+#    scifact-length (384) text, float16 for every profile, float32 for
+#    balanced.
+sweep=(--models-root "$M" --provider "$P" --sweep --sweep-call-per-batch --sweep-batches "$batches" --sweep-threads 1
+	--sweep-doc-tokens 128,384 --data "$SCIFACT" --real-data "" --peers=false --peak-n 0 --min-time "$mintime" --json --out "")
+step sweep 300 "$W/bench" rerank "${sweep[@]}" --quantize fp16 --sweep-profiles fast,balanced,accurate
+step sweep 150 "$W/bench" rerank "${sweep[@]}" --sweep-profiles balanced
+# 5. The server's dynamic batching on the GPU: 16 clients × 8 documents.
+step serve 120 "$W/bench" serve --models-root "$M" --provider "$P" --quantize fp16 --profile balanced --clients 16 --docs 8 \
+	--batching both --duration "$secs" --warmup 1s --curve=false --json --out ""
+# 6. Budgeted search on scifact: BM25 candidates (100) reranked by balanced
+#    within 25, 50 and 100 ms.
+step hybrid 180 "$W/bench" hybrid --data "$SCIFACT" --models-root "$M" --provider "$P" --no-dense --configs none \
+	--budget-sweep 25ms,50ms,100ms --rerank balanced --candidates 100 --sweep-searches "$searches" --target-budget 50ms --json --out ""
+# 7. The embedder, float32 and float16, on scifact text.
+step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""
+step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --quantize fp16 --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""
+nvidia-smi --query-gpu=name,memory.used,temperature.gpu --format=csv >>"$LOG" 2>&1
+log done
