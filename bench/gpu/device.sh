@@ -92,9 +92,12 @@ step sweep 150 "$W/bench" rerank "${sweep[@]}" --sweep-profiles balanced
 step serve 120 "$W/bench" serve --models-root "$M" --provider "$P" --quantize fp16 --profile balanced --clients 16 --docs 8 \
 	--batching both --duration "$secs" --warmup 1s --curve=false --json --out ""
 # 6. Budgeted search on scifact: BM25 candidates (100) reranked by balanced
-#    within 25, 50 and 100 ms.
-step hybrid 180 "$W/bench" hybrid --data "$SCIFACT" --models-root "$M" --provider "$P" --no-dense --configs none \
-	--budget-sweep 25ms,50ms,100ms --rerank balanced --candidates 100 --sweep-searches "$searches" --target-budget 50ms --json --out ""
+#    within 25, 50 and 100 ms,
+#    float32 and the float16 copy.
+for q in "" fp16; do
+	step hybrid 180 "$W/bench" hybrid --data "$SCIFACT" --models-root "$M" --provider "$P" --quantize "$q" --no-dense --configs none \
+		--budget-sweep 25ms,50ms,100ms --rerank balanced --candidates 100 --sweep-searches "$searches" --target-budget 50ms --json --out ""
+done
 # 7. The embedder, float32 and float16, on scifact text.
 step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""
 step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --quantize fp16 --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""

@@ -134,6 +134,10 @@ type Config struct {
 	// cuda) and Threads their intra-op threads (0 = the models' default).
 	Provider string `json:"provider"`
 	Threads  int    `json:"threads,omitempty"`
+	// Quantize loads the rerankers as "int8" (for the CPU) or "fp16" (for
+	// the CUDA provider) copies (models.Config.Quantize); "" as they are.
+	// The embedder stays as it is: its vectors are cached per model.
+	Quantize string `json:"quantize,omitempty"`
 	// MaxDocTokens is the embedder's truncation (0 = the model's maximum).
 	MaxDocTokens int `json:"max_doc_tokens"`
 	// CacheDir keeps the corpus's document vectors (bench/vcache, shared
@@ -235,6 +239,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hybrid: no dataset", bench.ErrBadOption)
 	case c.K <= 0 || c.Candidates <= 0 || c.Budget < 0 || c.Queries < 0 || c.Warmup < 0:
 		return fmt.Errorf("%w: hybrid: need K > 0, candidates > 0, budget ≥ 0, queries ≥ 0, warmup ≥ 0", bench.ErrBadOption)
+	case c.Quantize != "" && c.Quantize != models.QuantizeInt8 && c.Quantize != models.QuantizeFP16:
+		return fmt.Errorf("%w: hybrid: quantize %q (want \"\", %s or %s)", bench.ErrBadOption, c.Quantize, models.QuantizeInt8, models.QuantizeFP16)
 	case c.Threads < 0 || c.MaxDocTokens < 0:
 		return fmt.Errorf("%w: hybrid: threads %d, max doc tokens %d", bench.ErrBadOption, c.Threads, c.MaxDocTokens)
 	case len(c.Sweep.Budgets) > 0 && (c.Sweep.Searches <= 0 || len(c.Sweep.Profiles) == 0):
