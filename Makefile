@@ -237,6 +237,7 @@ models: models-prereqs $(MODEL_DIRS)
 # runs only with HYBRANK_REAL_MODELS set, which make test does not export.
 test-real-models: deps models
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFP16RealEmbedder$$' ./models/quantize
 
 build: prereqs
 	$(GO) build -buildvcs=auto -o bin/ ./cmd/...

@@ -242,7 +242,7 @@ func listScores(tb testing.TB, ce *ort.CrossEncoder) [][]float32 {
 // checkSpearman requires a per-query Spearman correlation of at least
 // minEach between got and ref and a mean over the queries of at least
 // minMean, logging every query.
-func checkSpearman(t *testing.T, ref, got [][]float32, minEach, minMean float64) {
+func checkSpearman(t *testing.T, ls []rankedList, ref, got [][]float32, minEach, minMean float64) {
 	t.Helper()
 	worst, sum := 1.0, 0.0
 	for i := range ref {
@@ -259,7 +259,7 @@ func checkSpearman(t *testing.T, ref, got [][]float32, minEach, minMean float64)
 		t.Logf("query %d: spearman %.4f, common offset %.2g, largest other error %.2g, float32 score spread %.2g",
 			i, rho, off, noise, slices.Max(ref[i])-slices.Min(ref[i]))
 		if !(rho >= minEach) {
-			t.Errorf("query %d (%.40q…): spearman %.4f < %.2f", i, lists[i].query, rho, minEach)
+			t.Errorf("query %d (%.40q…): spearman %.4f < %.2f", i, ls[i].query, rho, minEach)
 		}
 		worst, sum = min(worst, rho), sum+rho
 	}
@@ -296,7 +296,7 @@ func TestFidelityScifact(t *testing.T) {
 	dir := setup(t)
 	t.Run("weights-only", func(t *testing.T) {
 		ref := listScores(t, newScorer(t, filepath.Join(dir, "fp32")))
-		checkSpearman(t, ref, listScores(t, newScorer(t, filepath.Join(dir, "weights-only"))), 0.98, 0.99)
+		checkSpearman(t, lists, ref, listScores(t, newScorer(t, filepath.Join(dir, "weights-only"))), 0.98, 0.99)
 	})
 	t.Run("int8", func(t *testing.T) {
 		real := filepath.Join(os.Getenv(models.ModelsEnv), models.ProfileBalanced)
@@ -311,7 +311,7 @@ func TestFidelityScifact(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := listScores(t, newScorer(t, real))
-		checkSpearman(t, ref, listScores(t, newScorer(t, q)), 0.99, 0.99)
+		checkSpearman(t, lists, ref, listScores(t, newScorer(t, q)), 0.99, 0.99)
 	})
 }
 

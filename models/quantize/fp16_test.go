@@ -5,10 +5,14 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/quantize"
 )
 
@@ -156,4 +160,80 @@ func TestFP16Runtime(t *testing.T) {
 		t.Errorf("max |fp16 − fp32| = %v over %d values", worst, len(ref))
 	}
 	t.Logf("max |fp16 − fp32| hidden state = %.5f", worst)
+}
+
+// TestFP16RealEmbedder converts real all-MiniLM-L6-v2 weights (the
+// safetensors import of `make models`; skipped without it or scifact) to
+// float16 and embeds scifact queries and their BM25 candidates on the CPU
+// with both: every float16 vector within cosine 0.999 of its float32 one,
+// and each query's ranking of its candidates by cosine kept (Spearman ≥
+// 0.99). The real-weights counterpart of the generated cross-encoders'
+// fidelity rows in bench/results/gpu.md.
+func TestFP16RealEmbedder(t *testing.T) {
+	initORT(t)
+	src := testenv.NeedRealModel(t, "all-minilm-l6-v2-st")
+	ls, err := scifactLists(testenv.NeedDataset(t, "scifact"), fidelityQueries, fidelityCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if _, err := quantize.Dir(context.Background(), src, dst, quantize.FP16Config()); err != nil {
+		t.Fatal(err)
+	}
+	embed := func(dir string) (qs, ds [][]float32) {
+		t.Helper()
+		cfg, err := models.ProfileConfig(models.ProfileEmbed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Dir, cfg.Provider, cfg.IntraOpThreads, cfg.MaxLength = dir, "cpu", 2, 256
+		cfg.Batching, cfg.CalibrationCache = models.BatchingTokens, models.CalibrationCacheOff
+		be, err := ort.NewBiEncoder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer be.Close()
+		for _, l := range ls {
+			q, err := be.Embed(context.Background(), models.InputQuery, []string{l.query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := be.Embed(context.Background(), models.InputDocument, l.docs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qs, ds = append(qs, q[0]), append(ds, d...)
+		}
+		return qs, ds
+	}
+	q32, d32 := embed(src)
+	q16, d16 := embed(dst)
+	worst := 1.0
+	for i, v := range slices.Concat(q32, d32) {
+		worst = min(worst, cosine(v, slices.Concat(q16, d16)[i]))
+	}
+	t.Logf("min cosine float16 vs float32 over %d real vectors: %.6f", len(q32)+len(d32), worst)
+	if worst < 0.999 {
+		t.Errorf("min cosine %.6f < 0.999", worst)
+	}
+	var ref, got [][]float32
+	for i := range ls {
+		var r, g []float32
+		for j := range fidelityCandidates {
+			r = append(r, float32(cosine(q32[i], d32[i*fidelityCandidates+j])))
+			g = append(g, float32(cosine(q16[i], d16[i*fidelityCandidates+j])))
+		}
+		ref, got = append(ref, r), append(got, g)
+	}
+	checkSpearman(t, ls, ref, got, 0.99, 0.99)
+}
+
+func cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range a {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	return ab / math.Sqrt(aa*bb)
 }
