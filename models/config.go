@@ -85,10 +85,15 @@ const (
 
 // Config.Quantize values: QuantizeInt8 loads a model with int8 weights
 // (for the CPU), QuantizeFP16 a float16 model (for the CUDA provider).
+// They are models/quantize's type names.
 const (
 	QuantizeInt8 = "int8"
 	QuantizeFP16 = "fp16"
 )
+
+// ValidQuantize reports whether q is a Config.Quantize value: "" (the
+// model as it is), QuantizeInt8 or QuantizeFP16.
+func ValidQuantize(q string) bool { return q == "" || q == QuantizeInt8 || q == QuantizeFP16 }
 
 // CalibrationCacheOff, as Config.CalibrationCache, neither reads nor writes
 // calibration caches: every load calibrates.
@@ -355,7 +360,7 @@ func (c Config) Validate() error {
 		return bad("MaxBatchBytes %d < 0", c.MaxBatchBytes)
 	case c.CalibrationMillis < 0 || c.CalibrationMillis > maxCalibrationMillis:
 		return bad("CalibrationMillis %d (want 0..%d)", c.CalibrationMillis, maxCalibrationMillis)
-	case c.Quantize != "" && c.Quantize != QuantizeInt8 && c.Quantize != QuantizeFP16:
+	case !ValidQuantize(c.Quantize):
 		return bad("quantize %q (want \"\", %q or %q)", c.Quantize, QuantizeInt8, QuantizeFP16)
 	}
 	return nil

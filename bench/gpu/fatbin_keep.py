@@ -4,7 +4,8 @@ compresses to about what that GPU loads.
 
 ONNX Runtime's CUDA provider carries SASS for sm_75 to sm_120 (about 166 MB
 of its 230 MB); a Hopper GPU (sm_90) runs only the sm_90 entries (SASS is
-not compatible across major versions, and there is no PTX to JIT). The
+not compatible across major versions; this build carries no PTX, which
+the script would keep). The
 device tool moves at most 64 MiB a call, so bench/gpu/bundle.sh ships the
 library with the other architectures' payloads zeroed: entry headers stay,
 so the CUDA runtime still finds and loads the sm_90 images; on any other GPU

@@ -239,7 +239,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hybrid: no dataset", bench.ErrBadOption)
 	case c.K <= 0 || c.Candidates <= 0 || c.Budget < 0 || c.Queries < 0 || c.Warmup < 0:
 		return fmt.Errorf("%w: hybrid: need K > 0, candidates > 0, budget ≥ 0, queries ≥ 0, warmup ≥ 0", bench.ErrBadOption)
-	case c.Quantize != "" && c.Quantize != models.QuantizeInt8 && c.Quantize != models.QuantizeFP16:
+	case !models.ValidQuantize(c.Quantize):
 		return fmt.Errorf("%w: hybrid: quantize %q (want \"\", %s or %s)", bench.ErrBadOption, c.Quantize, models.QuantizeInt8, models.QuantizeFP16)
 	case c.Threads < 0 || c.MaxDocTokens < 0:
 		return fmt.Errorf("%w: hybrid: threads %d, max doc tokens %d", bench.ErrBadOption, c.Threads, c.MaxDocTokens)

@@ -1,7 +1,8 @@
 // Package measure holds what every benchmark driver uses while it measures:
 // latency percentiles by the nearest-rank method (Percentile for any
 // ordered values, e.g. token lengths), conversion of durations to
-// milliseconds and rounding for result fields, and a terminal progress bar.
+// milliseconds and rounding for result fields, a terminal progress bar,
+// and the process's peak RSS and GPU memory (GPUMemoryMB asks nvidia-smi).
 //
 // # Concurrency
 //

@@ -12,10 +12,10 @@ import (
 
 // GPUMemoryMB returns the GPU memory this process holds in MiB, as
 // nvidia-smi reports it (CUDA context, runtime arenas and buffers), or 0
-// where nvidia-smi is missing or does not list the process. Where the
-// driver hides processes' usage (some containers), it falls back to the
-// memory used on the process's GPUs in all, which on a machine of one's
-// own is the same figure.
+// where nvidia-smi is missing or lists no process. Where the driver does
+// not list this process (some containers hide processes' usage), it falls
+// back to the memory used on all of the machine's GPUs together, which on
+// a one-GPU machine of one's own is the same figure.
 func GPUMemoryMB(ctx context.Context) float64 {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -1,15 +1,17 @@
 // Package peers runs the programs hybrank is measured against (bm25s,
-// faiss-cpu, ONNX Runtime's Python package with Hugging Face tokenizers)
-// from the benchmark drivers, in the same process run and on the same
-// data and files. The harness scripts live beside this file (README.md
-// lists them) and are embedded, so the bench binary runs from anywhere;
-// the packages are those `make peers` installs into HYBRANK_PEERS, which
-// goes on PYTHONPATH.
+// faiss-cpu, ONNX Runtime's Python package with Hugging Face tokenizers,
+// PyTorch on a GPU) from the benchmark drivers, in the same process run
+// and on the same data and files. The harness scripts live beside this
+// file (README.md lists them) and are embedded, so the bench binary runs
+// from anywhere; the packages are those `make peers` installs into
+// HYBRANK_PEERS, which goes on PYTHONPATH (New), or for the torch peer the
+// interpreter's own (NewSystem).
 //
 // A script writes its raw output (a run file, neighbour ids, scores) to
 // files and its timings as one JSON line on stdout. Runner.Run runs a
-// script and decodes that line; BM25s, FaissHNSW and Rerank are the
-// typed calls of the three scripts, which also read the raw output back
+// script and decodes that line; BM25s, FaissHNSW and Rerank (the ORT and
+// torch scripts) are the typed calls of the scripts, which also read the
+// raw output back
 // (ReadRun, ReadInt64s, ReadFloat32s) so that the drivers compute every
 // metric with the same code as for hybrank.
 //

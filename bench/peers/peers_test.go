@@ -292,6 +292,8 @@ func TestRerankRoundTripsTheFiles(t *testing.T) {
 // with the device and dtype, the interpreter's own packages (no
 // PYTHONPATH), and its result's device and dtype read back.
 func TestTorchRerankArgs(t *testing.T) {
+	t.Setenv("PYTHONPATH", "") // restored after the test
+	os.Unsetenv("PYTHONPATH")
 	r, calls := fakeWith(t, peers.NewSystem, func(c call) (string, string, error) {
 		path := c.flags["out"] + ".b8.f32"
 		var s []byte

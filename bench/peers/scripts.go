@@ -324,8 +324,8 @@ func (r *Runner) Rerank(ctx context.Context, a RerankArgs) (RerankResult, error)
 	}
 	res = raw.RerankResult
 	res.Rows = nil
-	if len(raw.Rows) != len(a.Batches) || res.Pairs != len(a.Pairs) {
-		return res, fmt.Errorf("%w: %s: %d rows for %d batch sizes, %d pairs for %d", ErrOutput, a.Peer, len(raw.Rows), len(a.Batches), res.Pairs, len(a.Pairs))
+	if len(raw.Rows) != len(a.Batches) || res.Pairs != len(a.Pairs) || res.Peer != a.Peer {
+		return res, fmt.Errorf("%w: %s: peer %q, %d rows for %d batch sizes, %d pairs for %d", ErrOutput, a.Peer, res.Peer, len(raw.Rows), len(a.Batches), res.Pairs, len(a.Pairs))
 	}
 	for _, row := range raw.Rows {
 		rr := row.RerankRow

@@ -9,7 +9,11 @@
 // Config.Peers, ONNX Runtime's Python package with HF tokenizers (package
 // peers) scores the same pairs with the same ONNX file at fixed batch
 // sizes (16, 32); its rows (PeerRow) carry the speed ratio and the largest
-// score difference, which Targets.Check bounds (1e-3). The synthetic
+// score difference, which Targets.Check bounds (1e-3). Config.Peer
+// "torch" runs PyTorch instead (float16 on CUDA by default: the GPU
+// peer), whose score difference is reported, not bounded. Config.Quant
+// measures each profile again as int8 or float16 and compares speed and
+// per-query Spearman with float32 (QuantCheck). The synthetic
 // shapes of the embedded throughput.Config (once or over a sweep of batch
 // size × threads × document length) follow as extra rows. The measuring
 // itself is package throughput's, shared with `bench embed`.

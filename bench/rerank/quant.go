@@ -40,7 +40,7 @@ func (c QuantCheck) validate() error {
 	if !c.Enabled {
 		return nil
 	}
-	if c.Type != models.QuantizeInt8 && c.Type != models.QuantizeFP16 {
+	if c.Type == "" || !models.ValidQuantize(c.Type) {
 		return fmt.Errorf("%w: rerank: quantized check type %q (want %s or %s)", bench.ErrBadOption, c.Type, models.QuantizeInt8, models.QuantizeFP16)
 	}
 	if !(c.MinSpeedup >= 0 && c.MinSpearman > -1 && c.MinSpearman <= 1) {

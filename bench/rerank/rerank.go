@@ -234,6 +234,9 @@ func (c Config) Validate() error {
 	if err := c.Quant.validate(); err != nil {
 		return err
 	}
+	if c.Quant.Enabled && c.Quantize != "" {
+		return fmt.Errorf("%w: rerank: the %s check compares with the model as it is; it cannot run with every model loaded as %s", bench.ErrBadOption, c.Quant.Type, c.Quantize)
+	}
 	if c.Quant.Enabled && c.Real.Data == "" {
 		return fmt.Errorf("%w: rerank: the %s check needs real pairs (a dataset)", bench.ErrBadOption, c.Quant.Type)
 	}

@@ -47,8 +47,8 @@ type Spec struct {
 	// (documents cut to DocTokens); "" samples vocabulary words.
 	Data string `json:"data,omitempty"`
 	// Quantize is models.Config.Quantize ("" = the directory's weights as
-	// they are, "int8"); int8 copies are kept in QuantizeCache ("" = the
-	// user cache, see models.Config.QuantizeCache).
+	// they are, "int8", "fp16"); the copies are kept in QuantizeCache (""
+	// = the user cache, see models.Config.QuantizeCache).
 	Quantize      string `json:"quantize,omitempty"`
 	QuantizeCache string `json:"quantize_cache,omitempty"`
 	// MaxLength, when set, is the model's sequence cap (special tokens

@@ -39,8 +39,8 @@ type Row struct {
 	Batching    string `json:"batching" table:""`
 	BatchTokens int    `json:"batch_tokens" table:""`
 	// Quantize is the weights the row ran: "" as the directory holds them
-	// (float32 for generated and exported models), "int8" quantized by
-	// models/quantize (models.Config.Quantize).
+	// (float32 for generated and exported models), "int8" or "fp16"
+	// converted by models/quantize (models.Config.Quantize).
 	Quantize string `json:"quantize,omitempty" table:""`
 	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
 	BatchPairs int `json:"batch_pairs" table:""`

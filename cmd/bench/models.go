@@ -83,18 +83,15 @@ func importSafetensors(ctx context.Context, cl *cli, src, out string) error {
 }
 
 func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out string) error {
-	if kind != "int8" && kind != "fp16" || len(args) != 1 || out == "" {
+	cfg, err := quantize.ConfigFor(quantize.Type(kind))
+	if err != nil || kind == "" || len(args) != 1 || out == "" {
 		return fmt.Errorf("usage: bench models --quantize int8|fp16 SRC --out DST")
-	}
-	cfg := quantize.DefaultConfig()
-	if kind == "fp16" {
-		cfg = quantize.FP16Config()
 	}
 	rep, err := quantize.Dir(ctx, args[0], out, cfg)
 	if err != nil {
 		return err
 	}
-	if kind == "fp16" {
+	if cfg.Type == quantize.TypeFP16 {
 		fmt.Fprintf(cl.stdout, "%s: %d initializers float16 (%d values clamped to ±65504), model %d -> %d bytes\n",
 			out, rep.Converted, rep.Clamped, rep.ModelBytesIn, rep.ModelBytesOut)
 		return nil

@@ -20,9 +20,9 @@ import (
 // load never sees half a copy).
 func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg models.Config) (string, error) {
 	kind := quantize.Type(cfg.Quantize)
-	qcfg := quantize.DefaultConfig()
-	if kind == quantize.TypeFP16 {
-		qcfg = quantize.FP16Config()
+	qcfg, err := quantize.ConfigFor(kind)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", models.ErrInvalidConfig, err)
 	}
 	m, ok, err := quantize.ReadMarker(dir)
 	switch {

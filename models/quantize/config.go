@@ -15,9 +15,10 @@ var (
 	// ErrNonFinite: a weight to quantize is NaN or ±Inf. The whole
 	// rewrite fails; nothing is written.
 	ErrNonFinite = errors.New("quantize: non-finite weight")
-	// ErrNothingToQuantize: the model has no MatMul or Gemm with a 2-D
-	// float32 weight initializer outside Config.Exclude, so an "int8"
-	// copy would be the float32 model under another name.
+	// ErrNothingToQuantize: for int8, the model has no MatMul or Gemm
+	// with a 2-D float32 weight initializer outside Config.Exclude, so an
+	// "int8" copy would be the float32 model under another name; for
+	// float16, it has no float32 initializer at all.
 	ErrNothingToQuantize = errors.New("quantize: no weights to quantize")
 	// ErrModelDir: the source is not a model directory (no
 	// onnx/model.onnx or model.onnx), or the destination is the source.
@@ -83,6 +84,18 @@ type Config struct {
 
 // FP16Config converts to float16 (TypeFP16).
 func FP16Config() Config { return Config{Type: TypeFP16} }
+
+// ConfigFor is the default Config of type t: DefaultConfig for TypeInt8
+// (or ""), FP16Config for TypeFP16; another type is ErrBadConfig.
+func ConfigFor(t Type) (Config, error) {
+	switch t {
+	case "", TypeInt8:
+		return DefaultConfig(), nil
+	case TypeFP16:
+		return FP16Config(), nil
+	}
+	return Config{}, fmt.Errorf("%w: type %q (want %q or %q)", ErrBadConfig, t, TypeInt8, TypeFP16)
+}
 
 // DefaultConfig returns int8 with 7-bit weights in the fused form with the
 // classification head excluded.

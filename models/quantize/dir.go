@@ -18,7 +18,8 @@ import (
 )
 
 // MarkerFile is written into every quantized model directory. Its presence
-// means the ONNX model's weights are int8; its content says how.
+// means the ONNX model was rewritten here, to int8 weights or to float16
+// (Marker.Type); its content says how.
 const MarkerFile = "hybrank_quantized.json"
 
 // Marker is the content of MarkerFile.

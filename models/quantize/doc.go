@@ -1,4 +1,5 @@
-// Package quantize rewrites a BERT-family ONNX model to int8, in pure Go:
+// Package quantize rewrites a BERT-family ONNX model to int8 (or float16,
+// below), in pure Go:
 // per-output-channel symmetric int8 weights for the encoder's MatMul and
 // Gemm layers, activations quantized dynamically by ONNX Runtime on every
 // call. Dir turns a model directory (Hugging Face layout: config.json,
@@ -127,6 +128,23 @@
 // hand) this package's int8 kept a mean Spearman of 0.970 against float32;
 // the int8 export shipped with langchain4j (quantize_dynamic's form,
 // uint8 per-tensor weights) 0.964.
+//
+// # float16 (Config.Type TypeFP16)
+//
+// For the CUDA provider, Rewrite can instead turn the whole graph into
+// float16: every float32 initializer rounded to the nearest float16 (ties
+// to even; Float16), values beyond ±65504 clamped (a BERT export's
+// attention-mask constant is float32's lowest; −65504 masks as well, as
+// Hugging Face does in float16), every Cast to float32 made a Cast to
+// float16, and a Cast at each float32 graph input and output so callers
+// keep float32 tensors. Only the operators of BERT-family graphs are
+// accepted (fp16Ops); anything else is refused with onnxpb.ErrUnsupported
+// rather than converted blindly, and so are Constant nodes, whose values
+// this package cannot read. On an H100 it runs balanced and accurate about
+// 2× float32 (bench/results/gpu.md); on real all-MiniLM-L6-v2 weights the
+// vectors keep cosine ≥ 0.999998 and rankings are unchanged
+// (TestFP16RealEmbedder). ONNX Runtime's x86 CPU provider runs such a
+// graph too, about 4× slower than float32.
 //
 // # Output directory
 //

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/models/safetensors"
 )
 
 // fp16Ops are the operators a float16 rewrite may leave computing in
@@ -14,11 +15,13 @@ import (
 // generated or imported) contains, plus the shape and element-wise
 // operators of the same family. CUDA kernels of ONNX Runtime exist for all
 // of them in float16 (LayerNormalization and Softmax accumulate in float32
-// inside the kernel). Anything else is refused rather than guessed at.
+// inside the kernel). Anything else is refused rather than guessed at; so
+// is a layer norm spelled out in ReduceMean, Pow and Sqrt, whose epsilon
+// (1e-12) would flush to zero in float16.
 var fp16Ops = []string{
 	"Add", "Cast", "Concat", "Div", "Equal", "Erf", "Expand", "Gather", "Gemm", "Identity", "LayerNormalization",
-	"MatMul", "Mul", "Pow", "ReduceMean", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Sqrt",
-	"Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze", "Where",
+	"MatMul", "Mul", "Relu", "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Squeeze", "Sub", "Tanh",
+	"Transpose", "Unsqueeze", "Where",
 }
 
 // fp16Max is the largest finite float16.
@@ -143,8 +146,8 @@ func rewriteFP16(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, erro
 }
 
 // float16Bytes encodes x as little-endian IEEE 754 half floats (rounded to
-// nearest, ties to even), values beyond ±65504 clamped to it (their count
-// returned). NaN or ±Inf is ErrNonFinite.
+// nearest, ties to even: safetensors.Float32ToF16), values beyond ±65504
+// clamped to it (their count returned). NaN or ±Inf is ErrNonFinite.
 func float16Bytes(x []float32) ([]byte, int, error) {
 	b := make([]byte, 2*len(x))
 	clamped := 0
@@ -156,65 +159,8 @@ func float16Bytes(x []float32) ([]byte, int, error) {
 			v = float32(math.Copysign(fp16Max, float64(v)))
 			clamped++
 		}
-		h := Float16(v)
+		h := safetensors.Float32ToF16(v)
 		b[2*i], b[2*i+1] = byte(h), byte(h>>8)
 	}
 	return b, clamped, nil
-}
-
-// Float16 returns the IEEE 754 half-precision bits nearest to f (ties to
-// even): ±Inf beyond the float16 range, ±0 below its smallest subnormal,
-// NaN kept NaN.
-func Float16(f float32) uint16 {
-	b := math.Float32bits(f)
-	sign := uint16(b>>16) & 0x8000
-	e := int(b>>23) & 0xff
-	mant := b & 0x7fffff
-	if e == 0xff { // Inf, NaN
-		if mant != 0 {
-			return sign | 0x7e00
-		}
-		return sign | 0x7c00
-	}
-	exp := e - 127 + 15
-	switch {
-	case exp >= 31:
-		return sign | 0x7c00
-	case exp <= 0: // subnormal half, or zero
-		if exp < -10 {
-			return sign
-		}
-		m := mant | 0x800000
-		shift := uint(14 - exp)
-		h := m >> shift
-		rem, mid := m&(1<<shift-1), uint32(1)<<(shift-1)
-		if rem > mid || rem == mid && h&1 == 1 {
-			h++
-		}
-		return sign | uint16(h)
-	}
-	h := uint32(exp)<<10 | mant>>13
-	rem := mant & 0x1fff
-	if rem > 0x1000 || rem == 0x1000 && h&1 == 1 {
-		h++ // a carry into the exponent is still the right value (or Inf)
-	}
-	return sign | uint16(h)
-}
-
-// Float16To32 returns the value of the half-precision bits h.
-func Float16To32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	case exp == 0:
-		v := float32(mant) / (1 << 24) // subnormal: mant × 2^-24
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	}
-	return math.Float32frombits(sign | (exp+127-15)<<23 | mant<<13)
 }

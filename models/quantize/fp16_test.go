@@ -14,40 +14,9 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/models/safetensors"
+	"github.com/hybrank/hybrank/simd"
 )
-
-// TestFloat16 checks the conversion against the format's definition: every
-// finite half round-trips, known values encode as the standard says, and a
-// float32 between two halves goes to the nearer (ties to the even one).
-func TestFloat16(t *testing.T) {
-	for h := range 1 << 16 {
-		if h&0x7c00 == 0x7c00 {
-			continue // Inf, NaN
-		}
-		if got := quantize.Float16(quantize.Float16To32(uint16(h))); got != uint16(h) {
-			t.Fatalf("%#04x -> %v -> %#04x", h, quantize.Float16To32(uint16(h)), got)
-		}
-	}
-	for _, c := range []struct {
-		f float32
-		h uint16
-	}{
-		{1, 0x3c00}, {-2, 0xc000}, {65504, 0x7bff}, {0.1, 0x2e66}, {1.0 / (1 << 24), 0x0001}, {1.0 / (1 << 14), 0x0400},
-		{0, 0}, {float32(math.Copysign(0, -1)), 0x8000}, {65536, 0x7c00}, {1e-9, 0},
-		{1 + 1.0/2048, 0x3c00},            // tie between 0x3c00 and 0x3c01: even
-		{1 + 3.0/2048, 0x3c02},            // tie between 0x3c01 and 0x3c02: even
-		{1 + 1.0/2048 + 1.0/8192, 0x3c01}, // above the tie
-		{1.5 / (1 << 24), 0x0002},         // subnormal tie between 1 and 2: even
-		{float32(math.Inf(-1)), 0xfc00},
-	} {
-		if got := quantize.Float16(c.f); got != c.h {
-			t.Errorf("Float16(%v) = %#04x, want %#04x", c.f, got, c.h)
-		}
-	}
-	if h := quantize.Float16(float32(math.NaN())); h&0x7c00 != 0x7c00 || h&0x3ff == 0 {
-		t.Errorf("NaN -> %#04x", h)
-	}
-}
 
 // TestRewriteFP16Structure converts a small cross-encoder: every float32
 // initializer becomes float16 (the mask constant clamped), the mask's Cast
@@ -76,7 +45,7 @@ func TestRewriteFP16Structure(t *testing.T) {
 		}
 	}
 	mask := initializer(g, "const_mask_value")
-	if mask == nil || quantize.Float16To32(uint16(mask.Raw[0])|uint16(mask.Raw[1])<<8) != -65504 {
+	if mask == nil || safetensors.F16ToFloat32(uint16(mask.Raw[0])|uint16(mask.Raw[1])<<8) != -65504 {
 		t.Errorf("mask constant %+v, want -65504", mask)
 	}
 	if len(g.Nodes) != nodes+1 || g.Nodes[len(g.Nodes)-1].OpType != "Cast" || g.Nodes[len(g.Nodes)-1].Outputs[0] != bertgen.Logits {
@@ -210,7 +179,7 @@ func TestFP16RealEmbedder(t *testing.T) {
 	q16, d16 := embed(dst)
 	worst := 1.0
 	for i, v := range slices.Concat(q32, d32) {
-		worst = min(worst, cosine(v, slices.Concat(q16, d16)[i]))
+		worst = min(worst, simd.Cosine(v, slices.Concat(q16, d16)[i]))
 	}
 	t.Logf("min cosine float16 vs float32 over %d real vectors: %.6f", len(q32)+len(d32), worst)
 	if worst < 0.999 {
@@ -220,20 +189,10 @@ func TestFP16RealEmbedder(t *testing.T) {
 	for i := range ls {
 		var r, g []float32
 		for j := range fidelityCandidates {
-			r = append(r, float32(cosine(q32[i], d32[i*fidelityCandidates+j])))
-			g = append(g, float32(cosine(q16[i], d16[i*fidelityCandidates+j])))
+			r = append(r, float32(simd.Cosine(q32[i], d32[i*fidelityCandidates+j])))
+			g = append(g, float32(simd.Cosine(q16[i], d16[i*fidelityCandidates+j])))
 		}
 		ref, got = append(ref, r), append(got, g)
 	}
 	checkSpearman(t, ls, ref, got, 0.99, 0.99)
-}
-
-func cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	return ab / math.Sqrt(aa*bb)
 }

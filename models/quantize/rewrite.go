@@ -63,7 +63,9 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
-// Rewrite quantizes m's graph in place: every MatMul whose B is a 2-D
+// Rewrite quantizes m's graph in place. With cfg.Type TypeFP16 it converts
+// the whole graph to float16 instead (see the package documentation); the
+// rest of this comment is int8's. Every MatMul whose B is a 2-D
 // float32 initializer, and every Gemm (transA 0, alpha and beta 1, bias
 // absent or 1-D) with such a B, gets int8 per-channel weights in cfg.Form,
 // unless Config.Exclude names it. The graph's inputs and outputs are

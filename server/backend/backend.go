@@ -54,9 +54,10 @@ type Config struct {
 	// (models/cache): rerank scores by (query, document), query and raw
 	// text embeddings; hits and misses are in /metrics. 0: no cache.
 	CacheMB int
-	// Quantize "int8" loads both models with int8 weights
-	// (models.Config.Quantize: quantized once into the user cache unless
-	// the directories already are int8); "" loads them as they are.
+	// Quantize "int8" loads both models with int8 weights (for the CPU),
+	// "fp16" as float16 models (for the CUDA provider)
+	// (models.Config.Quantize: converted once into the user cache unless
+	// the directories already are); "" loads them as they are.
 	Quantize string
 	// IndexDir serves /search and /documents from an engine stored there
 	// (created if missing); Close writes a snapshot to it.
