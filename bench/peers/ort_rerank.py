@@ -12,20 +12,12 @@ stdout as one JSON object; tokenization is inside the timing, as in hybrank.
 """
 import argparse
 import json
-import os
 import sys
-import time
 
 import numpy as np
 import onnxruntime as ort
-from tokenizers import Tokenizer
 
-
-def model_path(d):
-    for p in (os.path.join(d, "onnx", "model.onnx"), os.path.join(d, "model.onnx")):
-        if os.path.exists(p):
-            return p
-    raise SystemExit(f"no onnx/model.onnx or model.onnx in {d}")
+from rerank_common import model_path, read_pairs, timed_batches, tokenizer
 
 
 def main():
@@ -39,11 +31,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
 
-    with open(args.pairs, encoding="utf-8") as f:
-        pairs = [json.loads(line) for line in f if line.strip()]
-    tok = Tokenizer.from_file(os.path.join(args.model, "tokenizer.json"))
-    tok.enable_truncation(max_length=args.max_length, strategy="longest_first")
-    tok.enable_padding(pad_id=tok.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+    pairs = read_pairs(args.pairs)
+    tok = tokenizer(args.model, args.max_length)
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = args.threads
@@ -64,24 +53,7 @@ def main():
         return out.reshape(len(batch), -1)[:, 0], int(feed["input_ids"].size), sum(sum(e.attention_mask) for e in enc)
 
     score(pairs[: min(8, len(pairs))])  # warm-up: session init, arena
-    rows = []
-    for bs in [int(x) for x in args.batch.split(",") if x]:
-        best, scores, padded, real = None, None, 0, 0
-        for _ in range(args.rounds):
-            t0 = time.perf_counter()
-            got, padded, real = [], 0, 0
-            for i in range(0, len(pairs), bs):
-                s, p, r = score(pairs[i : i + bs])
-                got.append(s)
-                padded += p
-                real += r
-            dt = time.perf_counter() - t0
-            if best is None or dt < best:
-                best, scores = dt, np.concatenate(got)
-        path = f"{args.out}.b{bs}.f32"
-        scores.astype("<f4").tofile(path)
-        rows.append({"batch": bs, "seconds": best, "pairs_per_s": len(pairs) / best,
-                     "tokens": real, "padded_tokens": padded, "scores": path})
+    rows = timed_batches(pairs, [int(x) for x in args.batch.split(",") if x], args.rounds, score, args.out)
     json.dump({
         "peer": "onnxruntime-python", "version": ort.__version__, "threads": args.threads,
         "pairs": len(pairs), "max_length": args.max_length, "rows": rows,

@@ -133,14 +133,25 @@ func workDir() (string, error) {
 // ErrNoPython, a missing package ErrNotInstalled, output without a JSON
 // line ErrOutput; other failures carry the end of the script's stderr.
 func (r *Runner) Run(ctx context.Context, dir, script string, args []string, out any) error {
-	src, err := scripts.ReadFile(script)
-	if err != nil {
+	if _, err := scripts.ReadFile(script); err != nil {
 		return fmt.Errorf("peers: unknown script %q: %w", script, err)
 	}
-	path := filepath.Join(dir, script)
-	if err := os.WriteFile(path, src, 0o600); err != nil {
+	// Every script goes beside the one run: they import shared modules
+	// (rerank_common.py) from their own folder.
+	files, err := fs.ReadDir(scripts, ".")
+	if err != nil {
 		return fmt.Errorf("peers: %w", err)
 	}
+	for _, f := range files {
+		src, err := scripts.ReadFile(f.Name())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f.Name()), src, 0o600)
+		}
+		if err != nil {
+			return fmt.Errorf("peers: %w", err)
+		}
+	}
+	path := filepath.Join(dir, script)
 	env := append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // nothing written into the shared folder
 	where := "the interpreter's environment"
 	if r.cfg.Dir != "" {

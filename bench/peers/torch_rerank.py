@@ -20,21 +20,14 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 import onnx
 import torch
 from onnx import numpy_helper
-from tokenizers import Tokenizer
 from transformers import BertConfig, BertForSequenceClassification
 
-
-def model_path(d):
-    for p in (os.path.join(d, "onnx", "model.onnx"), os.path.join(d, "model.onnx")):
-        if os.path.exists(p):
-            return p
-    raise SystemExit(f"no onnx/model.onnx or model.onnx in {d}")
+from rerank_common import model_path, read_pairs, timed_batches, tokenizer
 
 
 def load_model(d, dtype, device):
@@ -85,11 +78,8 @@ def main():
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     dtype = getattr(torch, args.dtype)
-    with open(args.pairs, encoding="utf-8") as f:
-        pairs = [json.loads(line) for line in f if line.strip()]
-    tok = Tokenizer.from_file(os.path.join(args.model, "tokenizer.json"))
-    tok.enable_truncation(max_length=args.max_length, strategy="longest_first")
-    tok.enable_padding(pad_id=tok.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+    pairs = read_pairs(args.pairs)
+    tok = tokenizer(args.model, args.max_length)
     model = load_model(args.model, dtype, device)
 
     @torch.inference_mode()
@@ -105,24 +95,7 @@ def main():
     for bs in batches:  # warm-up: kernels, allocator, autotuning
         for i in range(0, min(len(pairs), 4 * bs), bs):
             score(pairs[i : i + bs])
-    rows = []
-    for bs in batches:
-        best, scores, padded, real = None, None, 0, 0
-        for _ in range(args.rounds):
-            t0 = time.perf_counter()
-            got, padded, real = [], 0, 0
-            for i in range(0, len(pairs), bs):
-                s, p, r = score(pairs[i : i + bs])
-                got.append(s)
-                padded += p
-                real += r
-            dt = time.perf_counter() - t0
-            if best is None or dt < best:
-                best, scores = dt, np.concatenate(got)
-        path = f"{args.out}.b{bs}.f32"
-        scores.astype("<f4").tofile(path)
-        rows.append({"batch": bs, "seconds": best, "pairs_per_s": len(pairs) / best,
-                     "tokens": real, "padded_tokens": padded, "scores": path})
+    rows = timed_batches(pairs, batches, args.rounds, score, args.out)
     json.dump({
         "peer": "torch", "version": torch.__version__, "device": str(device), "dtype": args.dtype,
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "",

@@ -22,26 +22,7 @@ import (
 func TestQuantizeInt8Option(t *testing.T) {
 	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
 	cache := t.TempDir()
-	docs := []string{"a cat sat on the mat", "dogs bark at night", "the stock market fell", "cats and dogs"}
-	score := func(q string) []float32 {
-		t.Helper()
-		cfg := cpuConfig(dir, models.ProfileFast)
-		cfg.Quantize, cfg.QuantizeCache = q, cache
-		// Fixed batches: an int8 score depends on its batch mates (the
-		// activation scale is per tensor), and cost batching plans from
-		// what earlier loads learned and saved.
-		cfg.Batching = models.BatchingTokens
-		ce, err := ort.NewCrossEncoder(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ce.Close()
-		s, err := ce.Score(context.Background(), "where is the cat", docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	score := func(q string) []float32 { return quantizedScores(t, dir, q, cache) }
 	fp, q1 := score(""), score(models.QuantizeInt8)
 	copies, _ := filepath.Glob(filepath.Join(cache, "*"))
 	if len(copies) != 1 {
@@ -113,29 +94,7 @@ func TestQuantizeInt8Option(t *testing.T) {
 func TestQuantizeFP16Option(t *testing.T) {
 	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
 	cache := t.TempDir()
-	docs := []string{"a cat sat on the mat", "dogs bark at night", "the stock market fell", "cats and dogs"}
-	load := func(dir, q string) (*ort.CrossEncoder, error) {
-		cfg := cpuConfig(dir, models.ProfileFast)
-		cfg.Quantize, cfg.QuantizeCache, cfg.Batching = q, cache, models.BatchingTokens
-		ce, err := ort.NewCrossEncoder(cfg)
-		if err != nil {
-			return nil, err
-		}
-		return ce, ce.Load()
-	}
-	score := func(q string) []float32 {
-		t.Helper()
-		ce, err := load(dir, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ce.Close()
-		s, err := ce.Score(context.Background(), "where is the cat", docs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	score := func(q string) []float32 { return quantizedScores(t, dir, q, cache) }
 	fp, half := score(""), score(models.QuantizeFP16)
 	score(models.QuantizeInt8)
 	copies, _ := filepath.Glob(filepath.Join(cache, "*-fp16"))
@@ -159,8 +118,9 @@ func TestQuantizeFP16Option(t *testing.T) {
 			int8Copy = c
 		}
 	}
-	ce, err := load(int8Copy, models.QuantizeFP16)
-	if ce != nil {
+	ce, err := ort.NewCrossEncoder(quantizedConfig(int8Copy, models.QuantizeFP16, cache))
+	if err == nil {
+		err = ce.Load()
 		ce.Close()
 	}
 	if !errors.Is(err, models.ErrInvalidConfig) {
@@ -180,4 +140,29 @@ func TestQuantizeNamesAgree(t *testing.T) {
 	if _, err := quantize.ConfigFor("int4"); err == nil || models.ValidQuantize("int4") {
 		t.Error("int4 accepted")
 	}
+}
+
+// quantizedConfig is the fast profile on dir, loaded as q with copies in
+// cache. Fixed batches: an int8 score depends on its batch mates (the
+// activation scale is per tensor), and cost batching plans from what
+// earlier loads learned and saved.
+func quantizedConfig(dir, q, cache string) models.Config {
+	cfg := cpuConfig(dir, models.ProfileFast)
+	cfg.Quantize, cfg.QuantizeCache, cfg.Batching = q, cache, models.BatchingTokens
+	return cfg
+}
+
+// quantizedScores loads dir as q and scores four documents for one query.
+func quantizedScores(t *testing.T, dir, q, cache string) []float32 {
+	t.Helper()
+	ce, err := ort.NewCrossEncoder(quantizedConfig(dir, q, cache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ce.Close()
+	s, err := ce.Score(context.Background(), "where is the cat", []string{"a cat sat on the mat", "dogs bark at night", "the stock market fell", "cats and dogs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
