@@ -10,25 +10,17 @@ scores all pairs (best of --rounds) on a session with the given intra-op
 threads and writes the logits (float32 LE) to OUT.b<size>.f32. Timings go to
 stdout as one JSON object; tokenization is inside the timing, as in hybrank.
 """
-import argparse
 import json
 import sys
 
 import numpy as np
 import onnxruntime as ort
 
-from rerank_common import model_path, read_pairs, timed_batches, tokenizer
+from rerank_common import arguments, model_path, read_pairs, timed_batches, tokenizer
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True, help="model directory")
-    ap.add_argument("--pairs", required=True, help="JSONL of {query, doc}")
-    ap.add_argument("--out", required=True, help="prefix of the score files")
-    ap.add_argument("--batch", default="16,32")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--max-length", type=int, default=512)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap = arguments(__doc__)
     args = ap.parse_args()
 
     pairs = read_pairs(args.pairs)

@@ -2,12 +2,26 @@
 share: the model file, the pairs, the tokenizer set up as hybrank's rerank
 driver compares against, and the timed passes over every pair per batch
 size. The Go runner writes it beside the script it runs."""
+import argparse
 import json
 import os
 import time
 
 import numpy as np
 from tokenizers import Tokenizer
+
+
+def arguments(description):
+    """The command line both scripts take (torch_rerank.py adds its own)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--model", required=True, help="model directory")
+    ap.add_argument("--pairs", required=True, help="JSONL of {query, doc}")
+    ap.add_argument("--out", required=True, help="prefix of the score files")
+    ap.add_argument("--batch", default="16,32")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--max-length", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=2)
+    return ap
 
 
 def model_path(d):

@@ -16,7 +16,6 @@ Writes the logits (float32 LE) of each batch size to OUT.b<size>.f32 and
 the timings as one JSON object on stdout, like ort_rerank.py; tokenization
 is inside the timing, as in hybrank.
 """
-import argparse
 import json
 import os
 import sys
@@ -27,7 +26,7 @@ import torch
 from onnx import numpy_helper
 from transformers import BertConfig, BertForSequenceClassification
 
-from rerank_common import model_path, read_pairs, timed_batches, tokenizer
+from rerank_common import arguments, model_path, read_pairs, timed_batches, tokenizer
 
 
 def load_model(d, dtype, device):
@@ -63,14 +62,7 @@ def load_model(d, dtype, device):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--model", required=True, help="model directory")
-    ap.add_argument("--pairs", required=True, help="JSONL of {query, doc}")
-    ap.add_argument("--out", required=True, help="prefix of the score files")
-    ap.add_argument("--batch", default="16,32")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--max-length", type=int, default=512)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap = arguments(__doc__)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"])
     args = ap.parse_args()
