@@ -59,7 +59,8 @@ type Spec struct {
 	// are reached (after one warm-up call).
 	MinTime  time.Duration `json:"min_time_ns"`
 	MinCalls int           `json:"min_calls"`
-	// PeakN is the MatMul size for the peak measurement (0 skips it).
+	// PeakN is the MatMul size for the peak measurement (0 skips it; rows
+	// on the CUDA provider skip it too).
 	PeakN int `json:"peak_n"`
 	// Seed makes the synthetic text reproducible.
 	Seed uint64 `json:"seed"`

@@ -240,7 +240,10 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 	if row.Provider == "cuda" {
 		row.GPUMemMB = measure.GPUMemoryMB(ctx)
 	}
-	if s.PeakN > 0 {
+	// The peak is a float32 n×n MatMul through the same runtime: the CPU's
+	// bound. On CUDA it would be neither the tensor cores' rate nor the
+	// model's precision, so no efficiency is claimed there.
+	if s.PeakN > 0 && row.Provider == "cpu" {
 		// Measured right after the model, under the same conditions (other
 		// load on the machine lowers both).
 		peak, err := PeakGFLOPs(ctx, s.PeakN, s.Threads, s.Provider, 5)
