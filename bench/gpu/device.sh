@@ -10,6 +10,8 @@
 #
 # PROVIDER=cpu SMALL=1 bench/gpu/device.sh is a dry run of every step on a
 # machine without a GPU (the torch peer fails there without torch).
+# STEPS="rerank_peer test" runs only those steps; PROFILES=fast narrows the
+# real-pair steps to those profiles.
 #
 # Each step has its own time limit and the steps run in order of
 # importance, so a short lease still brings back the first ones.
@@ -74,7 +76,7 @@ M=$W/models
 #    score as on the CPU within 1e-4 relative, on scifact pairs.
 step test 240 "$W/ort.test" -test.run 'TestCUDAProvider' -test.v -test.count=1
 
-common=(--models-root "$M" --provider "$P" --real-data "$SCIFACT" --real-queries "$queries" --synthetic=false --int8-cache "$W/quant" --json --out "")
+common=(--models-root "$M" --provider "$P" --real-data "$SCIFACT" --real-queries "$queries" --real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --int8-cache "$W/quant" --json --out "")
 # 2. Real scifact pairs, float32 and the float16 copy, per profile: pairs/s,
 #    GPU memory, per-query Spearman of float16 vs float32.
 step rerank_fp16 240 "$W/bench" rerank "${common[@]}" --fp16 --peers=false
