@@ -225,6 +225,9 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if c.Sweep.CallPerBatch && len(c.Sweep.BatchPairs) == 0 {
+		return fmt.Errorf("%w: sweep: one batch per call needs the batch sizes to sweep", bench.ErrBadOption)
+	}
 	for _, dt := range c.Sweep.DocTokens {
 		s := c.Spec
 		s.DocTokens = dt

@@ -44,6 +44,8 @@ func TestConfigValidate(t *testing.T) {
 		configtest.Bad("too long", func(c *Config) { c.DocTokens = 510 }),
 		configtest.Bad("zero pool", func(c *Config) { c.PoolSize = 0 }),
 		configtest.Bad("negative peak", func(c *Config) { c.PeakN = -1 }),
+		configtest.Bad("call per batch without batches", func(c *Config) { c.Sweep.CallPerBatch = true }),
+		configtest.OK("call per batch", func(c *Config) { c.Sweep.CallPerBatch, c.Sweep.BatchPairs = true, []int{1, 8} }),
 		configtest.OK("model dir only", func(c *Config) { c.Profile, c.ModelDir = "", "/m" }),
 		configtest.OK("custom name with a dir", func(c *Config) { c.Profile, c.ModelDir = "bge-reranker", "/m" }),
 		configtest.Bad("unknown profile", func(c *Config) { c.Profile = "huge" }),
