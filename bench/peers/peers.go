@@ -133,7 +133,7 @@ func workDir() (string, error) {
 // ErrNoPython, a missing package ErrNotInstalled, output without a JSON
 // line ErrOutput; other failures carry the end of the script's stderr.
 func (r *Runner) Run(ctx context.Context, dir, script string, args []string, out any) error {
-	if _, err := scripts.ReadFile(script); err != nil {
+	if _, err := fs.Stat(scripts, script); err != nil {
 		return fmt.Errorf("peers: unknown script %q: %w", script, err)
 	}
 	// Every script goes beside the one run: they import shared modules

@@ -107,13 +107,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				for _, bp := range orInts(cfg.Sweep.BatchPairs, 0) {
 					s := cfg.Spec
 					s.Profile, s.DocTokens, s.Threads = p, dt, th
-					if bp > 0 {
-						s.BatchTokens = bp * s.seqLen(cfg.Kind)
-					}
-					if bp > 0 && cfg.Sweep.CallPerBatch {
+					switch {
+					case bp > 0 && cfg.Sweep.CallPerBatch:
 						// Real text may run longer than the nominal length:
 						// the cap must not split the call.
 						s.Pairs, s.Batching, s.BatchTokens = bp, models.BatchingTokens, bp*models.MaxSupportedLength
+					case bp > 0:
+						s.BatchTokens = bp * s.seqLen(cfg.Kind)
 					}
 					row, err := measureOne(ctx, r, s, cfg.Kind)
 					if err != nil {

@@ -84,16 +84,15 @@ func rewriteFP16(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, erro
 		used[name] = true
 		return name
 	}
-	rename := func(nodes []onnxpb.Node, from, to string, inputs, outputs bool) {
+	// rename renames a value wherever nodes read or write it (a graph
+	// input has no producer, so only its readers change).
+	rename := func(nodes []onnxpb.Node, from, to string) {
 		for i := range nodes {
-			for j, s := range nodes[i].Inputs {
-				if inputs && s == from {
-					nodes[i].Inputs[j] = to
-				}
-			}
-			for j, s := range nodes[i].Outputs {
-				if outputs && s == from {
-					nodes[i].Outputs[j] = to
+			for _, names := range [][]string{nodes[i].Inputs, nodes[i].Outputs} {
+				for j, s := range names {
+					if s == from {
+						names[j] = to
+					}
 				}
 			}
 		}
@@ -118,14 +117,14 @@ func rewriteFP16(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, erro
 	for _, in := range g.Inputs {
 		if in.Type == onnxpb.Float32 {
 			half := unique(in.Name + "/fp16")
-			rename(nodes, in.Name, half, true, false)
+			rename(nodes, in.Name, half)
 			pre = append(pre, cast(in.Name+"/CastToFloat16", in.Name, half, onnxpb.Float16))
 		}
 	}
 	for _, out := range g.Outputs {
 		if out.Type == onnxpb.Float32 {
 			half := unique(out.Name + "/fp16")
-			rename(nodes, out.Name, half, true, true)
+			rename(nodes, out.Name, half)
 			nodes = append(nodes, cast(out.Name+"/CastToFloat32", half, out.Name, onnxpb.Float32))
 		}
 	}
