@@ -145,7 +145,8 @@ func (d DurabilityConfig) walConfig() wal.Config {
 // RerankConfig sizes the batches of the budgeted rerank loop.
 type RerankConfig struct {
 	// FirstBatch is the size of the first batch of a profile whose cost
-	// per document is not known yet. Keep it small: it is a measurement.
+	// per document is not known yet (and whose reranker does not predict
+	// its cost, models.CostEstimator). Keep it small: it is a measurement.
 	FirstBatch int `json:"first_batch"`
 	// MinBatch is the smallest batch worth a reranker call; when not even
 	// that is predicted to fit in the time left, reranking stops.
@@ -154,7 +155,8 @@ type RerankConfig struct {
 	// deadline).
 	MaxBatch int `json:"max_batch"`
 	// EWMAAlpha is the weight of the newest observation in the per-profile
-	// moving average of the cost per document, in (0, 1].
+	// moving averages of the cost per document and of the observed over
+	// the predicted time, in (0, 1].
 	EWMAAlpha float64 `json:"ewma_alpha"`
 	// Margin is held back from the deadline for the stages after
 	// reranking (MMR, packing).

@@ -87,18 +87,27 @@
 // fused) hits, late; only ctx itself ending — cancellation or ctx's own
 // deadline, the hard limit — makes Search return an error (wrapping
 // context.Canceled or context.DeadlineExceeded) during retrieval. From
-// reranking on the budget is met by doing less: the rerank loop keeps, per profile, an EWMA of the wall time per
+// reranking on the budget is met by doing less: each batch is sized to the
+// time left minus a margin for MMR and packing (RerankConfig.Margin +
+// MarginFraction × Budget), at most MaxBatch documents. A reranker that
+// predicts its own cost (models.CostEstimator; the ONNX Runtime
+// cross-encoder does, from the cost model its batches are planned with)
+// predicts each run of the next candidates from their estimated token
+// lengths, and the batch is the longest run that fits; the loop keeps, per
+// profile, an EWMA of the ratio of observed to predicted wall time and
+// scales predictions by it (tokenization, waiting behind other searches
+// and a busier machine are in the ratio). Otherwise (and when scoring in
+// windows) the loop keeps, per profile, an EWMA of the wall time per
 // document; the first batch of an unmeasured profile is small
-// (RerankConfig.FirstBatch); each next batch is sized to the time left
-// minus a margin for MMR and packing (RerankConfig.Margin + MarginFraction ×
-// Budget), clamped to [MinBatch, MaxBatch]; when not even MinBatch documents
-// are predicted to fit, reranking stops. A batch that overruns anyway is
-// cut at deadline − margin (the reranker gets a context with that
-// deadline; ONNX Runtime's terminate flag fires on it) and discarded, and
-// the profile's estimate is raised to at least twice the cut batch's time
-// per document, so later searches predict smaller batches or none; each
-// search that skips reranking for lack of time lowers the estimate by 15 %,
-// so a later one probes again.
+// (RerankConfig.FirstBatch). When not even MinBatch documents are
+// predicted to fit, reranking stops without a call. A batch that overruns
+// anyway is cut at deadline − margin (the reranker gets a context with
+// that deadline; ONNX Runtime's terminate flag fires on it) and discarded,
+// and the profile's estimates are raised to at least twice the cut batch's
+// time per document (and twice its time over the prediction), so later
+// searches predict smaller batches or none; each search that skips
+// reranking for lack of time lowers the estimates by 15 %, so a later one
+// probes again.
 // Result.Degraded is then set and Result.Reranked says how many candidates
 // (a prefix in fused order) were scored.
 //

@@ -13,43 +13,78 @@ import (
 	"github.com/hybrank/hybrank/models"
 )
 
-// costModel keeps, per rerank profile, an exponentially weighted moving
-// average of the wall time one document costs the reranker. It is safe for
-// concurrent use.
+// costModel keeps, per rerank profile, what a batch costs the reranker:
+// an exponentially weighted moving average of the wall time per document
+// and, for rerankers that predict their own cost (models.CostEstimator),
+// one of the ratio of observed to predicted wall time (which carries what
+// the reranker's own model does not see: tokenization, waiting for a
+// session behind other searches, a machine busier than at calibration).
+// It is safe for concurrent use.
 type costModel struct {
-	alpha  float64
-	mu     sync.Mutex         // guards perDoc
-	perDoc map[string]float64 // profile → EWMA of ns per document
+	alpha float64
+	mu    sync.Mutex // guards costs
+	costs map[string]profileCost
 }
 
+// profileCost is one profile's averages; zero means none yet.
+type profileCost struct {
+	perDoc float64 // ns per document
+	ratio  float64 // observed / predicted
+}
+
+// ratioMin and ratioMax bound the observed/predicted ratio: a reranker
+// whose prediction is that far off is mis-calibrated, and an unbounded
+// ratio would take many batches to come back.
+const ratioMin, ratioMax = 0.05, 20.0
+
 func newCostModel(alpha float64) *costModel {
-	return &costModel{alpha: alpha, perDoc: map[string]float64{}}
+	return &costModel{alpha: alpha, costs: map[string]profileCost{}}
 }
 
 // estimate returns the EWMA ns/doc of profile and whether one exists.
 func (m *costModel) estimate(profile string) (float64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v, ok := m.perDoc[profile]
-	return v, ok
+	v := m.costs[profile].perDoc
+	return v, v > 0
 }
 
-// observe folds one batch (n docs in d) into the profile's average.
-func (m *costModel) observe(profile string, n int, d time.Duration) {
+// ratio returns the EWMA of profile's observed/predicted wall time, 1
+// before any batch was predicted.
+func (m *costModel) ratio(profile string) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.costs[profile].ratio; r > 0 {
+		return r
+	}
+	return 1
+}
+
+// ewma folds x into old with weight alpha (old 0: none yet).
+func (m *costModel) ewma(old, x float64) float64 {
+	if old <= 0 {
+		return x
+	}
+	return m.alpha*x + (1-m.alpha)*old
+}
+
+// observe folds one batch (n docs in d, predicted to take pred; 0: no
+// prediction) into the profile's averages.
+func (m *costModel) observe(profile string, n int, d, pred time.Duration) {
 	if n <= 0 {
 		return
 	}
-	x := float64(d.Nanoseconds()) / float64(n)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.perDoc[profile]; ok {
-		m.perDoc[profile] = m.alpha*x + (1-m.alpha)*old
-	} else {
-		m.perDoc[profile] = x
+	c := m.costs[profile]
+	c.perDoc = m.ewma(c.perDoc, max(float64(d.Nanoseconds())/float64(n), 1))
+	if pred > 0 {
+		c.ratio = m.ewma(c.ratio, min(max(float64(d)/float64(pred), ratioMin), ratioMax))
 	}
+	m.costs[profile] = c
 }
 
-// relax lowers profile's estimate by factor. The loop calls it when it
+// relax lowers profile's averages by factor. The loop calls it when it
 // skips reranking because not even MinBatch documents are predicted to fit:
 // a skipped search measures nothing, so without this an estimate raised by
 // one slow (or cut) batch would stop reranking at that budget for good;
@@ -57,33 +92,109 @@ func (m *costModel) observe(profile string, n int, d time.Duration) {
 func (m *costModel) relax(profile string, factor float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if v, ok := m.perDoc[profile]; ok {
-		m.perDoc[profile] = v * factor
+	c := m.costs[profile]
+	c.perDoc *= factor
+	c.ratio = max(c.ratio*factor, 0) // 0 stays "none"
+	if c.ratio > 0 {
+		c.ratio = max(c.ratio, ratioMin)
 	}
+	m.costs[profile] = c
 }
 
-// observeCut records a batch of n docs that the deadline cut after d: its
-// true cost is unknown but more than d. The estimate is raised to at least
-// 2·d/n (as if the batch had been half done), so the next batch the loop
-// predicts is about half as large; without this a profile whose first
+// observeCut records a batch of n docs (predicted to take pred; 0: no
+// prediction) that the deadline cut after d: its true cost is unknown but
+// more than d. The averages are raised to at least 2·d/n per document and
+// 2·d/pred (as if the batch had been half done), so the next batch the
+// loop predicts is about half as large; without this a profile whose first
 // batch never finishes would keep its missing (or too low) estimate, and
 // every later search would start a batch that overruns.
-func (m *costModel) observeCut(profile string, n int, d time.Duration) {
+func (m *costModel) observeCut(profile string, n int, d, pred time.Duration) {
 	if n <= 0 {
 		return
 	}
-	x := 2 * float64(d.Nanoseconds()) / float64(n)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.perDoc[profile]; !ok || old < x {
-		m.perDoc[profile] = x
+	c := m.costs[profile]
+	c.perDoc = max(c.perDoc, 2*float64(d.Nanoseconds())/float64(n))
+	if pred > 0 {
+		c.ratio = max(c.ratio, min(2*float64(d)/float64(pred), ratioMax))
 	}
+	m.costs[profile] = c
 }
 
 // skipRelax is the factor a skipped search applies to the profile's cost
 // estimate (see costModel.relax): after k skips the estimate is 0.85^k of
 // what it was, so a probe follows within a handful of searches.
 const skipRelax = 0.85
+
+// predictor predicts the wall time of scoring runs of a stage's
+// candidates with a reranker's own cost model (models.CostEstimator),
+// from their estimated pair lengths (models.EstimatePairTokens), which it
+// computes once per candidate, when first asked.
+type predictor struct {
+	est    models.CostEstimator
+	query  int   // the query's estimated tokens
+	lens   []int // pair tokens of cands[:len(lens)]
+	cands  []*candidate
+	failed bool // the estimator had nothing to predict from
+}
+
+// newPredictor returns a predictor for cands, or nil when r does not
+// predict its cost.
+func newPredictor(r models.Reranker, query string, cands []*candidate) *predictor {
+	est, ok := r.(models.CostEstimator)
+	if !ok {
+		return nil
+	}
+	return &predictor{est: est, query: models.EstimateTokens(query), cands: cands}
+}
+
+// predict returns the predicted wall time of one call scoring
+// cands[from:from+n]; false when the reranker cannot predict.
+func (p *predictor) predict(from, n int) (time.Duration, bool) {
+	if p == nil || p.failed {
+		return 0, false
+	}
+	for i := len(p.lens); i < from+n; i++ {
+		p.lens = append(p.lens, p.query+models.EstimateTokens(docText(&p.cands[i].rec.doc))+models.PairSpecialTokens)
+	}
+	d, ok := p.est.EstimateScore(p.lens[from : from+n])
+	p.failed = !ok
+	return d, ok
+}
+
+// fit returns the largest n in [1, hi] whose predicted time of scoring
+// cands[from:from+n], times ratio, is within avail (0 when not even one
+// fits), and that batch's raw prediction. ok is false when the reranker
+// cannot predict. Predictions grow with n, but not strictly (a cost table
+// is measured): the search finds an n that fits whose successor does not.
+func (p *predictor) fit(from, hi int, ratio float64, avail time.Duration) (n int, pred time.Duration, ok bool) {
+	fits := func(k int) (time.Duration, bool, bool) {
+		d, ok := p.predict(from, k)
+		return d, ok && time.Duration(float64(d)*ratio) <= avail, ok
+	}
+	d, in, ok := fits(hi)
+	if !ok {
+		return 0, 0, false
+	}
+	if in {
+		return hi, d, true
+	}
+	lo := 0 // fits (0 always does); hi does not
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		dm, in, ok := fits(mid)
+		if !ok {
+			return 0, 0, false
+		}
+		if in {
+			lo, pred = mid, dm
+		} else {
+			hi = mid
+		}
+	}
+	return lo, pred, true
+}
 
 // rerankOutcome is what the budgeted rerank loop did.
 type rerankOutcome struct {
@@ -164,12 +275,17 @@ func textSpan(d *Document, s models.Span) Span {
 // rerankBudgeted scores cands (in fused order) with r in batches and stores
 // the scores in cands[i].rerank for the scored prefix.
 //
-// The first batch of a profile with no cost estimate has cfg.FirstBatch
-// documents. Afterwards each batch is sized so that its predicted time
-// (size × EWMA ns/doc) fits in the time left before deadline minus margin,
-// clamped to [MinBatch, MaxBatch]; when even MinBatch documents (or the
-// remaining ones, if fewer) are predicted not to fit, the loop stops and the
-// outcome is degraded. A batch that still overruns is cut at deadline −
+// Each batch is sized so that its predicted time fits in the time left
+// before deadline minus margin, at most MaxBatch documents. A reranker
+// that predicts its own cost (models.CostEstimator) predicts the batch:
+// from its documents' estimated lengths, its fixed cost per call and its
+// batching, scaled by the profile's observed/predicted ratio; the batch
+// is the longest run of the next candidates that fits. Otherwise (and in
+// chunked stages) the prediction is size × the profile's EWMA ns/doc,
+// and the first batch of a profile with no estimate has cfg.FirstBatch
+// documents. When even MinBatch documents (or the remaining ones, if
+// fewer) are predicted not to fit, the loop stops and the outcome is
+// degraded. A batch that still overruns is cut at deadline −
 // margin, discarded, raises the profile's estimate (observeCut) and ends
 // the loop as degraded. A zero deadline
 // means no budget: every candidate is scored in MaxBatch batches.
@@ -195,20 +311,29 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 		defer cancel()
 	}
 	texts := make([]string, 0, cfg.MaxBatch)
+	var pr *predictor
+	if !sc.ch.Enabled() { // a chunked call's cost is its windows', which it cannot see
+		pr = newPredictor(r, query, cands)
+	}
 	for out.scored < len(cands) {
 		left := len(cands) - out.scored
-		n := cfg.MaxBatch
+		n, pred := min(cfg.MaxBatch, left), time.Duration(0)
 		if !deadline.IsZero() {
 			avail := time.Until(deadline) - margin
 			est, ok := costs.estimate(profile)
+			fitted := false
+			if avail > 0 && pr != nil {
+				n, pred, fitted = pr.fit(out.scored, min(cfg.MaxBatch, left), costs.ratio(profile), avail)
+			}
 			switch {
 			case avail <= 0:
 				n = 0
-			case !ok:
+			case !fitted && !ok:
 				n = cfg.FirstBatch
 			default:
-				n = int(float64(avail.Nanoseconds()) / math.Max(est, 1))
-				n = min(n, cfg.MaxBatch)
+				if !fitted {
+					n = min(int(float64(avail.Nanoseconds())/math.Max(est, 1)), cfg.MaxBatch)
+				}
 				if n < min(cfg.MinBatch, left) {
 					n = 0
 					costs.relax(profile, skipRelax)
@@ -248,7 +373,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 				return out, fmt.Errorf("rerank: %w", perr)
 			}
 			if ctx.Err() != nil { // our deadline cut the batch
-				costs.observeCut(profile, n, elapsed)
+				costs.observeCut(profile, n, elapsed, pred)
 				out.degraded = true
 				break
 			}
@@ -259,7 +384,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 			out.fallback = &Fallback{Code: FallbackRerankError, Detail: fmt.Sprintf("profile %q: %v", sc.profile, err)}
 			return out, nil
 		}
-		costs.observe(profile, n, elapsed)
+		costs.observe(profile, n, elapsed, pred)
 		for i, c := range batch {
 			c.reranked, c.rerank = true, float64(scores[i])
 			if spans != nil {
@@ -327,8 +452,10 @@ func (res *Result) recordFallbacks(out rerankOutcome) {
 // rerankCascade scores cands with first (the cheap profile), then the best
 // req.Cascade.Keep of what it scored with second, each stage budgeted as
 // rerankBudgeted does. The first stage's deadline leaves the second its
-// predicted cost (Keep × its cost estimate), at most half of the time
-// left; without an estimate, half. The final order is: what the second
+// predicted cost, at most half of the time left: the second reranker's
+// own prediction for the first Keep candidates in fused order (their
+// lengths stand in for those the first stage will pick) when it makes
+// one, else Keep × its cost estimate per document; with neither, half. The final order is: what the second
 // stage scored (by its score), then what only the first scored (by the
 // first's score), then the rest in fused order.
 func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first, second models.Reranker, cands []*candidate, deadline time.Time, margin time.Duration, res *Result) ([]*candidate, error) {
@@ -336,7 +463,14 @@ func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first,
 	d1 := deadline
 	if !deadline.IsZero() {
 		reserve := time.Until(deadline) / 2
-		if est, ok := e.costs.estimate(costKey(req.Rerank, req.Chunking)); ok {
+		key := costKey(req.Rerank, req.Chunking)
+		pr := newPredictor(second, req.Query, cands)
+		if req.Chunking.Enabled() {
+			pr = nil
+		}
+		if d, ok := pr.predict(0, min(keep, len(cands))); ok {
+			reserve = min(reserve, time.Duration(float64(d)*e.costs.ratio(key)))
+		} else if est, ok := e.costs.estimate(key); ok {
 			reserve = min(reserve, time.Duration(est*float64(keep)))
 		}
 		d1 = deadline.Add(-max(reserve, 0))

@@ -237,6 +237,46 @@ func mkCands(n int) []*candidate {
 	return out
 }
 
+// lenCands returns candidates whose texts have these numbers of words
+// (one estimated token each).
+func lenCands(words ...int) []*candidate {
+	out := mkCands(len(words))
+	for i, w := range words {
+		out[i].rec.doc.Text = strings.TrimSpace(strings.Repeat("w ", w))
+	}
+	return out
+}
+
+// The cascade's first stage leaves the second what the second reranker
+// predicts for Keep candidates, scaled by its observed ratio.
+func TestCascadeReserveFromPrediction(t *testing.T) {
+	first := &ctxRecorder{inner: &enginetest.OverlapReranker{}}
+	second := &enginetest.CostReranker{PerCall: time.Second, PerToken: 100 * time.Millisecond}
+	e, err := Open("", DefaultConfig(), WithReranker("fast", first), WithReranker("accurate", second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.costs.observe("accurate", 1, 2*time.Second, time.Second) // ratio 2
+	req := &Request{Query: "apple", Rerank: "accurate", Cascade: Cascade{First: "fast", Keep: 2}}
+	margin := 10 * time.Millisecond
+	deadline := time.Now().Add(time.Hour)
+	// The first two in fused order: pairs of 10 tokens, 3 s predicted, 6 s
+	// with the ratio.
+	cands := lenCands(6, 6, 30, 30)
+	if _, err := e.rerankCascade(context.Background(), context.Background(), req, first, second, cands, deadline, margin, &Result{}); err != nil {
+		t.Fatal(err)
+	}
+	calls := first.snapshot()
+	want := deadline.Add(-6*time.Second - margin)
+	if len(calls) == 0 || !calls[0].deadline.Equal(want) {
+		t.Fatalf("first stage calls %+v: want the first cut at %v", calls, want)
+	}
+	if second.Docs.Load() != 2 {
+		t.Fatalf("second stage scored %d documents, want 2", second.Docs.Load())
+	}
+}
+
 func TestRerankBudgeted(t *testing.T) {
 	cfg := DefaultConfig().Rerank
 	ctx := context.Background()
@@ -362,7 +402,7 @@ func TestRerankBudgeted(t *testing.T) {
 	t.Run("known cost sizes batch to the time left", func(t *testing.T) {
 		r := &enginetest.OverlapReranker{}
 		costs := newCostModel(0.3)
-		costs.observe("p", 1, time.Millisecond) // 1 ms/doc
+		costs.observe("p", 1, time.Millisecond, 0) // 1 ms/doc
 		deadline := time.Now().Add(time.Hour)
 		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, mkCands(10), cfg, costs, deadline, 0)
 		if err != nil || out.scored != 10 || out.degraded {
@@ -380,6 +420,53 @@ func TestRerankBudgeted(t *testing.T) {
 		}
 		if r.Calls.Load() != 0 {
 			t.Errorf("reranker called with no time left")
+		}
+	})
+	t.Run("a reranker's own prediction sizes the batch by length", func(t *testing.T) {
+		// Pair tokens 10, 10, 20, 10, …: predicted 2 s, 3 s, 5 s, 6 s for
+		// the first 1..4 documents. 5.5 s left: three documents, not the
+		// four a per-document average would allow.
+		r := &enginetest.CostReranker{PerCall: time.Second, PerToken: 100 * time.Millisecond}
+		costs := newCostModel(0.3)
+		cands := lenCands(6, 6, 16, 6, 6, 6, 6, 6, 6, 6)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, cands, cfg, costs, time.Now().Add(5500*time.Millisecond), 0)
+		if err != nil || out.scored != 10 || out.degraded {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		// The first call took microseconds against 5 s predicted: the ratio
+		// drops to its floor and the other seven fit in one call.
+		if got := r.BatchSizes(); !slices.Equal(got, []int{3, 7}) {
+			t.Errorf("batches %v, want [3 7]", got)
+		}
+		if got := costs.ratio("p"); math.Abs(got-ratioMin) > 1e-9 {
+			t.Errorf("ratio %v after instant calls, want the floor %v", got, ratioMin)
+		}
+	})
+	t.Run("the observed ratio scales the prediction; below MinBatch nothing runs", func(t *testing.T) {
+		// Calls have taken twice the prediction: one document (2 s × 2)
+		// fits 5.5 s, two (3 s × 2) do not, and one is below MinBatch.
+		r := &enginetest.CostReranker{PerCall: time.Second, PerToken: 100 * time.Millisecond}
+		costs := newCostModel(0.3)
+		costs.observe("p", 1, 2*time.Second, time.Second)
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, lenCands(6, 6, 6, 6), cfg, costs, time.Now().Add(5500*time.Millisecond), 0)
+		if err != nil || out.scored != 0 || !out.degraded || out.fallback == nil || out.fallback.Code != FallbackRerankBudget {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if r.Calls.Load() != 0 {
+			t.Errorf("reranker called (%v)", r.BatchSizes())
+		}
+		if got := costs.ratio("p"); math.Abs(got-2*skipRelax) > 1e-9 {
+			t.Errorf("ratio %v after a skip, want %v", got, 2*skipRelax)
+		}
+	})
+	t.Run("without a prediction the per-document average sizes the batch", func(t *testing.T) {
+		r := &enginetest.CostReranker{PerCall: time.Hour, Unready: true}
+		out, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, mkCands(10), cfg, newCostModel(0.3), time.Now().Add(time.Hour), 0)
+		if err != nil || out.scored != 10 {
+			t.Fatalf("out %+v err %v", out, err)
+		}
+		if got := r.BatchSizes(); !slices.Equal(got, []int{cfg.FirstBatch, 10 - cfg.FirstBatch}) {
+			t.Errorf("batches %v, want FirstBatch then the rest", got)
 		}
 	})
 	t.Run("error falls back to fused order", func(t *testing.T) {

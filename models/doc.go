@@ -1,7 +1,8 @@
 // Package models holds the contracts of hybrank's neural models and the
 // plain types around them: the Reranker (cross-encoder) and Embedder
 // (bi-encoder) interfaces, Loader (models that load ahead of first use),
-// Pair and Usage, the documented errors, the model
+// CostEstimator (rerankers that predict a call's time, which the engine
+// sizes budgeted batches with), Pair and Usage, the documented errors, the model
 // Config with its profiles, ModelDir, the reader of a model directory, and
 // CostTable and CostModel, the measured time of a runtime call per batch
 // size and padded length that cost-mode batching plans with. It also holds

@@ -34,3 +34,14 @@ func EstimateTokens(text string) int {
 	}
 	return n
 }
+
+// PairSpecialTokens are the special tokens a cross-encoder adds to a pair:
+// [CLS] query [SEP] document [SEP].
+const PairSpecialTokens = 3
+
+// EstimatePairTokens approximates the tokens of a cross-encoder pair
+// (EstimateTokens of both texts and the special tokens), before any cut to
+// the model's window.
+func EstimatePairTokens(query, doc string) int {
+	return EstimateTokens(query) + EstimateTokens(doc) + PairSpecialTokens
+}

@@ -1,6 +1,9 @@
 package models
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Reranker scores documents against a query with a cross-encoder.
 //
@@ -8,6 +11,24 @@ import "context"
 // safe for concurrent use.
 type Reranker interface {
 	Score(ctx context.Context, query string, docs []string) ([]float32, error)
+}
+
+// CostEstimator is implemented by rerankers that can predict the time of
+// a Score call from a cost model of their own (the ONNX Runtime reranker's
+// CostModel, calibrated at load and refined by every call). The engine
+// sizes the batches of a budgeted rerank stage with it, so that a batch
+// fits the time left given its documents' lengths and the reranker's
+// fixed cost per call; rerankers without it are sized by an average cost
+// per document.
+type CostEstimator interface {
+	// EstimateScore predicts the wall time of one Score call on pairs of
+	// these token lengths (query and document together, special tokens
+	// included, EstimatePairTokens; a length past the model's window
+	// counts as the window). ok is false when there is nothing to predict
+	// from: the model is not loaded yet, or it has no cost model.
+	// EstimateScore never loads the model and is cheap (no tokenization,
+	// no runtime call).
+	EstimateScore(pairTokens []int) (d time.Duration, ok bool)
 }
 
 // Embedder turns texts into fixed-size vectors with a bi-encoder.

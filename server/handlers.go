@@ -280,7 +280,7 @@ func (s *Server) checkPairLengths(req rerankRequest) error {
 	window := req.served.window
 	q := s.countTokens(req.Query)
 	for i, d := range req.Docs {
-		if n := q + s.countTokens(d) + pairSpecialTokens; n > window {
+		if n := q + s.countTokens(d) + models.PairSpecialTokens; n > window {
 			return tooLarge("texts[%d] with the query is %d tokens ([CLS] query [SEP] text [SEP]), more than the window of %d (max_pair_tokens) of reranker %q; shorten it or send truncate=true to cut it", i, n, window, req.served.cfg.Name)
 		}
 	}

@@ -54,7 +54,7 @@ type rerankModel struct {
 
 // pairCost is a pair's estimated tokens, capped at the model's window.
 func (m *rerankModel) pairCost(p models.Pair) int {
-	return min(models.EstimateTokens(p.Query)+models.EstimateTokens(p.Doc)+pairSpecialTokens, m.window)
+	return min(models.EstimatePairTokens(p.Query, p.Doc), m.window)
 }
 
 // Option changes how New builds a Server.
@@ -334,9 +334,6 @@ func keyTenant(r *http.Request) (string, bool) {
 	t, ok := r.Context().Value(tenantKey{}).(string)
 	return t, ok
 }
-
-// pairSpecialTokens are the special tokens of a pair: [CLS] q [SEP] d [SEP].
-const pairSpecialTokens = 3
 
 func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }
 

@@ -181,6 +181,29 @@ func (r *OverlapReranker) BatchSizes() []int {
 	return nil
 }
 
+// CostReranker is an OverlapReranker that predicts its own cost
+// (models.CostEstimator): PerCall plus PerToken for every token of the
+// pairs it is asked about. It scores as OverlapReranker does, taking
+// OverlapReranker.PerDoc per document, whatever it predicted.
+type CostReranker struct {
+	OverlapReranker
+	PerCall, PerToken time.Duration
+	// Unready makes EstimateScore report nothing to predict from.
+	Unready bool
+}
+
+// EstimateScore implements models.CostEstimator.
+func (r *CostReranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
+	if r.Unready {
+		return 0, false
+	}
+	d := r.PerCall
+	for _, n := range pairTokens {
+		d += time.Duration(n) * r.PerToken
+	}
+	return d, true
+}
+
 // WindowReranker is an OverlapReranker that also scores long documents in
 // windows (models.SpanReranker): a document's tokens are its
 // whitespace-separated words, a window holds at most Window of them (the

@@ -157,6 +157,27 @@ func (p *costPlanner) plan(lens []int) [][]int {
 	return planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) { return p.costOn(m, b, l) })
 }
 
+// estimate returns the predicted milliseconds of the batches plan(lens)
+// makes, summed (each batch's cost at its longest length, as planned);
+// false when a batch's cost is unknown.
+func (p *costPlanner) estimate(lens []int) (float64, int, bool) {
+	m := p.model.Load()
+	batches := planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) { return p.costOn(m, b, l) })
+	total := 0.0
+	for _, idx := range batches {
+		longest := 0
+		for _, i := range idx {
+			longest = max(longest, lens[i])
+		}
+		ms, ok := p.costOn(m, len(idx), longest)
+		if !ok {
+			return 0, 0, false
+		}
+		total += ms
+	}
+	return total, len(batches), true
+}
+
 // observe records that a runtime call on b sequences padded to l tokens
 // took d.
 func (p *costPlanner) observe(b, l int, d time.Duration) {

@@ -948,3 +948,101 @@ func TestPlanLearnsUnderNoise(t *testing.T) {
 		t.Fatalf("learned plans cost %.0f ms, %.4f× the best plans' %.0f ms", got, got/best, best)
 	}
 }
+
+// EstimateScore predicts a call from the planner's cost model: nothing
+// before the model loads (and it does not load it), the planned batches'
+// costs summed, lengths cut to the window, the pool's sessions sharing the
+// batches, and nothing in tokens mode or after Close.
+func TestEstimateScore(t *testing.T) {
+	costLoader := func(r *fakeRunner, f func(b, l int) float64) loaderFunc {
+		base := fakeLoader(r, 8, 64)
+		tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, f)
+		return func(cfg models.Config, kind models.Kind) (*loaded, error) {
+			m, err := base(cfg, kind)
+			if err != nil {
+				return nil, err
+			}
+			cm, err := models.NewCostModel(tab)
+			if err != nil {
+				return nil, err
+			}
+			m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
+			return m, nil
+		}
+	}
+	near := func(t *testing.T, got time.Duration, ok bool, wantMS float64) {
+		t.Helper()
+		if !ok || math.Abs(float64(got)/float64(time.Millisecond)-wantMS) > 0.02*wantMS {
+			t.Fatalf("EstimateScore = %v, %v; want ≈ %.3f ms", got, ok, wantMS)
+		}
+	}
+	cfg := testCfg()
+	cfg.MaxBatchTokens = 64 * 64
+	fixed := func(b, l int) float64 { return 5 + 1e-3*float64(b*l) } // one call is best
+	r := &fakeRunner{}
+	ce := newCE(t, cfg, costLoader(r, fixed))
+	if d, ok := ce.EstimateScore([]int{32}); ok || d != 0 || ce.Provider() != "" {
+		t.Fatalf("before load: %v, %v (provider %q): want nothing, and no load", d, ok, ce.Provider())
+	}
+	if err := ce.Load(); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := ce.EstimateScore([]int{32, 32, 32, 32})
+	near(t, d, ok, fixed(4, 32))
+	d, ok = ce.EstimateScore([]int{900, 2})
+	near(t, d, ok, fixed(2, 64)) // 900 is cut to the window of 64
+	if d, ok := ce.EstimateScore(nil); !ok || d != 0 {
+		t.Fatalf("no pairs: %v, %v", d, ok)
+	}
+	if r.calls.Load() != 0 {
+		t.Fatalf("EstimateScore ran the model %d times", r.calls.Load())
+	}
+	ce.Close()
+	if _, ok := ce.EstimateScore([]int{32}); ok {
+		t.Fatal("a closed cross-encoder predicted")
+	}
+
+	perPair := func(b, l int) float64 { return 1e-3 * float64(b*b*l) } // one pair a call is best
+	for _, pool := range []int{1, 2} {
+		cfg := cfg
+		cfg.PoolSize = pool
+		ce := newCE(t, cfg, costLoader(&fakeRunner{}, perPair))
+		if err := ce.Load(); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := ce.EstimateScore([]int{16, 16, 16, 16})
+		near(t, d, ok, 4*perPair(1, 16)/float64(pool))
+	}
+
+	tokens := newFakeCE(t, testCfg(), &fakeRunner{}, 64) // no cost model
+	if err := tokens.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tokens.EstimateScore([]int{32}); ok {
+		t.Fatal("tokens mode predicted")
+	}
+}
+
+// BenchmarkEstimateScore is the engine's cost of predicting one call of 32
+// real-length pairs (it predicts up to six per rerank batch).
+func BenchmarkEstimateScore(b *testing.B) {
+	tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64, 128}, []int{64, 128, 192, 256, 320, 384, 448, 512},
+		func(n, l int) float64 { return 0.3 + 0.002*float64(n*l) + 1e-6*float64(n*l*l) })
+	cm, err := models.NewCostModel(tab)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := testCfg()
+	cfg.MaxLength = 512
+	ce := &CrossEncoder{c: &core{cfg: cfg, m: &loaded{maxLen: 512, cost: newCostPlanner(cm, 1<<20, 0, models.HFConfig{})}}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	lens := make([]int, 32)
+	for i := range lens {
+		lens[i] = 100 + rng.IntN(413)
+	}
+	for b.Loop() {
+		if _, ok := ce.EstimateScore(lens); !ok {
+			b.Fatal("no estimate")
+		}
+	}
+}

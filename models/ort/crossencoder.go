@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hybrank/hybrank/models"
 )
@@ -21,6 +22,7 @@ type CrossEncoder struct {
 var _ models.Reranker = (*CrossEncoder)(nil)
 var _ models.SpanReranker = (*CrossEncoder)(nil)
 var _ models.Loader = (*CrossEncoder)(nil)
+var _ models.CostEstimator = (*CrossEncoder)(nil)
 
 // NewCrossEncoder validates cfg and returns a cross-encoder that loads its
 // model directory on first use. Errors wrap ErrInvalidConfig or
@@ -58,6 +60,33 @@ func (ce *CrossEncoder) Batching() (BatchingInfo, error) { return ce.c.batchingI
 // frees the runtime sessions. It is idempotent; later calls return
 // ErrClosed.
 func (ce *CrossEncoder) Close() error { return ce.c.close() }
+
+// EstimateScore implements models.CostEstimator: the time the batches a
+// Score call would plan for pairs of these lengths are predicted to take
+// by the cost model that plans them, with the batches spread over the
+// session pool. Lengths are cut to the model's window (and below 1 count
+// as 1). It is false before the model has loaded and in tokens mode
+// (Config.Batching "tokens", or no cost model could be built).
+func (ce *CrossEncoder) EstimateScore(pairTokens []int) (time.Duration, bool) {
+	m := ce.c.peek()
+	if m == nil || m.cost == nil {
+		return 0, false
+	}
+	if len(pairTokens) == 0 {
+		return 0, true
+	}
+	lens := make([]int, len(pairTokens))
+	for i, l := range pairTokens {
+		lens[i] = min(max(l, 1), m.maxLen)
+	}
+	ms, batches, ok := m.cost.estimate(lens)
+	if !ok {
+		return 0, false
+	}
+	// Batches run PoolSize at a time: the call takes its share of them.
+	ms /= float64(min(ce.c.cfg.PoolSize, batches))
+	return time.Duration(ms * float64(time.Millisecond)), true
+}
 
 // Score returns one relevance score per document, in input order: the
 // model's logit, or its sigmoid when Config.Sigmoid is set.

@@ -128,6 +128,12 @@
 // The table is measured with one run at a time; with PoolSize > 1 the
 // batches of a call still run concurrently.
 //
+// The same model predicts whole calls: CrossEncoder.EstimateScore
+// (models.CostEstimator) plans the batches a Score call would make for
+// pairs of given token lengths and sums their predicted times (divided
+// among the pool's sessions), without tokenizing or running anything.
+// The engine sizes its budgeted rerank batches with it.
+//
 // Tokens mode (models.BatchingTokens) is the older rule, kept exactly: cut
 // the sorted run whenever a batch would pass MaxBatchTokens padded tokens
 // (batch size × longest sequence; default 16,384, as Text Embeddings

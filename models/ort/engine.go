@@ -156,6 +156,15 @@ func (c *core) acquire() (*loaded, error) {
 
 func (c *core) release() { c.inflight.Done() }
 
+// peek returns the loaded model, or nil before it has loaded and after
+// Close; it never loads. The caller uses only its pure-Go parts (the cost
+// planner, the window), which stay valid whatever happens next.
+func (c *core) peek() *loaded {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m
+}
+
 // info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.
 func (c *core) info() (models.ModelDir, int, error) {
