@@ -445,7 +445,7 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	lens := make([]int, len(pairs))
 	for i, pr := range pairs {
 		q := min(tok.CountTokens(pr.Query), models.MaxQueryTokens(s.MaxLength))
-		lens[i] = min(q+tok.CountTokens(pr.Doc)+3, s.MaxLength)
+		lens[i] = min(q+tok.CountTokens(pr.Doc)+models.PairSpecialTokens, s.MaxLength)
 	}
 	slices.Sort(lens)
 	row.LenP10, row.LenP50, row.LenP90, row.LenMax = measure.Percentile(lens, 10), measure.Percentile(lens, 50), measure.Percentile(lens, 90), lens[len(lens)-1]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -57,6 +58,23 @@ func (o *output) finish(cl *cli, name string, rep report.Report) error {
 	}
 	fmt.Fprintln(cl.stderr, "wrote", path)
 	return nil
+}
+
+// failed handles a run that failed with err after measuring rep's rows:
+// it prints and writes them as finish does, but as name-partial (so the
+// last complete report stays) with the error at the top of the notes, and
+// returns err. A run that measured nothing only returns err.
+func (o *output) failed(cl *cli, name string, rep report.Report, err error) error {
+	if len(rep.Rows) == 0 {
+		return err
+	}
+	rep.Title += " (partial: the run failed)"
+	rep.Notes = append([]string{fmt.Sprintf("The run failed after measuring these rows: %v.", err)}, rep.Notes...)
+	fmt.Fprintf(cl.stderr, "the run failed: printing and writing the %d rows it measured\n", len(rep.Rows))
+	if ferr := o.finish(cl, name+"-partial", rep); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return err
 }
 
 // command is how a report names the command that produced it.

@@ -117,10 +117,11 @@ func runEmbed(ctx context.Context, cl *cli, args []string) error {
 	} else {
 		res, err = embed.Run(ctx, cfg)
 	}
+	rep := embed.Report(cfg, res, command("embed", args))
 	if err != nil {
-		return err
+		return o.failed(cl, "embed", rep, err)
 	}
-	return o.finish(cl, "embed", embed.Report(cfg, res, command("embed", args)))
+	return o.finish(cl, "embed", rep)
 }
 
 // runRerank is `bench rerank`: real-length pairs (beside the peer) and
@@ -179,8 +180,9 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	} else {
 		res, err = rerank.Run(ctx, cfg)
 	}
+	rep := rerank.Report(cfg, res, command("rerank", args))
 	if err != nil {
-		return err
+		return o.failed(cl, "rerank", rep, err)
 	}
-	return o.finish(cl, "rerank", rerank.Report(cfg, res, command("rerank", args)))
+	return o.finish(cl, "rerank", rep)
 }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybrank/hybrank/bench/report"
+)
+
+// A run that fails after measuring rows prints them and writes them as a
+// partial report beside (not over) the complete one, and still fails; one
+// that measured nothing writes nothing.
+func TestFailedKeepsMeasuredRows(t *testing.T) {
+	type row struct {
+		Profile string  `json:"profile" table:"profile"`
+		PairsS  float64 `json:"pairs_s" table:"pairs/s"`
+	}
+	dir := t.TempDir()
+	complete := filepath.Join(dir, "rerank.md")
+	if err := os.WriteFile(complete, []byte("the last complete report"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	peerErr := errors.New("peer: No module named 'torch'")
+	var stdout, stderr bytes.Buffer
+	cl := &cli{stdout: &stdout, stderr: &stderr}
+	o := output{json: true, out: dir}
+	rep := report.Report{Title: "Reranker", Columns: report.Columns(row{}), Rows: []any{row{"fast", 248.7}}}
+	if err := o.failed(cl, "rerank", rep, peerErr); !errors.Is(err, peerErr) {
+		t.Fatalf("err %v, want the run's", err)
+	}
+	if !strings.Contains(stdout.String(), `"pairs_s":248.7`) {
+		t.Errorf("stdout %q: want the measured row", stdout.String())
+	}
+	partial, err := os.ReadFile(filepath.Join(dir, "rerank-partial.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"partial", "No module named 'torch'", "248.7"} {
+		if !strings.Contains(string(partial), want) {
+			t.Errorf("partial report lacks %q:\n%s", want, partial)
+		}
+	}
+	if b, _ := os.ReadFile(complete); string(b) != "the last complete report" {
+		t.Errorf("the complete report was overwritten: %q", b)
+	}
+
+	empty := t.TempDir()
+	o.out = empty
+	if err := o.failed(cl, "rerank", report.Report{Title: "Reranker"}, peerErr); !errors.Is(err, peerErr) {
+		t.Fatalf("err %v", err)
+	}
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("a run with no rows wrote %v", ents)
+	}
+}
