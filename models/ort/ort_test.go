@@ -375,33 +375,35 @@ func TestCUDAProvider(t *testing.T) {
 		name string
 		cfg  bertgen.Config
 	}{{models.ProfileFast, bertgen.TinyBERTL2CrossEncoder()}, {models.ProfileBalanced, bertgen.MiniLML6CrossEncoder()}, {models.ProfileAccurate, bertgen.MiniLML12CrossEncoder()}} {
-		dir := generated(t, p.cfg).dir
-		gpu, err := ort.NewCrossEncoder(cpuConfigWith(dir, p.name, "auto"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer gpu.Close()
-		cpu, err := ort.NewCrossEncoder(cpuConfigWith(dir, p.name, "cpu"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cpu.Close()
-		if err := gpu.Load(); err != nil || gpu.Provider() != "cuda" {
-			t.Fatalf("%s: provider auto chose %q (%v) where cuda works", p.name, gpu.Provider(), err)
-		}
-		for i, q := range queries {
-			a, err := gpu.Score(ctx, q, docs[i])
+		t.Run(p.name, func(t *testing.T) { // each profile closes its sessions when done
+			dir := generated(t, p.cfg).dir
+			gpu, err := ort.NewCrossEncoder(cpuConfigWith(dir, p.name, "auto"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := cpu.Score(ctx, q, docs[i])
+			defer gpu.Close()
+			cpu, err := ort.NewCrossEncoder(cpuConfigWith(dir, p.name, "cpu"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if j, ok := closeRel(a, b, 1e-4); !ok {
-				t.Fatalf("%s, %s query %d doc %d: cuda %v, cpu %v", p.name, source, i, j, a[j], b[j])
+			defer cpu.Close()
+			if err := gpu.Load(); err != nil || gpu.Provider() != "cuda" {
+				t.Fatalf("%s: provider auto chose %q (%v) where cuda works", p.name, gpu.Provider(), err)
 			}
-		}
+			for i, q := range queries {
+				a, err := gpu.Score(ctx, q, docs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := cpu.Score(ctx, q, docs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				if j, ok := closeRel(a, b, 1e-4); !ok {
+					t.Fatalf("%s, %s query %d doc %d: cuda %v, cpu %v", p.name, source, i, j, a[j], b[j])
+				}
+			}
+		})
 	}
 	dir := generated(t, bertgen.MiniLML6Embedder()).dir
 	var vecs [2][][]float32
@@ -410,8 +412,9 @@ func TestCUDAProvider(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer be.Close()
-		if vecs[k], err = be.Embed(ctx, models.InputDocument, docs[0]); err != nil {
+		vecs[k], err = be.Embed(ctx, models.InputDocument, docs[0])
+		be.Close()
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
