@@ -88,15 +88,20 @@ func (m *costModel) observe(profile string, n int, d, pred time.Duration) {
 // skips reranking because not even MinBatch documents are predicted to fit:
 // a skipped search measures nothing, so without this an estimate raised by
 // one slow (or cut) batch would stop reranking at that budget for good;
-// with it, later searches probe again after a few skips.
-func (m *costModel) relax(profile string, factor float64) {
+// with it, later searches probe again after a few skips. predicted says
+// the skip came from the reranker's prediction: then a ratio not observed
+// yet (1) is lowered too, since the reranker's own model may be the one
+// that is too high, and nothing but a call would correct it.
+func (m *costModel) relax(profile string, factor float64, predicted bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.costs[profile]
 	c.perDoc *= factor
-	c.ratio = max(c.ratio*factor, 0) // 0 stays "none"
+	if c.ratio == 0 && predicted {
+		c.ratio = 1
+	}
 	if c.ratio > 0 {
-		c.ratio = max(c.ratio, ratioMin)
+		c.ratio = max(c.ratio*factor, ratioMin)
 	}
 	m.costs[profile] = c
 }
@@ -117,7 +122,7 @@ func (m *costModel) observeCut(profile string, n int, d, pred time.Duration) {
 	c := m.costs[profile]
 	c.perDoc = max(c.perDoc, 2*float64(d.Nanoseconds())/float64(n))
 	if pred > 0 {
-		c.ratio = max(c.ratio, min(2*float64(d)/float64(pred), ratioMax))
+		c.ratio = max(c.ratio, min(max(2*float64(d)/float64(pred), ratioMin), ratioMax))
 	}
 	m.costs[profile] = c
 }
@@ -128,25 +133,28 @@ func (m *costModel) observeCut(profile string, n int, d, pred time.Duration) {
 const skipRelax = 0.85
 
 // predictor predicts the wall time of scoring runs of a stage's
-// candidates with a reranker's own cost model (models.CostEstimator),
-// from their estimated pair lengths (models.EstimatePairTokens), which it
+// candidates with a reranker's own cost model (models.CostEstimator), from
+// their estimated pair lengths (models.EstimatePairTokens), which it
 // computes once per candidate, when first asked.
 type predictor struct {
 	est    models.CostEstimator
-	query  int   // the query's estimated tokens
+	query  string
 	lens   []int // pair tokens of cands[:len(lens)]
 	cands  []*candidate
 	failed bool // the estimator had nothing to predict from
 }
 
-// newPredictor returns a predictor for cands, or nil when r does not
-// predict its cost.
-func newPredictor(r models.Reranker, query string, cands []*candidate) *predictor {
+// stagePredictor returns a predictor for a stage of r on cands, or nil
+// when r does not predict its cost or the stage scores in windows (a
+// chunked call's cost is its windows', which the prediction cannot see).
+// ch is the stage's chunking as asked: a reranker that cannot score in
+// windows truncates, and its calls are predicted.
+func stagePredictor(r models.Reranker, query string, ch models.Chunking, cands []*candidate) *predictor {
 	est, ok := r.(models.CostEstimator)
-	if !ok {
+	if _, spans := r.(models.SpanReranker); !ok || ch.Enabled() && spans {
 		return nil
 	}
-	return &predictor{est: est, query: models.EstimateTokens(query), cands: cands}
+	return &predictor{est: est, query: query, cands: cands}
 }
 
 // predict returns the predicted wall time of one call scoring
@@ -156,11 +164,25 @@ func (p *predictor) predict(from, n int) (time.Duration, bool) {
 		return 0, false
 	}
 	for i := len(p.lens); i < from+n; i++ {
-		p.lens = append(p.lens, p.query+models.EstimateTokens(docText(&p.cands[i].rec.doc))+models.PairSpecialTokens)
+		p.lens = append(p.lens, models.EstimatePairTokens(p.query, docText(&p.cands[i].rec.doc)))
 	}
 	d, ok := p.est.EstimateScore(p.lens[from : from+n])
 	p.failed = !ok
 	return d, ok
+}
+
+// predictCalls returns the predicted wall time of scoring cands[:n] in
+// calls of at most maxBatch, as a stage without a deadline would.
+func (p *predictor) predictCalls(n, maxBatch int) (time.Duration, bool) {
+	var total time.Duration
+	for from := 0; from < n; from += maxBatch {
+		d, ok := p.predict(from, min(maxBatch, n-from))
+		if !ok {
+			return 0, false
+		}
+		total += d
+	}
+	return total, true
 }
 
 // fit returns the largest n in [1, hi] whose predicted time of scoring
@@ -311,10 +333,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 		defer cancel()
 	}
 	texts := make([]string, 0, cfg.MaxBatch)
-	var pr *predictor
-	if !sc.ch.Enabled() { // a chunked call's cost is its windows', which it cannot see
-		pr = newPredictor(r, query, cands)
-	}
+	pr := stagePredictor(r, query, sc.ch, cands)
 	for out.scored < len(cands) {
 		left := len(cands) - out.scored
 		n, pred := min(cfg.MaxBatch, left), time.Duration(0)
@@ -336,7 +355,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 				}
 				if n < min(cfg.MinBatch, left) {
 					n = 0
-					costs.relax(profile, skipRelax)
+					costs.relax(profile, skipRelax, fitted)
 				}
 			}
 			if n == 0 {
@@ -355,7 +374,9 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 		scores, spans, err := sc.score(ctx, query, texts)
 		elapsed := time.Since(start)
 		if chunked && !sc.ch.Enabled() {
-			profile = costKey(sc.profile, sc.ch) // it fell back: a truncated batch's cost
+			// It fell back: what follows costs truncated batches.
+			profile = costKey(sc.profile, sc.ch)
+			pr = stagePredictor(r, query, sc.ch, cands)
 		}
 		if err == nil && len(scores) != len(batch) {
 			err = fmt.Errorf("reranker returned %d scores for %d documents", len(scores), len(batch))
@@ -453,9 +474,10 @@ func (res *Result) recordFallbacks(out rerankOutcome) {
 // req.Cascade.Keep of what it scored with second, each stage budgeted as
 // rerankBudgeted does. The first stage's deadline leaves the second its
 // predicted cost, at most half of the time left: the second reranker's
-// own prediction for the first Keep candidates in fused order (their
-// lengths stand in for those the first stage will pick) when it makes
-// one, else Keep × its cost estimate per document; with neither, half. The final order is: what the second
+// own prediction for the first Keep candidates in fused order, in calls
+// of at most MaxBatch (their lengths stand in for those the first stage
+// will pick), when it makes one, else Keep × its cost estimate per
+// document; with neither, half. The final order is: what the second
 // stage scored (by its score), then what only the first scored (by the
 // first's score), then the rest in fused order.
 func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first, second models.Reranker, cands []*candidate, deadline time.Time, margin time.Duration, res *Result) ([]*candidate, error) {
@@ -463,15 +485,13 @@ func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first,
 	d1 := deadline
 	if !deadline.IsZero() {
 		reserve := time.Until(deadline) / 2
+		n := min(keep, len(cands))
 		key := costKey(req.Rerank, req.Chunking)
-		pr := newPredictor(second, req.Query, cands)
-		if req.Chunking.Enabled() {
-			pr = nil
-		}
-		if d, ok := pr.predict(0, min(keep, len(cands))); ok {
+		pr := stagePredictor(second, req.Query, req.Chunking, cands)
+		if d, ok := pr.predictCalls(n, e.cfg.Rerank.MaxBatch); ok {
 			reserve = min(reserve, time.Duration(float64(d)*e.costs.ratio(key)))
 		} else if est, ok := e.costs.estimate(key); ok {
-			reserve = min(reserve, time.Duration(est*float64(keep)))
+			reserve = min(reserve, time.Duration(est*float64(n)))
 		}
 		d1 = deadline.Add(-max(reserve, 0))
 	}

@@ -247,6 +247,53 @@ func lenCands(words ...int) []*candidate {
 	return out
 }
 
+// A cut batch raises the observed/predicted ratio to twice its elapsed
+// over its prediction, within the ratio's bounds.
+func TestCostModelCutRatio(t *testing.T) {
+	m := newCostModel(0.3)
+	m.observeCut("p", 4, time.Nanosecond, time.Hour)
+	if got := m.ratio("p"); got != ratioMin {
+		t.Errorf("ratio %v after a cut long before its prediction, want the floor %v", got, ratioMin)
+	}
+	m.observeCut("p", 4, time.Second, time.Second)
+	if got := m.ratio("p"); got != 2 {
+		t.Errorf("ratio %v after a cut at its prediction, want 2", got)
+	}
+	m.observeCut("p", 4, time.Hour, time.Second)
+	if got := m.ratio("p"); got != ratioMax {
+		t.Errorf("ratio %v, want the ceiling %v", got, ratioMax)
+	}
+}
+
+// spanCostReranker scores in windows and predicts its (unchunked) cost.
+type spanCostReranker struct {
+	enginetest.WindowReranker
+}
+
+func (*spanCostReranker) EstimateScore([]int) (time.Duration, bool) { return time.Second, true }
+
+// A stage is predicted unless its reranker cannot, or it scores in
+// windows (a reranker that cannot score in windows truncates: predicted).
+func TestStagePredictor(t *testing.T) {
+	on, cands := models.Chunking{Stride: 4}, mkCands(3)
+	for _, tc := range []struct {
+		name string
+		r    models.Reranker
+		ch   models.Chunking
+		want bool
+	}{
+		{"no estimator", &enginetest.OverlapReranker{}, models.Chunking{}, false},
+		{"estimator", &enginetest.CostReranker{}, models.Chunking{}, true},
+		{"estimator, chunking asked, truncates", &enginetest.CostReranker{}, on, true},
+		{"estimator scoring in windows", &spanCostReranker{}, on, false},
+		{"estimator able to chunk, chunking off", &spanCostReranker{}, models.Chunking{}, true},
+	} {
+		if got := stagePredictor(tc.r, "q", tc.ch, cands) != nil; got != tc.want {
+			t.Errorf("%s: predicted %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // The cascade's first stage leaves the second what the second reranker
 // predicts for Keep candidates, scaled by its observed ratio.
 func TestCascadeReserveFromPrediction(t *testing.T) {
@@ -438,8 +485,8 @@ func TestRerankBudgeted(t *testing.T) {
 		if got := r.BatchSizes(); !slices.Equal(got, []int{3, 7}) {
 			t.Errorf("batches %v, want [3 7]", got)
 		}
-		if got := costs.ratio("p"); math.Abs(got-ratioMin) > 1e-9 {
-			t.Errorf("ratio %v after instant calls, want the floor %v", got, ratioMin)
+		if got := costs.ratio("p"); got > 0.2 {
+			t.Errorf("ratio %v after calls far faster than predicted, want near the floor %v", got, ratioMin)
 		}
 	})
 	t.Run("the observed ratio scales the prediction; below MinBatch nothing runs", func(t *testing.T) {
@@ -457,6 +504,21 @@ func TestRerankBudgeted(t *testing.T) {
 		}
 		if got := costs.ratio("p"); math.Abs(got-2*skipRelax) > 1e-9 {
 			t.Errorf("ratio %v after a skip, want %v", got, 2*skipRelax)
+		}
+	})
+	t.Run("skips lower a prediction that was never observed, so a later search probes", func(t *testing.T) {
+		// 10 s per call predicted, 5.5 s left: nothing fits until skips
+		// have scaled the prediction down (0.85^k), with no call to
+		// correct the reranker's own model.
+		r := &enginetest.CostReranker{PerCall: 10 * time.Second, PerToken: 100 * time.Millisecond}
+		costs := newCostModel(0.3)
+		for i := 0; i < 20 && r.Calls.Load() == 0; i++ {
+			if _, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, lenCands(6, 6, 6, 6), cfg, costs, time.Now().Add(5500*time.Millisecond), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.Calls.Load() == 0 {
+			t.Fatalf("no probe in 20 searches; ratio %v", costs.ratio("p"))
 		}
 	})
 	t.Run("without a prediction the per-document average sizes the batch", func(t *testing.T) {

@@ -14,8 +14,10 @@ func Sigmoid(logit float32) float64 { return 1 / (1 + math.Exp(-float64(logit)))
 // tokenizer: one token per word plus one per 6 bytes beyond the first 6 of
 // a word, and one per ASCII punctuation character. It is cheap and
 // allocation-free, for where speed matters more than exactness: the
-// server's batch caps and its counts when no tokenizer is loaded, and the
-// engine's packing when it has no TokenCounter.
+// server's batch caps and its counts when no tokenizer is loaded, the
+// engine's packing when it has no TokenCounter, and the lengths its
+// budgeted rerank loop predicts batches from (on scifact documents the
+// estimate is 0.93–1.25× the WordPiece count, median 1.07).
 func EstimateTokens(text string) int {
 	n, wordLen := 0, 0
 	for _, r := range text {

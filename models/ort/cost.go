@@ -153,29 +153,33 @@ func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
 }
 
 func (p *costPlanner) plan(lens []int) [][]int {
-	m := p.model.Load() // one model for the whole plan
+	return p.planOn(p.model.Load(), lens) // one model for the whole plan
+}
+
+// planOn plans lens under model m.
+func (p *costPlanner) planOn(m *models.CostModel, lens []int) [][]int {
 	return planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) { return p.costOn(m, b, l) })
 }
 
 // estimate returns the predicted milliseconds of the batches plan(lens)
-// makes, summed (each batch's cost at its longest length, as planned);
-// false when a batch's cost is unknown.
-func (p *costPlanner) estimate(lens []int) (float64, int, bool) {
+// makes (each batch's cost at its longest length, as planned): their sum,
+// the costliest one's and their number; false when a batch's cost is
+// unknown.
+func (p *costPlanner) estimate(lens []int) (total, costliest float64, batches int, ok bool) {
 	m := p.model.Load()
-	batches := planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) { return p.costOn(m, b, l) })
-	total := 0.0
-	for _, idx := range batches {
+	plan := p.planOn(m, lens)
+	for _, idx := range plan {
 		longest := 0
 		for _, i := range idx {
 			longest = max(longest, lens[i])
 		}
 		ms, ok := p.costOn(m, len(idx), longest)
 		if !ok {
-			return 0, 0, false
+			return 0, 0, 0, false
 		}
-		total += ms
+		total, costliest = total+ms, max(costliest, ms)
 	}
-	return total, len(batches), true
+	return total, costliest, len(plan), true
 }
 
 // observe records that a runtime call on b sequences padded to l tokens

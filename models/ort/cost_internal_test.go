@@ -1012,6 +1012,9 @@ func TestEstimateScore(t *testing.T) {
 		}
 		d, ok := ce.EstimateScore([]int{16, 16, 16, 16})
 		near(t, d, ok, 4*perPair(1, 16)/float64(pool))
+		// Uneven batches: the call takes at least its costliest one.
+		d, ok = ce.EstimateScore([]int{64, 8, 8, 8})
+		near(t, d, ok, max((perPair(1, 64)+3*perPair(1, 8))/float64(pool), perPair(1, 64)))
 	}
 
 	tokens := newFakeCE(t, testCfg(), &fakeRunner{}, 64) // no cost model

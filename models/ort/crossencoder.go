@@ -63,10 +63,12 @@ func (ce *CrossEncoder) Close() error { return ce.c.close() }
 
 // EstimateScore implements models.CostEstimator: the time the batches a
 // Score call would plan for pairs of these lengths are predicted to take
-// by the cost model that plans them, with the batches spread over the
-// session pool. Lengths are cut to the model's window (and below 1 count
-// as 1). It is false before the model has loaded and in tokens mode
-// (Config.Batching "tokens", or no cost model could be built).
+// by the cost model that plans them, spread over the session pool (the
+// call takes at least its costliest batch). Lengths are cut to the
+// model's window (and below 1 count as 1). It is false before the model
+// has loaded (it does not wait for a load in progress), after Close and
+// in tokens mode (Config.Batching "tokens", or no cost model could be
+// built).
 func (ce *CrossEncoder) EstimateScore(pairTokens []int) (time.Duration, bool) {
 	m := ce.c.peek()
 	if m == nil || m.cost == nil {
@@ -79,12 +81,13 @@ func (ce *CrossEncoder) EstimateScore(pairTokens []int) (time.Duration, bool) {
 	for i, l := range pairTokens {
 		lens[i] = min(max(l, 1), m.maxLen)
 	}
-	ms, batches, ok := m.cost.estimate(lens)
+	total, costliest, batches, ok := m.cost.estimate(lens)
 	if !ok {
 		return 0, false
 	}
-	// Batches run PoolSize at a time: the call takes its share of them.
-	ms /= float64(min(ce.c.cfg.PoolSize, batches))
+	// Batches run PoolSize at a time: the call takes its share of them,
+	// and at least its costliest batch.
+	ms := max(total/float64(min(ce.c.cfg.PoolSize, batches)), costliest)
 	return time.Duration(ms * float64(time.Millisecond)), true
 }
 

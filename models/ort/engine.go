@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hybrank/hybrank/models"
@@ -117,6 +118,9 @@ type core struct {
 	m        *loaded
 	closed   bool
 	inflight sync.WaitGroup
+	// ready is m for readers that must not wait for a load in progress
+	// (peek): set once m is loaded, cleared by close.
+	ready atomic.Pointer[loaded]
 }
 
 func newCore(cfg models.Config, kind models.Kind, loader loaderFunc) (*core, error) {
@@ -149,6 +153,7 @@ func (c *core) acquire() (*loaded, error) {
 			return nil, err
 		}
 		c.m = m
+		c.ready.Store(m)
 	}
 	c.inflight.Add(1)
 	return c.m, nil
@@ -157,13 +162,10 @@ func (c *core) acquire() (*loaded, error) {
 func (c *core) release() { c.inflight.Done() }
 
 // peek returns the loaded model, or nil before it has loaded and after
-// Close; it never loads. The caller uses only its pure-Go parts (the cost
-// planner, the window), which stay valid whatever happens next.
-func (c *core) peek() *loaded {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m
-}
+// Close; it never loads, and never waits for a load in progress. The
+// caller uses only its pure-Go parts (the cost planner, the window), which
+// stay valid whatever happens next.
+func (c *core) peek() *loaded { return c.ready.Load() }
 
 // info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.
@@ -198,6 +200,7 @@ func (c *core) close() error {
 	c.closed = true
 	m := c.m
 	c.m = nil
+	c.ready.Store(nil)
 	c.mu.Unlock()
 	c.inflight.Wait()
 	if m == nil {
