@@ -94,9 +94,10 @@
 // cross-encoder does, from the cost model its batches are planned with)
 // predicts each run of the next candidates from their estimated token
 // lengths, and the batch is the longest run that fits; the loop keeps, per
-// profile, an EWMA of the ratio of observed to predicted wall time and
-// scales predictions by it (tokenization, waiting behind other searches
-// and a busier machine are in the ratio). Otherwise (and when scoring in
+// profile, an EWMA of the ratio of observed to predicted wall time and of
+// its deviation, and scales predictions by their sum (tokenization,
+// waiting behind other searches and a busier machine are in the ratio;
+// the deviation keeps batches whose time varies from being cut). Otherwise (and when scoring in
 // windows) the loop keeps, per profile, an EWMA of the wall time per
 // document; the first batch of an unmeasured profile is small
 // (RerankConfig.FirstBatch). When not even MinBatch documents are
@@ -104,8 +105,8 @@
 // anyway is cut at deadline − margin (the reranker gets a context with
 // that deadline; ONNX Runtime's terminate flag fires on it) and discarded,
 // and the profile's estimates are raised to at least twice the cut batch's
-// time per document (and twice its time over the prediction), so later
-// searches predict smaller batches or none; each search that skips
+// time per document (a predicted batch: its ratio to 1.25 × its time over
+// the prediction), so later searches predict smaller batches or none; each search that skips
 // reranking for lack of time lowers the estimates by 15 %, so a later one
 // probes again.
 // Result.Degraded is then set and Result.Reranked says how many candidates

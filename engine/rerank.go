@@ -30,6 +30,7 @@ type costModel struct {
 type profileCost struct {
 	perDoc float64 // ns per document
 	ratio  float64 // observed / predicted
+	dev    float64 // mean absolute deviation of observed / predicted from ratio
 }
 
 // ratioMin and ratioMax bound the observed/predicted ratio: a reranker
@@ -49,13 +50,15 @@ func (m *costModel) estimate(profile string) (float64, bool) {
 	return v, v > 0
 }
 
-// ratio returns the EWMA of profile's observed/predicted wall time, 1
-// before any batch was predicted.
+// ratio returns what batches are sized with: the EWMA of profile's
+// observed/predicted wall time plus its mean deviation (so that a batch
+// whose time varies by ±10 % is rarely cut), 1 before any batch was
+// predicted.
 func (m *costModel) ratio(profile string) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if r := m.costs[profile].ratio; r > 0 {
-		return r
+	if c := m.costs[profile]; c.ratio > 0 {
+		return min(c.ratio+c.dev, ratioMax)
 	}
 	return 1
 }
@@ -79,7 +82,11 @@ func (m *costModel) observe(profile string, n int, d, pred time.Duration) {
 	c := m.costs[profile]
 	c.perDoc = m.ewma(c.perDoc, max(float64(d.Nanoseconds())/float64(n), 1))
 	if pred > 0 {
-		c.ratio = m.ewma(c.ratio, min(max(float64(d)/float64(pred), ratioMin), ratioMax))
+		x := min(max(float64(d)/float64(pred), ratioMin), ratioMax)
+		if c.ratio > 0 {
+			c.dev = m.ewma(c.dev, math.Abs(x-c.ratio))
+		}
+		c.ratio = m.ewma(c.ratio, x)
 	}
 	m.costs[profile] = c
 }
@@ -108,11 +115,15 @@ func (m *costModel) relax(profile string, factor float64, predicted bool) {
 
 // observeCut records a batch of n docs (predicted to take pred; 0: no
 // prediction) that the deadline cut after d: its true cost is unknown but
-// more than d. The averages are raised to at least 2·d/n per document and
-// 2·d/pred (as if the batch had been half done), so the next batch the
-// loop predicts is about half as large; without this a profile whose first
-// batch never finishes would keep its missing (or too low) estimate, and
-// every later search would start a batch that overruns.
+// more than d. The per-document average is raised to at least 2·d/n (as
+// if the batch had been half done), so the next batch the loop predicts
+// is about half as large; without this a profile whose first batch never
+// finishes would keep its missing (or too low) estimate, and every later
+// search would start a batch that overruns. A predicted batch raises the
+// ratio to at least cutRatio · d/pred instead: such a batch was sized to
+// fit, so it is usually cut by a prediction short by a few percent, and
+// halving the next batches would waste more than the cut did; a
+// prediction far off is raised by cutRatio at every cut until it fits.
 func (m *costModel) observeCut(profile string, n int, d, pred time.Duration) {
 	if n <= 0 {
 		return
@@ -122,10 +133,14 @@ func (m *costModel) observeCut(profile string, n int, d, pred time.Duration) {
 	c := m.costs[profile]
 	c.perDoc = max(c.perDoc, 2*float64(d.Nanoseconds())/float64(n))
 	if pred > 0 {
-		c.ratio = max(c.ratio, min(max(2*float64(d)/float64(pred), ratioMin), ratioMax))
+		c.ratio = max(c.ratio, min(max(cutRatio*float64(d)/float64(pred), ratioMin), ratioMax))
 	}
 	m.costs[profile] = c
 }
+
+// cutRatio is how far a cut predicted batch raises the profile's ratio
+// past what the batch had taken when it was cut (see observeCut).
+const cutRatio = 1.25
 
 // skipRelax is the factor a skipped search applies to the profile's cost
 // estimate (see costModel.relax): after k skips the estimate is 0.85^k of

@@ -247,8 +247,8 @@ func lenCands(words ...int) []*candidate {
 	return out
 }
 
-// A cut batch raises the observed/predicted ratio to twice its elapsed
-// over its prediction, within the ratio's bounds.
+// A cut batch raises the observed/predicted ratio to cutRatio × its
+// elapsed over its prediction, within the ratio's bounds.
 func TestCostModelCutRatio(t *testing.T) {
 	m := newCostModel(0.3)
 	m.observeCut("p", 4, time.Nanosecond, time.Hour)
@@ -256,8 +256,8 @@ func TestCostModelCutRatio(t *testing.T) {
 		t.Errorf("ratio %v after a cut long before its prediction, want the floor %v", got, ratioMin)
 	}
 	m.observeCut("p", 4, time.Second, time.Second)
-	if got := m.ratio("p"); got != 2 {
-		t.Errorf("ratio %v after a cut at its prediction, want 2", got)
+	if got := m.ratio("p"); got != cutRatio {
+		t.Errorf("ratio %v after a cut at its prediction, want %v", got, cutRatio)
 	}
 	m.observeCut("p", 4, time.Hour, time.Second)
 	if got := m.ratio("p"); got != ratioMax {
