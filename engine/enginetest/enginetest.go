@@ -183,13 +183,36 @@ func (r *OverlapReranker) BatchSizes() []int {
 
 // CostReranker is an OverlapReranker that predicts its own cost
 // (models.CostEstimator): PerCall plus PerToken for every token of the
-// pairs it is asked about. It scores as OverlapReranker does, taking
-// OverlapReranker.PerDoc per document, whatever it predicted.
+// pairs it is asked about (models.EstimatePairTokens). It scores as
+// OverlapReranker does, taking OverlapReranker.PerDoc per document
+// whatever it predicted, or, with Run set, the time it predicts.
 type CostReranker struct {
 	OverlapReranker
 	PerCall, PerToken time.Duration
-	// Unready makes EstimateScore report nothing to predict from.
+	// Unready makes EstimateScore report nothing to predict from (Run
+	// still takes the time).
 	Unready bool
+	// Run makes Score take PerCall + PerToken per token, returning
+	// ctx.Err() if the context ends first.
+	Run bool
+}
+
+// Score implements models.Reranker.
+func (r *CostReranker) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
+	if r.Run {
+		d := r.PerCall
+		for _, doc := range docs {
+			d += time.Duration(models.EstimatePairTokens(query, doc)) * r.PerToken
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return r.OverlapReranker.Score(ctx, query, docs)
 }
 
 // EstimateScore implements models.CostEstimator.
