@@ -140,14 +140,8 @@ func (r *OverlapReranker) Score(ctx context.Context, query string, docs []string
 			break
 		}
 	}
-	if d := r.PerDoc * time.Duration(len(docs)); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	if err := sleep(ctx, r.PerDoc*time.Duration(len(docs))); err != nil {
+		return nil, err
 	}
 	q := map[string]bool{}
 	for _, t := range Tokens(query) {
@@ -171,6 +165,22 @@ func (r *OverlapReranker) Score(ctx context.Context, query string, docs []string
 	}
 	r.Docs.Add(int64(len(docs)))
 	return out, nil
+}
+
+// sleep waits d (nothing when d ≤ 0), or returns ctx.Err() if ctx ends
+// first, as a model run cancelled midway would.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // BatchSizes returns the size of every Score call so far, in order.
@@ -204,12 +214,8 @@ func (r *CostReranker) Score(ctx context.Context, query string, docs []string) (
 		for _, doc := range docs {
 			d += time.Duration(models.EstimatePairTokens(query, doc)) * r.PerToken
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, d); err != nil {
+			return nil, err
 		}
 	}
 	return r.OverlapReranker.Score(ctx, query, docs)

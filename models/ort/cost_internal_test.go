@@ -801,6 +801,26 @@ func TestCostCacheSettings(t *testing.T) {
 	})
 }
 
+// costModeLoader is fakeLoader (window maxLen) in cost mode, planning
+// with a cost table of f over batch sizes 1…64 and lengths 8…64.
+func costModeLoader(r *fakeRunner, maxLen int, f func(b, l int) float64) loaderFunc {
+	base := fakeLoader(r, 8, maxLen)
+	tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, f)
+	return func(cfg models.Config, kind models.Kind) (*loaded, error) {
+		m, err := base(cfg, kind)
+		if err != nil {
+			return nil, err
+		}
+		cm, err := models.NewCostModel(tab)
+		if err != nil {
+			return nil, err
+		}
+		m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
+		m.batching = BatchingInfo{Mode: models.BatchingCost, Source: CostFile}
+		return m, nil
+	}
+}
+
 // A cross-encoder in cost mode scores as in tokens mode (batch mates do not
 // change a score) and runs the batches its planner chose.
 func TestScoreCostMode(t *testing.T) {
@@ -816,22 +836,7 @@ func TestScoreCostMode(t *testing.T) {
 			cfg := testCfg()
 			cfg.MaxBatchTokens = 64 * 40
 			r := &fakeRunner{}
-			base := fakeLoader(r, 8, cfg.MaxLength)
-			tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, tc.f)
-			loader := func(cfg models.Config, kind models.Kind) (*loaded, error) {
-				m, err := base(cfg, kind)
-				if err != nil {
-					return nil, err
-				}
-				cm, err := models.NewCostModel(tab)
-				if err != nil {
-					return nil, err
-				}
-				m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
-				m.batching = BatchingInfo{Mode: models.BatchingCost, Source: CostFile}
-				return m, nil
-			}
-			ce := newCE(t, cfg, loader)
+			ce := newCE(t, cfg, costModeLoader(r, cfg.MaxLength, tc.f))
 			usage := scoreChecked(t, ce, 30)
 			if usage.Batches != tc.want(30) || int(r.calls.Load()) != usage.Batches {
 				t.Fatalf("usage %+v, runner calls %d, want %d batches", usage, r.calls.Load(), tc.want(30))
@@ -954,22 +959,6 @@ func TestPlanLearnsUnderNoise(t *testing.T) {
 // costs summed, lengths cut to the window, the pool's sessions sharing the
 // batches, and nothing in tokens mode or after Close.
 func TestEstimateScore(t *testing.T) {
-	costLoader := func(r *fakeRunner, f func(b, l int) float64) loaderFunc {
-		base := fakeLoader(r, 8, 64)
-		tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, f)
-		return func(cfg models.Config, kind models.Kind) (*loaded, error) {
-			m, err := base(cfg, kind)
-			if err != nil {
-				return nil, err
-			}
-			cm, err := models.NewCostModel(tab)
-			if err != nil {
-				return nil, err
-			}
-			m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
-			return m, nil
-		}
-	}
 	near := func(t *testing.T, got time.Duration, ok bool, wantMS float64) {
 		t.Helper()
 		if !ok || math.Abs(float64(got)/float64(time.Millisecond)-wantMS) > 0.02*wantMS {
@@ -980,7 +969,7 @@ func TestEstimateScore(t *testing.T) {
 	cfg.MaxBatchTokens = 64 * 64
 	fixed := func(b, l int) float64 { return 5 + 1e-3*float64(b*l) } // one call is best
 	r := &fakeRunner{}
-	ce := newCE(t, cfg, costLoader(r, fixed))
+	ce := newCE(t, cfg, costModeLoader(r, 64, fixed))
 	if d, ok := ce.EstimateScore([]int{32}); ok || d != 0 || ce.Provider() != "" {
 		t.Fatalf("before load: %v, %v (provider %q): want nothing, and no load", d, ok, ce.Provider())
 	}
@@ -1006,7 +995,7 @@ func TestEstimateScore(t *testing.T) {
 	for _, pool := range []int{1, 2} {
 		cfg := cfg
 		cfg.PoolSize = pool
-		ce := newCE(t, cfg, costLoader(&fakeRunner{}, perPair))
+		ce := newCE(t, cfg, costModeLoader(&fakeRunner{}, 64, perPair))
 		if err := ce.Load(); err != nil {
 			t.Fatal(err)
 		}
