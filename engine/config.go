@@ -128,6 +128,11 @@ type DurabilityConfig struct {
 	// SegmentBytes is the size of a log segment file, the unit that
 	// truncation after a snapshot removes. Default 64 MiB.
 	SegmentBytes int64 `json:"segment_bytes"`
+	// PreallocateBytes is how far ahead of its records the log's active
+	// segment is filled with zeros, so that an fsync per commit writes
+	// only data, not a new file size (see wal.Config.PreallocateBytes);
+	// 0 turns it off. Default 1 MiB.
+	PreallocateBytes int64 `json:"preallocate_bytes"`
 	// SnapshotLogBytes starts a background snapshot once the log holds
 	// this many bytes; 0 disables the trigger. Default 256 MiB.
 	SnapshotLogBytes int64 `json:"snapshot_log_bytes"`
@@ -139,7 +144,7 @@ type DurabilityConfig struct {
 
 // walConfig is the log's configuration.
 func (d DurabilityConfig) walConfig() wal.Config {
-	return wal.Config{Sync: wal.SyncPolicy(d.Sync), Interval: d.SyncInterval, SegmentBytes: d.SegmentBytes}
+	return wal.Config{Sync: wal.SyncPolicy(d.Sync), Interval: d.SyncInterval, SegmentBytes: d.SegmentBytes, PreallocateBytes: d.PreallocateBytes}
 }
 
 // RerankConfig sizes the batches of the budgeted rerank loop.
@@ -195,6 +200,7 @@ func DefaultConfig() Config {
 			Sync:             SyncEveryCommit,
 			SyncInterval:     wal.DefaultConfig().Interval,
 			SegmentBytes:     wal.DefaultConfig().SegmentBytes,
+			PreallocateBytes: wal.DefaultConfig().PreallocateBytes,
 			SnapshotLogBytes: 256 << 20,
 			SnapshotAge:      10 * time.Minute,
 		},

@@ -85,6 +85,7 @@ type Log struct {
 	next     uint64    // sequence number of the next record
 	appended int64     // bytes written over the Log's life
 	synced   int64     // of those, bytes known durable
+	zeroed   int64     // the active file's size: zeros past its records
 	syncing  bool      // an fsync leader is running (without mu)
 	waiters  []syncWaiter
 	failed   error // sticky: a write or fsync failed
@@ -179,7 +180,12 @@ func (l *Log) scan(start uint64) error {
 		if err != nil {
 			return err
 		}
-		if valid < st.Size() {
+		if valid < st.Size() && reason == "" {
+			// Zeros preallocated after the last record: a clean end.
+			if err := os.Truncate(s.path, valid); err != nil {
+				return fmt.Errorf("cut preallocated tail: %w", err)
+			}
+		} else if valid < st.Size() {
 			if i != len(segs)-1 {
 				return fmt.Errorf("%w: segment %s damaged at offset %d (%s) and followed by newer segments", ErrCorrupt, filepath.Base(s.path), valid, reason)
 			}
@@ -220,7 +226,7 @@ func (l *Log) scan(start uint64) error {
 	if err != nil {
 		return err
 	}
-	l.f = f
+	l.f, l.zeroed = f, active.size
 	l.recovery.First, l.recovery.Next, l.recovery.Segments = l.segs[0].first, next, len(l.segs)
 	for _, s := range l.segs {
 		l.stats.Bytes += s.size
@@ -248,7 +254,8 @@ func (l *Log) create(first uint64) (segment, error) {
 // sequence numbers from first on, calling fn (when not nil) for each valid
 // one. It returns the sequence number after the last valid record, the
 // offset where valid records end and, if that is before the end of the
-// file, why the record there is invalid. err is an I/O error or fn's.
+// file, why the record there is invalid ("" when only zeros follow:
+// preallocated space, a clean end). err is an I/O error or fn's.
 func scanSegment(path string, first uint64, fn func(seq uint64, payload []byte) error) (next uint64, valid int64, reason string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -268,6 +275,16 @@ func scanSegment(path string, first uint64, fn func(seq uint64, payload []byte) 
 				return next, valid, "torn record header", nil
 			}
 			return 0, 0, "", err
+		}
+		if hdr == ([headerSize]byte{}) { // no record has sequence number 0
+			zeros, err := allZero(r)
+			if err != nil {
+				return 0, 0, "", err
+			}
+			if zeros {
+				return next, valid, "", nil // preallocated space: the end
+			}
+			return next, valid, "zero record header followed by data", nil
 		}
 		n := binary.LittleEndian.Uint32(hdr[4:])
 		seq := binary.LittleEndian.Uint64(hdr[8:])
@@ -295,6 +312,25 @@ func scanSegment(path string, first uint64, fn func(seq uint64, payload []byte) 
 		}
 		next++
 		valid += headerSize + int64(n)
+	}
+}
+
+// allZero reports whether everything left in r is zero bytes.
+func allZero(r io.Reader) (bool, error) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
 	}
 }
 
@@ -399,7 +435,12 @@ func (l *Log) Write(payload []byte) (Ticket, error) {
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // do not pin a huge batch's buffer
 	}
-	if _, err := l.f.WriteAt(b, active.size); err != nil {
+	err := l.preallocate(active.size + int64(len(b)))
+	if err == nil {
+		_, err = l.f.WriteAt(b, active.size)
+	}
+	if err != nil {
+		l.zeroed = active.size
 		if terr := l.f.Truncate(active.size); terr != nil {
 			l.failed = fmt.Errorf("%w: write %s: %w (and cutting the partial record: %v)", ErrFailed, active.path, err, terr)
 			l.wake() // waiters get the error
@@ -416,6 +457,28 @@ func (l *Log) Write(payload []byte) (Ticket, error) {
 	return t, nil
 }
 
+// zeros is what preallocate writes from.
+var zeros [64 << 10]byte
+
+// preallocate fills the active file with zeros up to Config.PreallocateBytes
+// past need (never past SegmentBytes unless need is), when need (the end of
+// the record about to be written) is past what it holds. Called with mu
+// held.
+func (l *Log) preallocate(need int64) error {
+	if l.cfg.PreallocateBytes == 0 || need <= l.zeroed {
+		return nil
+	}
+	to := min(need+l.cfg.PreallocateBytes, max(need, l.cfg.SegmentBytes))
+	for l.zeroed < to {
+		n, err := l.f.WriteAt(zeros[:min(int64(len(zeros)), to-l.zeroed)], l.zeroed)
+		l.zeroed += int64(n)
+		if err != nil {
+			return fmt.Errorf("wal preallocate %s: %w", l.f.Name(), err)
+		}
+	}
+	return nil
+}
+
 // usable reports why the log cannot take work. Called with mu held.
 func (l *Log) usable() error {
 	if l.closed {
@@ -430,6 +493,9 @@ func (l *Log) rotate() error {
 	// Its fsync covers waiters, or its failure is theirs: release them
 	// (and hand the lead to one still uncovered).
 	defer l.wake()
+	if err := l.cutZeros(); err != nil {
+		return err
+	}
 	if err := l.f.Sync(); err != nil {
 		l.failed = fmt.Errorf("%w: fsync %s: %w", ErrFailed, l.f.Name(), err)
 		return l.failed
@@ -450,6 +516,22 @@ func (l *Log) rotate() error {
 		return l.failed
 	}
 	l.segs = append(l.segs, s)
+	l.zeroed = 0
+	return nil
+}
+
+// cutZeros cuts the preallocated zeros off the active file, so that a
+// closed segment ends with its last record. Called with mu held.
+func (l *Log) cutZeros() error {
+	active := l.segs[len(l.segs)-1]
+	if l.zeroed <= active.size {
+		return nil
+	}
+	if err := l.f.Truncate(active.size); err != nil {
+		l.failed = fmt.Errorf("%w: cut preallocated space of %s: %w", ErrFailed, l.f.Name(), err)
+		return l.failed
+	}
+	l.zeroed = active.size
 	return nil
 }
 
@@ -541,7 +623,7 @@ func (l *Log) lead() {
 		l.mu.Lock()
 		f, upto := l.f, l.appended
 		l.mu.Unlock()
-		err := f.Sync()
+		err := syncData(f)
 		l.mu.Lock()
 		l.stats.Syncs++
 		if err != nil {
@@ -656,6 +738,14 @@ func (l *Log) Close() error {
 		l.cond.Wait()
 	}
 	l.closed = true
+	if l.f != nil && l.failed == nil && l.zeroed > l.segs[len(l.segs)-1].size {
+		// Leave the file as it would be without preallocation.
+		cerr := l.cutZeros()
+		if cerr == nil {
+			cerr = l.f.Sync()
+		}
+		err = errors.Join(err, cerr)
+	}
 	if l.f != nil {
 		if cerr := l.f.Close(); err == nil {
 			err = cerr

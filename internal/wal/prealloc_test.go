@@ -1,0 +1,136 @@
+package wal
+
+import (
+	"os"
+	"slices"
+	"testing"
+)
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// The active segment holds zeros ahead of its records; a log copied as a
+// crash would leave it (zeros included) opens with every record and
+// nothing dropped, and takes new records; Close cuts the zeros off.
+func TestPreallocatedTail(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PreallocateBytes = 4 << 10
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	appendN(t, l, 1, 10)
+	logical := l.Stats().Bytes
+	seg := lastSegment(t, dir)
+	// Zeros were added once a record passed them, PreallocateBytes at a time.
+	if got := fileSize(t, seg); got <= logical || got > logical+cfg.PreallocateBytes {
+		t.Fatalf("open segment holds %d bytes, want %d of records and up to %d of zeros", got, logical, cfg.PreallocateBytes)
+	}
+
+	crashed := copyDir(t, dir) // what a kill -9 leaves: records, then zeros
+	c := mustOpen(t, crashed, cfg, 1)
+	if rec := c.Recovery(); rec.DroppedBytes != 0 || rec.Next != 11 {
+		t.Fatalf("recovery of a preallocated tail %+v: want a clean end after record 10", rec)
+	}
+	if got := replayAll(t, c, 1); !slices.Equal(got, seqRange(1, 11)) {
+		t.Fatalf("replayed %v", got)
+	}
+	appendN(t, c, 11, 5)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c = mustOpen(t, crashed, cfg, 1)
+	if got := replayAll(t, c, 1); !slices.Equal(got, seqRange(1, 16)) {
+		t.Fatalf("after new records: replayed %v", got)
+	}
+	c.Close()
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, seg); got != logical {
+		t.Fatalf("closed segment holds %d bytes, want its %d bytes of records", got, logical)
+	}
+}
+
+// Data after zeros is not preallocated space: a damaged tail, dropped and
+// reported.
+func TestPreallocatedTailWithData(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PreallocateBytes = 4 << 10
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	appendN(t, l, 1, 10)
+	logical := l.Stats().Bytes
+	crashed := copyDir(t, dir)
+	l.Close()
+	seg := lastSegment(t, crashed)
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{1}, logical+100); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	size := fileSize(t, seg)
+	c := mustOpen(t, crashed, cfg, 1)
+	defer c.Close()
+	rec := c.Recovery()
+	if rec.DroppedBytes != size-logical || rec.DroppedOffset != logical || rec.DroppedReason != "zero record header followed by data" {
+		t.Fatalf("recovery %+v: want the %d bytes after record 10 dropped", rec, size-logical)
+	}
+	if got := replayAll(t, c, 1); !slices.Equal(got, seqRange(1, 11)) {
+		t.Fatalf("replayed %v", got)
+	}
+}
+
+// Closed segments end with their last record: rotation cuts the zeros
+// off before it fsyncs the segment; no preallocation passes SegmentBytes
+// but for a record that needs it.
+func TestPreallocatedRotation(t *testing.T) {
+	cfg := testConfig() // 1 KiB segments
+	cfg.PreallocateBytes = 64 << 10
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	defer l.Close()
+	appendN(t, l, 1, 40)
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) < 3 {
+		t.Fatalf("segments %v, %v: want several", segs, err)
+	}
+	recs, err := Records(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := map[string]int64{}
+	for _, r := range recs {
+		ends[r.Segment] = r.Offset + r.Size
+	}
+	for _, s := range segs[:len(segs)-1] {
+		if got := fileSize(t, s.path); got != ends[s.path] {
+			t.Errorf("closed segment %s holds %d bytes, its records end at %d", s.path, got, ends[s.path])
+		}
+	}
+	active := segs[len(segs)-1].path
+	if got := fileSize(t, active); got > max(cfg.SegmentBytes, ends[active]) {
+		t.Errorf("active segment preallocated to %d bytes, past its %d-byte segments", got, cfg.SegmentBytes)
+	}
+}
+
+// Without preallocation the segment holds only its records.
+func TestPreallocateOff(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PreallocateBytes = 0
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	defer l.Close()
+	appendN(t, l, 1, 5)
+	if got, want := fileSize(t, lastSegment(t, dir)), l.Stats().Bytes; got != want {
+		t.Fatalf("segment holds %d bytes, want %d", got, want)
+	}
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package wal
+
+import "os"
+
+// syncData makes f's written data durable (fsync where fdatasync is not
+// at hand).
+func syncData(f *os.File) error { return f.Sync() }
