@@ -179,7 +179,9 @@
 //     Concurrent Commits share fsyncs (group commit): each waits outside
 //     the commit lock for the next fsync, which one of them leads, running
 //     fsyncs back to back while records keep arriving and waking only the
-//     Commits each covered.
+//     Commits each covered. The log's active segment is filled with zeros
+//     ahead of its records (Durability.PreallocateBytes, default 1 MiB),
+//     so those fsyncs (fdatasync) write data, not a new file size.
 //   - SyncInterval: after the write to the operating system; the log is
 //     fsynced every Durability.SyncInterval (default 100 ms). A killed
 //     process loses nothing acknowledged; a power failure can lose that
@@ -188,7 +190,8 @@
 // A search may see a batch as soon as it is applied, before Commit
 // returns. A crash mid-write leaves a torn record at the log's tail; Open
 // cuts it off and reports it (Durability().Recovery), as it does for a
-// tail record that fails its checksum. Replay does not call the embedder.
+// tail record that fails its checksum; preallocated zeros after the last
+// record are a clean end, cut off without a report. Replay does not call the embedder.
 //
 // The engine snapshots by itself, in the background, when the log passes
 // Durability.SnapshotLogBytes (default 256 MiB) or when it holds commits
