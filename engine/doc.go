@@ -181,7 +181,9 @@
 //     fsyncs back to back while records keep arriving and waking only the
 //     Commits each covered. The log's active segment is filled with zeros
 //     ahead of its records (Durability.PreallocateBytes, default 1 MiB),
-//     so those fsyncs (fdatasync) write data, not a new file size.
+//     so those fsyncs (fdatasync) write the records without a new file
+//     size, but for one per PreallocateBytes that writes the zeros and
+//     the size.
 //   - SyncInterval: after the write to the operating system; the log is
 //     fsynced every Durability.SyncInterval (default 100 ms). A killed
 //     process loses nothing acknowledged; a power failure can lose that

@@ -70,9 +70,11 @@ type Recovery struct {
 	Refused int `json:"refused"`
 	// DroppedBytes is the size of the torn or corrupt log tail that was
 	// cut off (a commit being written when the process died, or a damaged
-	// record, and everything after it), at DroppedOffset of the segment
-	// file DroppedSegment; DroppedReason says what was wrong. A dropped
-	// tail under SyncEveryCommit normally holds no acknowledged commit.
+	// record, and everything after it, preallocated zeros included), at
+	// DroppedOffset of the segment file DroppedSegment; DroppedReason says
+	// what was wrong. A dropped tail under SyncEveryCommit normally holds
+	// no acknowledged commit. Zeros alone after the last record are the
+	// log's preallocated space, a clean end, not reported.
 	DroppedBytes   int64  `json:"dropped_bytes"`
 	DroppedOffset  int64  `json:"dropped_offset"`
 	DroppedSegment string `json:"dropped_segment,omitempty"`
@@ -83,8 +85,9 @@ type Recovery struct {
 type DurabilityStats struct {
 	// Recovery is what Open restored.
 	Recovery Recovery `json:"recovery"`
-	// LogBytes is the size of the log's segments (what a snapshot would
-	// truncate); LogNext the position of the next record.
+	// LogBytes is the size of the log's records (what a snapshot would
+	// truncate; the disk also holds up to Durability.PreallocateBytes of
+	// zeros ahead of them); LogNext the position of the next record.
 	LogBytes int64  `json:"log_bytes"`
 	LogNext  uint64 `json:"log_next"`
 	// LogSyncs counts the log's fsyncs since Open; Commits the commits

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"os"
 	"slices"
 	"testing"
@@ -132,5 +133,98 @@ func TestPreallocateOff(t *testing.T) {
 	appendN(t, l, 1, 5)
 	if got, want := fileSize(t, lastSegment(t, dir)), l.Stats().Bytes; got != want {
 		t.Fatalf("segment holds %d bytes, want %d", got, want)
+	}
+}
+
+// A record torn by a crash in preallocated space leaves its start, then
+// zeros (the file keeps its size): dropped and reported, the records
+// before it kept.
+func TestTornRecordInPreallocatedSpace(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PreallocateBytes = 4 << 10
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	appendN(t, l, 1, 11)
+	lastStart := l.Stats().Bytes
+	appendN(t, l, 12, 1) // payload(12) is 143 bytes
+	crashed := copyDir(t, dir)
+	l.Close()
+	seg := lastSegment(t, crashed)
+	size := fileSize(t, seg)
+	for _, keep := range []int64{1, headerSize - 1, headerSize, headerSize + 50} {
+		dir := copyDir(t, crashed)
+		seg := lastSegment(t, dir)
+		b, err := os.ReadFile(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(b[lastStart+keep:])
+		if err := os.WriteFile(seg, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := mustOpen(t, dir, cfg, 1)
+		rec := c.Recovery()
+		if rec.DroppedBytes != size-lastStart || rec.DroppedOffset != lastStart || rec.Next != 12 {
+			t.Fatalf("record 12 cut after %d bytes, zeros after: recovery %+v, want %d bytes dropped at %d", keep, rec, size-lastStart, lastStart)
+		}
+		if got := replayAll(t, c, 1); !slices.Equal(got, seqRange(1, 12)) {
+			t.Fatalf("replayed %v", got)
+		}
+		c.Close()
+	}
+}
+
+// Zeros after the last record of a closed (not the last) segment are
+// damage: rotation cuts them off before the segment's fsync.
+func TestZerosInClosedSegment(t *testing.T) {
+	cfg := testConfig()
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	appendN(t, l, 1, 20)
+	l.Close()
+	segs, err := listSegments(dir)
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("segments %v, %v", segs, err)
+	}
+	f, err := os.OpenFile(segs[0].path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Open(dir, cfg, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open: %v, want ErrCorrupt", err)
+	}
+}
+
+// A record longer than the preallocation is preallocated for: the file
+// grows to hold it, and it reads back.
+func TestRecordLongerThanPreallocation(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PreallocateBytes = 1 << 10
+	dir := t.TempDir()
+	l := mustOpen(t, dir, cfg, 1)
+	big := make([]byte, 10<<10)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	if _, err := l.Append(big); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileSize(t, lastSegment(t, dir)); got < headerSize+int64(len(big)) {
+		t.Fatalf("segment holds %d bytes, the record needs %d", got, headerSize+len(big))
+	}
+	crashed := copyDir(t, dir)
+	l.Close()
+	c := mustOpen(t, crashed, cfg, 1)
+	defer c.Close()
+	var got []byte
+	if err := c.Replay(1, func(_ uint64, p []byte) error { got = slices.Clone(p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, big) || c.Recovery().DroppedBytes != 0 {
+		t.Fatalf("replayed %d bytes (recovery %+v), want the %d-byte record", len(got), c.Recovery(), len(big))
 	}
 }

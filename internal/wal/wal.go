@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -46,8 +47,13 @@ type Recovery struct {
 	// Segments is the number of segment files.
 	Segments int
 	// DroppedBytes is how many bytes Open cut off the last segment's
-	// tail (a record torn by a crash, or one failing its checksum), at
-	// DroppedOffset of DroppedSegment; zero when the tail was clean.
+	// tail (a record torn by a crash, or one failing its checksum, and
+	// everything after it: up to Config.PreallocateBytes of that can be
+	// preallocated zeros), at DroppedOffset of DroppedSegment; zero when
+	// the tail was clean. Zeros alone after the last record are a clean
+	// end: records written but never synced and lost with the machine
+	// (not a killed process) leave such zeros and go unreported, as
+	// records never written do.
 	DroppedBytes   int64
 	DroppedOffset  int64
 	DroppedSegment string
@@ -86,7 +92,10 @@ type Log struct {
 	appended int64     // bytes written over the Log's life
 	synced   int64     // of those, bytes known durable
 	zeroed   int64     // the active file's size: zeros past its records
-	syncing  bool      // an fsync leader is running (without mu)
+	// noZeros stops preallocation until the next segment, after it
+	// failed (a full disk): records are then written without it.
+	noZeros  bool
+	syncing  bool // an fsync leader is running (without mu)
 	waiters  []syncWaiter
 	failed   error // sticky: a write or fsync failed
 	closed   bool
@@ -99,7 +108,8 @@ type Log struct {
 }
 
 // Open opens the log in dir (created if missing), checks every segment,
-// cuts a torn or corrupt tail off the last one (reported by Recovery),
+// cuts a torn or corrupt tail off the last one (reported by Recovery) or
+// the zeros preallocated after its last record (a clean end, not reported),
 // and positions the log for appending. start is the sequence number the
 // caller's state has reached (a snapshot's log position; 1 for none): an
 // empty log starts there, and a log that ends before it is emptied (its
@@ -180,14 +190,16 @@ func (l *Log) scan(start uint64) error {
 		if err != nil {
 			return err
 		}
-		if valid < st.Size() && reason == "" {
+		if valid < st.Size() && reason == "" && i == len(segs)-1 {
 			// Zeros preallocated after the last record: a clean end.
+			// (A closed segment ends with its last record: rotation cut
+			// its zeros off before its fsync, so zeros there are damage.)
 			if err := os.Truncate(s.path, valid); err != nil {
 				return fmt.Errorf("cut preallocated tail: %w", err)
 			}
 		} else if valid < st.Size() {
 			if i != len(segs)-1 {
-				return fmt.Errorf("%w: segment %s damaged at offset %d (%s) and followed by newer segments", ErrCorrupt, filepath.Base(s.path), valid, reason)
+				return fmt.Errorf("%w: segment %s damaged at offset %d (%s) and followed by newer segments", ErrCorrupt, filepath.Base(s.path), valid, cmp.Or(reason, "zeros"))
 			}
 			if err := os.Truncate(s.path, valid); err != nil {
 				return fmt.Errorf("cut torn tail: %w", err)
@@ -435,11 +447,16 @@ func (l *Log) Write(payload []byte) (Ticket, error) {
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // do not pin a huge batch's buffer
 	}
-	err := l.preallocate(active.size + int64(len(b)))
-	if err == nil {
-		_, err = l.f.WriteAt(b, active.size)
+	if err := l.preallocate(active.size + int64(len(b))); err != nil {
+		// Zeros only make fsyncs cheaper: write the record without them.
+		l.noZeros, l.zeroed = true, active.size
+		if terr := l.f.Truncate(active.size); terr != nil {
+			l.failed = fmt.Errorf("%w: %w (and cutting the zeros: %v)", ErrFailed, err, terr)
+			l.wake() // waiters get the error
+			return Ticket{}, l.failed
+		}
 	}
-	if err != nil {
+	if _, err := l.f.WriteAt(b, active.size); err != nil {
 		l.zeroed = active.size
 		if terr := l.f.Truncate(active.size); terr != nil {
 			l.failed = fmt.Errorf("%w: write %s: %w (and cutting the partial record: %v)", ErrFailed, active.path, err, terr)
@@ -465,7 +482,7 @@ var zeros [64 << 10]byte
 // the record about to be written) is past what it holds. Called with mu
 // held.
 func (l *Log) preallocate(need int64) error {
-	if l.cfg.PreallocateBytes == 0 || need <= l.zeroed {
+	if l.cfg.PreallocateBytes == 0 || l.noZeros || need <= l.zeroed {
 		return nil
 	}
 	to := min(need+l.cfg.PreallocateBytes, max(need, l.cfg.SegmentBytes))
@@ -516,7 +533,7 @@ func (l *Log) rotate() error {
 		return l.failed
 	}
 	l.segs = append(l.segs, s)
-	l.zeroed = 0
+	l.zeroed, l.noZeros = 0, false
 	return nil
 }
 
