@@ -16,12 +16,36 @@ func fileSize(t *testing.T, path string) int64 {
 	return st.Size()
 }
 
+// preallocConfig preallocates 4 KiB ahead.
+func preallocConfig() Config {
+	c := DefaultConfig()
+	c.PreallocateBytes = 4 << 10
+	return c
+}
+
+// crashCopy writes records 1..n under cfg and returns a copy of the log
+// taken before Close (as a kill -9 leaves it: zeros after the records),
+// the offset where record n starts and where it ends.
+func crashCopy(t *testing.T, cfg Config, n int) (dir string, lastStart, end int64) {
+	t.Helper()
+	src := t.TempDir()
+	l := mustOpen(t, src, cfg, 1)
+	appendN(t, l, 1, n-1)
+	lastStart = l.Stats().Bytes
+	appendN(t, l, n, 1)
+	end = l.Stats().Bytes
+	dir = copyDir(t, src)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir, lastStart, end
+}
+
 // The active segment holds zeros ahead of its records; a log copied as a
 // crash would leave it (zeros included) opens with every record and
 // nothing dropped, and takes new records; Close cuts the zeros off.
 func TestPreallocatedTail(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.PreallocateBytes = 4 << 10
+	cfg := preallocConfig()
 	dir := t.TempDir()
 	l := mustOpen(t, dir, cfg, 1)
 	appendN(t, l, 1, 10)
@@ -61,14 +85,8 @@ func TestPreallocatedTail(t *testing.T) {
 // Data after zeros is not preallocated space: a damaged tail, dropped and
 // reported.
 func TestPreallocatedTailWithData(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.PreallocateBytes = 4 << 10
-	dir := t.TempDir()
-	l := mustOpen(t, dir, cfg, 1)
-	appendN(t, l, 1, 10)
-	logical := l.Stats().Bytes
-	crashed := copyDir(t, dir)
-	l.Close()
+	cfg := preallocConfig()
+	crashed, _, logical := crashCopy(t, cfg, 10)
 	seg := lastSegment(t, crashed)
 	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
 	if err != nil {
@@ -140,15 +158,8 @@ func TestPreallocateOff(t *testing.T) {
 // zeros (the file keeps its size): dropped and reported, the records
 // before it kept.
 func TestTornRecordInPreallocatedSpace(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.PreallocateBytes = 4 << 10
-	dir := t.TempDir()
-	l := mustOpen(t, dir, cfg, 1)
-	appendN(t, l, 1, 11)
-	lastStart := l.Stats().Bytes
-	appendN(t, l, 12, 1) // payload(12) is 143 bytes
-	crashed := copyDir(t, dir)
-	l.Close()
+	cfg := preallocConfig()
+	crashed, lastStart, _ := crashCopy(t, cfg, 12) // payload(12) is 143 bytes
 	seg := lastSegment(t, crashed)
 	size := fileSize(t, seg)
 	for _, keep := range []int64{1, headerSize - 1, headerSize, headerSize + 50} {
