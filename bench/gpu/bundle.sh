@@ -14,6 +14,10 @@ mkdir -p "$B"
 go build -buildvcs=auto -ldflags='-s -w' -o "$B/bench" ./cmd/bench
 go test -c -ldflags='-s -w' -o "$B/ort.test" ./models/ort
 xz -T0 -9e -f "$B/bench" "$B/ort.test"
+# OLD_BENCH: a bench binary built at an earlier commit, for device.sh's
+# A/B of the budgeted search.
+rm -f "$B/bench-old.xz"
+if [ -n "${OLD_BENCH:-}" ]; then xz -T0 -9e -c "$OLD_BENCH" >"$B/bench-old.xz"; fi
 # The runtime (slow to compress) only when it changed.
 if [ ! -s "$B/ort-cuda.so.xz" ] || [ "$ORT/libonnxruntime_providers_cuda.so" -nt "$B/ort-cuda.so.xz" ] || [ "$ORT/libonnxruntime.so.1" -nt "$B/ort-core.so.xz" ]; then
 	python3 bench/gpu/fatbin_keep.py "$ORT/libonnxruntime_providers_cuda.so" "$B/ort-cuda.so" 9

@@ -22,16 +22,17 @@ W=${GPU_WORK:-/tmp/hybrank-gpu}
 mkdir -p "$OUT" "$W/ort" "$W/data" "$W/assets" "$W/cache"
 LOG=$OUT/log.txt
 log() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
-# step NAME SECONDS CMD...: stdout to OUT/NAME.txt, stderr to the log;
-# skipped when STEPS (a space-separated list) does not name it.
+# step NAME[:TAG] SECONDS CMD...: stdout to OUT/NAME.txt (OUT/NAME-TAG.txt
+# with a tag), stderr to the log; skipped when STEPS (a space-separated
+# list) does not name NAME.
 step() {
-	local name=$1 secs=$2
+	local name=${1%%:*} file=${1/:/-} secs=$2
 	shift 2
 	case " ${STEPS:-$name} " in *" $name "*) ;; *) return ;; esac
-	log "$name (limit ${secs}s): $*"
+	log "$file (limit ${secs}s): $*"
 	local t0=$SECONDS
-	timeout "$secs" "$@" >>"$OUT/$name.txt" 2>>"$LOG"
-	log "$name: exit $? after $((SECONDS - t0))s"
+	timeout "$secs" "$@" >>"$OUT/$file.txt" 2>>"$LOG"
+	log "$file: exit $? after $((SECONDS - t0))s"
 }
 
 if [ -x "$W/bench" ] && [ -x "$W/ort.test" ] && [ -s "$W/ort/libonnxruntime_providers_cuda.so" ]; then
@@ -42,6 +43,7 @@ else
 	xz -dc "$B/ort-cuda.so.xz" >"$W/ort/libonnxruntime_providers_cuda.so"
 	cp "$B/libonnxruntime_providers_shared.so" "$W/ort/"
 	xz -dc "$B/bench.xz" >"$W/bench" && chmod +x "$W/bench"
+	if [ -s "$B/bench-old.xz" ]; then xz -dc "$B/bench-old.xz" >"$W/bench-old" && chmod +x "$W/bench-old"; fi
 	xz -dc "$B/ort.test.xz" >"$W/ort.test" && chmod +x "$W/ort.test"
 	tar -xJf "$B/data.tar.xz" -C "$W/data"
 	tar -xJf "$B/assets.tar.xz" -C "$W/assets"
@@ -93,12 +95,22 @@ step sweep 150 "$W/bench" rerank "${sweep[@]}" --sweep-profiles balanced
 # 5. The server's dynamic batching on the GPU: 16 clients × 8 documents.
 step serve 120 "$W/bench" serve --models-root "$M" --provider "$P" --quantize fp16 --profile balanced --clients 16 --docs 8 \
 	--batching both --duration "$secs" --warmup 1s --curve=false --json --out ""
-# 6. Budgeted search on scifact: BM25 candidates (100) reranked by balanced
-#    within 25, 50 and 100 ms,
-#    float32 and the float16 copy.
+# 6. Budgeted search on scifact: BM25 candidates (100) reranked within
+#    each of BUDGETS (default 25, 50 and 100 ms) by each of RERANKS
+#    (default balanced), float32 and the float16 copy. With an older bench
+#    in the bundle (bench-old.xz: bundle.sh with OLD_BENCH), an A/B: old,
+#    new, old, new, rows in hybrid-old.txt and hybrid-new.txt.
+hybrid=(hybrid --data "$SCIFACT" --models-root "$M" --provider "$P" --no-dense --configs none
+	--budget-sweep "${BUDGETS:-25ms,50ms,100ms}" --rerank "${RERANKS:-balanced}" --candidates 100 --sweep-searches "$searches" --json --out "")
 for q in "" fp16; do
-	step hybrid 180 "$W/bench" hybrid --data "$SCIFACT" --models-root "$M" --provider "$P" --quantize "$q" --no-dense --configs none \
-		--budget-sweep 25ms,50ms,100ms --rerank balanced --candidates 100 --sweep-searches "$searches" --target-budget 50ms --json --out ""
+	if [ -x "$W/bench-old" ]; then
+		for round in 1 2; do
+			step hybrid:old 180 "$W/bench-old" "${hybrid[@]}" --quantize "$q"
+			step hybrid:new 180 "$W/bench" "${hybrid[@]}" --quantize "$q"
+		done
+	else
+		step hybrid 180 "$W/bench" "${hybrid[@]}" --quantize "$q"
+	fi
 done
 # 7. The embedder, float32 and float16, on scifact text.
 step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""
