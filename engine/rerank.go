@@ -84,14 +84,17 @@ func (m *costModel) observe(profile string, n int, d, pred time.Duration) {
 	if pred > 0 {
 		x := min(max(float64(d)/float64(pred), ratioMin), ratioMax)
 		if c.ratio > 0 {
-			c.dev = m.ewma(c.dev, math.Abs(x-c.ratio))
+			// Not m.ewma: a deviation of 0 is a value, not "none yet".
+			c.dev = m.alpha*math.Abs(x-c.ratio) + (1-m.alpha)*c.dev
 		}
 		c.ratio = m.ewma(c.ratio, x)
 	}
 	m.costs[profile] = c
 }
 
-// relax lowers profile's averages by factor. The loop calls it when it
+// relax lowers profile's averages by factor: the per-document time, and
+// the observed/predicted ratio with its deviation (batches are sized with
+// their sum, and one slow batch raises both). The loop calls it when it
 // skips reranking because not even MinBatch documents are predicted to fit:
 // a skipped search measures nothing, so without this an estimate raised by
 // one slow (or cut) batch would stop reranking at that budget for good;
@@ -110,6 +113,7 @@ func (m *costModel) relax(profile string, factor float64, predicted bool) {
 	if c.ratio > 0 {
 		c.ratio = max(c.ratio*factor, ratioMin)
 	}
+	c.dev *= factor
 	m.costs[profile] = c
 }
 

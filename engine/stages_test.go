@@ -266,6 +266,52 @@ func TestCostModelCutRatio(t *testing.T) {
 	}
 }
 
+// TestCostModelRelaxAfterOutlier: one batch far slower than predicted (a
+// cold GPU shape, a pause) raises both the ratio and its deviation; skips
+// must lower their sum, which batches are sized with, or a budget that the
+// sum does not fit is skipped for good.
+func TestCostModelRelaxAfterOutlier(t *testing.T) {
+	m := newCostModel(0.3)
+	for range 3 {
+		m.observe("p", 4, time.Second, time.Second)
+	}
+	m.observe("p", 4, 15*time.Second, time.Second)
+	// ratio 0.7·1 + 0.3·15, deviation 0.3·14 (after three exact batches
+	// the deviation is 0, a value the outlier is averaged with).
+	before := m.ratio("p")
+	if want := 5.2 + 4.2; math.Abs(before-want) > 1e-9 {
+		t.Fatalf("ratio %v after a 15× batch, want %v", before, want)
+	}
+	const skips = 20
+	for range skips {
+		m.relax("p", skipRelax, true)
+	}
+	if got, want := m.ratio("p"), before*math.Pow(skipRelax, skips); got > want*1.0001 {
+		t.Errorf("ratio %v after %d skips, want ≤ %v (%v·%v^%d)", got, skips, want, before, skipRelax, skips)
+	}
+
+	// The same through the loop: a budget that one call fits once the
+	// outlier is forgotten gets a call again within a few searches.
+	ctx := context.Background()
+	cfg := DefaultConfig().Rerank
+	costs := newCostModel(cfg.EWMAAlpha)
+	r := &enginetest.CostReranker{PerCall: time.Millisecond, Run: true}
+	cands := lenCands(100, 100, 100, 100)
+	for range 3 {
+		costs.observe("p", 4, time.Millisecond, time.Millisecond)
+	}
+	costs.observe("p", 4, 15*time.Millisecond, time.Millisecond)
+	searches := 0
+	for ; searches < 50 && r.Calls.Load() == 0; searches++ {
+		if _, err := rerankBudgeted(ctx, ctx, r, "p", "apple", models.Chunking{}, cands, cfg, costs, time.Now().Add(3*time.Millisecond), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Calls.Load() == 0 {
+		t.Errorf("no call in %d searches of 3 ms for a 1 ms call after one 15 ms outlier", searches)
+	}
+}
+
 // BenchmarkBudgetCallCost reranks 100 candidates of scifact-like lengths
 // (150–500 tokens) under a 20 ms budget with a reranker shaped like the
 // balanced profile on a GPU (about 1 ms a call, 0.6 µs a token: 8 ms for
