@@ -201,7 +201,7 @@ func (be *BiEncoder) embedOn(ctx context.Context, m *loaded, prefix string, text
 	padded := make([]int, len(batches))
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
-		b := pad(seqs, idx, m.enc.padID())
+		b := m.pad(seqs, idx)
 		out, shape, err := m.runBatch(ctx, &b)
 		if err != nil {
 			return err

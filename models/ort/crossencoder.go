@@ -248,7 +248,7 @@ func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.P
 	padded := make([]int, len(batches))
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
-		b := pad(seqs, idx, m.enc.padID())
+		b := m.pad(seqs, idx)
 		out, shape, err := m.runBatch(ctx, &b)
 		if err != nil {
 			return err
