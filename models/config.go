@@ -208,13 +208,6 @@ type Config struct {
 	// the special tokens. 0 means max_position_embeddings from config.json;
 	// either way it is capped at MaxSupportedLength.
 	MaxLength int `json:"max_length"`
-	// PadMultiple pads each batch to a length that is a multiple of it
-	// (at most the model's sequence length); 0 or 1 pads to the batch's
-	// longest sequence. Scores do not change (padding is masked). On a
-	// GPU with float16 weights, 8 keeps the matrix products on aligned
-	// tensor-core kernels and cuts the number of distinct input shapes,
-	// each of whose first call is several times slower than later ones.
-	PadMultiple int `json:"pad_multiple,omitempty"`
 	// Sigmoid maps cross-encoder logits to 0..1 (cross-encoder only).
 	Sigmoid bool `json:"sigmoid,omitempty"`
 	// Normalize L2-normalises embeddings (embedder only). A directory whose
@@ -353,8 +346,6 @@ func (c Config) Validate() error {
 		return bad("MaxLength %d (want 0 or at least 4)", c.MaxLength)
 	case c.MaxLength > MaxSupportedLength:
 		return bad("MaxLength %d > %d", c.MaxLength, MaxSupportedLength)
-	case c.PadMultiple < 0 || c.PadMultiple > MaxSupportedLength:
-		return bad("PadMultiple %d (want 0 to %d)", c.PadMultiple, MaxSupportedLength)
 	case !c.Pooling.Valid():
 		return bad("pooling %q (want mean, cls, max or mean_sqrt_len)", c.Pooling)
 	case c.MaxBatchTokens < 1:
@@ -440,9 +431,6 @@ func (c Config) String() string {
 	fmt.Fprintf(&b, "profile=%s provider=%s intra=%d inter=%d pool=%d batch_tokens=%d max_len=%d",
 		c.Profile, c.Provider, c.IntraOpThreads, c.InterOpThreads, c.PoolSize, c.MaxBatchTokens, c.MaxLength)
 	fmt.Fprintf(&b, " batching=%s", c.BatchingMode())
-	if c.PadMultiple > 1 {
-		fmt.Fprintf(&b, " pad_multiple=%d", c.PadMultiple)
-	}
 	if c.BatchingMode() == BatchingCost {
 		fmt.Fprintf(&b, " batch_bytes=%d", c.MaxBatchBytes)
 		if c.CostTable != "" {

@@ -138,9 +138,6 @@ type Config struct {
 	// the CUDA provider) copies (models.Config.Quantize); "" as they are.
 	// The embedder stays as it is: its vectors are cached per model.
 	Quantize string `json:"quantize,omitempty"`
-	// PadMultiple pads the rerankers' batches to a multiple of this many
-	// tokens (models.Config.PadMultiple; 0 = to the longest).
-	PadMultiple int `json:"pad_multiple,omitempty"`
 	// MaxDocTokens is the embedder's truncation (0 = the model's maximum).
 	MaxDocTokens int `json:"max_doc_tokens"`
 	// CacheDir keeps the corpus's document vectors (bench/vcache, shared
@@ -244,8 +241,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hybrid: need K > 0, candidates > 0, budget ≥ 0, queries ≥ 0, warmup ≥ 0", bench.ErrBadOption)
 	case !models.ValidQuantize(c.Quantize):
 		return fmt.Errorf("%w: hybrid: quantize %q (want \"\", %s or %s)", bench.ErrBadOption, c.Quantize, models.QuantizeInt8, models.QuantizeFP16)
-	case c.Threads < 0 || c.MaxDocTokens < 0 || c.PadMultiple < 0:
-		return fmt.Errorf("%w: hybrid: threads %d, max doc tokens %d, pad multiple %d", bench.ErrBadOption, c.Threads, c.MaxDocTokens, c.PadMultiple)
+	case c.Threads < 0 || c.MaxDocTokens < 0:
+		return fmt.Errorf("%w: hybrid: threads %d, max doc tokens %d", bench.ErrBadOption, c.Threads, c.MaxDocTokens)
 	case len(c.Sweep.Budgets) > 0 && (c.Sweep.Searches <= 0 || len(c.Sweep.Profiles) == 0):
 		return fmt.Errorf("%w: hybrid: a budget sweep needs searches > 0 and profiles", bench.ErrBadOption)
 	case c.Targets.Budget < 0 || c.Targets.MaxP99 < 0:

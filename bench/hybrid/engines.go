@@ -76,7 +76,7 @@ func resolveModels(r *modeldir.Resolver, c Config, setups []Setup) (modelSet, er
 		if err != nil {
 			return ms, err
 		}
-		mc.Quantize, mc.PadMultiple = c.Quantize, c.PadMultiple
+		mc.Quantize = c.Quantize
 		ms.rerank[p] = mc
 	}
 	return ms, nil

@@ -112,7 +112,6 @@ func TestConfigValidate(t *testing.T) {
 		configtest.Bad("zero k", func(c *Config) { c.K = 0 }),
 		configtest.Bad("negative budget", func(c *Config) { c.Budget = -1 }),
 		configtest.Bad("negative warmup", func(c *Config) { c.Warmup = -1 }),
-		configtest.Bad("negative pad multiple", func(c *Config) { c.PadMultiple = -1 }),
 		configtest.Bad("embed as a reranker", func(c *Config) { c.Profiles = []string{"embed"} }),
 		configtest.Bad("unknown sweep profile", func(c *Config) { c.Sweep.Profiles = []string{"huge"} }),
 		configtest.Bad("zero budget in the sweep", func(c *Config) { c.Sweep.Budgets = []time.Duration{0} }),

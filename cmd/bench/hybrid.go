@@ -42,7 +42,6 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	fs.StringVar(&cfg.Provider, "provider", cfg.Provider, "ONNX Runtime provider: auto, cuda, cpu")
 	fs.StringVar(&cfg.Quantize, "quantize", "", `load the rerankers as int8 (for the CPU) or fp16 (for --provider cuda) copies, converted once by models/quantize into the user cache ("" = as they are)`)
 	fs.IntVar(&cfg.Threads, "threads", 0, "intra-op threads of every model (0 = the models' default)")
-	fs.IntVar(&cfg.PadMultiple, "pad-multiple", 0, "pad the rerankers' batches to a multiple of this many tokens (8 for float16 on a GPU; 0 = to the longest)")
 	fs.StringVar(&cfg.TuneOn, "tune-on", "", "dataset (folder name) on which the best fusion is chosen and then checked unchanged on the others")
 	fs.BoolVar(&cfg.Eval.DropIdenticalIDs, "drop-identical-ids", false, "drop retrieved docs whose id equals the query id (BEIR convention)")
 	fs.StringVar(&cfg.Targets.Profile, "target-profile", cfg.Targets.Profile, "target: the sweep profile checked")

@@ -123,24 +123,12 @@ type batchTensors struct {
 	realTokens       int
 }
 
-// padLen returns the length a batch whose longest sequence has l tokens
-// is padded to: l rounded up to a multiple of multiple (≤ 1: l itself),
-// but not past maxLen, and never below l.
-func padLen(l, multiple, maxLen int) int {
-	if multiple <= 1 {
-		return l
-	}
-	return max(l, min((l+multiple-1)/multiple*multiple, maxLen))
-}
-
-// pad builds the tensors for seqs[idx...], padding with padID to
-// padLen(longest, multiple, maxLen).
-func pad(seqs []seq, idx []int, padID int64, multiple, maxLen int) batchTensors {
+// pad builds the tensors for seqs[idx...], padding with padID.
+func pad(seqs []seq, idx []int, padID int64) batchTensors {
 	b := batchTensors{n: len(idx)}
 	for _, i := range idx {
 		b.seqLen = max(b.seqLen, len(seqs[i].ids))
 	}
-	b.seqLen = padLen(b.seqLen, multiple, maxLen)
 	size := b.n * b.seqLen
 	b.ids = make([]int64, size)
 	b.types = make([]int64, size)

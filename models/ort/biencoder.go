@@ -201,7 +201,7 @@ func (be *BiEncoder) embedOn(ctx context.Context, m *loaded, prefix string, text
 	padded := make([]int, len(batches))
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
-		b := m.pad(seqs, idx)
+		b := pad(seqs, idx, m.enc.padID())
 		out, shape, err := m.runBatch(ctx, &b)
 		if err != nil {
 			return err

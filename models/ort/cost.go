@@ -81,9 +81,6 @@ type costPlanner struct {
 	maxTokens int
 	maxBytes  int64 // 0: no cap
 	shape     models.HFConfig
-	// padMultiple and maxLen: a batch whose longest sequence has l tokens
-	// runs padded to padLen(l, padMultiple, maxLen), and costs that.
-	padMultiple, maxLen int
 	// savePath and saveKey: the calibration cache file the table came
 	// from or was written to, and its key, where save writes what was
 	// learned; savePath is "" for a Config.CostTable or without a cache.
@@ -161,9 +158,7 @@ func (p *costPlanner) plan(lens []int) [][]int {
 
 // planOn plans lens under model m.
 func (p *costPlanner) planOn(m *models.CostModel, lens []int) [][]int {
-	return planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) {
-		return p.costOn(m, b, padLen(l, p.padMultiple, p.maxLen))
-	})
+	return planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) { return p.costOn(m, b, l) })
 }
 
 // estimate returns the predicted milliseconds of the batches plan(lens)
@@ -279,7 +274,6 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 		return nil, info, nil
 	}
 	p := newCostPlanner(nil, cfg.MaxBatchTokens, cfg.MaxBatchBytes, env.dir.Config)
-	p.padMultiple, p.maxLen = cfg.PadMultiple, env.maxLen
 	note := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		info.Notes = append(info.Notes, msg)

@@ -248,7 +248,7 @@ func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.P
 	padded := make([]int, len(batches))
 	err = runBatches(ctx, cfg.PoolSize, batches, func(ctx context.Context, bi int) error {
 		idx := batches[bi]
-		b := m.pad(seqs, idx)
+		b := pad(seqs, idx, m.enc.padID())
 		out, shape, err := m.runBatch(ctx, &b)
 		if err != nil {
 			return err

@@ -55,11 +55,8 @@ type loaded struct {
 	enc    encoder
 	run    runner
 	maxLen int
-	// padMultiple is Config.PadMultiple: batches are padded to a multiple
-	// of it (padLen).
-	padMultiple int
-	output      string // output used: "logits", "sentence_embedding", "last_hidden_state", …
-	pooled      bool   // output is already [batch, hidden] (no pooling here)
+	output string // output used: "logits", "sentence_embedding", "last_hidden_state", …
+	pooled bool   // output is already [batch, hidden] (no pooling here)
 	// embedding is the pooling, normalisation and prompts an embedder
 	// applies (Config resolved against the directory).
 	embedding models.Embedding
@@ -69,21 +66,9 @@ type loaded struct {
 	batching BatchingInfo
 }
 
-// pad builds the tensors of one batch, seqs[idx...].
-func (m *loaded) pad(seqs []seq, idx []int) batchTensors {
-	return pad(seqs, idx, m.enc.padID(), m.padMultiple, m.maxLen)
-}
-
 // plan cuts the texts of one call, by token length, into batches.
 func (m *loaded) plan(lens []int, maxBatchTokens int) [][]int {
 	if m.cost == nil {
-		if m.padMultiple > 1 { // the cap counts the tokens a batch runs
-			padded := make([]int, len(lens))
-			for i, l := range lens {
-				padded[i] = padLen(l, m.padMultiple, m.maxLen)
-			}
-			lens = padded
-		}
 		return planBatches(lens, maxBatchTokens)
 	}
 	return m.cost.plan(lens)

@@ -292,7 +292,7 @@ func TestCleanText(t *testing.T) {
 
 func TestPadMasksAndPads(t *testing.T) {
 	seqs := []seq{{ids: []int32{1, 2, 3}, types: []int32{0, 0, 1}}, {ids: []int32{4}, types: []int32{0}}}
-	b := pad(seqs, []int{1, 0}, 7, 0, 512)
+	b := pad(seqs, []int{1, 0}, 7)
 	if b.n != 2 || b.seqLen != 3 || b.realTokens != 4 {
 		t.Fatalf("n=%d seqLen=%d real=%d", b.n, b.seqLen, b.realTokens)
 	}
@@ -304,29 +304,6 @@ func TestPadMasksAndPads(t *testing.T) {
 	}
 	if want := []int64{0, 0, 0, 0, 0, 1}; !slices.Equal(b.types, want) {
 		t.Fatalf("types %v, want %v", b.types, want)
-	}
-}
-
-func TestPadToMultiple(t *testing.T) {
-	for _, tt := range []struct{ l, multiple, maxLen, want int }{
-		{3, 0, 512, 3}, {3, 1, 512, 3}, {3, 8, 512, 8}, {8, 8, 512, 8}, {9, 8, 512, 16},
-		{509, 8, 512, 512}, {509, 8, 510, 510}, {510, 8, 510, 510}, {300, 512, 512, 512},
-		{20, 8, 16, 20}, // never below the longest sequence
-	} {
-		if got := padLen(tt.l, tt.multiple, tt.maxLen); got != tt.want {
-			t.Errorf("padLen(%d, %d, %d) = %d, want %d", tt.l, tt.multiple, tt.maxLen, got, tt.want)
-		}
-	}
-	seqs := []seq{{ids: []int32{1, 2, 3}, types: []int32{0, 0, 1}}, {ids: []int32{4}, types: []int32{0}}}
-	b := pad(seqs, []int{0, 1}, 7, 4, 512)
-	if b.seqLen != 4 || b.realTokens != 4 {
-		t.Fatalf("seqLen=%d real=%d, want 4 and 4", b.seqLen, b.realTokens)
-	}
-	if want := []int64{1, 2, 3, 7, 4, 7, 7, 7}; !slices.Equal(b.ids, want) {
-		t.Fatalf("ids %v, want %v", b.ids, want)
-	}
-	if want := []int64{1, 1, 1, 0, 1, 0, 0, 0}; !slices.Equal(b.mask, want) {
-		t.Fatalf("mask %v, want %v", b.mask, want)
 	}
 }
 

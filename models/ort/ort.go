@@ -86,14 +86,13 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
 	m := &loaded{
-		dir:         md,
-		enc:         enc,
-		run:         &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
-		maxLen:      md.SequenceLength(cfg),
-		padMultiple: cfg.PadMultiple,
-		output:      output,
-		pooled:      pooled,
-		embedding:   md.Embedding(cfg),
+		dir:       md,
+		enc:       enc,
+		run:       &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
+		maxLen:    md.SequenceLength(cfg),
+		output:    output,
+		pooled:    pooled,
+		embedding: md.Embedding(cfg),
 	}
 	m.cost, m.batching, err = setupCost(costEnv{
 		cfg: cfg, dir: md, maxLen: m.maxLen, provider: m.run.provider(), host: currentHost(),
