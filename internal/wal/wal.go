@@ -71,7 +71,7 @@ type Ticket struct {
 // Stats are counters over a Log's life since Open.
 type Stats struct {
 	Records uint64 // records written
-	Syncs   uint64 // fsyncs of segment files
+	Syncs   uint64 // fsyncs of segment files: group commits, rotations and Close
 	Bytes   int64  // bytes in the log's segments now
 }
 
@@ -759,7 +759,9 @@ func (l *Log) Close() error {
 		// Leave the file as it would be without preallocation.
 		cerr := l.cutZeros()
 		if cerr == nil {
-			cerr = l.f.Sync()
+			if cerr = l.f.Sync(); cerr == nil {
+				l.stats.Syncs++
+			}
 		}
 		err = errors.Join(err, cerr)
 	}
