@@ -204,8 +204,8 @@ func TestEngineWALCrash(t *testing.T) {
 		}
 		before := acked
 		runWALChild(t, dir, policy, time.Duration(20+rng.IntN(300))*time.Millisecond, &acked)
-		damage := []string{"none", "cut", "flip"}[run%3]
-		damaged := damage != "none" && crashtest.DamageLastRecord(t, filepath.Join(dir, "wal"), damage == "flip", rng)
+		damage := crashtest.DamageFor(run)
+		damaged := crashtest.DamageLastRecord(t, filepath.Join(dir, "wal"), damage, rng)
 
 		e, err := walCrashOpen(dir, policy)
 		if err != nil {

@@ -63,13 +63,45 @@ func (c *Child) Kill(t testing.TB) {
 	}
 }
 
-// DamageLastRecord cuts the log's last record at a random byte or flips
-// one random bit in it, as a crash mid-write or a bad sector at the tail
-// would; it reports false when the newest segment holds no record (a
-// completed older segment is fsynced before the next one starts, so damage
-// there is not a torn tail but corruption, which wal's own tests cover).
-func DamageLastRecord(t testing.TB, walDir string, flip bool, rng *rand.Rand) bool {
+// Damage is what DamageLastRecord does to a log's last record.
+type Damage string
+
+// The damages.
+const (
+	// None leaves the log alone.
+	None Damage = "none"
+	// Cut truncates the file inside the record: a crash mid-write that
+	// extended the file.
+	Cut Damage = "cut"
+	// Flip flips one bit of the record: a bad sector.
+	Flip Damage = "flip"
+	// Zeros turns the record's bytes from a point inside it on to zeros,
+	// keeping the file's size: a crash mid-write into preallocated space
+	// (the log's zeros ahead of its records).
+	Zeros Damage = "zeros"
+)
+
+// Damages lists every Damage, None first.
+var Damages = []Damage{None, Cut, Flip, Zeros}
+
+// DamageFor returns the damage of a crash test's run: every damage within
+// any four runs in a row, and with runs alternating between two sync
+// policies (run%2), every damage under both within eight.
+func DamageFor(run int) Damage {
+	return Damages[(run+run/4)%len(Damages)]
+}
+
+// DamageLastRecord damages the log's last record as d says, with rng
+// choosing the byte or bit, as a crash mid-write or a bad sector at the
+// tail would; it reports false when it changed nothing: d is None, or the
+// newest segment holds no record (a completed older segment is fsynced
+// before the next one starts, so damage there is not a torn tail but
+// corruption, which wal's own tests cover).
+func DamageLastRecord(t testing.TB, walDir string, d Damage, rng *rand.Rand) bool {
 	t.Helper()
+	if d == None {
+		return false
+	}
 	recs, err := wal.Records(walDir)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +115,7 @@ func DamageLastRecord(t testing.TB, walDir string, flip bool, rng *rand.Rand) bo
 		return false
 	}
 	last := recs[len(recs)-1]
-	if !flip {
+	if d == Cut {
 		// Inside the record (a cut at its first byte would remove it
 		// cleanly, which no crash does to an acknowledged record).
 		at := last.Offset + 1 + rng.Int64N(last.Size-1)
@@ -92,12 +124,33 @@ func DamageLastRecord(t testing.TB, walDir string, flip bool, rng *rand.Rand) bo
 		}
 		return true
 	}
-	at := last.Offset + rng.Int64N(last.Size)
 	b, err := os.ReadFile(last.Segment)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[at] ^= 1 << rng.IntN(8)
+	rec := b[last.Offset : last.Offset+last.Size]
+	switch d {
+	case Flip:
+		rec[rng.Int64N(last.Size)] ^= 1 << rng.IntN(8)
+	case Zeros:
+		// Keep at least the record's first nonzero byte (its sequence
+		// number is never 0): a record whose written part is all zeros
+		// is no record, indistinguishable from preallocated space, which
+		// no crash does to an acknowledged one. Zero at least its last
+		// nonzero byte, so that the record changes.
+		first := slices.IndexFunc(rec, func(c byte) bool { return c != 0 })
+		end := len(rec) - 1
+		for end >= 0 && rec[end] == 0 {
+			end--
+		}
+		if first < 0 || end <= first {
+			t.Fatalf("record at %s:%d has fewer than two nonzero bytes", last.Segment, last.Offset)
+		}
+		at := first + 1 + rng.IntN(end-first) // first < at ≤ end
+		clear(rec[at:])
+	default:
+		t.Fatalf("unknown damage %q", d)
+	}
 	if err := os.WriteFile(last.Segment, b, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -341,8 +341,7 @@ func TestServeCrash(t *testing.T) {
 		for w := range before {
 			requests += int(acked[w].Load()) - before[w]
 		}
-		damage := []string{"none", "cut", "flip"}[run%3]
-		damaged = damage != "none" && crashtest.DamageLastRecord(t, filepath.Join(dir, "wal"), damage == "flip", rng)
+		damaged = crashtest.DamageLastRecord(t, filepath.Join(dir, "wal"), crashtest.DamageFor(run), rng)
 		if damaged {
 			damagedRuns++
 		}
