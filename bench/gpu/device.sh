@@ -98,9 +98,9 @@ step serve 120 "$W/bench" serve --models-root "$M" --provider "$P" --quantize fp
 # 6. Budgeted search on scifact: BM25 candidates (100) reranked within
 #    each of BUDGETS (default 25, 50 and 100 ms) by each of RERANKS
 #    (default balanced), float32 and the float16 copy (QUANTS, default
-#    "fp32 fp16"). With an older bench
-#    in the bundle (bench-old.xz: bundle.sh with OLD_BENCH), an A/B: old,
-#    new, old, new, rows in hybrid-old.txt and hybrid-new.txt.
+#    "fp32 fp16"). With an older bench in the bundle (bench-old.xz:
+#    bundle.sh with OLD_BENCH), an A/B: old, new, old, new, rows in
+#    hybrid-old.txt and hybrid-new.txt.
 hybrid=(hybrid --data "$SCIFACT" --models-root "$M" --provider "$P" --no-dense --configs none
 	--budget-sweep "${BUDGETS:-25ms,50ms,100ms}" --rerank "${RERANKS:-balanced}" --candidates 100 --sweep-searches "$searches" --json --out "")
 for q in ${QUANTS:-fp32 fp16}; do
