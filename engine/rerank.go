@@ -26,11 +26,16 @@ type costModel struct {
 	costs map[string]profileCost
 }
 
-// profileCost is one profile's averages; zero means none yet.
+// profileCost is one profile's averages; a zero perDoc or ratio means
+// none yet.
 type profileCost struct {
 	perDoc float64 // ns per document
 	ratio  float64 // observed / predicted
-	dev    float64 // mean absolute deviation of observed / predicted from ratio
+	// dev is the mean absolute deviation of observed / predicted from
+	// ratio, 0 until a second prediction was observed; the first
+	// deviation is averaged with that 0 (weight alpha), like every later
+	// one, so a single outlier raises it by alpha times its distance.
+	dev float64
 }
 
 // ratioMin and ratioMax bound the observed/predicted ratio: a reranker
