@@ -1,9 +1,11 @@
 package crashtest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/wal"
@@ -14,68 +16,85 @@ func TestDamageFor(t *testing.T) {
 		d      Damage
 		policy int
 	}
+	if got := []Damage{DamageFor(0), DamageFor(1), DamageFor(2)}; !slices.Equal(got, []Damage{Cut, Flip, Zeros}) {
+		t.Errorf("runs 0-2 get %v, want every real damage", got)
+	}
 	seen := map[combo]bool{}
 	for run := range 8 {
-		if run < 4 {
-			for prev := range run {
-				if DamageFor(prev) == DamageFor(run) {
-					t.Errorf("runs %d and %d both %s: want every damage in the first four", prev, run, DamageFor(run))
-				}
-			}
-		}
 		seen[combo{DamageFor(run), run % 2}] = true
+		if DamageFor(run+8) != DamageFor(run) {
+			t.Errorf("run %d gets %s, run %d %s: want the pattern to repeat", run, DamageFor(run), run+8, DamageFor(run+8))
+		}
 	}
 	if len(seen) != 2*len(Damages) {
-		t.Errorf("eight runs cover %d damage × policy pairs, want %d: %v", len(seen), 2*len(Damages), seen)
+		t.Errorf("runs 0-7 cover %d damage × policy pairs, want %d: %v", len(seen), 2*len(Damages), seen)
 	}
 }
 
-// Every damage to a preallocated log's last record (as a kill leaves it:
-// zeros after the records) is dropped and reported when the log opens,
-// and only that record is lost.
+// Every damage to a log's last record (as a kill leaves it: with
+// preallocation, zeros after the records) is dropped and reported when the
+// log opens, and only that record is lost: payloads random or mostly zero
+// bytes, the log preallocated or not.
 func TestDamageLastRecord(t *testing.T) {
-	cfg := wal.DefaultConfig()
-	cfg.PreallocateBytes = 4 << 10
-	for _, d := range Damages[1:] {
-		t.Run(string(d), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(len(d)), 3))
-			for i := range 40 {
-				dir := crashedLog(t, cfg, 5)
-				seg := filepath.Join(dir, mustGlob(t, dir))
-				before := size(t, seg)
-				if !DamageLastRecord(t, dir, d, rng) {
-					t.Fatal("nothing damaged")
-				}
-				if after := size(t, seg); (d == Cut) != (after < before) {
-					t.Fatalf("%s: segment %d bytes before, %d after", d, before, after)
-				}
-				l, err := wal.Open(dir, cfg, 1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if rec := l.Recovery(); rec.DroppedBytes == 0 || rec.Next != 5 {
-					t.Errorf("try %d: recovery %+v, want record 5 dropped and reported", i, rec)
-				}
-				l.Close()
+	for _, prealloc := range []int64{4 << 10, 0} {
+		for _, sparse := range []bool{false, true} {
+			cfg := wal.DefaultConfig()
+			cfg.PreallocateBytes = prealloc
+			for i, d := range Damages[1:] {
+				t.Run(fmt.Sprintf("%s prealloc %d sparse %v", d, prealloc, sparse), func(t *testing.T) {
+					damageAndOpen(t, cfg, d, sparse, rand.New(rand.NewPCG(uint64(i), 3)))
+				})
 			}
-		})
+		}
 	}
-	if DamageLastRecord(t, crashedLog(t, cfg, 2), None, rand.New(rand.NewPCG(1, 1))) {
+	if DamageLastRecord(t, crashedLog(t, wal.DefaultConfig(), 2, false), None, rand.New(rand.NewPCG(1, 1))) {
 		t.Error("None reported damage")
 	}
 }
 
-// crashedLog writes records 1..n of 100 bytes and returns a copy of the log
-// taken before Close.
-func crashedLog(t *testing.T, cfg wal.Config, n int) string {
+// damageAndOpen damages the last of 5 records with d, 40 times over, and
+// checks what the log reports when it opens.
+func damageAndOpen(t *testing.T, cfg wal.Config, d Damage, sparse bool, rng *rand.Rand) {
+	t.Helper()
+	for i := range 40 {
+		dir := crashedLog(t, cfg, 5, sparse)
+		seg := filepath.Join(dir, mustGlob(t, dir))
+		before := size(t, seg)
+		if !DamageLastRecord(t, dir, d, rng) {
+			t.Fatal("nothing damaged")
+		}
+		if after := size(t, seg); (d == Cut) != (after < before) {
+			t.Fatalf("%s: segment %d bytes before, %d after", d, before, after)
+		}
+		l, err := wal.Open(dir, cfg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec := l.Recovery(); rec.DroppedBytes == 0 || rec.Next != 5 {
+			t.Errorf("try %d: recovery %+v, want record 5 dropped and reported", i, rec)
+		}
+		l.Close()
+	}
+}
+
+// crashedLog writes records 1..n of 100 bytes (random, or zeros but for
+// the first byte when sparse) and returns a copy of the log taken before
+// Close.
+func crashedLog(t *testing.T, cfg wal.Config, n int, sparse bool) string {
 	t.Helper()
 	src := t.TempDir()
 	l, err := wal.Open(src, cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rng := rand.New(rand.NewPCG(uint64(n), 5))
 	payload := make([]byte, 100)
 	for i := range n {
+		if !sparse {
+			for j := range payload {
+				payload[j] = byte(rng.IntN(256))
+			}
+		}
 		payload[0] = byte(i + 1)
 		if _, err := l.Append(payload); err != nil {
 			t.Fatal(err)
