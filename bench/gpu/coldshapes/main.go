@@ -1,8 +1,12 @@
 // Command coldshapes times a cross-encoder's first call of each new input
 // shape against later calls of the same shape, and a warm shape after idle
 // gaps: the diagnostic behind bench/results/gpu.md's "first call of a new
-// input shape" (runs 6 and 7). Documents are made of a fixed word list, so
-// a shape (documents × words) decides the runtime's input shape.
+// input shape" (runs 6 and 7). Documents are made of a fixed word list,
+// and with tokens batching (the default here) every call of up to
+// MaxBatchTokens is one runtime call of one padded batch, so a shape
+// (documents × words) decides the runtime's input shape; each line says
+// how many runtime calls a timed call made. Cost batching (-batching cost)
+// calibrates at load and may plan a call differently the second time.
 //
 //	coldshapes -dir MODELS/balanced -provider cuda -quantize fp16
 //
@@ -47,6 +51,8 @@ func main() {
 	flag.StringVar(&cfg.Provider, "provider", "cuda", "ONNX Runtime provider: auto, cuda, cpu")
 	flag.StringVar(&cfg.Quantize, "quantize", "", `"", int8 or fp16 (models.Config.Quantize)`)
 	flag.StringVar(&cfg.QuantizeCache, "quantize-cache", "", "where converted copies are kept (\"\" = the user cache)")
+	cfg.Batching = models.BatchingTokens
+	flag.StringVar(&cfg.Batching, "batching", cfg.Batching, "tokens (one runtime call per call here) or cost (models.Config.Batching)")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "coldshapes:", err)
@@ -62,28 +68,34 @@ func run(cfg models.Config) error {
 	}
 	defer ce.Close()
 	ctx := context.Background()
+	batches := 0 // runtime calls of the last timed call
 	timed := func(ds []string) (time.Duration, error) {
 		t := time.Now()
-		_, err := ce.Score(ctx, "what is the effect of the gene", ds)
+		_, u, err := ce.ScoreWithUsage(ctx, "what is the effect of the gene", ds)
+		batches = u.Batches
 		return time.Since(t), err
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
 	if _, err := timed(docs(2, 10, 0)); err != nil { // load
 		return err
 	}
-	fmt.Printf("provider=%s quantize=%q CUDA_MODULE_LOADING=%q load+first call %v\n",
-		cfg.Provider, cfg.Quantize, os.Getenv("CUDA_MODULE_LOADING"), time.Since(t0))
+	fmt.Printf("provider=%s quantize=%q batching=%s CUDA_MODULE_LOADING=%q load+first call %v\n",
+		cfg.Provider, cfg.Quantize, cfg.Batching, os.Getenv("CUDA_MODULE_LOADING"), time.Since(t0))
 
-	fmt.Println("A: a new shape: first call, the same call again, the same shape with other text (words, docs, ms, ms, ms)")
+	fmt.Println("A: a new shape: first call, the same call again, the same shape with other text (words, docs, ms, ms, ms, runtime calls of the first)")
 	for _, n := range []int{3, 11, 27} {
 		for _, w := range []int{41, 77, 113, 151, 189, 229, 271, 311, 349, 391, 433, 471, 505} {
 			var t [3]time.Duration
+			var calls int
 			for i, ds := range [][]string{docs(n, w, w+n), docs(n, w, w+n), docs(n, w, w+n+1)} {
 				if t[i], err = timed(ds); err != nil {
 					return err
 				}
+				if i == 0 {
+					calls = batches
+				}
 			}
-			fmt.Println("A", w, n, ms(t[0]), ms(t[1]), ms(t[2]))
+			fmt.Println("A", w, n, ms(t[0]), ms(t[1]), ms(t[2]), calls)
 		}
 	}
 
