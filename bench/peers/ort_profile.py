@@ -3,8 +3,8 @@
 A diagnostic, run by hand (no Go driver calls it): it feeds a batch of
 random token ids (B sequences of S tokens, no padding), runs it twice to
 warm up and --runs times with ONNX Runtime's profiler on, and prints the
-wall time per run and each operator type's kernel time per run, largest
-first. Graph optimisation "all" and the thread counts hybrank uses.
+wall time per timed run and each operator type's kernel time per timed
+run (warm-up runs left out), largest first. Graph optimisation "all" and the thread counts hybrank uses.
 
   PYTHONPATH=.deps/peers python3 bench/peers/ort_profile.py \\
       ~/.cache/hybrank/int8/balanced-*/onnx/model.onnx --batch 8 --seq 384
@@ -54,11 +54,16 @@ def main():
     with open(path) as f:
         events = json.load(f)
     os.remove(path)
+    # Only the timed runs: kernels that start after the last warm-up run ends.
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e["name"] == "model_run")
+    if len(runs) != warm + a.runs:
+        raise SystemExit(f"profile holds {len(runs)} model runs, want {warm + a.runs}")
+    after = runs[warm - 1][1]
     per_op = collections.Counter()
     for e in events:
-        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
-            per_op[e["args"].get("op_name")] += e["dur"]  # microseconds, warm-up runs included
-    n = warm + a.runs
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and e["ts"] >= after:
+            per_op[e["args"].get("op_name")] += e["dur"]  # microseconds
+    n = a.runs
     total = sum(per_op.values())
     print(f"{a.model}: batch {a.batch} x {a.seq} tokens, {a.threads} threads: wall {wall * 1e3:.1f} ms per run, kernels {total / 1e3 / n:.1f} ms")
     for op, d in per_op.most_common(a.top):

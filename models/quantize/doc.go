@@ -102,24 +102,26 @@
 // stays 7 bits so one quantized file is exact on every x86 CPU.
 //
 // Why 2.5× is out of reach there, per operator (bench/peers/ort_profile.py,
-// 8 sequences × 384 tokens, 2 threads, kernel time per run, 2026-11-27).
-// Balanced float32: 668 ms, of which the weight MatMuls take about 433
-// and the rest 235: attention's Q·Kᵀ (FusedMatMul, 46–49 ms) and P·V
-// (41), the mask Add over the batch × heads × seq² scores (about 34),
-// LayerNormalization (40), Softmax (25–28), bias + GELU (26), Transpose.
-// int8: 332 ms, the weight products 118 (DynamicQuantizeMatMul: 65 GOP
-// at 552 GOP/s, about 72 % of vpdpbusd's ~770 GOP/s peak on these two
-// cores, four times the ~190 GFLOP/s float32 MatMul peak measured in the
-// same runtime; float32 ran them at 150 GFLOP/s) and the rest 213, as in
-// float32 less the bias adds folded into the int8 kernel: 2.0×. 2.5×
-// needs int8 at 267 ms, so the weight products at 54 ms, 1,200 GOP/s,
-// past the instruction's peak; even free ones would give 668 / 213 =
-// 3.1×. For fast (TinyBERT-L2, 128 wide) the weight products are about
-// 13 of 36.4 ms in float32 and 5.9 of 27.0 in int8: free ones would give
-// 1.7×. Getting closer would need attention, softmax and layer norm in
-// integer or fused kernels, which ONNX Runtime's CPU provider does not
-// have for a padded batch (its MultiHeadAttention takes the flash-
-// attention path only without a mask).
+// 8 sequences × 384 tokens, 2 threads, kernel time per timed run, median
+// of three rounds; bench/results/rerank_int8_profile.md). Balanced
+// float32: 580 ms, of which the weight MatMuls take about 354 and the
+// rest 226: attention's Q·Kᵀ (FusedMatMul, 41 ms) and P·V (40), the mask
+// Add over the batch × heads × seq² scores (most of 35), LayerNormalization
+// (41), Softmax (29), bias + GELU (30), Transpose. int8: 307 ms, the
+// weight products 114 (DynamicQuantizeMatMul: 65 GOP at 570 GOP/s, about
+// 74 % of vpdpbusd's ~770 GOP/s on these two cores, a peak four times the
+// ~190 GFLOP/s float32 MatMul peak measured in the same runtime; float32
+// ran them at 184 GFLOP/s) and the rest 193, as in float32 less the bias
+// adds folded into the int8 kernel: 1.89×. 2.5× needs int8 at 232 ms, so
+// the weight products at 39 ms, 1,660 GOP/s, over twice the
+// instruction's peak; even free ones would give 580 / 193 = 3.0×. For
+// fast (TinyBERT-L2, 128 wide) the weight products are about 14 of 35.7
+// ms in float32 and 5.0 of 22.0 in int8 (1.62×): free ones would give
+// 2.1×. Getting closer would need attention, softmax and layer norm in
+// integer kernels (a fused float kernel speeds up both sides alike),
+// which ONNX Runtime's CPU provider does not have; it has not even a
+// fused float one for a padded batch (its MultiHeadAttention takes the
+// flash-attention path only without a mask).
 //
 // # Fidelity, and generated weights
 //
