@@ -11,7 +11,8 @@
 # PROVIDER=cpu SMALL=1 bench/gpu/device.sh is a dry run of every step on a
 # machine without a GPU (the torch peer fails there without torch).
 # STEPS="rerank_peer test" runs only those steps; PROFILES=fast narrows the
-# real-pair steps to those profiles.
+# real-pair steps to those profiles; INT8_QUERIES sets the scifact queries
+# of the CPU int8 step (default 10, as in rerank.md; 1 with SMALL).
 #
 # Each step has its own time limit and the steps run in order of
 # importance, so a short lease still brings back the first ones.
@@ -63,8 +64,8 @@ export XDG_CACHE_HOME=$W/cache
 SCIFACT=$W/data/scifact
 P=${PROVIDER:-cuda}
 # SMALL=1: a few calls per step, for a dry run.
-queries=20 batches=1,4,16,64,128,256 mintime=1s secs=6s searches=100
-if [ -n "${SMALL:-}" ]; then queries=1 batches=1,4 mintime=50ms secs=1s searches=4; fi
+queries=20 int8queries=${INT8_QUERIES:-10} batches=1,4,16,64,128,256 mintime=1s secs=6s searches=100
+if [ -n "${SMALL:-}" ]; then queries=1 int8queries=1 batches=1,4 mintime=50ms secs=1s searches=4; fi
 {
 	echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
@@ -76,6 +77,20 @@ if [ -n "${SMALL:-}" ]; then queries=1 batches=1,4 mintime=50ms secs=1s searches
 
 M=$W/models
 [ -d "$W/models/embed" ] || timeout 120 "$W/bench" models --out "$M" --vocab "$W/assets/bert-base-uncased-vocab.txt" --tokenizer-json "$W/assets/all-minilm-l6-v2-tokenizer.json" >>"$LOG" 2>&1
+
+# 0. int8 on this machine's CPU, not its GPU: float32 and the int8 copy
+#    (models/quantize's default) of each profile on real scifact pairs,
+#    two intra-op threads and 10 queries as in rerank.md. The hosts of
+#    these GPUs have been Intel Xeons, and ONNX Runtime's integer GEMMs use
+#    AMX-INT8 where the CPU has it (the flags go to the log), which no
+#    development machine had since the int8 work began; with fast weight
+#    products the int8 ≥ 2.5× check of #10 is decided by the float32 rest
+#    of the graph (bench/results/rerank_int8_profile.md).
+{
+	echo "CPU flags (int8): $(grep -o -w -E 'amx_(tile|int8|bf16)|avx512_vnni|avx_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+} >>"$LOG" 2>&1
+step int8_cpu 420 "$W/bench" rerank --models-root "$M" --provider cpu --threads 2 --real-data "$SCIFACT" --real-queries "$int8queries" \
+	--real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --int8 --int8-cache "$W/quant" --peers=false --peak-n 1024 --min-time "$mintime" --json --out ""
 
 # 1. The CUDA path's test: auto picks CUDA; every profile and the embedder
 #    score as on the CPU within 1e-4 relative, on scifact pairs.
