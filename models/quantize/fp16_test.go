@@ -5,17 +5,12 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
-	"slices"
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
-	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/quantize"
 	"github.com/hybrank/hybrank/models/safetensors"
-	"github.com/hybrank/hybrank/simd"
 )
 
 // TestRewriteFP16Structure converts a small cross-encoder: every float32
@@ -139,60 +134,9 @@ func TestFP16Runtime(t *testing.T) {
 // 0.99). The real-weights counterpart of the generated cross-encoders'
 // fidelity rows in bench/results/gpu.md.
 func TestFP16RealEmbedder(t *testing.T) {
-	initORT(t)
-	src := testenv.NeedRealModel(t, "all-minilm-l6-v2-st")
-	ls, err := scifactLists(testenv.NeedDataset(t, "scifact"), fidelityQueries, fidelityCandidates)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := t.TempDir()
-	if _, err := quantize.Dir(context.Background(), src, dst, quantize.FP16Config()); err != nil {
-		t.Fatal(err)
-	}
-	embed := func(dir string) (qs, ds [][]float32) {
-		t.Helper()
-		cfg, err := models.ProfileConfig(models.ProfileEmbed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Dir, cfg.Provider, cfg.IntraOpThreads, cfg.MaxLength = dir, "cpu", 2, 256
-		cfg.Batching, cfg.CalibrationCache = models.BatchingTokens, models.CalibrationCacheOff
-		be, err := ort.NewBiEncoder(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer be.Close()
-		for _, l := range ls {
-			q, err := be.Embed(context.Background(), models.InputQuery, []string{l.query})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := be.Embed(context.Background(), models.InputDocument, l.docs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			qs, ds = append(qs, q[0]), append(ds, d...)
-		}
-		return qs, ds
-	}
-	q32, d32 := embed(src)
-	q16, d16 := embed(dst)
-	worst := 1.0
-	for i, v := range slices.Concat(q32, d32) {
-		worst = min(worst, simd.Cosine(v, slices.Concat(q16, d16)[i]))
-	}
-	t.Logf("min cosine float16 vs float32 over %d real vectors: %.6f", len(q32)+len(d32), worst)
-	if worst < 0.999 {
-		t.Errorf("min cosine %.6f < 0.999", worst)
-	}
-	var ref, got [][]float32
-	for i := range ls {
-		var r, g []float32
-		for j := range fidelityCandidates {
-			r = append(r, float32(simd.Cosine(q32[i], d32[i*fidelityCandidates+j])))
-			g = append(g, float32(simd.Cosine(q16[i], d16[i*fidelityCandidates+j])))
-		}
-		ref, got = append(ref, r), append(got, g)
+	ls, cos, ref, got := realEmbedderFidelity(t, quantize.FP16Config())
+	if cos < 0.999 {
+		t.Errorf("min cosine %.6f < 0.999", cos)
 	}
 	checkSpearman(t, ls, ref, got, 0.99, 0.99)
 }
