@@ -118,10 +118,22 @@
 // fast (TinyBERT-L2, 128 wide) the weight products are about 14 of 35.7
 // ms in float32 and 5.0 of 22.0 in int8 (1.62×): free ones would give
 // 2.1×. Getting closer would need attention, softmax and layer norm in
-// integer kernels (a fused float kernel speeds up both sides alike),
-// which ONNX Runtime's CPU provider does not have; it has not even a
-// fused float one for a padded batch (its MultiHeadAttention takes the
-// flash-attention path only without a mask).
+// integer kernels, which ONNX Runtime's CPU provider does not have. A
+// fused float kernel takes the same time off both sides, which helps the
+// ratio only a little: ONNX Runtime's MultiHeadAttention runs its
+// flash-attention path only without a mask, and there it does one layer's
+// attention for 8 × 384 tokens in 16.1 ms against the export's operators'
+// 22.9 (19.9 without the mask Add; one sequence: 1.80 against 2.27;
+// BenchmarkAttentionForms). For balanced that is about 41 ms of 580 per
+// batch of eight, so int8 would go from 1.89× to about 2.0×, and only for
+// batches without padding.
+//
+// ONNX Runtime's MLAS also has AMX-INT8 kernels for these GEMMs (Intel
+// Xeons from Sapphire Rapids on), which the development machines have
+// lacked since this package was written: there the weight products would
+// cost far less and the ratio would approach the float32 rest's bound.
+// bench/gpu/device.sh's int8_cpu step measures it on a GPU machine's host
+// CPU.
 //
 // # Fidelity, and generated weights
 //
@@ -149,7 +161,41 @@
 // embeddings, 6 scifact queries × 20 BM25 candidates, measured once by
 // hand) this package's int8 kept a mean Spearman of 0.970 against float32;
 // the int8 export shipped with langchain4j (quantize_dynamic's form,
-// uint8 per-tensor weights) 0.964.
+// uint8 per-tensor weights) 0.964. TestInt8RealEmbedder now checks this
+// (8 queries × 16 candidates, token-capped batches): min cosine 0.9888,
+// Spearman mean 0.986, worst query 0.971 on the EPYC with AVX-512 VNNI
+// below.
+//
+// Why real activations lose that much: their ranges are set by a few
+// tokens. e5-small-v2 on eight scifact documents, layers 2–9 of 12
+// (2026-11-27, a throwaway script reading the MatMuls' inputs): the input
+// of each feed-forward layer (the attention block's LayerNorm output) has
+// max |x| 21–32 while the median token's largest value is 3.6–4.1 and the
+// rms 0.57–0.69, the largest always in channel 99; GELU's output, the
+// second feed-forward MatMul's input, reaches 14–22 in layers 2–6 with an
+// rms of about 0.17, so its 255 steps are 0.06–0.09 apart. Tried and not
+// kept:
+//
+//   - SmoothQuant's per-channel migration (a throwaway Python prototype):
+//     activation channel j divided by s_j = max|X_j|^α / max|W_j|^(1−α)
+//     and weight row j multiplied by it (the float32 model unchanged to
+//     cosine 1.000000), calibrated on 32 scifact documents, then ONNX
+//     Runtime's quantize_dynamic with per-channel weights. The mean cosine
+//     error against float32 on 64 documents went from 0.0017 without it to
+//     0.0036 at α 0.5, 0.0046 at 0.8 and 0.06–0.09 at 0.15–0.3: scaling up
+//     the outlier channels' weight rows coarsens every column's int8 steps
+//     more than it refines the activations'.
+//   - Keeping layers in float32 (throwaway variants of the test harness).
+//     On the lists of TestInt8RealEmbedder (all-MiniLM-L6-v2: min cosine,
+//     Spearman mean, worst) and on 40 queries × 32 candidates with
+//     e5-small-v2 (mean cosine, Spearman mean, worst, embedding time):
+//     default 0.9888, 0.986, 0.971 / 0.99777, 0.983, 0.966, 134 s; 8-bit
+//     weights 0.9915, 0.9875, 0.965 / 0.99833, 0.983, 0.962, 135 s; the
+//     second feed-forward MatMul in float32 0.9949, 0.989, 0.968 / 0.99870,
+//     0.989, 0.971, 167 s; both feed-forward MatMuls (ExcludeFFN) 0.9976,
+//     0.992, 0.977. 8-bit weights cost nothing on VNNI but buy little;
+//     float32 layers cost a quarter or more of int8's time.
+//   - MatMulNBits' per-block activation scales (above): slow kernels.
 //
 // # float16 (Config.Type TypeFP16)
 //

@@ -41,7 +41,7 @@ func runHidden(t *testing.T, path string, ids []int64, batch, seq int, opt strin
 	return out[0].Float32
 }
 
-func initORT(t *testing.T) {
+func initORT(t testing.TB) {
 	t.Helper()
 	lib := testenv.NeedORT(t)
 	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
