@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
@@ -82,6 +83,37 @@ type DocumentBatch struct {
 	Scoped  bool
 	Upserts []engine.Document
 	Deletes []string
+}
+
+// Validate checks what a batch must not say twice, once its tenants are
+// final: no document (tenant and ID) is upserted twice, and none is both
+// upserted and deleted, whose outcome would depend on the order a store
+// applies them in. Deleting an ID twice is allowed (the second finds
+// nothing). Errors wrap ErrInvalid.
+func (b DocumentBatch) Validate() error {
+	type key struct{ tenant, id string }
+	up := make(map[key]struct{}, len(b.Upserts))
+	for i, d := range b.Upserts {
+		k := key{d.Tenant, d.ID}
+		if _, dup := up[k]; dup {
+			return fmt.Errorf("%w: documents[%d]: id %q%s appears twice in the batch", ErrInvalid, i, d.ID, inTenant(d.Tenant))
+		}
+		up[k] = struct{}{}
+	}
+	for i, id := range b.Deletes {
+		if _, both := up[key{b.Tenant, id}]; both {
+			return fmt.Errorf("%w: ids[%d]: id %q%s is both upserted and deleted in the batch", ErrInvalid, i, id, inTenant(b.Tenant))
+		}
+	}
+	return nil
+}
+
+// inTenant names a tenant in a message, or nothing for the default one.
+func inTenant(t string) string {
+	if t == "" {
+		return ""
+	}
+	return fmt.Sprintf(" of tenant %q", t)
 }
 
 // CommitResult reports an applied DocumentBatch.

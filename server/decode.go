@@ -331,7 +331,8 @@ func decodeSearch(body []byte, _ limits) (engine.Request, error) {
 
 // decodeDocuments decodes POST /documents {documents, delete} or, when
 // del is set, DELETE /documents {ids}, into an unscoped batch. Every
-// document must pass engine.Document.Validate.
+// document must pass engine.Document.Validate; DocumentBatch.Validate
+// runs once the handler has settled the tenants.
 func decodeDocuments(body []byte, lim limits, del bool) (DocumentBatch, error) {
 	var w struct {
 		Documents []engine.Document `json:"documents"`
@@ -357,7 +358,6 @@ func decodeDocuments(body []byte, lim limits, del bool) (DocumentBatch, error) {
 	if n > lim.maxIndexDocuments {
 		return r, tooLarge("%d documents and ids in one request; the limit is %d", n, lim.maxIndexDocuments)
 	}
-	seen := make(map[string]struct{}, n)
 	for i, d := range r.Upserts {
 		if d.ID == "" {
 			return r, badRequest("documents[%d]: field \"id\" must not be empty", i)
@@ -365,10 +365,6 @@ func decodeDocuments(body []byte, lim limits, del bool) (DocumentBatch, error) {
 		if err := d.Validate(); err != nil {
 			return r, badRequest("documents[%d]: %v", i, err)
 		}
-		if _, dup := seen[d.ID]; dup {
-			return r, badRequest("documents[%d]: id %q appears twice in the batch", i, d.ID)
-		}
-		seen[d.ID] = struct{}{}
 	}
 	for i, id := range r.Deletes {
 		if id == "" {

@@ -26,7 +26,9 @@
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
-//	                                      atomic batches of upserts and deletes
+//	                                      atomic batches of upserts and deletes (a document,
+//	                                      tenant and ID, at most once: not upserted twice, nor
+//	                                      upserted and deleted; 400)
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
 //	GET  /openapi.json                    the OpenAPI 3.1 description of all of the above
 //

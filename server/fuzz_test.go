@@ -123,6 +123,7 @@ func FuzzDecodeDocuments(f *testing.F) {
 	for _, s := range []string{
 		`{"documents": [{"id": "a", "text": "t", "title": "x", "tenant": "t", "metadata": {"k": "v"}, "source": "s", "span": {"start": 0, "end": 3}, "links": ["b"]}], "delete": ["c"]}`,
 		`{"ids": ["a", "b"]}`, `{"documents": [{"id": ""}]}`, `{"documents": [{"id": "a"}, {"id": "a"}]}`, `{"delete": [""]}`,
+		`{"documents": [{"id": "a", "tenant": "x"}, {"id": "a"}], "delete": ["a"]}`,
 		`{"documents": [{"id": "a", "span": {"start": 3, "end": 1}}]}`,
 	} {
 		f.Add([]byte(s), false)
@@ -138,16 +139,35 @@ func FuzzDecodeDocuments(f *testing.F) {
 		if n == 0 || n > fuzzLimits.maxIndexDocuments || (del && len(r.Upserts) > 0) {
 			t.Fatalf("decoded an invalid request %+v", r)
 		}
-		seen := map[string]bool{}
 		for _, d := range r.Upserts {
-			if d.ID == "" || seen[d.ID] {
-				t.Fatalf("bad or duplicate id %q", d.ID)
+			if d.ID == "" {
+				t.Fatal("empty document id")
 			}
-			seen[d.ID] = true
 		}
 		for _, id := range r.Deletes {
 			if id == "" {
 				t.Fatal("empty delete id")
+			}
+		}
+		// What the handler checks once the tenants are settled (here, as
+		// without a key, as the documents say).
+		if err := r.Validate(); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate: %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		seen := map[[2]string]bool{}
+		for _, d := range r.Upserts {
+			k := [2]string{d.Tenant, d.ID}
+			if seen[k] {
+				t.Fatalf("duplicate document %q passed Validate", k)
+			}
+			seen[k] = true
+		}
+		for _, id := range r.Deletes {
+			if seen[[2]string{r.Tenant, id}] {
+				t.Fatalf("id %q upserted and deleted passed Validate", id)
 			}
 		}
 	})

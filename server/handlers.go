@@ -371,7 +371,9 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 }
 
 // embedTexts runs an embedding request through the batcher after applying
-// truncation rules; it returns vectors the caller may modify.
+// truncation rules; it returns vectors the caller may modify: copies, since
+// the embedder's may be shared (models/cache hands every caller the slices
+// it stores, and the responses normalise and shorten in place).
 func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32, models.Usage, error) {
 	texts, copied := req.Inputs, false
 	for i, t := range req.Inputs {
@@ -385,9 +387,13 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 			texts[i] = s.truncateTokens(t, s.cfg.MaxInputTokens)
 		}
 	}
-	vecs, usage, err := s.embed.Submit(ctx, texts)
+	shared, usage, err := s.embed.Submit(ctx, texts)
 	if err != nil {
 		return nil, usage, err
+	}
+	vecs := make([][]float32, len(shared))
+	for i, v := range shared {
+		vecs[i] = slices.Clone(v)
 	}
 	if usage.Tokens == 0 {
 		for _, t := range texts {
@@ -625,6 +631,9 @@ func (s *Server) documentsEndpoint() endpoint[DocumentBatch] {
 						return err
 					}
 				}
+			}
+			if err := b.Validate(); err != nil {
+				return err // wraps ErrInvalid: 400
 			}
 			if s.b.Documents == nil {
 				return notConfigured("writable index")

@@ -384,7 +384,9 @@ func (s *Server) truncateTokens(text string, maxTokens int) string {
 			}
 			n++
 		}
-		return word
+		// Every shorter prefix fits and the whole word does not (lo is
+		// 0): all but its last rune.
+		return word[:max(0, prevRune(word, len(word)))]
 	}
 	return text[:ends[lo-1]]
 }

@@ -287,6 +287,71 @@ func TestEmbedTEI(t *testing.T) {
 	}
 }
 
+// cachedFakeEmbedder is fakeEmbedder with models.Embedder's Embed, so that
+// cache.NewEmbedder (what backend.Open puts in front with --cache-mb) can
+// wrap it.
+type cachedFakeEmbedder struct{ fakeEmbedder }
+
+func (f *cachedFakeEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
+	v, _, err := f.EmbedPooled(ctx, in, texts)
+	return v, err
+}
+
+// TestEmbedResponsesLeaveCachedVectorsAlone: behind an embedding cache,
+// which hands out the vectors it stores, TEI's normalisation and OpenAI's
+// shortened dimensions must not change what later requests get.
+func TestEmbedResponsesLeaveCachedVectorsAlone(t *testing.T) {
+	ce, err := cache.NewEmbedder(&cachedFakeEmbedder{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(c *Config, b *Backends) { b.Embedder = ce })
+	const text = "hello world"
+	same := func(what string, got, want []float32) {
+		t.Helper()
+		for i := range want {
+			if math.Abs(float64(got[i]-want[i])) > 1e-4 {
+				t.Fatalf("%s: got %v, want %v", what, got, want)
+			}
+		}
+	}
+	tei := func(normalize bool) []float32 {
+		code, _, body := ts.do(t, "POST", "/embed", "", map[string]any{"inputs": text, "normalize": normalize})
+		var vecs [][]float32
+		mustJSON(t, body, &vecs)
+		if code != 200 || len(vecs) != 1 {
+			t.Fatalf("/embed %d %s", code, body)
+		}
+		return vecs[0]
+	}
+	openAI := func(dims int) []float32 {
+		req := map[string]any{"input": text}
+		if dims > 0 {
+			req["dimensions"] = dims
+		}
+		code, _, body := ts.do(t, "POST", "/v1/embeddings", "", req)
+		var resp struct {
+			Data []struct{ Embedding []float32 } `json:"data"`
+		}
+		mustJSON(t, body, &resp)
+		if code != 200 || len(resp.Data) != 1 {
+			t.Fatalf("/v1/embeddings %d %s", code, body)
+		}
+		return resp.Data[0].Embedding
+	}
+	unit := fakeVector(text)
+	same("/embed normalised", tei(true), unit)
+	same("/embed normalize=false after a normalised request", tei(false), fakeRawVector(text))
+	if got := openAI(2); len(got) != 2 || math.Abs(float64(simd.Dot(got, got))-1) > 1e-5 {
+		t.Fatalf("dimensions=2: %v, want a unit vector of 2", got)
+	}
+	same("/v1/embeddings after a dimensions=2 request", openAI(0), unit)
+	same("/embed normalize=false at the end", tei(false), fakeRawVector(text))
+	if st := ce.Stats(); st.Hits == 0 {
+		t.Fatalf("the cache was not used: %+v", st)
+	}
+}
+
 func TestOpenAIEmbeddings(t *testing.T) {
 	ts := newTestServer(t, nil)
 	inputs := []string{"first text", "second text here"}
@@ -588,6 +653,9 @@ func TestSearchAndDocuments(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, method, body, msg string }{
 		{"duplicate ids", "POST", `{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}`, "twice"},
+		{"duplicate ids in a tenant", "POST", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}, {"id": "a", "text": "y", "tenant": "t"}]}`, `"a" of tenant "t" appears twice`},
+		{"upserted and deleted", "POST", `{"documents": [{"id": "a", "text": "x"}], "delete": ["b", "a"]}`, `ids[1]: id "a" is both upserted and deleted`},
+		{"upserted and deleted in a tenant", "POST?tenant=t", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}], "delete": ["a"]}`, "both upserted and deleted"},
 		{"empty id", "POST", `{"documents": [{"text": "x"}]}`, "id"},
 		{"ids on POST", "POST", `{"ids": ["a"]}`, "DELETE"},
 		{"documents on DELETE", "DELETE", `{"documents": [{"id": "a"}]}`, "ids"},
@@ -595,9 +663,25 @@ func TestSearchAndDocuments(t *testing.T) {
 		{"bad span", "POST", `{"documents": [{"id": "a", "span": {"start": 5, "end": 1}}]}`, "span"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, body := ts.do(t, tc.method, "/documents", "", tc.body)
+			method, query, _ := strings.Cut(tc.method, "?")
+			path := "/documents"
+			if query != "" {
+				path += "?" + query
+			}
+			code, _, body := ts.do(t, method, path, "", tc.body)
 			expectError(t, code, body, 400, TypeInvalidRequest, tc.msg)
 		})
+	}
+	// The same ID in two tenants is two documents, also in one batch; so
+	// is an ID upserted in one tenant and deleted in another, and an ID
+	// deleted twice.
+	code, _, body = ts.do(t, "POST", "/documents", "", map[string]any{"documents": []map[string]any{
+		{"id": "x", "text": "alpha", "tenant": "a"}, {"id": "x", "text": "beta", "tenant": "b"}}, "delete": []string{"x", "x"}})
+	if code != 200 || !strings.Contains(string(body), `"upserted":2`) {
+		t.Fatalf("same id in two tenants: %d %s", code, body)
+	}
+	if ts.index.docs[docKey("a", "x")].Text != "alpha" || ts.index.docs[docKey("b", "x")].Text != "beta" {
+		t.Fatalf("tenants' documents x: %+v", ts.index.docs)
 	}
 }
 

@@ -18,6 +18,9 @@ func TestTruncateTokens(t *testing.T) {
 		{"estimate fits", nil, "hello world", 2, "hello world"},
 		{"estimate cut", nil, "hello world again", 2, "hello world"},
 		{"estimate long word", nil, "abcdefghijklmnopqrstuvwxyz", 2, "abcdefghijkl"},
+		// The whole first word is the first prefix over the limit.
+		{"estimate word over by its last rune", nil, "abcdefg rest", 1, "abcdef"},
+		{"estimate only word over by its last rune", nil, "abcdefg", 1, "abcdef"},
 		{"estimate punctuation", nil, "a, b, c", 3, "a,"},
 	}
 	for _, tc := range tests {

@@ -33,16 +33,26 @@ var (
 // NewIndex returns an Index over e; the caller keeps e and closes it.
 func NewIndex(e *engine.Engine) *Index { return &Index{e: e} }
 
-// Apply commits b atomically. Deleted counts the IDs of b that existed in
-// b's tenant just before the commit.
+// Apply commits b atomically after b.Validate (a batch that upserts a
+// document twice, or upserts and deletes it, is refused). Deleted counts
+// the distinct IDs of b's deletes that existed in b's tenant just before
+// the commit (a delete committed concurrently may count in both).
 func (x *Index) Apply(ctx context.Context, b server.DocumentBatch) (server.CommitResult, error) {
+	if err := b.Validate(); err != nil {
+		return server.CommitResult{}, err
+	}
 	batch := x.e.NewBatch()
 	var res server.CommitResult
 	for _, d := range b.Upserts {
 		batch.Add(d)
 		res.Upserted++
 	}
+	counted := make(map[string]bool, len(b.Deletes))
 	for _, id := range b.Deletes {
+		if counted[id] {
+			continue
+		}
+		counted[id] = true
 		if _, ok := x.e.GetIn(b.Tenant, id); ok {
 			res.Deleted++
 		}

@@ -83,3 +83,35 @@ func TestIndexTenantIsolation(t *testing.T) {
 		t.Fatalf("bad span: %v, want ErrInvalid", err)
 	}
 }
+
+// TestIndexBatchConflicts: a batch that upserts and deletes one document
+// is refused (its outcome would depend on the order of the two), an ID
+// deleted twice in a batch counts once, and the same ID upserted in two
+// tenants is two documents.
+func TestIndexBatchConflicts(t *testing.T) {
+	e, err := engine.Open("", engine.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ix := backend.NewIndex(e)
+	ctx := context.Background()
+	res, err := ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "a", Text: "x"}, {ID: "a", Tenant: "t", Text: "y"}}})
+	if err != nil || res.Upserted != 2 {
+		t.Fatalf("same id in two tenants: %+v %v", res, err)
+	}
+	_, err = ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "n", Text: "new"}}, Deletes: []string{"n"}})
+	if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "both upserted and deleted") {
+		t.Fatalf("upsert and delete of one id: %v, want ErrInvalid", err)
+	}
+	if _, ok := e.GetIn("", "n"); ok {
+		t.Fatal("the refused batch was applied")
+	}
+	res, err = ix.Apply(ctx, server.DocumentBatch{Deletes: []string{"a", "a", "missing"}})
+	if err != nil || res.Deleted != 1 {
+		t.Fatalf("one existing id deleted twice: %+v %v, want deleted 1", res, err)
+	}
+	if _, ok := e.GetIn("t", "a"); !ok {
+		t.Fatal("the delete in the default tenant removed tenant t's document")
+	}
+}
