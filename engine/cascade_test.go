@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -95,5 +96,42 @@ func TestCascade(t *testing.T) {
 		if _, err := e.Search(context.Background(), c); !errors.Is(err, engine.ErrInvalidRequest) {
 			t.Errorf("%+v: err %v, want ErrInvalidRequest", c.Cascade, err)
 		}
+	}
+}
+
+// TestCascadeMMRLambdaOne: MMR with λ = 1 is pure relevance and keeps a
+// cascade's final order (the second stage's, then what only the first
+// stage scored, by its score, then the rest); MMR had ranked the
+// first-stage tier by fused score.
+func TestCascadeMMRLambdaOne(t *testing.T) {
+	e, err := engine.Open("", engine.DefaultConfig(), engine.WithReranker("len", &lengthReranker{}), engine.WithReranker("ov", &enginetest.OverlapReranker{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	b := e.NewBatch()
+	for i := range 8 {
+		b.Add(engine.Document{ID: fmt.Sprintf("d%d", i), Text: "apple" + strings.Repeat(" filler", i*3)})
+	}
+	if err := e.Commit(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	req := engine.Request{Query: "apple", TopK: 8, Rerank: "ov", Cascade: engine.Cascade{First: "len", Keep: 2}}
+	order := func(req engine.Request) []string {
+		t.Helper()
+		res, err := e.Search(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range res.Hits {
+			out = append(out, fmt.Sprintf("%s(%.0f)", h.Document.ID, h.Score))
+		}
+		return out
+	}
+	plain := order(req)
+	req.MMRLambda = 1
+	if got := order(req); !slices.Equal(got, plain) {
+		t.Fatalf("λ = 1 changed the order:\n no MMR: %v\n λ = 1:  %v", plain, got)
 	}
 }

@@ -74,8 +74,11 @@
 // rank); the candidates the budget left unreranked follow in fused order.
 // Hit.Score is the rerank score for the former and the fused score for the
 // latter, so scores are comparable only within a tier; Provenance.Reranked
-// says which. MMR keeps the tiers: relevance maps reranked scores to
-// [0.5, 1] and fused scores to [0, 0.5].
+// says which. With a cascade, what only its first stage scored sits
+// between the two, by the first stage's score. MMR keeps the tiers: with
+// T of them present, each tier's min-max normalised scores fill its own
+// 1/T of [0, 1], best tier on top (two tiers: [0.5, 1] and [0, 0.5]), so
+// λ = 1 keeps the final order.
 //
 // # Latency budget
 //

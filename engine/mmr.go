@@ -58,7 +58,10 @@ func mmr(cands []*candidate, rel []float64, k int, lambda float64) []*candidate 
 			if taken[i] {
 				continue
 			}
-			s := lambda*rel[i] - (1-lambda)*maxSim[i]
+			s := lambda * rel[i]
+			if len(out) > 0 { // a maximum over the empty set is no term
+				s -= (1 - lambda) * maxSim[i]
+			}
 			if s > bestScore {
 				best, bestScore = i, s
 			}
@@ -67,39 +70,57 @@ func mmr(cands []*candidate, rel []float64, k int, lambda float64) []*candidate 
 		out = append(out, cands[best])
 		for i := range cands {
 			if !taken[i] {
-				maxSim[i] = math.Max(maxSim[i], similarity(cands[i], cands[best]))
+				sim := similarity(cands[i], cands[best])
+				if len(out) > 1 {
+					sim = math.Max(maxSim[i], sim)
+				}
+				maxSim[i] = sim // a cosine may be negative: no floor at 0
 			}
 		}
 	}
 	return out
 }
 
-// relevance maps a final-ordered list (reranked tier first, then unreranked)
-// to MMR relevances in [0, 1] that respect the tiers: when some candidates
-// are reranked, their min-max normalised rerank scores land in [0.5, 1] and
-// the rest's normalised fused scores in [0, 0.5]; otherwise the normalised
-// fused scores span [0, 1].
+// relevance maps a final-ordered list to MMR relevances in [0, 1] that
+// respect its tiers, best first: what the (last) reranker scored, by its
+// score; what only a cascade's first stage scored, by that score; the
+// rest, by fused score. With T tiers present, tier t's min-max normalised
+// scores land in [1 − (t+1)/T, 1 − t/T], so λ = 1 keeps the final order.
 func relevance(cands []*candidate) []float64 {
-	rel := make([]float64, len(cands))
-	split := 0
-	for split < len(cands) && cands[split].reranked {
-		split++
+	tiers := []struct {
+		in    func(*candidate) bool
+		score func(*candidate) float64
+	}{
+		{func(c *candidate) bool { return c.reranked }, func(c *candidate) float64 { return c.rerank }},
+		{func(c *candidate) bool { return c.first }, func(c *candidate) float64 { return c.firstScore }},
+		{func(*candidate) bool { return true }, func(c *candidate) float64 { return c.fused }},
 	}
-	norm := func(part []*candidate, score func(*candidate) float64, lo, hi float64, dst []float64) {
+	type run struct {
+		from, to int
+		score    func(*candidate) float64
+	}
+	var runs []run
+	for i, t := 0, 0; i < len(cands); t++ {
+		j := i
+		for j < len(cands) && tiers[t].in(cands[j]) {
+			j++
+		}
+		if j > i {
+			runs = append(runs, run{i, j, tiers[t].score})
+		}
+		i = j
+	}
+	rel := make([]float64, len(cands))
+	for r, run := range runs {
+		part := cands[run.from:run.to]
 		list := make([]scored, len(part))
 		for i, c := range part {
-			list[i] = scored{c.id, score(c)}
+			list[i] = scored{c.id, run.score(c)}
 		}
+		lo, hi := 1-float64(r+1)/float64(len(runs)), 1-float64(r)/float64(len(runs))
 		for i, v := range minMax(list) {
-			dst[i] = lo + v*(hi-lo)
+			rel[run.from+i] = lo + v*(hi-lo)
 		}
 	}
-	fused := func(c *candidate) float64 { return c.fused }
-	if split == 0 {
-		norm(cands, fused, 0, 1, rel)
-		return rel
-	}
-	norm(cands[:split], func(c *candidate) float64 { return c.rerank }, 0.5, 1, rel[:split])
-	norm(cands[split:], fused, 0, 0.5, rel[split:])
 	return rel
 }

@@ -111,11 +111,11 @@ func coalesce(ps []Passage, tc TokenCounter) []Passage {
 func mergeTwo(a, b Passage) Passage {
 	out := a
 	out.Parts = append(append([]PassagePart(nil), a.Parts...), b.Parts...)
-	best := a
-	if b.Parts[0].FinalRank < a.Parts[0].FinalRank {
-		best = b
+	// a's parts are in span order while a chain merges, so its best part
+	// is not necessarily its first.
+	if bestRank(b.Parts) < bestRank(a.Parts) {
+		out.Score = b.Score
 	}
-	out.Score = best.Score
 	if b.Span.End <= a.Span.End { // b lies inside a
 		if !lineAligned(b) {
 			out.Text = a.Text + "\n" + b.Text
@@ -132,6 +132,15 @@ func mergeTwo(a, b Passage) Passage {
 		out.Text = a.Text + "\n" + b.Text
 	}
 	return out
+}
+
+// bestRank is the smallest FinalRank of parts.
+func bestRank(parts []PassagePart) int {
+	r := parts[0].FinalRank
+	for _, p := range parts[1:] {
+		r = min(r, p.FinalRank)
+	}
+	return r
 }
 
 func splitLines(text string) []string {

@@ -42,6 +42,10 @@ func TestMMR(t *testing.T) {
 		// b is a near-copy of a by cosine (0.995); c is orthogonal.
 		{"cosine diversity", []*candidate{mk("a", nil, []float32{1, 0}), mk("b", nil, []float32{0.995, 0.0999}), mk("c", nil, []float32{0, 1})},
 			[]float64{1, 0.95, 0.6}, 0.6, 2, []string{"a", "c"}},
+		// c points away from a (cosine −1): 0.5·0.45 + 0.5 beats b's
+		// 0.5·0.5 − 0 (a floor of 0 under the similarity picked b).
+		{"negative cosine", []*candidate{mk("a", nil, []float32{1, 0}), mk("b", nil, []float32{0, 1}), mk("c", nil, []float32{-1, 0})},
+			[]float64{1, 0.5, 0.45}, 0.5, 2, []string{"a", "c"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +76,29 @@ func TestRelevanceTiers(t *testing.T) {
 	want := []float64{1, 0.5, 0.5, 0}
 	if got := relevance(cs); !slices.Equal(got, want) {
 		t.Fatalf("got %v want %v", got, want)
+	}
+	// A cascade's final order: the second stage's, then what only the
+	// first stage scored (by its score, whatever the fused), then the rest.
+	cs = []*candidate{
+		{id: "a", first: true, firstScore: 5, reranked: true, rerank: 2},
+		{id: "b", first: true, firstScore: 9, reranked: true, rerank: 1},
+		{id: "c", first: true, firstScore: 4, fused: 0.1},
+		{id: "d", first: true, firstScore: 1, fused: 0.9},
+		{id: "e", fused: 0.7},
+		{id: "f", fused: 0.2},
+	}
+	got := relevance(cs)
+	for i := 1; i < len(got); i++ {
+		if got[i] > got[i-1] {
+			t.Fatalf("cascade tiers: relevance %v rises at %s", got, cs[i].id)
+		}
+	}
+	const eps = 1e-12
+	if got[2] <= got[3] || got[2] > 2.0/3+eps || got[3] < 1.0/3-eps || got[4] > 1.0/3+eps {
+		t.Fatalf("cascade tiers: %v, want the first-stage tier in [1/3, 2/3] by its score", got)
+	}
+	if order := ids(mmr(cs, got, len(cs), 1)); !slices.Equal(order, []string{"a", "b", "c", "d", "e", "f"}) {
+		t.Fatalf("λ = 1 reordered a cascade's list: %v", order)
 	}
 }
 
@@ -182,6 +209,13 @@ func TestPack(t *testing.T) {
 			hit("a", "doc", Span{Start: 0, End: 10}, "alpha beta", 1),
 			hit("b", "doc", Span{Start: 5, End: 20}, "gamma", 2),
 		}, 0, []string{"alpha beta\ngamma"}, []Span{{Start: 0, End: 20}}, [][]string{{"a", "b"}}, 3},
+		// Three parts chain; the best-ranked one sits in the middle of the
+		// span order, and the passage keeps its score (TestPackScores).
+		{"chain keeps the best part first", []Hit{
+			hit("mid", "f", Span{Start: 2, End: 4}, lines(2, 4), 1),
+			hit("right", "f", Span{Start: 4, End: 6}, lines(4, 6), 2),
+			hit("left", "f", Span{Start: 0, End: 2}, lines(0, 2), 3),
+		}, 0, []string{lines(0, 6)}, []Span{{Start: 0, End: 6}}, [][]string{{"mid", "right", "left"}}, 6},
 		{"contained span adds nothing", []Hit{
 			hit("a", "f", Span{Start: 1, End: 5}, lines(1, 5), 1),
 			hit("b", "f", Span{Start: 2, End: 4}, lines(2, 4), 2),
@@ -209,6 +243,12 @@ func TestPack(t *testing.T) {
 				}
 				if p.Tokens != wc.CountTokens(p.Text) {
 					t.Errorf("passage %d tokens %d, text counts %d", i, p.Tokens, wc.CountTokens(p.Text))
+				}
+				// A passage scores as its best-ranked part, listed first.
+				for _, h := range tt.hits {
+					if h.Document.ID == p.Parts[0].ID && p.Score != h.Score {
+						t.Errorf("passage %d score %v, its best part %s scored %v", i, p.Score, h.Document.ID, h.Score)
+					}
 				}
 			}
 		})

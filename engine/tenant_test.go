@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -84,5 +85,28 @@ func TestTenantScopedIDs(t *testing.T) {
 	e2 := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(enginetest.NewHashEmbedder(16)))
 	if got := state(e2); !maps.Equal(got, want) || e2.Durability().Recovery.Replayed != 3 {
 		t.Fatalf("after replay %v (recovery %+v), want %v", got, e2.Durability().Recovery, want)
+	}
+}
+
+// TestMetadataKeyWithNUL: a metadata or filter key holding a NUL byte is
+// refused. The lexical index keys its filter bitmaps "key NUL value", so
+// {"a\x00b": "c"} and {"a": "b\x00c"} shared one: the retriever's top-k
+// held a document outside the filter, the engine dropped it and lost the
+// one that matched.
+func TestMetadataKeyWithNUL(t *testing.T) {
+	e := openCfg(t, "", engine.DefaultConfig())
+	b := e.NewBatch()
+	b.Add(engine.Document{ID: "wrong", Text: "apple apple apple", Metadata: map[string]string{"a\x00b": "c"}})
+	if err := e.Commit(context.Background(), b); !errors.Is(err, engine.ErrInvalidDocument) {
+		t.Fatalf("metadata key with NUL: %v, want ErrInvalidDocument", err)
+	}
+	commit(t, e, engine.Document{ID: "right", Text: "apple pie", Metadata: map[string]string{"a": "b\x00c"}})
+	res, err := e.Search(context.Background(), engine.Request{Query: "apple", Candidates: 1, Filter: map[string]string{"a": "b\x00c"}})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Document.ID != "right" {
+		t.Fatalf("filter on a value with NUL: %+v %v", res, err)
+	}
+	_, err = e.Search(context.Background(), engine.Request{Query: "apple", Filter: map[string]string{"a\x00b": "c"}})
+	if !errors.Is(err, engine.ErrInvalidRequest) {
+		t.Fatalf("filter key with NUL: %v, want ErrInvalidRequest", err)
 	}
 }

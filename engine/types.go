@@ -39,7 +39,8 @@ type Document struct {
 	// Tenant scopes the document: a search only ever sees documents of
 	// the request's tenant. The empty tenant is a tenant like any other.
 	Tenant string `json:"tenant,omitempty"`
-	// Metadata is matched by Request.Filter (string equality).
+	// Metadata is matched by Request.Filter (string equality). Keys are
+	// non-empty and hold no NUL byte.
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Source names where the text came from (a file path, a URL). Passages
 	// of the same Source with adjacent or overlapping Spans are coalesced
@@ -74,6 +75,10 @@ func (d *Document) Validate() error {
 	for k, v := range d.Metadata {
 		if k == "" {
 			return bad("empty metadata key")
+		}
+		if strings.ContainsRune(k, 0) {
+			// The lexical index keys its filters "key NUL value".
+			return bad("metadata key %q contains a NUL byte", k)
 		}
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return bad("metadata %q is not valid UTF-8", k)
@@ -325,6 +330,9 @@ func (r *Request) Validate() error {
 	for k := range r.Filter {
 		if k == "" {
 			return bad("empty filter key")
+		}
+		if strings.ContainsRune(k, 0) {
+			return bad("filter key %q contains a NUL byte", k)
 		}
 	}
 	return nil

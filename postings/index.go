@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -426,8 +427,21 @@ func contentHash(h *blake3.Hasher, buf *[]byte, d *Doc) [16]byte {
 	return out
 }
 
+// The filter bitmaps' keys. A metadata key holds no NUL byte (Commit
+// refuses one; a filter naming one matches nothing), so the first NUL
+// after "m\x00" ends it and every (key, value) pair has its own bitmap.
 func tenantKey(t string) string  { return "t\x00" + t }
 func metaKey(k, v string) string { return "m\x00" + k + "\x00" + v }
+
+// nulKey returns a key of meta holding a NUL byte, or "".
+func nulKey(meta map[string]string) string {
+	for k := range meta {
+		if strings.IndexByte(k, 0) >= 0 {
+			return k
+		}
+	}
+	return ""
+}
 
 // Commit applies the batch atomically: concurrent searches see either none
 // or all of it. Operations apply in order (a later Add of the same ID wins).
@@ -458,6 +472,8 @@ func (ix *Index) CommitGroup(bs ...*Batch) error {
 				err = fmt.Errorf("commit op %d: %w: empty ID", i, ErrBadDoc)
 			} else if len(b.ops[i].doc.Terms) > math.MaxUint32/2 {
 				err = fmt.Errorf("commit op %d: %w: too many terms", i, ErrBadDoc)
+			} else if k := nulKey(b.ops[i].doc.Meta); k != "" {
+				err = fmt.Errorf("commit op %d: %w: metadata key %q contains a NUL byte", i, ErrBadDoc, k)
 			}
 			if err != nil {
 				if len(bs) > 1 {

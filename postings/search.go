@@ -255,7 +255,7 @@ func (s *snapshot) filterBitmap(f *Filter) (*roaring.Bitmap, bool) {
 	}
 	for k, v := range f.Meta {
 		bm := s.filters[metaKey(k, v)]
-		if bm == nil {
+		if bm == nil || strings.IndexByte(k, 0) >= 0 { // no document has such a key
 			return nil, false
 		}
 		parts = append(parts, bm)

@@ -105,6 +105,9 @@ func TestFilterNoLeak(t *testing.T) {
 					Doc{ID: "a3", Terms: []string{"apple"}, Tenant: "a", Meta: map[string]string{"lang": "fr"}},
 					Doc{ID: "b1", Terms: []string{"apple", "apple"}, Tenant: "b", Meta: map[string]string{"lang": "en"}},
 					Doc{ID: "b2", Terms: []string{"cherry"}, Tenant: "b"},
+					// A value holding NUL ("m NUL a NUL b NUL c" as a key, a
+					// key "a NUL b" with value "c" would be the same).
+					Doc{ID: "b3", Terms: []string{"apple"}, Tenant: "b", Meta: map[string]string{"a": "b\x00c"}},
 					// Padding so that robertson's idf of "apple" stays positive.
 					Doc{ID: "c1", Terms: []string{"kiwi"}, Tenant: "c"},
 					Doc{ID: "c2", Terms: []string{"kiwi"}, Tenant: "c"},
@@ -118,10 +121,12 @@ func TestFilterNoLeak(t *testing.T) {
 					{"tenant a", &Filter{Tenant: "a"}, []string{"a1", "a3"}},
 					{"tenant a lang en", &Filter{Tenant: "a", Meta: map[string]string{"lang": "en"}}, []string{"a1"}},
 					{"lang en", &Filter{Meta: map[string]string{"lang": "en"}}, []string{"a1", "b1"}},
+					{"value with NUL", &Filter{Meta: map[string]string{"a": "b\x00c"}}, []string{"b3"}},
+					{"key with NUL", &Filter{Meta: map[string]string{"a\x00b": "c"}}, nil},
 					{"unknown tenant", &Filter{Tenant: "zzz"}, nil},
 					{"unknown meta", &Filter{Meta: map[string]string{"lang": "de"}}, nil},
-					{"empty filter", &Filter{}, []string{"a1", "a3", "b1"}},
-					{"nil filter", nil, []string{"a1", "a3", "b1"}},
+					{"empty filter", &Filter{}, []string{"a1", "a3", "b1", "b3"}},
+					{"nil filter", nil, []string{"a1", "a3", "b1", "b3"}},
 				}
 				for _, tc := range cases {
 					hits := search(t, ix, Query{Terms: []string{"apple"}, K: 100, Filter: tc.f, Exhaustive: ex})
@@ -142,6 +147,17 @@ func TestFilterNoLeak(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCommitRefusesNULKey: a metadata key holding a NUL byte would make
+// the filter bitmaps' keys ambiguous, so the batch fails.
+func TestCommitRefusesNULKey(t *testing.T) {
+	ix := mustNew(t, DefaultConfig())
+	b := ix.NewBatch()
+	b.Add(Doc{ID: "x", Terms: []string{"t"}, Meta: map[string]string{"a\x00b": "c"}})
+	if err := ix.Commit(b); !errors.Is(err, ErrBadDoc) {
+		t.Fatalf("metadata key with NUL: %v, want ErrBadDoc", err)
 	}
 }
 
