@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
@@ -33,6 +34,12 @@ func decodeJSON(body []byte, v any) error {
 	}
 	if trimmed[0] != '{' {
 		return badRequest("request body must be a JSON object")
+	}
+	if !utf8.Valid(trimmed) {
+		// encoding/json would replace the bad bytes with U+FFFD, so that
+		// texts, token offsets and stored documents differ from what the
+		// client sent; JSON text is UTF-8 (RFC 8259).
+		return badRequest("request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(v); err != nil {

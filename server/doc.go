@@ -102,13 +102,16 @@
 //
 // # Errors and limits
 //
-// Every error is JSON {"error": {"message", "type"}}: 400 malformed JSON or
-// wrong field types, 401 missing/unknown API key, 403 another tenant, 404
-// unknown model or route, 405 a known path under another method (with an
-// Allow header listing the path's methods), 413 body over max_body_bytes or too many
-// documents/inputs (the message names the limit), 429 queue full or too many
-// requests in flight (with Retry-After), 500 backend failure, 503 backend not
-// configured or shutting down, 504 the request ran past request_timeout.
+// Every error is JSON {"error": {"message", "type"}}: 400 malformed JSON,
+// a body that is not UTF-8 or wrong field types, 401 missing/unknown API
+// key, 403 another tenant, 404 unknown model or route, 405 a known path
+// under another method (with an Allow header listing the path's methods),
+// 408 a body that did not arrive within request_timeout, 413 body over
+// max_body_bytes or too many documents/inputs (the message names the
+// limit), 429 queue full or too many requests in flight (with
+// Retry-After), 500 backend failure, 503 backend not configured or
+// shutting down, 504 the request ran past request_timeout. Idle keep-alive
+// connections close after two minutes.
 //
 // # Batching
 //

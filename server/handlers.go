@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -108,13 +109,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// readBody reads the body up to MaxBodyBytes (413 beyond).
+// readBody reads the body up to MaxBodyBytes (413 beyond), within
+// RequestTimeout: the body is read before admission and before the
+// request's deadline starts, so a client that sends it slowly must not hold
+// the connection and its buffer for ever.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// Not every ResponseWriter supports deadlines (httptest's recorder);
+	// without one the read is unbounded. The deadline is lifted once the
+	// body is in: the server's background read, which notices a client
+	// that goes away, would otherwise cancel the request when it passed.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(time.Duration(s.cfg.RequestTimeout)))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge("request body exceeds %d bytes (max_body_bytes)", s.cfg.MaxBodyBytes)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &apiError{status: http.StatusRequestTimeout, typ: TypeTimeout, msg: fmt.Sprintf("the request body was not received within %v (request_timeout)", time.Duration(s.cfg.RequestTimeout))}
 		}
 		return nil, badRequest("read body: %v", err)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -628,7 +630,9 @@ func TestQueueFullAndTimeout(t *testing.T) {
 
 func TestSearchAndDocuments(t *testing.T) {
 	ts := newTestServer(t, nil)
-	code, _, body := ts.do(t, "POST", "/documents", "", map[string]any{"documents": []map[string]any{
+	code, _, body := ts.do(t, "POST", "/documents", "", "{\"documents\": [{\"id\": \"a\", \"text\": \"caf\xe9\"}]}")
+	expectError(t, code, body, 400, TypeInvalidRequest, "not valid UTF-8")
+	code, _, body = ts.do(t, "POST", "/documents", "", map[string]any{"documents": []map[string]any{
 		{"id": "d1", "text": "the cat sat", "metadata": map[string]string{"lang": "en"}, "span": map[string]int{"start": 0, "end": 11}},
 		{"id": "d2", "text": "cat and dog"},
 		{"id": "d3", "text": "nothing here"},
@@ -821,6 +825,50 @@ func TestConfig(t *testing.T) {
 			t.Fatalf("unknown field accepted: %v", err)
 		}
 	})
+}
+
+// TestSlowBody: a body that does not arrive within RequestTimeout ends the
+// request with 408 instead of holding its connection (the body is read
+// before admission and before the request's deadline starts).
+func TestSlowBody(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RequestTimeout = Duration(200 * time.Millisecond)
+	s, err := New(cfg, Backends{Scorers: scorers(&fakeScorer{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Headers promise 100 bytes; 10 come, then nothing.
+	if _, err := io.WriteString(conn, "POST /v1/rerank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"query\": "); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "request_timeout") {
+		t.Fatalf("stalled body: %d %s, want 408", resp.StatusCode, b)
+	}
 }
 
 func TestGracefulShutdown(t *testing.T) {
