@@ -17,7 +17,9 @@
 //	POST /embed                           TEI {inputs, normalize, truncate} -> [[f32]]: unit
 //	                                      vectors, or the pooled ones with normalize=false; an
 //	                                      input over max_input_tokens is 413 unless truncate.
-//	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}
+//	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}: an
+//	                                      input over max_input_tokens is cut to it (OpenAI's own
+//	                                      API answers 400; its clients send no truncate flag)
 //	GET  /v1/models                       OpenAI model list: every name "model" may take, with
 //	                                      kind, root (the served name), default and aliases
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
