@@ -402,6 +402,9 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 			profile = costKey(sc.profile, sc.ch)
 			pr = stagePredictor(r, query, sc.ch, cands)
 		}
+		// A call that returned but answered wrongly failed, even when the
+		// deadline passed meanwhile: it was not cut.
+		returned := err == nil
 		if err == nil && len(scores) != len(batch) {
 			err = fmt.Errorf("reranker returned %d scores for %d documents", len(scores), len(batch))
 		}
@@ -417,7 +420,7 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 			if perr := parent.Err(); perr != nil && !errors.Is(perr, context.DeadlineExceeded) {
 				return out, fmt.Errorf("rerank: %w", perr)
 			}
-			if ctx.Err() != nil { // our deadline cut the batch
+			if ctx.Err() != nil && !returned { // our deadline cut the batch
 				costs.observeCut(profile, n, elapsed, pred)
 				out.degraded = true
 				break

@@ -535,6 +535,21 @@ func TestRerankBudgeted(t *testing.T) {
 			t.Errorf("cost estimate %v %v, want ≈10ms/doc", est, ok)
 		}
 	})
+	t.Run("a wrong answer after the deadline is an error, not a cut", func(t *testing.T) {
+		// The reranker answers with NaN once its cut has passed: that call
+		// failed, whatever the clock says.
+		r := rerankerFunc(func(ctx context.Context, _ string, _ []string) ([]float32, error) {
+			<-ctx.Done()
+			return []float32{float32(math.NaN())}, nil
+		})
+		deadline := time.Now().Add(300 * time.Millisecond)
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		out, err := rerankBudgeted(dctx, ctx, r, "nan", "apple", models.Chunking{}, mkCands(1), cfg, newCostModel(0.3), deadline, 0)
+		if err != nil || out.degraded || out.scored != 0 || out.fallback == nil || out.fallback.Code != FallbackRerankError {
+			t.Fatalf("out %+v err %v, want a rerank_error fallback", out, err)
+		}
+	})
 	t.Run("cut batch stops at deadline minus margin and raises the estimate", func(t *testing.T) {
 		// The first batch (4 docs, 40 s) cannot fit a 60 ms budget: it
 		// must be cut at deadline − margin, and the next search must not
@@ -725,4 +740,11 @@ func (r *ctxRecorder) snapshot() []recordedCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
+}
+
+// rerankerFunc adapts a function to models.Reranker.
+type rerankerFunc func(ctx context.Context, query string, docs []string) ([]float32, error)
+
+func (f rerankerFunc) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
+	return f(ctx, query, docs)
 }
