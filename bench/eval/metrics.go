@@ -5,30 +5,43 @@ import (
 	"sort"
 )
 
-// NDCG returns nDCG@k of a ranked list of document ids against one query's
-// judgments, with trec_eval's ndcg_cut convention: gain = judged score,
-// discount 1/log2(rank+1) with ranks from 1, ideal DCG from all judged
-// documents with score > 0 (not only retrieved ones). A query without a
-// relevant judgment scores 0. Ids repeated in ranked count once.
-func NDCG(ranked []string, qrels map[string]int, k int) float64 {
+// topDistinct returns the first k distinct ids of ranked: a run is a set
+// of scored documents (pytrec_eval's is a dict), so an id repeated in
+// ranked counts once, at its first rank, and takes no rank of its own.
+func topDistinct(ranked []string, k int) []string {
 	if k <= 0 {
-		return 0
+		return nil
 	}
-	var dcg float64
+	out := make([]string, 0, min(k, len(ranked)))
 	seen := make(map[string]struct{}, min(k, len(ranked)))
-	rank := 0
 	for _, id := range ranked {
-		if rank >= k {
+		if len(out) == k {
 			break
 		}
 		if _, dup := seen[id]; dup {
 			continue
 		}
 		seen[id] = struct{}{}
+		out = append(out, id)
+	}
+	return out
+}
+
+// NDCG returns nDCG@k of a ranked list of document ids against one query's
+// judgments, with trec_eval's ndcg_cut convention: gain = judged score,
+// discount 1/log2(rank+1) with ranks from 1, ideal DCG from all judged
+// documents with score > 0 (not only retrieved ones). A query without a
+// relevant judgment scores 0. Ids repeated in ranked count once (as in
+// Recall and MRR).
+func NDCG(ranked []string, qrels map[string]int, k int) float64 {
+	if k <= 0 {
+		return 0
+	}
+	var dcg float64
+	for rank, id := range topDistinct(ranked, k) {
 		if g := qrels[id]; g > 0 {
 			dcg += float64(g) / math.Log2(float64(rank)+2)
 		}
-		rank++
 	}
 	gains := make([]int, 0, len(qrels))
 	for _, g := range qrels {
@@ -51,7 +64,8 @@ func NDCG(ranked []string, qrels map[string]int, k int) float64 {
 }
 
 // Recall returns the fraction of relevant (score > 0) judged documents found
-// in the first k of ranked (trec_eval recall.k). 0 without relevant docs.
+// in the first k distinct ids of ranked (trec_eval recall.k). 0 without
+// relevant docs.
 func Recall(ranked []string, qrels map[string]int, k int) float64 {
 	rel := 0
 	for _, g := range qrels {
@@ -63,15 +77,7 @@ func Recall(ranked []string, qrels map[string]int, k int) float64 {
 		return 0
 	}
 	found := 0
-	seen := make(map[string]struct{}, min(k, len(ranked)))
-	for i, id := range ranked {
-		if i >= k {
-			break
-		}
-		if _, dup := seen[id]; dup {
-			continue
-		}
-		seen[id] = struct{}{}
+	for _, id := range topDistinct(ranked, k) {
 		if qrels[id] > 0 {
 			found++
 		}
@@ -80,12 +86,9 @@ func Recall(ranked []string, qrels map[string]int, k int) float64 {
 }
 
 // MRR returns 1/rank of the first relevant (score > 0) document within the
-// first k of ranked, 0 if there is none (BEIR's mrr@k).
+// first k distinct ids of ranked, 0 if there is none (BEIR's mrr@k).
 func MRR(ranked []string, qrels map[string]int, k int) float64 {
-	for i, id := range ranked {
-		if i >= k {
-			break
-		}
+	for i, id := range topDistinct(ranked, k) {
 		if qrels[id] > 0 {
 			return 1 / float64(i+1)
 		}

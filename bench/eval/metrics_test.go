@@ -60,3 +60,25 @@ func TestEvaluateIdenticalIDs(t *testing.T) {
 		t.Errorf("keep identical: %+v", keep)
 	}
 }
+
+// TestDuplicatesCountOnce: a repeated id counts once and takes no rank, in
+// every metric alike: each scores a list with repeats as the list without
+// them (all pytrec_eval sees: its run is a dict).
+func TestDuplicatesCountOnce(t *testing.T) {
+	q := map[string]int{"a": 1, "b": 2}
+	dup := []string{"x", "x", "a", "b", "a"}
+	dedup := []string{"x", "a", "b"}
+	for _, k := range []int{1, 2, 3, 10} {
+		for _, m := range []struct {
+			name string
+			f    func([]string, map[string]int, int) float64
+		}{{"NDCG", NDCG}, {"Recall", Recall}, {"MRR", MRR}} {
+			if g, w := m.f(dup, q, k), m.f(dedup, q, k); math.Abs(g-w) > 1e-12 {
+				t.Errorf("%s@%d: %.5f with repeats, %.5f without", m.name, k, g, w)
+			}
+		}
+	}
+	if got := MRR(dup, q, 2); got != 0.5 {
+		t.Errorf("MRR@2 = %v, want 0.5 (a at the second distinct rank)", got)
+	}
+}
