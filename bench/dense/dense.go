@@ -146,7 +146,7 @@ func (t Targets) Check(rows []Row) []report.Check {
 		case o.qps == 0:
 			cs = append(cs, report.AtLeast(label, 0, t.MinSpeedup, "hybrank never reached the recall"))
 		default:
-			cs = append(cs, report.AtLeast(label, measure.Round(o.qps/p.qps, 2), t.MinSpeedup,
+			cs = append(cs, report.AtLeast(label, o.qps/p.qps, t.MinSpeedup,
 				fmt.Sprintf("hybrank %.0f q/s at ef %d, %s %.0f q/s at ef %d", o.qps, o.ef, name, p.qps, p.ef)))
 		}
 	}
@@ -357,10 +357,10 @@ func runFaiss(ctx context.Context, peer *peers.Runner, cfg Config, m int, vecs *
 		}
 		r := Row{
 			Impl: "faiss", Version: out.Version, Kind: kindHNSW, M: m, EfConstruction: cfg.EfConstruction, EfSearch: fr.Ef,
-			BuildS: measure.Round(out.BuildS, 2), RecallAtK: measure.Round(recall(got, truth), 4), QPS: measure.Round(fr.QPS, 1),
+			BuildS: measure.Round(out.BuildS, 2), RecallAtK: recall(got, truth), QPS: measure.Round(fr.QPS, 1),
 		}
 		if fr.QPS > 0 && ours[fr.Ef] > 0 {
-			r.HybrankSpeedup = measure.Round(ours[fr.Ef]/fr.QPS, 2)
+			r.HybrankSpeedup = ours[fr.Ef] / fr.QPS
 		}
 		rows = append(rows, r)
 	}
@@ -400,7 +400,7 @@ func searchAt(ctx context.Context, ix *dense.Index, ef int, queries [][]float32,
 	if err != nil {
 		return Row{}, err
 	}
-	return withLatency(Row{Kind: kindHNSW, EfSearch: ef, RecallAtK: measure.Round(recall(got, truth), 4)}, lat), nil
+	return withLatency(Row{Kind: kindHNSW, EfSearch: ef, RecallAtK: recall(got, truth)}, lat), nil
 }
 
 // insert adds data one item per call (as a streaming writer would) and

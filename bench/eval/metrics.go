@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -124,7 +126,10 @@ type Scores struct {
 // with pytrec_eval; a query present with an empty list scores 0.
 func Evaluate(qrels Qrels, run Run, opt Options) Scores {
 	var s Scores
-	for qid, ranked := range run {
+	// In query-id order, so that the sums (and the figures' last bits)
+	// are the same in every run.
+	for _, qid := range slices.Sorted(maps.Keys(run)) {
+		ranked := run[qid]
 		rel, ok := qrels[qid]
 		if !ok {
 			continue

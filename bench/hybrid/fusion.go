@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/bench/report"
 )
 
@@ -51,17 +50,25 @@ func FusionChoice(rows []Row, setups []Setup, tuneOn string) ([]report.Check, []
 	var notes []string
 	for _, ds := range datasets {
 		win, v := best(ds)
-		single, sv := "bm25", by[ds]["bm25"]
-		if d, ok := by[ds]["dense"]; ok && d > sv {
-			single, sv = "dense", d
+		single, sv, haveSingle := "", 0.0, false
+		for _, name := range []string{"bm25", "dense"} {
+			if x, ok := by[ds][name]; ok && (!haveSingle || x > sv) {
+				single, sv, haveSingle = name, x, true
+			}
+		}
+		if !haveSingle {
+			// The setups ran no single retriever here: nothing to beat.
+			notes = append(notes, fmt.Sprintf("%s: best fusion %s (nDCG@10 %.4f); no single retriever ran.", ds, win, v))
+			continue
 		}
 		notes = append(notes, fmt.Sprintf("%s: best fusion %s (nDCG@10 %.4f); better single retriever %s (%.4f).", ds, win, v, single, sv))
 		c, ok := by[ds][chosen]
 		if ds == tuneOn || !ok {
 			continue
 		}
+		// Compared unrounded: rounding first could lift a loss onto 0.
 		cs = append(cs, report.AtLeast(fmt.Sprintf("%s: %s (chosen on %s) nDCG@10 − %s", ds, chosen, tuneOn, single),
-			measure.Round(c-sv, 4), 0, fmt.Sprintf("%s %.4f, %s %.4f", chosen, c, single, sv)))
+			c-sv, 0, fmt.Sprintf("%s %.4f, %s %.4f", chosen, c, single, sv)))
 	}
 	return cs, notes
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,10 +146,10 @@ func TestFusionChoice(t *testing.T) {
 		t.Fatalf("checks %v notes %v", cs, notes)
 	}
 	// weighted-0.7 wins on cisi; on scifact it trails bm25, on cran it beats it.
-	if cs[0].Verdict != report.Fail || cs[0].Value != -0.01 || !strings.Contains(cs[0].Name, "scifact: weighted-0.7 (chosen on cisi) nDCG@10 − bm25") {
+	if cs[0].Verdict != report.Fail || math.Abs(cs[0].Value - -0.01) > 1e-12 || !strings.Contains(cs[0].Name, "scifact: weighted-0.7 (chosen on cisi) nDCG@10 − bm25") {
 		t.Errorf("scifact: %v", cs[0])
 	}
-	if cs[1].Verdict != report.Pass || cs[1].Value != 0.05 {
+	if cs[1].Verdict != report.Pass || math.Abs(cs[1].Value-0.05) > 1e-12 {
 		t.Errorf("cran: %v", cs[1])
 	}
 	if !strings.Contains(notes[1], "scifact: best fusion rrf") {
@@ -156,6 +157,17 @@ func TestFusionChoice(t *testing.T) {
 	}
 	if cs, notes := FusionChoice(rows, Matrix(nil), ""); cs != nil || notes != nil {
 		t.Fatalf("no tune dataset: %v %v", cs, notes)
+	}
+	// Setups without a single retriever (--setups 'rrf*') have nothing
+	// to beat: no check, where a missing bm25 row had counted as 0.
+	var fusedOnly []Row
+	for _, r := range rows {
+		if r.Config != "bm25" && r.Config != "dense" {
+			fusedOnly = append(fusedOnly, r)
+		}
+	}
+	if cs, notes := FusionChoice(fusedOnly, Matrix(nil), "cisi"); len(cs) != 0 || len(notes) != 3 || !strings.Contains(notes[1], "no single retriever") {
+		t.Fatalf("fusion setups only: checks %v notes %v", cs, notes)
 	}
 }
 

@@ -301,9 +301,11 @@ func scoreRun(r *Row, qrels eval.Qrels, run eval.Run, opt eval.Options) {
 	sc := eval.Evaluate(qrels, run, opt)
 	other := opt
 	other.DropIdenticalIDs = !other.DropIdenticalIDs
-	r.NDCG10, r.Recall100, r.MRR10 = measure.Round(sc.NDCG10, 5), measure.Round(sc.Recall100, 5), measure.Round(sc.MRR10, 5)
+	// Unrounded: the checks round once, to the decimals they compare at
+	// (rounding here first could split two figures that agree there).
+	r.NDCG10, r.Recall100, r.MRR10 = sc.NDCG10, sc.Recall100, sc.MRR10
 	osc := eval.Evaluate(qrels, run, other)
-	r.NDCG10OtherID, r.Recall100OtherID = measure.Round(osc.NDCG10, 5), measure.Round(osc.Recall100, 5)
+	r.NDCG10OtherID, r.Recall100OtherID = osc.NDCG10, osc.Recall100
 }
 
 // query is a query as the timing loop sees it.

@@ -229,3 +229,24 @@ func TestTopK(t *testing.T) {
 		t.Error("top-0 accepted")
 	}
 }
+
+// TestPeerCheckRoundsOnce: two figures equal at the check's 4 decimals
+// pass. The rows keep them unrounded; rounded to 5 decimals first,
+// 0.680249 became 0.68025 and then 0.6803 against 0.6802.
+func TestPeerCheckRoundsOnce(t *testing.T) {
+	qrels := eval.Qrels{"q": {"a": 1}}
+	var r Row
+	scoreRun(&r, qrels, eval.Run{"q": {"x", "y", "a"}}, eval.Options{})
+	if r.NDCG10 != 0.5 || r.MRR10 != 1.0/3 {
+		t.Fatalf("scoreRun: nDCG@10 %v, MRR@10 %v: want 0.5 and 1/3 unrounded", r.NDCG10, r.MRR10)
+	}
+	rows := []Row{
+		{Impl: implHybrank, Dataset: "scifact", Variant: "lucene", NDCG10: 0.680249},
+		{Impl: "bm25s", Dataset: "scifact", Variant: "lucene", NDCG10: 0.680241},
+	}
+	for _, c := range DefaultTargets().Check(rows) {
+		if !c.Passed() {
+			t.Errorf("%s", c)
+		}
+	}
+}

@@ -54,9 +54,14 @@ func (c Check) Passed() bool { return c.Verdict != Fail }
 
 // String is the report line: "PASS name: 0.91 >= 2 (detail)".
 func (c Check) String() string {
-	s := c.Verdict + " " + c.Name + ": " + num(c.Value)
+	v, t := num(c.Value), num(c.Target)
+	if c.Op != "" && v == t && c.Value != c.Target {
+		// Four digits would print a FAIL as "2.5 >= 2.5": show them all.
+		v, t = strconv.FormatFloat(c.Value, 'g', -1, 64), strconv.FormatFloat(c.Target, 'g', -1, 64)
+	}
+	s := c.Verdict + " " + c.Name + ": " + v
 	if c.Op != "" {
-		s += " " + c.Op + " " + num(c.Target)
+		s += " " + c.Op + " " + t
 	}
 	if c.Detail != "" {
 		s += " (" + c.Detail + ")"

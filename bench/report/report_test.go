@@ -82,3 +82,14 @@ func TestMachine(t *testing.T) {
 		t.Errorf("String() = %q", m.String())
 	}
 }
+
+// TestCheckStringShowsTheDifference: a value that four digits would print
+// as its target is printed in full.
+func TestCheckStringShowsTheDifference(t *testing.T) {
+	if got := AtLeast("x", 2.4996, 2.5, "").String(); got != "FAIL x: 2.4996 >= 2.5" {
+		t.Fatalf("got %q", got)
+	}
+	if got := AtLeast("y", 1.23456, 1, "").String(); got != "PASS y: 1.235 >= 1" {
+		t.Fatalf("got %q", got)
+	}
+}

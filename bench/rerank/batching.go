@@ -175,12 +175,12 @@ func (b BatchingCheck) Check(rows []throughput.Row) []report.Check {
 		medians := fmt.Sprintf("default (cost model) %.1f pairs/s, best cap %d tokens %.1f pairs/s (medians of the passes, same run)", g.def.PairsPerS, best.BatchTokens, best.PairsPerS)
 		ratios, chosen, ok := leaveOneOut(g.def, g.caps)
 		if !ok {
-			cs = append(cs, report.AtLeast(name, measure.Round(g.def.PairsPerS/best.PairsPerS, 3), b.MinRatio, medians))
+			cs = append(cs, report.AtLeast(name, g.def.PairsPerS/best.PairsPerS, b.MinRatio, medians))
 			continue
 		}
 		dm, bm, bc := meansRatio(g.def, g.caps)
 		cs = append(cs, report.AtLeast(name+", pass by pass against the cap chosen on the other passes",
-			measure.Round(measure.Median(ratios), 3), b.MinRatio,
+			measure.Median(ratios), b.MinRatio,
 			fmt.Sprintf("median of the passes' ratios %v (caps chosen %v); means over all passes: default %.1f, best cap %d tokens %.1f pairs/s, ratio %.3f; %s: ratio %.3f",
 				roundAll(ratios, 3), chosen, dm, bc, bm, dm/bm, medians, g.def.PairsPerS/best.PairsPerS)))
 	}

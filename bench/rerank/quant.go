@@ -90,7 +90,7 @@ func quantRow(ctx context.Context, cfg Config, p, dir string, text throughput.Te
 func compareQuant(p string, fp32, quant throughput.Row, text throughput.Text, ref, got []float32) QuantRow {
 	r := QuantRow{Profile: p, Type: quant.Quantize, Data: fp32.Data, FP32PairsPerS: fp32.PairsPerS, QuantPairsPerS: quant.PairsPerS, RealWeights: fp32.RealWeights}
 	if fp32.PairsPerS > 0 {
-		r.Speedup = measure.Round(quant.PairsPerS/fp32.PairsPerS, 2)
+		r.Speedup = quant.PairsPerS / fp32.PairsPerS
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	off := 0
@@ -104,7 +104,7 @@ func compareQuant(p string, fp32, quant throughput.Row, text throughput.Text, re
 		}
 		agree.Add(a, b)
 	}
-	r.SpearmanMean, r.SpearmanWorst = measure.Round(agree.Mean(), 4), measure.Round(agree.Worst(), 4)
+	r.SpearmanMean, r.SpearmanWorst = agree.Mean(), agree.Worst()
 	r.MaxAbsDiff = measure.Round(r.MaxAbsDiff, 5)
 	if hi >= lo {
 		r.ScoreRange = measure.Round(hi-lo, 5)

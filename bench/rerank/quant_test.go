@@ -1,6 +1,7 @@
 package rerank
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/bench/throughput"
@@ -27,5 +28,17 @@ func TestCompareQuant(t *testing.T) {
 	cs := DefaultQuantCheck().Check([]QuantRow{r})
 	if len(cs) != 2 || cs[0].Verdict != "PASS" || cs[1].Verdict != "FAIL" {
 		t.Errorf("checks: %+v", cs)
+	}
+}
+
+// TestQuantCheckUnrounded: the speed and ranking bars are applied to the
+// figures as measured: 249.6 against 100 pairs/s misses 2.5× (rounded to
+// two decimals first it had passed).
+func TestQuantCheckUnrounded(t *testing.T) {
+	text := throughput.Text{Queries: []string{"a"}, PerQuery: [][]string{{"1", "2"}}}
+	r := compareQuant("balanced", throughput.Row{PairsPerS: 100, Data: "d"}, throughput.Row{PairsPerS: 249.6, Quantize: "int8"}, text, []float32{1, 2}, []float32{1, 2})
+	cs := DefaultQuantCheck().Check([]QuantRow{r})
+	if cs[0].Passed() || !strings.Contains(cs[0].String(), "2.496 >= 2.5") {
+		t.Fatalf("249.6 vs 100 pairs/s against 2.5×: %s", cs[0])
 	}
 }

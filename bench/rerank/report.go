@@ -83,8 +83,10 @@ func Report(cfg Config, res Result, command string) report.Report {
 }
 
 // ReadResult reads the JSON lines printed by `bench rerank --json`:
-// hybrank's rows and the peer's (told apart by impl), with the checks
-// recomputed by t, for re-rendering a report without re-running it.
+// hybrank's rows and the peer's (told apart by impl), with t's checks (the
+// peer's and the efficiency's) recomputed, for re-rendering a report
+// without re-running it. The batching and int8 checks are not: they need
+// the run's batching settings and the scores, which the lines do not hold.
 func ReadResult(path string, t Targets) (Result, error) {
 	var res Result
 	b, err := os.ReadFile(path)
@@ -119,6 +121,6 @@ func ReadResult(path string, t Targets) (Result, error) {
 		}
 		res.Peers = append(res.Peers, p)
 	}
-	res.Checks = t.Check(res.Peers)
+	res.Checks = t.checkAll(res.Rows, res.Peers)
 	return res, nil
 }

@@ -118,6 +118,12 @@ func DefaultTargets() Targets {
 	return Targets{MaxScoreDiff: 1e-3, MinPeerSpeedup: 1.5, MinEfficiency: 0.7, EfficiencyProfile: models.ProfileBalanced}
 }
 
+// checkAll is every check Targets makes: against the peer and on the
+// efficiency of the rows.
+func (t Targets) checkAll(rows []throughput.Row, peers []PeerRow) []report.Check {
+	return append(t.Check(peers), t.CheckEfficiency(rows)...)
+}
+
 // CheckEfficiency turns the real-pair rows of t.EfficiencyProfile (default
 // batching) into PASS/FAIL lines on their efficiency.
 func (t Targets) CheckEfficiency(rows []throughput.Row) []report.Check {
@@ -324,7 +330,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, err
 		}
 	}
-	res.Checks = append(cfg.Targets.Check(res.Peers), cfg.Targets.CheckEfficiency(res.Rows)...)
+	res.Checks = cfg.Targets.checkAll(res.Rows, res.Peers)
 	if cfg.Batching.Enabled {
 		res.Checks = append(res.Checks, cfg.Batching.Check(res.Rows)...)
 	}
@@ -509,7 +515,7 @@ func runPeer(ctx context.Context, peer *peers.Runner, cfg Config, ours throughpu
 			r.GFLOPs = measure.Round(float64(len(pairs))*bertgen.FLOPs(shape, int(seqLen+0.5))/o.Seconds/1e9, 2)
 		}
 		if o.PairsPerS > 0 {
-			r.HybrankSpeedup = measure.Round(ours.PairsPerS/o.PairsPerS, 2)
+			r.HybrankSpeedup = ours.PairsPerS / o.PairsPerS
 		}
 		rows = append(rows, r)
 	}

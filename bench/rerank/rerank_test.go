@@ -152,7 +152,7 @@ func TestRealPairs(t *testing.T) {
 	}
 	p := res.Peers[1]
 	if p.BatchPairs != 32 || p.Profile != "fast" || p.Pairs != 10 || p.PairsPerS != 5 || p.SeqLen != 40 || p.Threads != 1 || p.Data != real.Data ||
-		p.HybrankSpeedup != math.Round(real.PairsPerS/5*100)/100 || p.MaxAbsDiff <= 0 || p.ScoreRange <= 0 {
+		p.HybrankSpeedup != real.PairsPerS/5 || p.MaxAbsDiff <= 0 || p.ScoreRange <= 0 {
 		t.Errorf("peer row %+v (hybrank %v pairs/s)", p, real.PairsPerS)
 	}
 	// The stand-in scores 0: the difference is hybrank's largest |score|,
@@ -242,7 +242,7 @@ func TestBatchingCheck(t *testing.T) {
 		pass("tokens", 8192, 108, 92, 108),
 	}
 	cs = rerank.DefaultBatchingCheck().Check(lucky)
-	if len(cs) != 1 || cs[0].Verdict != report.Pass || math.Abs(cs[0].Value-1.087) > 1e-9 {
+	if len(cs) != 1 || cs[0].Verdict != report.Pass || math.Abs(cs[0].Value-100.0/92) > 1e-9 {
 		t.Fatalf("lucky caps: checks %v", cs)
 	}
 	if !strings.Contains(cs[0].Detail, "[2048 8192 512]") || !strings.Contains(cs[0].Detail, "ratio 0.926") || !strings.Contains(cs[0].Detail, "ratio 0.974") {
