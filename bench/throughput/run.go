@@ -63,8 +63,9 @@ type Row struct {
 	P50Ms      float64 `json:"p50_ms" table:""`
 	P99Ms      float64 `json:"p99_ms" table:""`
 	GFLOPs     float64 `json:"gflops" table:""`
-	// GFLOPsBest is the fastest call's rate (MeasureTextRounds: the
-	// fastest pass's): less sensitive to other load.
+	// GFLOPsBest is the fastest call's rate, each call's by its own work
+	// (MeasureTextRounds: the fastest pass's): less sensitive to other
+	// load.
 	GFLOPsBest float64 `json:"gflops_best" table:""`
 	// PeakGFLOPs and Efficiency (GFLOPs / PeakGFLOPs) are 0 (absent) where
 	// the peak was not measured.
@@ -193,8 +194,9 @@ func measureOne(ctx context.Context, r *modeldir.Resolver, s Spec, kind models.K
 }
 
 // MeasureText measures the model of kind in dir on t as s says: load,
-// one warm-up call, calls until s.MinCalls and s.MinTime are reached
-// (call i scores Queries[i % len] against its documents), then the peak
+// one warm-up call, calls until s.MinCalls and s.MinTime are reached and
+// the last pass over the queries is whole (call i scores Queries[i % len]
+// against its documents, so every query counts equally), then the peak
 // GFLOP/s when s.PeakN is set. It returns the row and, for a
 // cross-encoder, the scores of the first len(t.Queries) timed calls (one
 // slice per query; nil for a query no timed call reached).
@@ -219,21 +221,26 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 	}
 	var lat []time.Duration
 	var usage models.Usage
+	var best float64 // the fastest call's FLOP/s, by its own work
 	scores := make([][]float32, len(t.Queries))
+	pass := max(1, len(t.Queries))
 	start := time.Now()
-	for i := 0; i < s.MinCalls || time.Since(start) < s.MinTime; i++ {
+	for i := 0; i < s.MinCalls || time.Since(start) < s.MinTime || i%pass != 0; i++ {
 		t0 := time.Now()
 		sc, u, err := m.call(ctx, i)
 		if err != nil {
 			return Row{}, nil, err
 		}
-		lat = append(lat, time.Since(t0))
+		dt := time.Since(t0)
+		lat = append(lat, dt)
 		usage.Add(u)
+		best = max(best, workFLOPs(md, kind, u)/dt.Seconds())
 		if i < len(scores) {
 			scores[i] = sc
 		}
 	}
 	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
+	row.GFLOPsBest = measure.Round(best/1e9, 2)
 	if rss {
 		row.PeakRSSMB = measure.Round(float64(measure.PeakRSS())/(1<<20), 1)
 	}
@@ -333,18 +340,27 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 		median := x.passes[(len(x.passes)-1)/2]
 		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), median.usage, x.lat, median.took)
 		rows[i].Calls = len(t.Queries) // of the median pass
-		// The fastest pass's rate (newRow's assumes calls of equal work).
+		// The fastest pass's rate (passes do equal work).
 		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.took.Seconds()/x.passes[0].took.Seconds(), 2)
 		rows[i].PassPairsPerS = perPass
 	}
 	return rows, nil
 }
 
-// newRow turns the calls' usage and latencies into a row.
+// workFLOPs is the work of the pairs (or texts) u counts: FLOPs of their
+// real, unpadded tokens at their mean length, what the model must compute.
+func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage) float64 {
+	if u.Pairs == 0 {
+		return 0
+	}
+	return float64(u.Pairs) * bertgen.FLOPs(modeldir.Shape(md, kind), int(float64(u.Tokens)/float64(u.Pairs)+0.5))
+}
+
+// newRow turns the calls' usage and latencies into a row; the caller sets
+// GFLOPsBest (calls differ in work on real text).
 func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
 	seqLen := float64(usage.Tokens) / float64(usage.Pairs)
-	// FLOPs of the real (unpadded) tokens: what the model must compute.
-	flops := float64(usage.Pairs) * bertgen.FLOPs(modeldir.Shape(md, kind), int(seqLen+0.5))
+	flops := workFLOPs(md, kind, usage)
 	ls := measure.LatencyStats(lat)
 	sec := elapsed.Seconds()
 	row := Row{
@@ -355,7 +371,6 @@ func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, prov
 		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
 		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),
 		GFLOPs:      measure.Round(flops/sec/1e9, 2),
-		GFLOPsBest:  measure.Round(flops/float64(len(lat))/slices.Min(lat).Seconds()/1e9, 2),
 		RealWeights: modeldir.RealWeights(md.Dir), Data: "synthetic",
 	}
 	if s.Data != "" {

@@ -210,3 +210,34 @@ func TestMeasureTextRounds(t *testing.T) {
 		t.Fatalf("0 rounds: %v", err)
 	}
 }
+
+// TestMeasureTextWholePasses: timed calls end with a whole pass over the
+// queries, so every query counts equally (the peer rerank is compared with
+// scores every pair once per round), and the best rate is a call's own:
+// at least the overall rate.
+func TestMeasureTextWholePasses(t *testing.T) {
+	testenv.NeedORT(t)
+	cfg := DefaultConfig(models.KindCrossEncoder)
+	cfg.Profile = models.ProfileFast
+	cfg.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
+	r := modeldir.NewResolver(cfg.Models)
+	defer r.Close()
+	dir, err := r.Dir(cfg.Profile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Spec
+	s.Threads, s.MinTime, s.MinCalls, s.PeakN = 1, 0, 3, 0
+	text := Text{Queries: []string{"short query", "another query"},
+		PerQuery: [][]string{{"one tiny doc"}, {"a much longer document with many more words in it than the first one has", "and a second document for this query"}}}
+	row, _, err := MeasureText(context.Background(), dir, s, models.KindCrossEncoder, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Calls != 4 {
+		t.Errorf("%d timed calls over 2 queries with at least 3 asked: want 4, two whole passes", row.Calls)
+	}
+	if row.GFLOPsBest < row.GFLOPs-0.01 {
+		t.Errorf("gflops_best %v below the overall %v: the fastest call's own rate cannot be", row.GFLOPsBest, row.GFLOPs)
+	}
+}
