@@ -151,7 +151,8 @@ func (be *BiEncoder) EmbedSpans(ctx context.Context, in models.Input, texts []st
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
-	vecs, usage, err := be.embedOn(ctx, m, prefix, plan.Texts(), true)
+	// Windows are bounded in tokens already: MaxChars does not cut them.
+	vecs, usage, err := be.embedOn(ctx, m, prefix, plan.Texts(), math.MaxInt, true)
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
@@ -174,18 +175,18 @@ func (be *BiEncoder) embed(ctx context.Context, in models.Input, texts []string,
 		return nil, models.Usage{}, err
 	}
 	defer be.c.release()
-	return be.embedOn(ctx, m, m.embedding.Prefix(in), texts, normalize)
+	return be.embedOn(ctx, m, m.embedding.Prefix(in), texts, cfg.MaxChars, normalize)
 }
 
 // embedOn embeds prefix + text for every text on the loaded model m
-// (acquired by the caller).
-func (be *BiEncoder) embedOn(ctx context.Context, m *loaded, prefix string, texts []string, normalize bool) ([][]float32, models.Usage, error) {
+// (acquired by the caller), texts cut to maxChars characters first.
+func (be *BiEncoder) embedOn(ctx context.Context, m *loaded, prefix string, texts []string, maxChars int, normalize bool) ([][]float32, models.Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, models.Usage{}, err
 	}
 	cfg := be.c.cfg
 	seqs, lens, err := tokenize(ctx, len(texts), func(i int) (seq, error) {
-		return m.enc.single(prefix+cleanText(texts[i], cfg.MaxChars), m.maxLen)
+		return m.enc.single(prefix+cleanText(texts[i], maxChars), m.maxLen)
 	})
 	if err != nil {
 		return nil, models.Usage{}, err

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/wordpiece"
 )
 
 // longDoc is n space-separated words of 1 to 12 letters.
@@ -171,5 +173,67 @@ func TestEmbedSpansMatchesWindowsAlone(t *testing.T) {
 	}
 	if _, _, err := be.EmbedSpans(context.Background(), models.InputDocument, docs, models.Chunking{}); !errors.Is(err, models.ErrInvalidConfig) {
 		t.Fatalf("chunking off: %v", err)
+	}
+}
+
+// TestScoreSpansWindowNotCutByMaxChars: Config.MaxChars does not cut
+// chunk windows (they are bounded in tokens). A 25,000-character word is
+// one [UNK] token; its window had been cut at MaxChars, and the words
+// after it never scored.
+func TestScoreSpansWindowNotCutByMaxChars(t *testing.T) {
+	tok, err := wordpiece.LoadVocab(testenv.NeedVocabTxt(t), wordpiece.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testCfg() // MaxLength 64, default MaxChars 20000
+	cfg.Batching = models.BatchingTokens
+	cfg.MaxBatchTokens = 1 << 16
+	r := &fakeRunner{}
+	ce := newCE(t, cfg, func(cfg models.Config, kind models.Kind) (*loaded, error) {
+		md := models.ModelDir{Config: models.HFConfig{HiddenSize: 8, MaxPositionEmbeddings: 512}}
+		return &loaded{dir: md, enc: wpEncoder{tok}, run: r, maxLen: 64, output: "fake"}, nil
+	})
+	// A base64-like blob is one [UNK] token (words over 100 chars), then
+	// 20 ordinary words: 21 tokens, one window.
+	doc := strings.Repeat("x", 25000) + " " + strings.Repeat("relevant ", 20)
+	got, usage, err := ce.ScoreSpans(context.Background(), "query", []string{doc}, models.Chunking{Stride: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := got[0].Windows[0]
+	windowTokens := tok.CountTokens(doc[w.Start:w.End])
+	want := 3 + 1 + windowTokens // [CLS] query [SEP] window [SEP]
+	if usage.Tokens != want {
+		t.Fatalf("window scored with %d tokens, want %d: the window text was cut by MaxChars", usage.Tokens, want)
+	}
+}
+
+// TestEmbedSpansWindowNotCutByMaxChars: the same for embedding windows.
+func TestEmbedSpansWindowNotCutByMaxChars(t *testing.T) {
+	tok, err := wordpiece.LoadVocab(testenv.NeedVocabTxt(t), wordpiece.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := models.DefaultEmbedderConfig()
+	cfg.Dir, cfg.MaxLength, cfg.Batching, cfg.MaxBatchTokens = "unused", 64, models.BatchingTokens, 1<<16
+	r := &fakeRunner{dim: 4}
+	c, err := newCore(cfg, models.KindEmbedder, func(cfg models.Config, kind models.Kind) (*loaded, error) {
+		md := models.ModelDir{Config: models.HFConfig{HiddenSize: 4, MaxPositionEmbeddings: 512}}
+		return &loaded{dir: md, enc: wpEncoder{tok}, run: r, maxLen: 64, output: "fake", embedding: md.Embedding(cfg)}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := &BiEncoder{c: c}
+	defer be.Close()
+	doc := strings.Repeat("x", 25000) + " " + strings.Repeat("relevant ", 20)
+	got, usage, err := be.EmbedSpans(context.Background(), models.InputRaw, []string{doc}, models.Chunking{Stride: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := got[0].Windows[0]
+	want := 2 + tok.CountTokens(doc[w.Start:w.End])
+	if usage.Tokens != want {
+		t.Fatalf("window %v embedded with %d tokens, want %d", w, usage.Tokens, want)
 	}
 }

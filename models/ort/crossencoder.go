@@ -3,6 +3,7 @@ package ort
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -186,7 +187,8 @@ func (ce *CrossEncoder) ScoreSpans(ctx context.Context, query string, docs []str
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
-	scores, usage, err := ce.scoreOn(ctx, m, plan.Pairs(query))
+	// Windows are bounded in tokens already: MaxChars does not cut them.
+	scores, usage, err := ce.scoreOn(ctx, m, plan.Pairs(query), math.MaxInt)
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
@@ -214,11 +216,12 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]
 		return nil, models.Usage{}, err
 	}
 	defer ce.c.release()
-	return ce.scoreOn(ctx, m, pairs)
+	return ce.scoreOn(ctx, m, pairs, ce.c.cfg.MaxChars)
 }
 
-// scoreOn scores pairs on the loaded model m (acquired by the caller).
-func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.Pair) ([]float32, models.Usage, error) {
+// scoreOn scores pairs on the loaded model m (acquired by the caller),
+// documents cut to docChars characters first (queries to MaxChars).
+func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.Pair, docChars int) ([]float32, models.Usage, error) {
 	if len(pairs) == 0 {
 		return []float32{}, models.Usage{}, nil
 	}
@@ -237,7 +240,7 @@ func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.P
 		if q != lastQ || i == 0 {
 			lastQ, lastClean = q, m.enc.cutQuery(cleanText(q, cfg.MaxChars), qMax)
 		}
-		return m.enc.pair(lastClean, cleanText(pairs[i].Doc, cfg.MaxChars), m.maxLen)
+		return m.enc.pair(lastClean, cleanText(pairs[i].Doc, docChars), m.maxLen)
 	})
 	if err != nil {
 		return nil, models.Usage{}, err
