@@ -553,7 +553,10 @@ func (m *CostModel) reach(batch int) int {
 // by discount (< 1: the larger batch is assumed that much cheaper per
 // sequence), and never below its own prediction at the longest length
 // Predict covers for it, if any (its row's reach, extendSlack past the
-// longest measured; or its neighbours'). A planner that takes such a batch and reports its
+// longest measured; or its neighbours'), nor below what a size between k
+// and batch gave at its own reach (so the estimate never falls as seqLen
+// grows past a row's reach and k drops to a size cheaper per sequence).
+// A planner that takes such a batch and reports its
 // real time through Observe learns the size's cost; the next proposal is
 // scaled from that measured cost, so doubling stops once a measured size
 // is costlier per sequence than the alternatives by more than the
@@ -576,6 +579,18 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 		return 0, false
 	}
 	est := ms * float64(batch) / float64(k) * discount
+	// A larger row that covered shorter lengths gave the estimate there;
+	// past its reach it still bounds it from below, frozen at its reach,
+	// so that the estimate does not fall as seqLen grows past it (k
+	// dropping to a size cheaper per sequence).
+	for _, r := range m.rows {
+		if r.batch > k && r.batch < batch {
+			lim := int(extendSlack * float64(r.maxLen))
+			if v, ok := r.at(lim); ok && lim < seqLen {
+				est = max(est, v*float64(batch)/float64(r.batch)*discount)
+			}
+		}
+	}
 	if lim := m.reach(batch); lim > 0 && lim < seqLen {
 		// Predicted at shorter lengths only: the time cannot be less than
 		// at the longest of them (it does not fall with the length, which

@@ -268,6 +268,45 @@ func TestPlanCostMonotoneAcrossReach(t *testing.T) {
 	}
 }
 
+// TestPlanCostMonotoneRandomTables: the same property on random tables:
+// sizes measured to different lengths and dearer or cheaper per sequence
+// at random, then random observations of unmeasured sizes.
+func TestPlanCostMonotoneRandomTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lens := []int{16, 32, 64, 128, 256, 384, 512}
+	for trial := range 100 {
+		perSeq := map[int]float64{}
+		reach := map[int]int{}
+		tab := models.CostTableFrom([]int{1, 2, 4, 8, 12}, lens, func(b, l int) float64 {
+			if _, ok := perSeq[b]; !ok {
+				perSeq[b], reach[b] = 0.005+0.01*rng.Float64(), lens[2+rng.IntN(len(lens)-2)]
+			}
+			if b > 1 && l > reach[b] {
+				return 0 // not measured
+			}
+			return 0.5 + perSeq[b]*float64(b*l)
+		})
+		p := plannerFor(t, tab, 1<<20, 0, models.HFConfig{HiddenSize: 8})
+		for range 3 {
+			b, l := 13+rng.IntN(12), 16+rng.IntN(300)
+			p.observe(b, l, time.Duration((0.5+0.01*float64(b*l))*float64(time.Millisecond)))
+		}
+		for b := 1; b <= 32; b++ {
+			prev := 0.0
+			for l := 1; l <= 512; l += 3 {
+				c, ok := p.cost(b, l)
+				if !ok {
+					continue
+				}
+				if c < prev-1e-9 {
+					t.Fatalf("trial %d: cost(%d, %d) = %v < %v at a shorter length", trial, b, l, c, prev)
+				}
+				prev = c
+			}
+		}
+	}
+}
+
 // fakeClock is a clock that only timedRunner advances.
 type fakeClock struct {
 	mu sync.Mutex
@@ -1036,5 +1075,63 @@ func BenchmarkEstimateScore(b *testing.B) {
 		if _, ok := ce.EstimateScore(lens); !ok {
 			b.Fatal("no estimate")
 		}
+	}
+}
+
+// TestCostNotFallingWithLength: the planner's cost of a batch does not
+// fall as the length grows (planCost's optimality relies on it), also
+// where a larger size's row stops covering the length and a smaller,
+// cheaper one takes over the optimistic estimate.
+func TestCostNotFallingWithLength(t *testing.T) {
+	batches := []int{1, 8, 12}
+	lens := []int{64, 128, 320}
+	tab := models.CostTableFrom(batches, lens, func(b, l int) float64 {
+		if b == 12 && l > 128 {
+			return 0 // not measured
+		}
+		if b == 12 {
+			return 1 + 0.013*float64(b*l) // 12 is dearer per sequence than 8
+		}
+		return 1 + 0.01*float64(b*l)
+	})
+	p := plannerFor(t, tab, 1<<20, 0, models.HFConfig{HiddenSize: 8})
+	a, okA := p.cost(16, 160)
+	b, okB := p.cost(16, 161)
+	if okA && okB && b < a {
+		t.Fatalf("cost falls with the length: %v at 160, %v at 161", a, b)
+	}
+}
+
+// TestPlanCostOptimalAcrossReach: on the same table, no plan of 16 × 160
+// and 16 × 161 tokens beats the planner's.
+func TestPlanCostOptimalAcrossReach(t *testing.T) {
+	batches := []int{1, 8, 12}
+	lens := []int{64, 128, 320}
+	tab := models.CostTableFrom(batches, lens, func(b, l int) float64 {
+		if b == 12 && l > 128 {
+			return 0
+		}
+		if b == 12 {
+			return 1 + 0.013*float64(b*l)
+		}
+		return 1 + 0.01*float64(b*l)
+	})
+	p := plannerFor(t, tab, 1<<20, 0, models.HFConfig{HiddenSize: 8})
+	var ls []int
+	for i := 0; i < 16; i++ {
+		ls = append(ls, 160)
+	}
+	for i := 0; i < 16; i++ {
+		ls = append(ls, 161)
+	}
+	plan := p.plan(ls)
+	got := planTotal(p, ls, plan)
+	var a, b []int
+	for i := 0; i < 8; i++ {
+		a, b = append(a, i, 16+i), append(b, 8+i, 24+i)
+	}
+	alt := planTotal(p, ls, [][]int{a, b})
+	if alt < got-1e-9 {
+		t.Fatalf("planCost's plan (%.2f) is not optimal: %.2f exists", got, alt)
 	}
 }
