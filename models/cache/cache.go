@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/hybrank/hybrank/models"
 )
@@ -68,6 +70,18 @@ func (r *Reranker) Score(ctx context.Context, query string, docs []string) ([]fl
 		r.c.put(keys[i], s[j])
 	}
 	return out, nil
+}
+
+// EstimateScore is the wrapped reranker's (models.CostEstimator), so that
+// a budgeted rerank stage sizes its batches by the model's own cost model
+// behind the cache too; ok is false when the wrapped reranker has none.
+// It prices every pair as a model call: pairs the cache holds cost less,
+// so a batch is sized on the safe side.
+func (r *Reranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
+	if ce, ok := r.inner.(models.CostEstimator); ok {
+		return ce.EstimateScore(pairTokens)
+	}
+	return 0, false
 }
 
 // ScorePairs is Score for independent pairs (the server's batched path);
@@ -227,7 +241,10 @@ func (e *Embedder) cached(ctx context.Context, ns string, in models.Input, texts
 	}
 	for j, i := range miss {
 		out[i] = v[j]
-		e.c.put(keys[i], v[j])
+		// A copy of its own: the vectors of one call may share a backing
+		// array (models/ort's do), which evicting one of them would not
+		// free while the others stay, so the cache's bytes would lie.
+		e.c.put(keys[i], slices.Clone(v[j]))
 	}
 	return out, u, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hybrank/hybrank/models"
 )
@@ -230,5 +231,61 @@ func TestSpansPassThrough(t *testing.T) {
 	plainE, _ := NewEmbedder(&fakeEmbedder{}, 1<<20)
 	if _, _, err := plainE.EmbedSpans(ctx, models.InputDocument, []string{"d"}, ch); !errors.Is(err, models.ErrNoChunking) {
 		t.Fatalf("embedder without EmbedSpans: %v", err)
+	}
+}
+
+// TestKeysHoldAnyBytes: a NUL byte moving between query and document
+// makes another pair, with its own entry (a separator byte had joined
+// ("q\x00d1", "d2") and ("q", "d1\x00d2") under one key).
+func TestKeysHoldAnyBytes(t *testing.T) {
+	ctx := context.Background()
+	inner := &countingReranker{}
+	r, err := NewReranker(inner, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Score(ctx, "q\x00d1", []string{"d2"})
+	got, _ := r.Score(ctx, "q", []string{"d1\x00d2"})
+	want, _ := inner.Score(ctx, "q", []string{"d1\x00d2"})
+	if got[0] != want[0] {
+		t.Fatalf("(q, d1\\x00d2) scored %v from another pair's entry; want %v", got[0], want[0])
+	}
+	if hashKey("ab", "c") == hashKey("a", "bc") || hashKey("a", "") == hashKey("", "a") {
+		t.Fatal("keys of different parts collide")
+	}
+}
+
+// estimatingReranker is a reranker with a cost model of its own.
+type estimatingReranker struct{ countingReranker }
+
+func (*estimatingReranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
+	return time.Duration(len(pairTokens)) * time.Millisecond, true
+}
+
+// TestRerankerForwardsEstimates: behind the cache a reranker's cost model
+// still sizes budgeted batches; without one there is nothing to predict.
+func TestRerankerForwardsEstimates(t *testing.T) {
+	r, _ := NewReranker(&estimatingReranker{}, 1<<20)
+	if d, ok := r.EstimateScore([]int{10, 20, 30}); !ok || d != 3*time.Millisecond {
+		t.Fatalf("EstimateScore = %v, %v; want the wrapped model's 3ms", d, ok)
+	}
+	r, _ = NewReranker(&countingReranker{}, 1<<20)
+	if _, ok := r.EstimateScore([]int{10}); ok {
+		t.Fatal("an estimate from a reranker without a cost model")
+	}
+	var _ models.CostEstimator = r
+}
+
+// TestEmbedderStoresOwnCopies: a stored vector does not share memory with
+// the call's other vectors (the cache's byte count holds) nor with what
+// the caller got.
+func TestEmbedderStoresOwnCopies(t *testing.T) {
+	ctx := context.Background()
+	e, _ := NewEmbedder(&fakeEmbedder{}, 1<<20)
+	first, _ := e.Embed(ctx, models.InputQuery, []string{"cats", "dogs"})
+	first[0][0] = -1 // the caller's copy only
+	again, _ := e.Embed(ctx, models.InputQuery, []string{"cats"})
+	if again[0][0] != 4 {
+		t.Fatalf("cached vector %v changed with the caller's", again[0])
 	}
 }

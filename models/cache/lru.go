@@ -3,18 +3,22 @@ package cache
 import (
 	"container/list"
 	"crypto/sha256"
+	"encoding/binary"
 	"sync"
 )
 
 // key is a 128-bit hash of what a value depends on.
 type key [16]byte
 
-// hashKey hashes parts, each followed by a 0 byte, into a key.
+// hashKey hashes parts, each preceded by its length, into a key: parts
+// may hold any bytes (a separator byte would let ("q\x00a", "b") and ("q",
+// "a\x00b") share a key).
 func hashKey(parts ...string) key {
 	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
 	for _, p := range parts {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(p)))])
 		h.Write([]byte(p))
-		h.Write([]byte{0})
 	}
 	var k key
 	copy(k[:], h.Sum(nil))
