@@ -155,6 +155,12 @@ func (c Chunking) String() string {
 // same prefix for every document of a ranking (package models/ort).
 func MaxQueryTokens(maxLen int) int { return (maxLen - 3) / 2 }
 
+// MaxQueryTokens and PairWindow count BERT's three special tokens of a
+// pair ([CLS] q [SEP] d [SEP]). A RoBERTa-style tokenizer (loaded through
+// Hugging Face's library, build tag hftokenizers) adds four (<s> q </s></s>
+// d </s>), so its full windows lose their last token to the pair's
+// truncation.
+//
 // PairWindow is how many document tokens a cross-encoder of window maxLen
 // holds beside a query of queryTokens word pieces ([CLS] q [SEP] d [SEP],
 // the query cut to MaxQueryTokens): the window size of chunked reranking.
