@@ -574,3 +574,43 @@ func TestOpenVersion1(t *testing.T) {
 		t.Fatalf("torn version-1 manifest: %v", err)
 	}
 }
+
+// TestSearchHugeK: any positive k is valid; one far beyond the index
+// returns what there is (it had sized a heap of k entries and panicked).
+func TestSearchHugeK(t *testing.T) {
+	ix, err := dense.New(dense.DefaultConfig(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Add(dense.Item{ID: "a", Vector: []float32{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, search := range []func(context.Context, []float32, int, *dense.Filter) ([]dense.Hit, error){ix.Search, ix.SearchExact} {
+		hits, err := search(context.Background(), []float32{1, 0}, math.MaxInt, nil)
+		if err != nil || len(hits) != 1 {
+			t.Fatalf("k = MaxInt: %v %v", hits, err)
+		}
+	}
+}
+
+// TestExtremeMagnitudes: vectors whose float32 sum of squares overflows or
+// underflows are stored normalised like any other, so scores stay cosines
+// (they had been stored as given: scores of 1e20 and 1e-25).
+func TestExtremeMagnitudes(t *testing.T) {
+	ix, err := dense.New(dense.DefaultConfig(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Add(dense.Item{ID: "big", Vector: []float32{1e20, 1e18}}, dense.Item{ID: "tiny", Vector: []float32{1e-25, 0}},
+		dense.Item{ID: "unit", Vector: []float32{0.8, 0.6}}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := ix.SearchExact(context.Background(), []float32{1e-30, 0}, 3, nil)
+	if err != nil || len(hits) != 3 || hits[0].ID != "tiny" || hits[1].ID != "big" || hits[2].ID != "unit" ||
+		math.Abs(float64(hits[0].Score)-1) > 1e-6 || math.Abs(float64(hits[2].Score)-0.8) > 1e-6 {
+		t.Fatalf("scores are not cosines: %+v %v", hits, err)
+	}
+	if err := dense.CheckVector([]float32{0, 0}, 2); !errors.Is(err, dense.ErrVector) {
+		t.Fatalf("CheckVector of a zero vector: %v", err)
+	}
+}

@@ -117,10 +117,16 @@ func (ix *Index) Tombstones() int { return ix.cur.Load().Tombstones() }
 // item.
 func (v *View) Tombstones() int { return v.g.size - v.Len() }
 
-// checkVector validates v's length and finiteness.
-func checkVector(cfg *Config, v []float32) error {
-	if len(v) != cfg.Dim {
-		return fmt.Errorf("%w: got %d, want %d", ErrDim, len(v), cfg.Dim)
+// checkVector validates v against cfg (CheckVector).
+func checkVector(cfg *Config, v []float32) error { return CheckVector(v, cfg.Dim) }
+
+// CheckVector reports why v cannot be stored in, or searched with, an index
+// of dimension dim: a length other than dim (ErrDim), or a zero, NaN or
+// infinite vector, which has no direction (ErrVector). Callers that log a
+// vector before adding it (package engine) check it first.
+func CheckVector(v []float32, dim int) error {
+	if len(v) != dim {
+		return fmt.Errorf("%w: got %d, want %d", ErrDim, len(v), dim)
 	}
 	var ss float64
 	for _, x := range v {
@@ -618,7 +624,9 @@ func (t *topK) push(s scored) {
 
 // exact scans the candidates (nil: all live nums).
 func (v *View) exact(ctx context.Context, qn []float32, k int, cand *roaring.Bitmap) ([]Hit, error) {
-	t := &topK{k: k, h: make([]scored, 0, k), recs: v.recs}
+	// k may exceed the index by far (any positive k is valid): size the
+	// heap by what can be found.
+	t := &topK{k: k, h: make([]scored, 0, min(k, v.Len())), recs: v.recs}
 	d := v.cfg.Dim
 	if cand == nil {
 		// Whole slabs through DotBatch, skipping tombstones.

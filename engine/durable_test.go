@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/engine/enginetest"
+	"github.com/hybrank/hybrank/models"
 )
 
 func openCfg(t *testing.T, dir string, cfg engine.Config, opts ...engine.Option) *engine.Engine {
@@ -235,4 +236,45 @@ func TestReplayWipeRecords(t *testing.T) {
 		t.Fatalf("after snapshot: recovery %+v", r)
 	}
 	check(e2)
+}
+
+// zeroEmbedder returns the zero vector for the text "zero" and
+// HashEmbedder's vectors otherwise.
+type zeroEmbedder struct{ *enginetest.HashEmbedder }
+
+func (z zeroEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
+	out, err := z.HashEmbedder.Embed(ctx, in, texts)
+	for i, t := range texts {
+		if t == "zero" {
+			out[i] = make([]float32, z.D)
+		}
+	}
+	return out, err
+}
+
+// TestZeroVectorRefusedBeforeLogging: a vector the dense index would
+// refuse (all zero) fails its commit with ErrEmbed before anything is
+// logged; later commits and a reopen work. It had been logged, refused by
+// the dense index (the engine then refused every commit) and refused again
+// at every replay, so the directory could not be opened.
+func TestZeroVectorRefusedBeforeLogging(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	emb := zeroEmbedder{enginetest.NewHashEmbedder(8)}
+	e := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	commit(t, e, engine.Document{ID: "ok", Tenant: "t", Text: "hello world"})
+	b := e.NewBatch()
+	b.Add(engine.Document{ID: "z", Tenant: "t", Text: "zero"})
+	if err := e.Commit(context.Background(), b); !errors.Is(err, engine.ErrEmbed) {
+		t.Fatalf("commit of a zero vector: %v, want ErrEmbed", err)
+	}
+	commit(t, e, engine.Document{ID: "after", Tenant: "t", Text: "later doc"})
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	for id, want := range map[string]bool{"ok": true, "z": false, "after": true} {
+		if _, ok := e.GetIn("t", id); ok != want {
+			t.Errorf("after reopening, document %q stored = %v, want %v", id, ok, want)
+		}
+	}
 }

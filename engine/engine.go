@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -716,13 +715,11 @@ func (e *Engine) embed(ctx context.Context, recs []*record) error {
 			return fmt.Errorf("%w: %d vectors for %d texts", ErrEmbed, len(vecs), len(texts))
 		}
 		for i, v := range vecs {
-			if len(v) != dim {
-				return fmt.Errorf("%w: vector of dim %d, want %d", ErrEmbed, len(v), dim)
-			}
-			for _, x := range v {
-				if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-					return fmt.Errorf("%w: non-finite vector for %q", ErrEmbed, recs[lo+i].doc.ID)
-				}
+			// What the dense index would refuse must fail here, before the
+			// batch is logged: a logged record the index refuses breaks
+			// the engine and every replay of its log.
+			if err := dense.CheckVector(v, dim); err != nil {
+				return fmt.Errorf("%w: vector for %q: %w", ErrEmbed, recs[lo+i].doc.ID, err)
 			}
 			recs[lo+i].vec = slices.Clone(v)
 		}

@@ -35,15 +35,34 @@ func AxpyGeneric(dst []float32, alpha float32, x []float32) {
 }
 
 // l2NormalizeWith scales x to unit Euclidean length using dot for the norm;
-// a zero vector is left unchanged. It returns the norm before scaling.
+// a zero or non-finite vector is left unchanged. It returns the norm before
+// scaling. A sum of squares that leaves float32's normal range (components
+// beyond about 1e19, or all below about 1e-15) is redone in float64, so
+// such vectors come out unit length too.
 func l2NormalizeWith(x []float32, dot func(a, b []float32) float32, scale func([]float32, float32)) float32 {
-	n := float32(math.Sqrt(float64(dot(x, x))))
-	if n == 0 || math.IsNaN(float64(n)) || math.IsInf(float64(n), 0) {
+	if ss := dot(x, x); ss >= minSumSquares && ss <= math.MaxFloat32 {
+		n := float32(math.Sqrt(float64(ss)))
+		scale(x, 1/n)
 		return n
 	}
-	scale(x, 1/n)
-	return n
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	n := math.Sqrt(ss)
+	if n == 0 || math.IsNaN(n) || math.IsInf(n, 0) {
+		return float32(n)
+	}
+	for i, v := range x {
+		x[i] = float32(float64(v) / n)
+	}
+	return float32(n)
 }
+
+// minSumSquares is the smallest float32 sum of squares normalised in
+// float32: below it the squares may have lost precision (subnormals) or
+// vanished.
+const minSumSquares = 1e-30
 
 // L2NormalizeGeneric is the pure-Go L2 normalisation.
 func L2NormalizeGeneric(x []float32) float32 {

@@ -159,6 +159,17 @@ func TestL2NormalizeAndPool(t *testing.T) {
 			if n := L2Normalize(z); n != 0 || z[0] != 0 {
 				t.Fatalf("%s: zero vector changed", impl)
 			}
+			// Sums of squares past float32's range either way: still unit
+			// length (they had been left as they were).
+			for _, v := range [][]float32{{3e20, 4e20}, {3e-25, 4e-25}, {3e-16, 4e-16}} {
+				if n := L2Normalize(v); math.Abs(float64(v[0])-0.6) > 1e-6 || math.Abs(float64(v[1])-0.8) > 1e-6 || n <= 0 {
+					t.Fatalf("%s: L2Normalize of an extreme vector gave norm %v vec %v", impl, n, v)
+				}
+			}
+			nan := []float32{float32(math.NaN()), 1}
+			if L2Normalize(nan); nan[1] != 1 {
+				t.Fatalf("%s: a non-finite vector changed: %v", impl, nan)
+			}
 			h := []float32{1, 2, 100, 100, 3, 4}
 			dst := make([]float32, 2)
 			MaskedMeanPool(dst, h, []int64{1, 0, 1})
