@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -211,6 +212,11 @@ func LoadConfig(path string) (Config, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("load config %s: %w", path, err)
+	}
+	// One object: a second one (a pasted fragment, say with api_keys)
+	// would otherwise be dropped without a word.
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return cfg, fmt.Errorf("load config %s: data after the config object", path)
 	}
 	return cfg, nil
 }

@@ -824,6 +824,15 @@ func TestConfig(t *testing.T) {
 		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "adr") {
 			t.Fatalf("unknown field accepted: %v", err)
 		}
+		// A second object (here the API keys) is an error, not dropped.
+		os.WriteFile(p, []byte("{\"max_documents\": 5}\n{\"api_keys\": [{\"key\": \"secret\", \"tenant\": \"acme\"}]}\n"), 0o644)
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "after the config object") {
+			t.Fatalf("data after the object accepted: %v", err)
+		}
+		os.WriteFile(p, []byte("{\"max_documents\": 5}\n\n"), 0o644)
+		if c, err := LoadConfig(p); err != nil || c.MaxDocuments != 5 {
+			t.Fatalf("trailing whitespace: %+v %v", c.MaxDocuments, err)
+		}
 	})
 }
 

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/hybrank/hybrank/internal/testenv"
 )
 
 // run calls the dispatcher in process and returns its exit status and
@@ -126,5 +128,33 @@ func TestAllStepsParse(t *testing.T) {
 	}
 	if code, _, _ := run(t, "all", "--only", "none-of-them", "--datasets", t.TempDir(), "--json"); code != 0 {
 		t.Errorf("all with no step selected: exit %d", code)
+	}
+}
+
+// TestServeBatchMaxWait: --batch-max-wait 0 (no wait, a valid max_wait)
+// is used as given, where it had fallen back to the 2 ms default, and a
+// negative wait is refused.
+func TestServeBatchMaxWait(t *testing.T) {
+	if code, _, stderr := run(t, "serve", "--batch-max-wait", "-1ms", "--curve=false", "--batching", "on", "--models-root", t.TempDir(), "--out", t.TempDir()); code == 0 || !strings.Contains(stderr, "max_wait") {
+		t.Fatalf("--batch-max-wait -1ms: exit %d\n%s", code, stderr)
+	}
+	testenv.NeedORT(t)
+	testenv.NeedVocabTxt(t)
+	if testing.Short() {
+		t.Skip("serves a generated model for 300 ms")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	out := t.TempDir()
+	code, _, stderr := run(t, "serve", "--profile", "fast", "--models-root", t.TempDir(), "--batching", "on", "--curve=false",
+		"--duration", "300ms", "--warmup", "0s", "--clients", "1", "--docs", "1", "--threads", "1", "--batch-max-wait", "0", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "serve.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"max_wait": "0s"`) {
+		t.Fatalf("--batch-max-wait 0: the report's config has no \"max_wait\": \"0s\"")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hybrank/hybrank/bench/serve"
 	"github.com/hybrank/hybrank/server"
@@ -24,7 +25,7 @@ func runServe(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.Docs, "docs", cfg.Docs, "documents per rerank request")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "measured time per run")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured time before each run")
-	maxWait := fs.Duration("batch-max-wait", 0, "batcher max wait (default 2ms)")
+	maxWait := fs.Duration("batch-max-wait", time.Duration(cfg.Batch.MaxWait), "batcher max wait (0: no wait)")
 	fs.IntVar(&cfg.Batch.MaxItems, "batch-max-items", cfg.Batch.MaxItems, "pairs per merged model call")
 	fs.IntVar(&cfg.Batch.MaxTokens, "batch-max-tokens", cfg.Batch.MaxTokens, "tokens per merged model call")
 	fs.IntVar(&cfg.Batch.Workers, "workers", cfg.Batch.Workers, "concurrent model calls in the server (both modes)")
@@ -51,9 +52,7 @@ func runServe(ctx context.Context, cl *cli, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *maxWait > 0 {
-		cfg.Batch.MaxWait = server.Duration(*maxWait)
-	}
+	cfg.Batch.MaxWait = server.Duration(*maxWait) // validated with the config
 	modes := map[string][]bool{"on": {true}, "off": {false}, "both": {true, false}, "none": nil}
 	m, ok := modes[*batching]
 	if !ok {

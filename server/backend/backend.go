@@ -98,9 +98,10 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("cross-encoder %q: %w", r.Name, err))
 			continue
 		}
-		key := filepath.Clean(mc.Dir)
-		if mc.Dir == "" {
-			key = "$" + models.ModelsEnv + "/" + mc.Profile
+		// The directory as it will load, however it is spelled.
+		key := "$" + models.ModelsEnv + "/" + mc.Profile
+		if d, err := mc.ResolveDir(); err == nil {
+			key = filepath.Clean(d)
 		}
 		if other, dup := loads[key]; dup {
 			errs = append(errs, fmt.Errorf("rerankers %q and %q both load %s; serve it once and give it both names (aliases)", other, r.Name, key))
@@ -268,8 +269,8 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		if window > 0 {
 			r.MaxPairTokens = window
 		}
-		r.Profile, r.Dir = rc.Profile, md.Dir
-		r.Aliases, taken = addAliases(r.Aliases, taken, r.Profile, md.Dir)
+		r.Profile, r.Dir = rc.Profile, sourceDir(rc, md.Dir)
+		r.Aliases, taken = addAliases(r.Aliases, taken, r.Profile, r.Dir)
 		var (
 			scorer   server.PairScorer = ce
 			reranker models.Reranker   = ce
@@ -318,7 +319,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			embedder, b.backends.Caches[srv.EmbedModel] = ec, ec
 		}
 		b.backends.Embedder = embedder
-		srv.EmbedAliases, _ = addAliases(srv.EmbedAliases, taken, models.ProfileEmbed, emd.Dir)
+		srv.EmbedAliases, _ = addAliases(srv.EmbedAliases, taken, models.ProfileEmbed, sourceDir(cfg.embedConfig(), emd.Dir))
 		opts = append(opts, engine.WithEmbedder(embedder))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
@@ -336,6 +337,16 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 // README's examples and the model files do; a name in taken (already
 // meaning a model) is skipped. It returns the aliases, and taken with the
 // names it added.
+// sourceDir is the model directory mc names, or loaded (where the model
+// loaded from) when it names none: with --quantize the model loads from a
+// copy in the user cache, whose name is not the model's.
+func sourceDir(mc models.Config, loaded string) string {
+	if d, err := mc.ResolveDir(); err == nil {
+		return filepath.Clean(d)
+	}
+	return loaded
+}
+
 func addAliases(aliases, taken []string, profile, dir string) ([]string, []string) {
 	for _, n := range []string{profile, filepath.Base(dir)} {
 		if n == "" || n == "." || n == string(filepath.Separator) || slices.Contains(taken, n) {

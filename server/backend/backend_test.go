@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -54,7 +55,16 @@ func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32
 
 func (f *fakeCE) Load() error { f.ev.add("load ce " + f.cfg.Profile); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
-	return models.ModelDir{Dir: f.cfg.Dir, VocabTxt: f.vocab, LowerCase: true}, fakeWindow, nil
+	return models.ModelDir{Dir: loadedDir(f.cfg), VocabTxt: f.vocab, LowerCase: true}, fakeWindow, nil
+}
+
+// loadedDir is where a stand-in says its model loaded from: as with
+// models/ort, a quantized model loads from a copy in the user cache.
+func loadedDir(cfg models.Config) string {
+	if cfg.Quantize == "" {
+		return cfg.Dir
+	}
+	return filepath.Join("/cache", cfg.Quantize, filepath.Base(cfg.Dir)+"-0123456789abcdef")
 }
 func (f *fakeCE) Provider() string { return "cpu" }
 func (f *fakeCE) Close() error     { f.ev.add("close ce " + f.cfg.Profile); return nil }
@@ -86,7 +96,7 @@ func (f *fakeBE) EmbedPooled(_ context.Context, _ models.Input, texts []string) 
 }
 
 func (f *fakeBE) Info() (models.ModelDir, int, error) {
-	return models.ModelDir{Dir: f.cfg.Dir}, fakeEmbedWindow, nil
+	return models.ModelDir{Dir: loadedDir(f.cfg)}, fakeEmbedWindow, nil
 }
 
 // fakeEmbedWindow is the sequence length fakeBE reports, shorter than the
@@ -283,28 +293,39 @@ func TestRunStopsWithContext(t *testing.T) {
 
 // Open adds the names the README and the model files use: the profile and
 // the model directory's base name of each model, beside the served names.
+// TestOpenModelAliases: a model answers to its profile and to its
+// directory's base name, also when it is quantized and so loads from a
+// copy in the user cache (whose name it had taken).
 func TestOpenModelAliases(t *testing.T) {
-	var ev events
-	newCE, newBE, _ := fakes(t, &ev, nil)
-	cfg := backend.DefaultConfig()
-	cfg.RerankProfile = models.ProfileAccurate
-	cfg.RerankDir = "/models/ms-marco-MiniLM-L-12-v2"
-	cfg.EmbedDir = "/models/all-minilm-l6-v2/"
-	cfg.Server.EmbedAliases = []string{"mine"}
-	b, err := backend.Open(cfg, newCE, newBE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	sc := b.ServerConfig()
-	if got, want := sc.RerankNames(), []string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("rerank names %v, want %v", got, want)
-	}
-	if got, want := sc.EmbedNames(), []string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("embed names %v, want %v", got, want)
-	}
-	if err := sc.Validate(); err != nil {
-		t.Fatal(err)
+	for _, q := range []string{"", models.QuantizeInt8} {
+		t.Run("quantize="+q, func(t *testing.T) {
+			var ev events
+			newCE, newBE, _ := fakes(t, &ev, nil)
+			cfg := backend.DefaultConfig()
+			cfg.RerankProfile = models.ProfileAccurate
+			cfg.RerankDir = "/models/ms-marco-MiniLM-L-12-v2"
+			cfg.EmbedDir = "/models/all-minilm-l6-v2/"
+			cfg.Server.EmbedAliases = []string{"mine"}
+			cfg.Quantize = q
+			b, err := backend.Open(cfg, newCE, newBE)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			sc := b.ServerConfig()
+			if got, want := sc.RerankNames(), []string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("rerank names %v, want %v", got, want)
+			}
+			if got, want := sc.EmbedNames(), []string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("embed names %v, want %v", got, want)
+			}
+			if got := sc.RerankModels[0].Dir; got != "/models/ms-marco-MiniLM-L-12-v2" {
+				t.Errorf("reranker dir %q, want the model's directory", got)
+			}
+			if err := sc.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -492,5 +513,13 @@ func TestConfigValidateRerankers(t *testing.T) {
 	c.Server.RerankModels = []server.RerankerConfig{{Name: "fast"}, {Name: "balanced"}, {Name: "mine", Dir: "/m/mine"}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	// One directory spelled as a profile under $HYBRANK_MODELS and as a
+	// path: both would load it.
+	root := t.TempDir()
+	t.Setenv(models.ModelsEnv, root)
+	c.Server.RerankModels = []server.RerankerConfig{{Name: "balanced"}, {Name: "mine", Dir: filepath.Join(root, "balanced")}}
+	if err := c.Validate(); !errors.Is(err, backend.ErrConfig) || !strings.Contains(err.Error(), "both load") {
+		t.Fatalf("one directory, two spellings: Validate = %v", err)
 	}
 }

@@ -62,11 +62,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	setAll(fs, "batch-max-tokens", "token cap of one merged batch (default 16384)", strconv.Atoi, &s.Rerank.MaxTokens, &s.Embed.MaxTokens)
 	setAll(fs, "batch-max-items", "item cap of one merged batch (default 64)", strconv.Atoi, &s.Rerank.MaxItems, &s.Embed.MaxItems)
 	replaced := false
-	fs.Func("api-key", "KEY=TENANT; repeatable; turns bearer authentication on", func(v string) error {
-		key, tenant, ok := strings.Cut(v, "=")
-		if !ok {
+	fs.Func("api-key", "KEY=TENANT, split at the last = (a key may end in base64's = padding); repeatable; turns bearer authentication on", func(v string) error {
+		i := strings.LastIndex(v, "=")
+		if i < 0 {
 			return errors.New("want KEY=TENANT")
 		}
+		key, tenant := v[:i], v[i+1:]
 		if !replaced {
 			s.APIKeys, replaced = nil, true
 		}

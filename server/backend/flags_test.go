@@ -24,7 +24,7 @@ func TestRegisterFlags(t *testing.T) {
 	c.Server.Rerank.MaxItems, c.Server.Embed.MaxItems = 7, 9 // as a config file could set them
 	c.Server.APIKeys = []server.APIKey{{Key: "from-file", Tenant: "f"}}
 	err := parseFlags(&c, "--pool", "3", "--batching=false", "--batch-max-wait", "5ms", "--batch-max-tokens", "100",
-		"--api-key", "k1=t1", "--api-key", "k2=t2", "--memory-index", "--rerank-profile", "fast", "--embed=false",
+		"--api-key", "k1=t1", "--api-key", "a2V5Mg===t2", "--memory-index", "--rerank-profile", "fast", "--embed=false",
 		"--request-timeout", "2s", "--addr", "127.0.0.1:9")
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestRegisterFlags(t *testing.T) {
 	if s.Rerank.MaxItems != 7 || s.Embed.MaxItems != 9 {
 		t.Errorf("flags not given changed the batchers' items: %d %d", s.Rerank.MaxItems, s.Embed.MaxItems)
 	}
-	if len(s.APIKeys) != 2 || s.APIKeys[0] != (server.APIKey{Key: "k1", Tenant: "t1"}) || s.APIKeys[1].Tenant != "t2" {
+	if len(s.APIKeys) != 2 || s.APIKeys[0] != (server.APIKey{Key: "k1", Tenant: "t1"}) || s.APIKeys[1] != (server.APIKey{Key: "a2V5Mg==", Tenant: "t2"}) {
 		t.Errorf("api keys %+v (the flags replace the file's)", s.APIKeys)
 	}
 	if c.Pool != 3 || !c.MemoryIndex || c.RerankProfile != "fast" || c.Embed || time.Duration(s.RequestTimeout) != 2*time.Second || s.Addr != "127.0.0.1:9" {
