@@ -91,6 +91,11 @@ func (c Config) Validate() error {
 		// it may not be (Server.Rerankers).
 		errs = append(errs, fmt.Errorf("rerank_model %q names a profile that no entry of rerank_models is named (or aliased) by; name the default reranker", p.Name))
 	}
+	if p, err := models.LookupProfile(c.Server.RerankModel); err == nil && p.Kind == models.KindCrossEncoder && len(c.Server.RerankModels) == 0 &&
+		c.RerankProfile != "" && c.RerankProfile != p.Name {
+		// The one reranker would answer to the name of another profile.
+		errs = append(errs, fmt.Errorf("rerank_model %q names a profile, and the reranker loads profile %q (--rerank-profile); name it %q or something that is not a profile", p.Name, c.RerankProfile, c.RerankProfile))
+	}
 	loads := map[string]string{} // what a model loads -> the reranker loading it
 	for _, r := range c.rerankers() {
 		mc, err := c.rerankConfig(r)

@@ -496,6 +496,9 @@ func TestConfigValidateRerankers(t *testing.T) {
 			c.Server.RerankModel = "balanced"
 			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast"}, {Name: "accurate"}}
 		}, `rerank_model "balanced" names a profile`},
+		{"one reranker named as another profile", func(c *backend.Config) {
+			c.Server.RerankModel, c.RerankProfile = models.ProfileFast, models.ProfileAccurate
+		}, `rerank_model "fast" names a profile, and the reranker loads profile "accurate"`},
 		{"ambiguous alias", func(c *backend.Config) {
 			c.Server.RerankModels = []server.RerankerConfig{{Name: "fast", Aliases: []string{"m"}}, {Name: "balanced", Aliases: []string{"m"}}}
 		}, `"m" names both reranker "fast" and reranker "balanced"`},
