@@ -58,6 +58,9 @@ func runDense(ctx context.Context, cl *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *beir && *passages {
+		return fmt.Errorf("%w: --beir and --passages are two modes; give one", errUsage)
+	}
 	if *beir {
 		qc.Models, qc.Datasets, qc.Peers, qc.Progress, qc.Log = mdirs, data, cfg.Peers, cfg.Progress, cl.stderr
 		return runDenseQuality(ctx, cl, &o, cmp.Or(*name, "dense_real"), qc, args)

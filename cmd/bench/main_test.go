@@ -158,3 +158,11 @@ func TestServeBatchMaxWait(t *testing.T) {
 		t.Fatalf("--batch-max-wait 0: the report's config has no \"max_wait\": \"0s\"")
 	}
 }
+
+// TestDenseModesConflict: --beir and --passages together are refused (only
+// --beir had run).
+func TestDenseModesConflict(t *testing.T) {
+	if code, _, stderr := run(t, "dense", "--beir", "--passages"); code == 0 || !strings.Contains(stderr, "two modes") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+}
