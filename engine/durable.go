@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"github.com/hybrank/hybrank/dense"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,6 +171,19 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 			return fmt.Errorf("%w: log record %d: %w", ErrCorrupt, seq, err)
 		}
 		r := &record{doc: s.Doc, vec: s.Vec}
+		if e.vec == nil && r.vec != nil {
+			// Logged by an engine with an embedder, replayed by one
+			// without: keep the vectors in an index of their dimension, so
+			// that the next snapshot still holds them (as it does when a
+			// snapshot has them).
+			cfg := e.cfg.Dense
+			cfg.Dim = len(r.vec)
+			v, err := dense.New(cfg)
+			if err != nil {
+				return fmt.Errorf("%w: log record %d: dense: %w", ErrInvalidConfig, seq, err)
+			}
+			e.vec, e.cfg.Dense = v, cfg
+		}
 		switch {
 		case e.vec == nil:
 			r.vec = nil // no dense index to hold it

@@ -278,3 +278,31 @@ func TestZeroVectorRefusedBeforeLogging(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayKeepsVectorsWithoutEmbedder: a log written with an embedder
+// and replayed by an engine opened without one keeps its vectors, so a
+// snapshot taken then still holds them for an engine opened with the
+// embedder again (they had been dropped, and with the snapshot for good).
+func TestReplayKeepsVectorsWithoutEmbedder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "idx")
+	emb := enginetest.NewHashEmbedder(8)
+	e := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	commit(t, e, corpus...)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openCfg(t, dir, engine.DefaultConfig())
+	if n := e.Stats().Vectors; n != len(corpus) {
+		t.Fatalf("replayed without an embedder: %d vectors, want %d", n, len(corpus))
+	}
+	if err := e.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e = openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	if n := e.Stats().Vectors; n != len(corpus) {
+		t.Fatalf("after the snapshot, with the embedder again: %d vectors, want %d", n, len(corpus))
+	}
+}
