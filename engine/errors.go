@@ -35,6 +35,8 @@ var (
 	// fails its warm-up; the error names the model.
 	ErrModelLoad = errors.New("engine: model failed to load")
 	// ErrEmbed is returned by Commit when the attached embedder fails or
-	// returns vectors of the wrong shape; nothing of the batch is applied.
+	// returns vectors of the wrong shape or that the dense index cannot
+	// hold (all zero, NaN or infinite: dense.CheckVector); nothing of the
+	// batch is logged or applied.
 	ErrEmbed = errors.New("engine: embedding failed")
 )
