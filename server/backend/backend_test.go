@@ -472,6 +472,10 @@ func TestOpenSeveralRerankers(t *testing.T) {
 }
 
 func TestConfigValidateRerankers(t *testing.T) {
+	// Directories as named, not as this machine's environment resolves
+	// them (make test sets $HYBRANK_MODELS).
+	t.Setenv(models.ModelsEnv, "")
+	t.Setenv(models.RealModelsEnv, "")
 	for _, tc := range []struct {
 		name string
 		mut  func(*backend.Config)
