@@ -288,7 +288,7 @@ func scoreAgreement(a, b vectors, k int) (mean, worst float64) {
 		}
 		agree.Add(sa, sb)
 	}
-	return measure.Round(agree.Mean(), 4), measure.Round(agree.Worst(), 4)
+	return agree.Mean(), agree.Worst()
 }
 
 // modelName is a model directory's row name: its folder's base name.
@@ -384,7 +384,7 @@ func rankAll(ctx context.Context, cfg QualityConfig, base QualityRow, ds *eval.D
 	}
 	score := func(r QualityRow, run eval.Run, lat []time.Duration) QualityRow {
 		s := eval.Evaluate(ds.Qrels, run, cfg.Eval)
-		r.NDCG10, r.Recall100, r.MRR10 = measure.Round(s.NDCG10, 5), measure.Round(s.Recall100, 5), measure.Round(s.MRR10, 5)
+		r.NDCG10, r.Recall100, r.MRR10 = s.NDCG10, s.Recall100, s.MRR10 // unrounded: the checks compare them
 		if lat != nil {
 			r.QPS = withLatency(Row{}, lat).QPS
 		}
@@ -465,7 +465,7 @@ func (t QualityTargets) Check(rows []QualityRow) []report.Check {
 		}
 		if p, ok := PublishedMTEB[r.Model][r.Dataset]; ok {
 			d := math.Abs(r.NDCG10 - p.NDCG10)
-			cs = append(cs, report.AtMost(fmt.Sprintf("%s %s |nDCG@10 − MTEB|", r.Model, r.Dataset), measure.Round(d, 5), t.MaxDelta,
+			cs = append(cs, report.AtMost(fmt.Sprintf("%s %s |nDCG@10 − MTEB|", r.Model, r.Dataset), d, t.MaxDelta,
 				fmt.Sprintf("ours %.5f, published %.5f (%s)", r.NDCG10, p.NDCG10, p.Source)))
 		}
 		fp := fp32Of(r.Model)
@@ -474,7 +474,7 @@ func (t QualityTargets) Check(rows []QualityRow) []report.Check {
 		}
 		label := fmt.Sprintf("%s %s |nDCG@10 − %s|", r.Model, r.Dataset, fp)
 		if v, ok := flat[[2]string{fp, r.Dataset}]; ok {
-			cs = append(cs, report.AtMost(label, measure.Round(math.Abs(r.NDCG10-v), 5), t.MaxInt8Delta,
+			cs = append(cs, report.AtMost(label, math.Abs(r.NDCG10-v), t.MaxInt8Delta,
 				fmt.Sprintf("int8 %.5f, float32 %.5f (no published int8 figure)", r.NDCG10, v)))
 			if r.SpearmanMean != 0 {
 				cs = append(cs, report.Inform(fmt.Sprintf("%s %s: worst per-query Spearman of cosine scores vs %s over its exact top %d", r.Model, r.Dataset, fp, agreementK), r.SpearmanWorst,

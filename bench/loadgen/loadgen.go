@@ -80,8 +80,9 @@ type Result struct {
 	Latencies map[string][]time.Duration
 	// NoRetryAfter counts 429 answers without a Retry-After header.
 	NoRetryAfter int
-	// Elapsed is the window's length: Duration, or with Drain the time
-	// until the last recorded answer when that is later.
+	// Elapsed is the window's length: Duration, or the time until every
+	// client stopped when that is shorter (MaxRequestsPerClient), or with
+	// Drain the time until the last recorded answer when that is later.
 	Elapsed time.Duration
 	// TransportErr is the first transport error, if any.
 	TransportErr error
@@ -169,7 +170,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	wg.Wait()
 	stopMarks()
-	res.Elapsed = cfg.Duration
+	// Clients that all stopped early (MaxRequestsPerClient) end the
+	// window then: rates are per second of load, not of Duration.
+	res.Elapsed = min(cfg.Duration, max(time.Since(open), 0))
 	if cfg.Drain && last.Sub(open) > res.Elapsed {
 		res.Elapsed = last.Sub(open)
 	}

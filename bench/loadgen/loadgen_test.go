@@ -62,8 +62,10 @@ func TestRunCountsEveryAnswer(t *testing.T) {
 	if len(res.Latency(200)) != 5 || res.Statuses[Transport] != 0 || res.TransportErr != nil {
 		t.Fatalf("latencies %v, transport %v", res.Latencies, res.TransportErr)
 	}
-	if res.Elapsed != time.Minute {
-		t.Fatalf("elapsed %v: the window was a minute and nothing came after it", res.Elapsed)
+	// The clients all stopped long before the minute: the window ends
+	// with them (rates are per second of load).
+	if res.Elapsed <= 0 || res.Elapsed >= time.Minute {
+		t.Fatalf("elapsed %v: every client stopped within milliseconds of a one-minute window", res.Elapsed)
 	}
 	if len(windows) != 2 || !windows[0] || windows[1] {
 		t.Fatalf("window marks %v", windows)

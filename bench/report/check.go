@@ -54,11 +54,7 @@ func (c Check) Passed() bool { return c.Verdict != Fail }
 
 // String is the report line: "PASS name: 0.91 >= 2 (detail)".
 func (c Check) String() string {
-	v, t := num(c.Value), num(c.Target)
-	if c.Op != "" && v == t && c.Value != c.Target {
-		// Four digits would print a FAIL as "2.5 >= 2.5": show them all.
-		v, t = strconv.FormatFloat(c.Value, 'g', -1, 64), strconv.FormatFloat(c.Target, 'g', -1, 64)
-	}
+	v, t := c.figures()
 	s := c.Verdict + " " + c.Name + ": " + v
 	if c.Op != "" {
 		s += " " + c.Op + " " + t
@@ -70,6 +66,16 @@ func (c Check) String() string {
 }
 
 func num(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
+
+// figures prints value and target with four digits, or with all of them
+// where four would print them alike ("2.5 >= 2.5" for a FAIL).
+func (c Check) figures() (value, target string) {
+	v, t := num(c.Value), num(c.Target)
+	if c.Op != "" && v == t && c.Value != c.Target {
+		v, t = strconv.FormatFloat(c.Value, 'g', -1, 64), strconv.FormatFloat(c.Target, 'g', -1, 64)
+	}
+	return v, t
+}
 
 // Failed returns the checks that failed, in order.
 func Failed(cs []Check) []Check {
@@ -93,7 +99,8 @@ func Verdict(cs []Check) string {
 		if i > 0 {
 			s += ";"
 		}
-		s += fmt.Sprintf(" %s %s %s %s", c.Name, num(c.Value), opposite(c.Op), num(c.Target))
+		v, t := c.figures()
+		s += fmt.Sprintf(" %s %s %s %s", c.Name, v, opposite(c.Op), t)
 	}
 	return s
 }

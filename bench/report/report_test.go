@@ -92,4 +92,7 @@ func TestCheckStringShowsTheDifference(t *testing.T) {
 	if got := AtLeast("y", 1.23456, 1, "").String(); got != "PASS y: 1.235 >= 1" {
 		t.Fatalf("got %q", got)
 	}
+	if got := Verdict([]Check{AtMost("rss", 352.04, 352.03, "")}); got != "FAIL: rss 352.04 > 352.03" {
+		t.Fatalf("verdict %q", got)
+	}
 }

@@ -88,6 +88,8 @@ func sampleResident(half time.Time, period time.Duration, row *OverloadRow) (sto
 				r := residentMiB()
 				if now.Before(half) {
 					row.RSSPeakFirstHalfMiB = max(row.RSSPeakFirstHalfMiB, measure.Round(r, 1))
+				} else {
+					row.RSSSecondHalf = true
 				}
 				row.RSSPeakMiB = max(row.RSSPeakMiB, measure.Round(r, 1))
 			}

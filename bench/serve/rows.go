@@ -90,7 +90,10 @@ type OverloadRow struct {
 	RSSStartMiB         float64 `json:"rss_start_mib" table:""`
 	RSSPeakFirstHalfMiB float64 `json:"rss_peak_first_half_mib"`
 	RSSPeakMiB          float64 `json:"rss_peak_mib" table:""`
-	RSSEndMiB           float64 `json:"rss_end_mib" table:""`
+	// RSSSecondHalf says a sample was taken after the run's halfway point
+	// (a run that ends early may have none).
+	RSSSecondHalf bool    `json:"rss_second_half"`
+	RSSEndMiB     float64 `json:"rss_end_mib" table:""`
 	// Healthy is true when /healthz and /readyz answered 200 and a normal
 	// rerank succeeded after the run; HealthDetail says what failed.
 	Healthy      bool   `json:"healthy"`

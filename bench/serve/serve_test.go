@@ -68,7 +68,7 @@ func TestTargetsCheck(t *testing.T) {
 
 func TestOverloadTargetsCheck(t *testing.T) {
 	tg := DefaultOverloadConfig().Targets
-	good := OverloadRow{Statuses: map[string]int{"200": 10, "429": 50}, OK: 10, Healthy: true, RSSPeakFirstHalfMiB: 300, RSSPeakMiB: 350}
+	good := OverloadRow{Statuses: map[string]int{"200": 10, "429": 50}, OK: 10, Healthy: true, RSSPeakFirstHalfMiB: 300, RSSPeakMiB: 350, RSSSecondHalf: true}
 	if cs := tg.Check(good); len(report.Failed(cs)) != 0 || report.Verdict(cs) != report.Pass {
 		t.Fatalf("good run: %v", cs)
 	}
@@ -81,6 +81,20 @@ func TestOverloadTargetsCheck(t *testing.T) {
 	}
 	if v := report.Verdict(failed); !strings.HasPrefix(v, "FAIL: overload: answers other than 200 and 429 2 > 0") {
 		t.Fatalf("verdict %q", v)
+	}
+	// A run that ended before its halfway point has no second-half sample:
+	// the memory check is not made (a peak of 0 had passed it).
+	early := good
+	early.RSSSecondHalf, early.RSSPeakFirstHalfMiB, early.RSSPeakMiB = false, 0, 0
+	if cs := tg.Check(early); len(report.Failed(cs)) != 0 || cs[len(cs)-1].Verdict != report.Info {
+		t.Fatalf("no second-half sample: %v", cs)
+	}
+	// A half shorter than the sampling period has no first-half sample:
+	// the baseline is the memory at the start (0 MiB had failed it).
+	short := good
+	short.RSSPeakFirstHalfMiB, short.RSSStartMiB, short.RSSPeakMiB = 0, 184, 186
+	if cs := tg.Check(short); len(report.Failed(cs)) != 0 {
+		t.Fatalf("no first-half sample: %v", report.Failed(cs))
 	}
 }
 

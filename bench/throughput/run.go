@@ -194,9 +194,10 @@ func measureOne(ctx context.Context, r *modeldir.Resolver, s Spec, kind models.K
 }
 
 // MeasureText measures the model of kind in dir on t as s says: load,
-// one warm-up call, calls until s.MinCalls and s.MinTime are reached and
-// the last pass over the queries is whole (call i scores Queries[i % len]
-// against its documents, so every query counts equally), then the peak
+// one warm-up call, calls until s.MinCalls and s.MinTime are reached and,
+// for a cross-encoder, the last pass over the queries is whole (call i
+// scores Queries[i % len] against its documents, so every query counts
+// equally), then the peak
 // GFLOP/s when s.PeakN is set. It returns the row and, for a
 // cross-encoder, the scores of the first len(t.Queries) timed calls (one
 // slice per query; nil for a query no timed call reached).
@@ -223,7 +224,10 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 	var usage models.Usage
 	var best float64 // the fastest call's FLOP/s, by its own work
 	scores := make([][]float32, len(t.Queries))
-	pass := max(1, len(t.Queries))
+	pass := 1 // an embedder's every call embeds the same texts
+	if kind == models.KindCrossEncoder {
+		pass = max(1, len(t.Queries))
+	}
 	start := time.Now()
 	for i := 0; i < s.MinCalls || time.Since(start) < s.MinTime || i%pass != 0; i++ {
 		t0 := time.Now()

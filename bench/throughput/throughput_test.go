@@ -241,3 +241,30 @@ func TestMeasureTextWholePasses(t *testing.T) {
 		t.Errorf("gflops_best %v below the overall %v: the fastest call's own rate cannot be", row.GFLOPsBest, row.GFLOPs)
 	}
 }
+
+// TestMeasureTextEmbedderCalls: an embedder's calls all embed the same
+// texts, so MinCalls and MinTime decide their number; whole passes over
+// the queries are a cross-encoder's (they had made one call per dataset
+// query).
+func TestMeasureTextEmbedderCalls(t *testing.T) {
+	testenv.NeedORT(t)
+	cfg := DefaultConfig(models.KindEmbedder)
+	cfg.Profile = models.ProfileEmbed
+	cfg.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
+	r := modeldir.NewResolver(cfg.Models)
+	defer r.Close()
+	dir, err := r.Dir(cfg.Profile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Spec
+	s.Threads, s.MinTime, s.MinCalls, s.PeakN = 1, 0, 2, 0
+	text := Text{Queries: make([]string, 40), Docs: []string{"one text", "another text"}}
+	row, _, err := MeasureText(context.Background(), dir, s, models.KindEmbedder, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Calls != 2 {
+		t.Errorf("%d calls for MinCalls 2 and no MinTime: want 2", row.Calls)
+	}
+}
