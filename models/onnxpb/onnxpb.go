@@ -207,6 +207,10 @@ func (t *Tensor) check() error {
 		if d < 0 {
 			return fmt.Errorf("%w: tensor %q: negative dim %d", ErrInvalidGraph, t.Name, d)
 		}
+		if d != 0 && n > math.MaxInt64/d {
+			// The product would wrap (to 0, say) and match empty data.
+			return fmt.Errorf("%w: tensor %q: dims %v hold more elements than an int64 counts", ErrInvalidGraph, t.Name, t.Dims)
+		}
 		n *= d
 	}
 	l := int64(len(t.Float32) + len(t.Int64))

@@ -37,6 +37,10 @@ func TestValidate(t *testing.T) {
 		{"initializer length mismatch", func(g *onnxpb.Graph) {
 			g.AddFloat32("w", []int64{2, 3}, make([]float32, 5))
 		}},
+		// 2^62 × 4 wraps to 0 in int64: it had matched empty data.
+		{"initializer dims overflow", func(g *onnxpb.Graph) {
+			g.AddFloat32("w", []int64{1 << 62, 4}, []float32{})
+		}},
 		{"initializer shadows input", func(g *onnxpb.Graph) {
 			g.AddFloat32("x", []int64{1}, []float32{1})
 		}},

@@ -63,8 +63,9 @@ func GraphIO(model []byte) (inputs, outputs []string, err error) {
 // a graph output) carries the mapped name instead, everywhere it occurs in
 // the top-level graph: node inputs and outputs, graph inputs and outputs,
 // value_info. Every other byte is copied unchanged. It is an error wrapping
-// ErrBadModel when a name to rename does not exist, a new name is already
-// taken, or the graph has subgraphs (If, Loop), which it does not rewrite.
+// ErrBadModel when a name to rename does not exist or is an initializer's,
+// a new name is already taken (or given to two values), or the graph has
+// subgraphs (If, Loop), which it does not rewrite.
 // Exports name outputs as they please ("output_0"); renaming lets a model
 // present the names loaders look for ("last_hidden_state").
 func RenameValues(model []byte, renames map[string]string) ([]byte, error) {
@@ -74,6 +75,7 @@ func RenameValues(model []byte, renames map[string]string) ([]byte, error) {
 	}
 	// Collect value names and refuse subgraphs before rewriting.
 	names := map[string]bool{}
+	inits := map[string]bool{} // initializers: their tensors keep their names
 	err = eachRawField(graph, func(num protowire.Number, typ protowire.Type, v []byte) error {
 		if typ != protowire.BytesType {
 			return nil
@@ -104,6 +106,9 @@ func RenameValues(model []byte, renames map[string]string) ([]byte, error) {
 			}
 			name, err := stringField(v, field)
 			names[name] = true
+			if num == fGraphInitializer {
+				inits[name] = true
+			}
 			return err
 		}
 		return nil
@@ -116,14 +121,22 @@ func RenameValues(model []byte, renames map[string]string) ([]byte, error) {
 		from = append(from, k)
 	}
 	slices.Sort(from)
+	claimed := map[string]string{} // new name -> the value taking it
 	for _, k := range from {
 		if !names[k] {
 			return nil, fmt.Errorf("%w: no value named %q to rename", ErrBadModel, k)
+		}
+		if inits[k] {
+			return nil, fmt.Errorf("%w: %q is an initializer; renaming takes graph inputs and node outputs", ErrBadModel, k)
 		}
 		to := renames[k]
 		if _, movesAway := renames[to]; to == "" || (names[to] && !movesAway) {
 			return nil, fmt.Errorf("%w: cannot rename %q to %q: name empty or taken", ErrBadModel, k, to)
 		}
+		if other, dup := claimed[to]; dup {
+			return nil, fmt.Errorf("%w: cannot rename both %q and %q to %q", ErrBadModel, other, k, to)
+		}
+		claimed[to] = k
 	}
 	rename := func(s string) string {
 		if to, ok := renames[s]; ok {

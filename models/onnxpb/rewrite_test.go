@@ -71,7 +71,10 @@ func TestRenameValues(t *testing.T) {
 	if _, err := onnxpb.RenameValues(model, map[string]string{"output_0": "882", "882": "output_0"}); err != nil {
 		t.Fatalf("swap: %v", err)
 	}
-	for _, bad := range []map[string]string{{"output_0": "882"}, {"nope": "y"}, {"x": ""}, {"output_0": "unused_w"}} {
+	// Also refused: two values to one name, and an initializer (its
+	// tensor keeps its name, so the nodes would read an undefined value).
+	for _, bad := range []map[string]string{{"output_0": "882"}, {"nope": "y"}, {"x": ""}, {"output_0": "unused_w"},
+		{"output_0": "z", "882": "z"}, {"unused_w": "w2"}} {
 		if _, err := onnxpb.RenameValues(model, bad); !errors.Is(err, onnxpb.ErrBadModel) {
 			t.Errorf("RenameValues(%v) = %v, want ErrBadModel", bad, err)
 		}
