@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -95,7 +96,11 @@ func readSentenceConfig(dir string) (SentenceConfig, error) {
 	for _, m := range mods {
 		switch {
 		case strings.HasSuffix(m.Type, ".Pooling"):
-			p, err := readPooling(dir, m.Path)
+			sub, err := ModulePath(m.Path)
+			if err != nil {
+				return sc, fmt.Errorf("%w: %s: %w", ErrModelDir, dir, err)
+			}
+			p, err := readPooling(dir, filepath.FromSlash(sub))
 			if err != nil {
 				return sc, err
 			}
@@ -114,6 +119,10 @@ func readSentenceConfig(dir string) (SentenceConfig, error) {
 	if _, err := readJSON(dir, "sentence_bert_config.json", &bert); err != nil {
 		return sc, err
 	}
+	if bert.MaxSeqLength != 0 && bert.MaxSeqLength < 3 {
+		// [CLS], one token, [SEP] at the least; negative makes no sense.
+		return sc, fmt.Errorf("%w: %s: sentence_bert_config.json: max_seq_length %d", ErrModelDir, dir, bert.MaxSeqLength)
+	}
 	sc.MaxSeqLength = bert.MaxSeqLength
 	var st struct {
 		Prompts map[string]string `json:"prompts"`
@@ -127,6 +136,21 @@ func readSentenceConfig(dir string) (SentenceConfig, error) {
 		sc.DocumentPrompt = st.Prompts["passage"]
 	}
 	return sc, nil
+}
+
+// ModulePath checks a module path of a sentence-transformers modules.json:
+// a relative folder inside the model directory ("" is the directory
+// itself). It returns the path cleaned, with slashes, or an error for an
+// absolute path, one that leaves the directory, or one with a backslash.
+func ModulePath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	clean := path.Clean(p)
+	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(clean, `\`) {
+		return "", fmt.Errorf("modules.json path %q leaves the model directory", p)
+	}
+	return clean, nil
 }
 
 // readPooling reads the pooling_mode_* flags of a Pooling module. Exactly

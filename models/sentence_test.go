@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/models"
@@ -131,5 +132,41 @@ func TestEmbeddingResolution(t *testing.T) {
 	bad.Pooling = "weighted"
 	if err := bad.Validate(); !errors.Is(err, models.ErrInvalidConfig) {
 		t.Fatalf("Validate with pooling %q: %v", bad.Pooling, err)
+	}
+}
+
+// TestModulePathAndSeqLength: a Pooling module outside the model
+// directory, and a max_seq_length that cannot hold [CLS] x [SEP], are
+// ErrModelDir (the first had read another directory's config, the second
+// had been used as the window).
+func TestModulePathAndSeqLength(t *testing.T) {
+	for _, p := range []string{"../outside", "/abs", `a\b`, "x/../../y"} {
+		if _, err := models.ModulePath(p); err == nil {
+			t.Errorf("ModulePath(%q) accepted", p)
+		}
+	}
+	if got, err := models.ModulePath("1_Pooling/"); err != nil || got != "1_Pooling" {
+		t.Errorf("ModulePath(1_Pooling/) = %q, %v", got, err)
+	}
+	pooling := `[{"path": "", "type": "sentence_transformers.models.Transformer"}, {"path": "P", "type": "sentence_transformers.models.Pooling"}]`
+	good := writeDir(t, map[string]string{"modules.json": strings.Replace(pooling, `"P"`, `"1_Pooling"`, 1),
+		"1_Pooling/config.json": `{"pooling_mode_cls_token": true}`, "sentence_bert_config.json": `{"max_seq_length": 3}`})
+	if _, err := models.OpenModelDir(good); err != nil {
+		t.Fatalf("the good directory: %v", err)
+	}
+	outside := writeDir(t, map[string]string{"modules.json": strings.Replace(pooling, `"P"`, `"../outside"`, 1)})
+	if err := os.MkdirAll(filepath.Join(outside, "../outside"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "../outside/config.json"), []byte(`{"pooling_mode_cls_token": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models.OpenModelDir(outside); !errors.Is(err, models.ErrModelDir) || !strings.Contains(err.Error(), "leaves the model directory") {
+		t.Errorf("a Pooling module outside the directory: %v, want ErrModelDir", err)
+	}
+	short := writeDir(t, map[string]string{"modules.json": strings.Replace(pooling, `"P"`, `"1_Pooling"`, 1),
+		"1_Pooling/config.json": `{"pooling_mode_cls_token": true}`, "sentence_bert_config.json": `{"max_seq_length": -5}`})
+	if _, err := models.OpenModelDir(short); !errors.Is(err, models.ErrModelDir) || !strings.Contains(err.Error(), "max_seq_length -5") {
+		t.Errorf("max_seq_length -5: %v, want ErrModelDir", err)
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybrank/hybrank/models"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models/safetensors"
@@ -197,9 +196,9 @@ func moduleConfigs(src string, files []dirFile) ([]dirFile, error) {
 		}
 		// Module paths are relative folder names; refuse anything that
 		// would leave the directory.
-		clean := path.Clean(m.Path)
-		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(clean, `\`) {
-			return nil, fmt.Errorf("%w: modules.json path %q", ErrUnsupported, m.Path)
+		clean, err := models.ModulePath(m.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupported, err)
 		}
 		name := clean + "/config.json"
 		b, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))

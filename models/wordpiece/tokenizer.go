@@ -135,6 +135,20 @@ func (t *Tokenizer) init(special []addedToken) error {
 		return fmt.Errorf("%w: unk token %q not in vocabulary", ErrVocab, cfg.UnkToken)
 	}
 	t.unkID = unk
+	// Ids index the inverse table: negative ones, or ones far past the
+	// number of tokens (a hostile file: MaxInt32 would size it at 16 GiB),
+	// are refused. Real vocabularies number their tokens densely.
+	limit := int64(len(t.vocab)+len(special)) + 1024
+	for tok, id := range t.vocab {
+		if id < 0 || int64(id) >= limit {
+			return fmt.Errorf("%w: token %q has id %d (want 0 to %d)", ErrVocab, tok, id, limit-1)
+		}
+	}
+	for _, a := range special {
+		if a.id < 0 || int64(a.id) >= limit {
+			return fmt.Errorf("%w: added token %q has id %d (want 0 to %d)", ErrVocab, a.content, a.id, limit-1)
+		}
+	}
 	maxID := int32(-1)
 	for tok, id := range t.vocab {
 		if len(tok) > t.maxTokBytes {

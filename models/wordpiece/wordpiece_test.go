@@ -310,3 +310,22 @@ func FuzzTokenize(f *testing.F) {
 		_ = tk.CountTokens(q)
 	})
 }
+
+// TestTokenizerJSONBadIDs: negative ids, and ids far past the number of
+// tokens, are ErrVocab (they had panicked, sized a table of MaxInt32, or
+// given [UNK] the id -1).
+func TestTokenizerJSONBadIDs(t *testing.T) {
+	doc := func(addedID, unkID string) []byte {
+		return []byte(`{"added_tokens":[{"id":` + addedID + `,"content":"[X]","special":true}],
+"normalizer":{"type":"BertNormalizer"},"pre_tokenizer":{"type":"BertPreTokenizer"},"post_processor":null,
+"model":{"type":"WordPiece","unk_token":"[UNK]","vocab":{"[UNK]":` + unkID + `,"a":1}}}`)
+	}
+	if _, err := wordpiece.ParseTokenizerJSON(doc("2", "0"), 0); err != nil {
+		t.Fatalf("a good file: %v", err)
+	}
+	for _, ids := range [][2]string{{"-1", "0"}, {"2", "2147483647"}, {"2", "-1"}, {"2147483647", "0"}} {
+		if _, err := wordpiece.ParseTokenizerJSON(doc(ids[0], ids[1]), 0); !errors.Is(err, wordpiece.ErrVocab) {
+			t.Errorf("added id %s, [UNK] id %s: %v, want ErrVocab", ids[0], ids[1], err)
+		}
+	}
+}
