@@ -183,19 +183,21 @@ func New(cfg Config) (*Analyzer, error) {
 	for _, w := range Stopwords(cfg.Stopwords) {
 		a.stop[w] = struct{}{}
 	}
-	for _, w := range cfg.ExtraStopwords {
-		if cfg.Lowercase {
-			w = strings.ToLower(w)
+	// Configured words are lowercased as tokens are (appendLower: Python's
+	// rules, a word-final Σ becomes ς), so that they match.
+	lower := func(w string) string {
+		if !cfg.Lowercase {
+			return w
 		}
-		a.stop[w] = struct{}{}
+		return string(appendLower(nil, w, 0, len(w)))
+	}
+	for _, w := range cfg.ExtraStopwords {
+		a.stop[lower(w)] = struct{}{}
 	}
 	if len(cfg.Expansions) > 0 {
 		a.exp = make(map[string]string, len(cfg.Expansions))
 		for k, v := range cfg.Expansions {
-			if cfg.Lowercase {
-				k = strings.ToLower(k)
-			}
-			a.exp[k] = v
+			a.exp[lower(k)] = v
 		}
 	}
 	if cfg.StemCacheEntries > 0 {

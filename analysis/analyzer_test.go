@@ -230,3 +230,26 @@ func ExampleAnalyzer_Analyze() {
 	fmt.Println(a.Analyze("The effects of running on cardiovascular health"))
 	// Output: [effect run cardiovascular health]
 }
+
+// TestConfiguredWordsLowercasedAsTokens: extra stopwords and expansion keys
+// are lowercased by the tokens' rules, so an upper-case Greek word ending
+// in Σ (ς at the end of a word) matches its tokens (Go's ToLower gives σ).
+func TestConfiguredWordsLowercasedAsTokens(t *testing.T) {
+	cfg := analysis.DefaultConfig()
+	cfg.ExtraStopwords = []string{"ΟΔΟΣ"}
+	a, err := analysis.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Analyze("ΟΔΟΣ οδος"); len(got) != 0 {
+		t.Errorf("extra stopword ΟΔΟΣ kept: %q", got)
+	}
+	cfg = analysis.DefaultConfig()
+	cfg.Expansions = map[string]string{"ΟΔΟΣ": "street"}
+	if a, err = analysis.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.AnalyzeQuery("ΟΔΟΣ"); !reflect.DeepEqual(got, []string{"οδος", "street"}) {
+		t.Errorf("AnalyzeQuery(ΟΔΟΣ) = %q, want the expansion", got)
+	}
+}
