@@ -216,18 +216,8 @@ func TestMeasureTextRounds(t *testing.T) {
 // scores every pair once per round), and the best rate is a call's own:
 // at least the overall rate.
 func TestMeasureTextWholePasses(t *testing.T) {
-	testenv.NeedORT(t)
-	cfg := DefaultConfig(models.KindCrossEncoder)
-	cfg.Profile = models.ProfileFast
-	cfg.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
-	r := modeldir.NewResolver(cfg.Models)
-	defer r.Close()
-	dir, err := r.Dir(cfg.Profile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := cfg.Spec
-	s.Threads, s.MinTime, s.MinCalls, s.PeakN = 1, 0, 3, 0
+	dir, s := generatedSpec(t, models.KindCrossEncoder, models.ProfileFast)
+	s.MinCalls = 3
 	text := Text{Queries: []string{"short query", "another query"},
 		PerQuery: [][]string{{"one tiny doc"}, {"a much longer document with many more words in it than the first one has", "and a second document for this query"}}}
 	row, _, err := MeasureText(context.Background(), dir, s, models.KindCrossEncoder, text)
@@ -247,18 +237,8 @@ func TestMeasureTextWholePasses(t *testing.T) {
 // the queries are a cross-encoder's (they had made one call per dataset
 // query).
 func TestMeasureTextEmbedderCalls(t *testing.T) {
-	testenv.NeedORT(t)
-	cfg := DefaultConfig(models.KindEmbedder)
-	cfg.Profile = models.ProfileEmbed
-	cfg.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
-	r := modeldir.NewResolver(cfg.Models)
-	defer r.Close()
-	dir, err := r.Dir(cfg.Profile, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := cfg.Spec
-	s.Threads, s.MinTime, s.MinCalls, s.PeakN = 1, 0, 2, 0
+	dir, s := generatedSpec(t, models.KindEmbedder, models.ProfileEmbed)
+	s.MinCalls = 2
 	text := Text{Queries: make([]string, 40), Docs: []string{"one text", "another text"}}
 	row, _, err := MeasureText(context.Background(), dir, s, models.KindEmbedder, text)
 	if err != nil {
@@ -267,4 +247,24 @@ func TestMeasureTextEmbedderCalls(t *testing.T) {
 	if row.Calls != 2 {
 		t.Errorf("%d calls for MinCalls 2 and no MinTime: want 2", row.Calls)
 	}
+}
+
+// generatedSpec writes the generated model of profile (skipping without
+// the runtime or the tokenizer assets) and returns its folder and a Spec
+// of one thread, no minimum time and no peak measurement.
+func generatedSpec(t *testing.T, kind models.Kind, profile string) (string, Spec) {
+	t.Helper()
+	testenv.NeedORT(t)
+	cfg := DefaultConfig(kind)
+	cfg.Profile = profile
+	cfg.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
+	r := modeldir.NewResolver(cfg.Models)
+	t.Cleanup(func() { r.Close() })
+	dir, err := r.Dir(cfg.Profile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Spec
+	s.Threads, s.MinTime, s.PeakN = 1, 0, 0
+	return dir, s
 }
