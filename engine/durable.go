@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,10 @@ type Recovery struct {
 	// as it had refused them when they were committed (their Commit
 	// returned an error and applied nothing).
 	Refused int `json:"refused"`
+	// DroppedMetadataKeys counts metadata keys holding a NUL byte that
+	// replay dropped from logged documents (engines before such keys were
+	// refused accepted them).
+	DroppedMetadataKeys int `json:"dropped_metadata_keys,omitempty"`
 	// DroppedBytes is the size of the torn or corrupt log tail that was
 	// cut off (a commit being written when the process died, or a damaged
 	// record, and everything after it, preallocated zeros included), at
@@ -167,6 +172,15 @@ func (e *Engine) replayRecord(seq uint64, payload []byte) error {
 	}
 	adds := make([]*record, len(rec.Adds))
 	for i, s := range rec.Adds {
+		// Metadata keys holding a NUL byte were accepted before Validate
+		// refused them (they made filters ambiguous); drop them so that
+		// such a log still opens.
+		for k := range s.Doc.Metadata {
+			if strings.IndexByte(k, 0) >= 0 {
+				delete(s.Doc.Metadata, k)
+				e.recovery.DroppedMetadataKeys++
+			}
+		}
 		if err := s.Doc.Validate(); err != nil {
 			return fmt.Errorf("%w: log record %d: %w", ErrCorrupt, seq, err)
 		}

@@ -748,3 +748,35 @@ type rerankerFunc func(ctx context.Context, query string, docs []string) ([]floa
 func (f rerankerFunc) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
 	return f(ctx, query, docs)
 }
+
+// TestReplayDropsNULMetadataKeys: a log written before metadata keys with
+// a NUL byte were refused still opens; replay drops those keys (they had
+// made the directory unopenable: ErrCorrupt at every replay).
+func TestReplayDropsNULMetadataKeys(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As an older engine logged it: Validate would refuse it today.
+	rec := &record{doc: Document{ID: "x", Text: "apple", Metadata: map[string]string{"a\x00b": "c", "lang": "en"}}}
+	payload, err := encodeLogRecord([]*record{rec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.log.Append(payload); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(dir, DefaultConfig())
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer e.Close()
+	d, ok := e.GetIn("", "x")
+	if !ok || len(d.Metadata) != 1 || d.Metadata["lang"] != "en" || e.Durability().Recovery.DroppedMetadataKeys != 1 {
+		t.Fatalf("replayed %+v %v, recovery %+v", d, ok, e.Durability().Recovery)
+	}
+}
