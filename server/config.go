@@ -221,6 +221,10 @@ func LoadConfig(path string) (Config, error) {
 	return cfg, nil
 }
 
+// Validate reports b's invalid fields (as Config.Validate does for the
+// rerank and embed batchers), for callers that configure a batcher alone.
+func (b BatchConfig) Validate() error { return b.validate("batch") }
+
 func (b BatchConfig) validate(name string) error {
 	var errs []error
 	if b.MaxTokens <= 0 {

@@ -85,6 +85,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: serve: curve batch size %d", bench.ErrBadOption, n)
 		}
 	}
+	if err := c.Batch.Validate(); err != nil {
+		return fmt.Errorf("%w: serve: %w", bench.ErrBadOption, err)
+	}
 	if c.Overload != nil {
 		if err := c.Overload.Validate(); err != nil {
 			return err

@@ -57,7 +57,10 @@ func runOverload(ctx context.Context, cfg Config, oc OverloadConfig, m *model) (
 	row.Seconds = measure.Round(lg.Elapsed.Seconds(), 2)
 	ls, rs := measure.LatencyStats(lg.Latency(http.StatusOK)), measure.LatencyStats(lg.Latency(http.StatusTooManyRequests))
 	row.OK = lg.Count(http.StatusOK)
-	okPerS := float64(row.OK) / lg.Elapsed.Seconds()
+	okPerS := 0.0
+	if lg.Elapsed > 0 { // 0 when every client stopped within a warm-up
+		okPerS = float64(row.OK) / lg.Elapsed.Seconds()
+	}
 	row.OKPerS, row.PairsPerS = measure.Round(okPerS, 2), measure.Round(okPerS*float64(cfg.Docs), 1)
 	row.P50Ms, row.P99Ms, row.RejectP99Ms = measure.Round(measure.Ms(ls.P50), 1), measure.Round(measure.Ms(ls.P99), 1), measure.Round(measure.Ms(rs.P99), 1)
 

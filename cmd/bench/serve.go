@@ -52,7 +52,7 @@ func runServe(ctx context.Context, cl *cli, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg.Batch.MaxWait = server.Duration(*maxWait) // validated with the config
+	cfg.Batch.MaxWait = server.Duration(*maxWait) // serve.Config.Validate checks it
 	modes := map[string][]bool{"on": {true}, "off": {false}, "both": {true, false}, "none": nil}
 	m, ok := modes[*batching]
 	if !ok {
