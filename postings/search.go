@@ -89,7 +89,11 @@ type scored struct {
 func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.ids = ids }
 
 // Search returns the top Query.K documents by BM25 score, best first, ties
-// by ascending external ID. Documents
+// by ascending external ID. For BM25L and BM25+ the ranking is made before
+// the variant's per-query constant is added to every score, in float32:
+// two scores one rounding step apart can come out equal and keep the order
+// of their scores before the addition (and a cut at K follows that order),
+// not the ID order. Documents
 // that match no query term, deleted documents and (with a Filter) documents
 // outside the filter are never returned. Safe for concurrent use; it reads
 // one atomic snapshot (View().Search). ctx is polled about every 1024
