@@ -36,7 +36,9 @@ type CostEstimator interface {
 // Embed returns one vector per text, in input order; in says what the texts
 // are, so that the model's prompts apply (queries and documents of e5 and
 // bge are embedded differently; InputRaw embeds the texts as given). Vectors
-// are L2 normalised unless the embedder's config says otherwise.
+// are L2 normalised unless the embedder's config says otherwise, and are
+// the caller's: an implementation keeps no reference it would later read
+// or hand out again (package cache returns copies of what it stores).
 // Implementations are safe for concurrent use.
 type Embedder interface {
 	Embed(ctx context.Context, in Input, texts []string) ([][]float32, error)

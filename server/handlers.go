@@ -387,9 +387,9 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 }
 
 // embedTexts runs an embedding request through the batcher after applying
-// truncation rules; it returns vectors the caller may modify: copies, since
-// the embedder's may be shared (models/cache hands every caller the slices
-// it stores, and the responses normalise and shorten in place).
+// truncation rules; it returns vectors the caller may modify (the
+// responses normalise and shorten them in place): embedders hand out
+// vectors their callers own (models.Embedder).
 func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32, models.Usage, error) {
 	texts, copied := req.Inputs, false
 	for i, t := range req.Inputs {
@@ -403,13 +403,9 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 			texts[i] = s.truncateTokens(t, s.cfg.MaxInputTokens)
 		}
 	}
-	shared, usage, err := s.embed.Submit(ctx, texts)
+	vecs, usage, err := s.embed.Submit(ctx, texts)
 	if err != nil {
 		return nil, usage, err
-	}
-	vecs := make([][]float32, len(shared))
-	for i, v := range shared {
-		vecs[i] = slices.Clone(v)
 	}
 	if usage.Tokens == 0 {
 		for _, t := range texts {

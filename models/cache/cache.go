@@ -164,8 +164,8 @@ func (e *Embedder) Unwrap() models.Embedder { return e.inner }
 // Dim is the wrapped embedder's.
 func (e *Embedder) Dim() int { return e.inner.Dim() }
 
-// Embed returns the vectors of texts; callers must not modify them (they
-// are shared with the cache).
+// Embed returns the vectors of texts, the caller's to keep and modify (a
+// hit is a copy of the stored vector, a miss the model's own).
 func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
 	v, _, err := e.EmbedWithUsage(ctx, in, texts)
 	return v, err
@@ -211,7 +211,8 @@ func (e *Embedder) EmbedSpans(ctx context.Context, in models.Input, texts []stri
 var ErrNoPooled = errors.New("cache: the wrapped embedder does not return pooled vectors")
 
 // cached serves texts from the cache (keys in namespace ns) and the misses
-// from compute; documents bypass the cache.
+// from compute; documents bypass the cache. Every vector it returns is the
+// caller's: hits are copies, misses are compute's, stored as copies.
 func (e *Embedder) cached(ctx context.Context, ns string, in models.Input, texts []string,
 	compute func(context.Context, models.Input, []string) ([][]float32, models.Usage, error)) ([][]float32, models.Usage, error) {
 	if in == models.InputDocument {
@@ -224,7 +225,7 @@ func (e *Embedder) cached(ctx context.Context, ns string, in models.Input, texts
 	for i, t := range texts {
 		keys[i] = hashKey(ns, string(in), t)
 		if v, ok := e.c.get(keys[i]); ok {
-			out[i] = v
+			out[i] = slices.Clone(v) // the stored one stays the cache's
 		} else {
 			miss, missTexts = append(miss, i), append(missTexts, t)
 		}
