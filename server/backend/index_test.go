@@ -17,12 +17,7 @@ import (
 // tenant cannot overwrite or delete another tenant's document with the same
 // ID, and searches see only their tenant.
 func TestIndexTenantIsolation(t *testing.T) {
-	e, err := engine.Open("", engine.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ix := backend.NewIndex(e)
+	e, ix := memoryIndex(t)
 	ctx := context.Background()
 	apply := func(tenant string, b server.DocumentBatch) (server.CommitResult, error) {
 		b.Tenant, b.Scoped = tenant, true
@@ -89,12 +84,7 @@ func TestIndexTenantIsolation(t *testing.T) {
 // deleted twice in a batch counts once, and the same ID upserted in two
 // tenants is two documents.
 func TestIndexBatchConflicts(t *testing.T) {
-	e, err := engine.Open("", engine.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ix := backend.NewIndex(e)
+	e, ix := memoryIndex(t)
 	ctx := context.Background()
 	res, err := ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "a", Text: "x"}, {ID: "a", Tenant: "t", Text: "y"}}})
 	if err != nil || res.Upserted != 2 {
@@ -114,4 +104,16 @@ func TestIndexBatchConflicts(t *testing.T) {
 	if _, ok := e.GetIn("t", "a"); !ok {
 		t.Fatal("the delete in the default tenant removed tenant t's document")
 	}
+}
+
+// memoryIndex is an Index over an in-memory engine (BM25 only), closed
+// when the test ends.
+func memoryIndex(t *testing.T) (*engine.Engine, *backend.Index) {
+	t.Helper()
+	e, err := engine.Open("", engine.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, backend.NewIndex(e)
 }
