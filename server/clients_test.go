@@ -71,25 +71,13 @@ func TestRealClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	defer func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	addr := serveLocal(t, s)
 
 	nctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(nctx, "node", "clients.mjs")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "HYBRANK_URL=http://"+ln.Addr().String(), "HYBRANK_KEY=secret-key")
+	cmd.Env = append(os.Environ(), "HYBRANK_URL=http://"+addr, "HYBRANK_KEY=secret-key")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

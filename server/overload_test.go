@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,20 +36,7 @@ func TestOverload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ln, err := netListen()
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := "http://" + ln.Addr().String()
-			ctx, cancel := context.WithCancel(context.Background())
-			served := make(chan error, 1)
-			go func() { served <- s.Serve(ctx, ln) }()
-			defer func() {
-				cancel()
-				if err := <-served; err != nil {
-					t.Errorf("Serve: %v", err)
-				}
-			}()
+			base := "http://" + serveLocal(t, s)
 
 			tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}
 			defer tr.CloseIdleConnections()

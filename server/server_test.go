@@ -846,20 +846,7 @@ func TestSlowBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Error(err)
-		}
-	}()
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	conn, err := net.Dial("tcp", serveLocal(t, s))
 	if err != nil {
 		t.Fatal(err)
 	}
