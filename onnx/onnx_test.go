@@ -574,3 +574,66 @@ func BenchmarkMatMulGFLOPS(b *testing.B) {
 	}
 	b.ReportMetric(2*n*n*n*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }
+
+// TestNewSessionModelForCPU: CPU sessions run the model ForCPU returns
+// (here a different weight, so the outputs tell which ran), asked once
+// for the whole pool; nil bytes load the file; an error fails the load.
+func TestNewSessionModelForCPU(t *testing.T) {
+	initORT(t)
+	const n = 8
+	file := writeModel(t, built(onnxpb.MatMulModel(n, 1)))
+	other, err := built(onnxpb.MatMulModel(n, 2)).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(i + 1)
+	}
+	run := func(t *testing.T, s *onnx.Session) []float32 {
+		t.Helper()
+		out, err := s.Run(context.Background(), []onnx.Input{{Name: "x", Shape: []int64{1, n}, Float32: x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Float32
+	}
+	open := func(t *testing.T, m onnx.Model, pool int) *onnx.Session {
+		t.Helper()
+		cfg := cpuConfig()
+		cfg.PoolSize = pool
+		s, err := onnx.NewSessionModel(m, []string{"x"}, []string{"y"}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	fromFile := run(t, newSession(t, file, []string{"x"}, []string{"y"}, cpuConfig()))
+	fromOther := run(t, open(t, onnx.Model{Path: writeModel(t, built(onnxpb.MatMulModel(n, 2)))}, 1))
+	if fmt.Sprint(fromFile) == fmt.Sprint(fromOther) {
+		t.Fatal("the two weights give the same output: the test cannot tell them apart")
+	}
+
+	calls := 0
+	s := open(t, onnx.Model{Path: file, ForCPU: func() ([]byte, error) { calls++; return other, nil }}, 3)
+	for range 3 { // every pooled session
+		if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromOther) {
+			t.Fatalf("CPU session ran %v, want the rewritten model's %v", got, fromOther)
+		}
+	}
+	if calls != 1 || !s.RewrittenForCPU() {
+		t.Fatalf("ForCPU called %d times, RewrittenForCPU %v", calls, s.RewrittenForCPU())
+	}
+
+	s = open(t, onnx.Model{Path: file, ForCPU: func() ([]byte, error) { return nil, nil }}, 1)
+	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.RewrittenForCPU() {
+		t.Fatalf("nil bytes: ran %v (rewritten %v), want the file's %v", got, s.RewrittenForCPU(), fromFile)
+	}
+
+	boom := errors.New("boom")
+	_, err = onnx.NewSessionModel(onnx.Model{Path: file, ForCPU: func() ([]byte, error) { return nil, boom }}, []string{"x"}, []string{"y"}, cpuConfig())
+	if !errors.Is(err, boom) || !errors.Is(err, onnx.ErrModel) {
+		t.Fatalf("ForCPU error: %v", err)
+	}
+}

@@ -115,10 +115,28 @@ type Output struct {
 	Float32 []float32
 }
 
+// Model is what NewSessionModel loads.
+type Model struct {
+	// Path is the ONNX file: what CUDA sessions load, what errors name,
+	// and where ONNX Runtime looks for external data.
+	Path string
+	// ForCPU, when set, is called once, before the first CPU session is
+	// created (not at all when every session runs on CUDA), and returns
+	// the model the CPU sessions load instead of Path's file: the same
+	// inputs and outputs, the graph rewritten for the CPU kernels (package
+	// models/fuse). Nil bytes load Path's file; an error fails
+	// NewSessionModel.
+	ForCPU func() ([]byte, error)
+}
+
 // Session is a pool of ONNX Runtime sessions on one model file. It is safe
 // for concurrent use.
 type Session struct {
 	modelPath   string
+	forCPU      func() ([]byte, error)
+	cpuModel    []byte // ForCPU's result while NewSessionModel runs
+	cpuAsked    bool   // ForCPU has been called
+	cpuRewrite  bool   // the CPU sessions run ForCPU's model
 	inputNames  []string
 	outputNames []string
 	inputs      map[string]int // input name → position in inputNames
@@ -150,6 +168,13 @@ func logAutoProvider(provider Provider, reason string) {
 // given input and output names (outputs are returned by Run in this order).
 // It checks the names against the model and requires float32 outputs.
 func NewSession(modelPath string, inputNames, outputNames []string, cfg SessionConfig) (*Session, error) {
+	return NewSessionModel(Model{Path: modelPath}, inputNames, outputNames, cfg)
+}
+
+// NewSessionModel is NewSession for a Model: its CPU sessions may load a
+// rewritten copy of the file (Model.ForCPU).
+func NewSessionModel(model Model, inputNames, outputNames []string, cfg SessionConfig) (*Session, error) {
+	modelPath := model.Path
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -165,6 +190,7 @@ func NewSession(modelPath string, inputNames, outputNames []string, cfg SessionC
 	}
 	s := &Session{
 		modelPath:   modelPath,
+		forCPU:      model.ForCPU,
 		inputNames:  append([]string(nil), inputNames...),
 		outputNames: append([]string(nil), outputNames...),
 		inputs:      make(map[string]int, len(inputNames)),
@@ -224,6 +250,7 @@ func NewSession(modelPath string, inputNames, outputNames []string, cfg SessionC
 		}
 		s.all = append(s.all, sess)
 	}
+	s.cpuModel = nil // the sessions hold their own copies
 	s.pool = make(chan *ort.DynamicAdvancedSession, len(s.all))
 	for _, sess := range s.all {
 		s.pool <- sess
@@ -292,15 +319,36 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 			return nil, fmt.Errorf("%w: cuda: %v", ErrProviderUnavailable, err)
 		}
 	}
-	sess, err := ort.NewDynamicAdvancedSession(s.modelPath, s.inputNames, s.outputNames, opts)
+	if !cuda && s.forCPU != nil && !s.cpuAsked {
+		s.cpuAsked = true
+		b, err := s.forCPU()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s for the CPU: %w", ErrModel, s.modelPath, err)
+		}
+		s.cpuModel, s.cpuRewrite = b, b != nil
+	}
+	var sess *ort.DynamicAdvancedSession
+	if !cuda && s.cpuRewrite {
+		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(s.cpuModel, s.inputNames, s.outputNames, opts)
+	} else {
+		sess, err = ort.NewDynamicAdvancedSession(s.modelPath, s.inputNames, s.outputNames, opts)
+	}
 	if err != nil {
 		if cuda {
 			return nil, fmt.Errorf("%w: cuda session: %v", ErrProviderUnavailable, err)
 		}
-		return nil, fmt.Errorf("%w: load %s: %v", ErrModel, s.modelPath, err)
+		what := s.modelPath
+		if s.cpuRewrite {
+			what += " (rewritten for the CPU)"
+		}
+		return nil, fmt.Errorf("%w: load %s: %v", ErrModel, what, err)
 	}
 	return sess, nil
 }
+
+// RewrittenForCPU reports whether the sessions run the model Model.ForCPU
+// returned rather than the file.
+func (s *Session) RewrittenForCPU() bool { return s.provider == ProviderCPU && s.cpuRewrite }
 
 func appendCUDA(opts *ort.SessionOptions, device int) error {
 	co, err := ort.NewCUDAProviderOptions()

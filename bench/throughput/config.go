@@ -23,12 +23,13 @@ type Spec struct {
 	Models modeldir.Source `json:"models"`
 
 	// Provider, Threads (intra-op), PoolSize, GraphOptimization,
-	// DisableArena and DisableSpinning are passed to the model (see
-	// models.Config).
+	// DisableFusion, DisableArena and DisableSpinning are passed to the
+	// model (see models.Config).
 	Provider          string `json:"provider"`
 	Threads           int    `json:"threads"`
 	PoolSize          int    `json:"pool_size"`
 	GraphOptimization string `json:"graph_optimization,omitempty"`
+	DisableFusion     bool   `json:"disable_fusion,omitempty"`
 	DisableArena      bool   `json:"disable_arena,omitempty"`
 	DisableSpinning   bool   `json:"disable_spinning,omitempty"`
 
@@ -115,6 +116,7 @@ func (s Spec) ModelConfig(dir string, kind models.Kind) models.Config {
 	mc.IntraOpThreads = s.Threads
 	mc.PoolSize = s.PoolSize
 	mc.GraphOptimization = s.GraphOptimization
+	mc.DisableFusion = s.DisableFusion
 	mc.DisableArena = s.DisableArena
 	mc.DisableSpinning = s.DisableSpinning
 	mc.MaxBatchTokens = s.BatchTokens

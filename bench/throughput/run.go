@@ -42,6 +42,10 @@ type Row struct {
 	// (float32 for generated and exported models), "int8" or "fp16"
 	// converted by models/quantize (models.Config.Quantize).
 	Quantize string `json:"quantize,omitempty" table:""`
+	// Fusion is what package models/fuse did to the graph the CPU ran
+	// (ort.CrossEncoder.Fusion): e.g. "12 SkipLayerNorm (12 with bias)",
+	// "none" (CUDA, nothing to fuse), "off" (--no-fusion); "" for peers.
+	Fusion string `json:"fusion,omitempty" table:""`
 	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
 	BatchPairs int `json:"batch_pairs" table:""`
 	// DocTokens is the synthetic documents' length (absent for real text).
@@ -146,6 +150,7 @@ func RunKind(ctx context.Context, cfg Config, kind models.Kind) (Result, error) 
 type model struct {
 	call     func(ctx context.Context, i int) ([]float32, models.Usage, error)
 	provider func() string
+	fusion   func() string
 	close    func() error
 }
 
@@ -158,7 +163,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 		}
 		return model{call: func(ctx context.Context, i int) ([]float32, models.Usage, error) {
 			return ce.ScoreWithUsage(ctx, t.Queries[i%len(t.Queries)], t.docs(i))
-		}, provider: ce.Provider, close: ce.Close}, nil
+		}, provider: ce.Provider, fusion: ce.Fusion, close: ce.Close}, nil
 	}
 	be, err := ort.NewBiEncoder(mc)
 	if err != nil {
@@ -167,7 +172,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 	return model{call: func(ctx context.Context, _ int) ([]float32, models.Usage, error) {
 		_, u, err := be.EmbedWithUsage(ctx, models.InputDocument, t.Docs)
 		return nil, u, err
-	}, provider: be.Provider, close: be.Close}, nil
+	}, provider: be.Provider, fusion: be.Fusion, close: be.Close}, nil
 }
 
 // measureOne runs one Spec: resolve the model, make the text, then
@@ -244,6 +249,7 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 		}
 	}
 	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
+	row.Fusion = m.fusion()
 	row.GFLOPsBest = measure.Round(best/1e9, 2)
 	if rss {
 		row.PeakRSSMB = measure.Round(float64(measure.PeakRSS())/(1<<20), 1)
@@ -343,6 +349,7 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 		slices.SortFunc(x.passes, func(a, b pass) int { return cmp.Compare(a.took, b.took) })
 		median := x.passes[(len(x.passes)-1)/2]
 		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), median.usage, x.lat, median.took)
+		rows[i].Fusion = x.m.fusion()
 		rows[i].Calls = len(t.Queries) // of the median pass
 		// The fastest pass's rate (passes do equal work).
 		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.took.Seconds()/x.passes[0].took.Seconds(), 2)

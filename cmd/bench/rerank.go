@@ -61,6 +61,7 @@ func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, d
 	}
 	modelFlags(fs, &cfg.Spec)
 	fs.StringVar(&cfg.GraphOptimization, "graph-opt", "", "graph optimisation: disable, basic, extended, all (default all)")
+	fs.BoolVar(&cfg.DisableFusion, "no-fusion", false, "run the model file's graph on the CPU as it is (default: SkipLayerNormalization fused, models/fuse)")
 	fs.BoolVar(&cfg.DisableArena, "no-arena", false, "disable the runtime's CPU memory arena")
 	fs.BoolVar(&cfg.DisableSpinning, "no-spin", false, "stop intra-op threads from busy-waiting between operators")
 	fs.IntVar(&cfg.BatchTokens, "batch-tokens", cfg.BatchTokens, "max padded tokens per runtime call")

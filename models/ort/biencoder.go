@@ -51,6 +51,12 @@ func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 // Provider returns the execution provider in use, or "" before load.
 func (be *BiEncoder) Provider() string { return be.c.provider() }
 
+// Fusion says what package models/fuse did to the graph the CPU
+// sessions run: e.g. "12 SkipLayerNorm (12 with bias)"; "none"
+// (CUDA, nothing to fuse, or a file it cannot read), "off"
+// (Config.DisableFusion), or "" before the model has loaded.
+func (be *BiEncoder) Fusion() string { return be.c.fusion() }
+
 // Info returns the loaded model directory and the effective maximum
 // sequence length (special tokens included), loading the model if needed.
 func (be *BiEncoder) Info() (models.ModelDir, int, error) { return be.c.info() }

@@ -256,6 +256,7 @@ type costEnv struct {
 	dir      models.ModelDir
 	maxLen   int
 	provider string
+	fusion   string // loaded.fusion: a fused graph runs at other costs
 	host     hostFacts
 	run      runner
 	now      func() time.Time
@@ -376,7 +377,7 @@ func calibrateFor(env costEnv, p *costPlanner, info *BatchingInfo, note func(str
 }
 
 // costKey returns everything that changes a calibrated table: the
-// procedure, the provider and session settings, the caps and budget that
+// procedure, the provider and session settings, the graph fusion, the caps and budget that
 // bound the grid, the runtime version, the CPU and the model file (size and
 // modification time: rewriting the model invalidates its tables).
 func costKey(env costEnv) (map[string]string, error) {
@@ -393,6 +394,7 @@ func costKey(env costEnv) (map[string]string, error) {
 		"inter_op_threads":  itoa(c.InterOpThreads),
 		"pool_size":         itoa(c.PoolSize),
 		"graph_opt":         c.GraphOptimization,
+		"graph_fusion":      env.fusion,
 		"disable_arena":     strconv.FormatBool(c.DisableArena),
 		"disable_spinning":  strconv.FormatBool(c.DisableSpinning),
 		"cuda_device_id":    itoa(c.CUDADeviceID),

@@ -47,6 +47,12 @@ func (ce *CrossEncoder) Config() models.Config { return ce.c.cfg }
 // before the model has loaded.
 func (ce *CrossEncoder) Provider() string { return ce.c.provider() }
 
+// Fusion says what package models/fuse did to the graph the CPU
+// sessions run: e.g. "12 SkipLayerNorm (12 with bias)"; "none"
+// (CUDA, nothing to fuse, or a file it cannot read), "off"
+// (Config.DisableFusion), or "" before the model has loaded.
+func (ce *CrossEncoder) Fusion() string { return ce.c.fusion() }
+
 // Info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.
 func (ce *CrossEncoder) Info() (models.ModelDir, int, error) { return ce.c.info() }

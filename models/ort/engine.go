@@ -64,6 +64,9 @@ type loaded struct {
 	// or no cost model could be built, or a loader that sets none).
 	cost     *costPlanner
 	batching BatchingInfo
+	// fusion is what package models/fuse did to the CPU sessions' graph:
+	// its Report's String, "none", or "off" (Config.DisableFusion).
+	fusion string
 }
 
 // plan cuts the texts of one call, by token length, into batches.
@@ -222,6 +225,16 @@ func (c *core) provider() string {
 		return ""
 	}
 	return c.m.run.provider()
+}
+
+// fusion returns loaded.fusion, or "" before the model has loaded.
+func (c *core) fusion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		return ""
+	}
+	return c.m.fusion
 }
 
 // batchingInfo reports how the model plans batches, loading it if needed.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/fuse"
 	"github.com/hybrank/hybrank/onnx"
 )
 
@@ -81,21 +83,41 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := onnx.NewSession(md.ONNXPath, inputs, []string{output}, sessionConfig(cfg))
+	model := onnx.Model{Path: md.ONNXPath}
+	fusion := "off"
+	if !cfg.DisableFusion {
+		fusion = "none"
+		model.ForCPU = func() ([]byte, error) {
+			b, rep, err := fuse.File(md.ONNXPath)
+			switch {
+			case err != nil:
+				// A file the rewrite cannot read (external data) runs as it is.
+				slog.Info("models/ort: CPU graph fusion skipped", "model", md.ONNXPath, "reason", err)
+			case rep.Changed():
+				fusion = rep.String()
+			}
+			return b, nil
+		}
+	}
+	sess, err := onnx.NewSessionModel(model, inputs, []string{output}, sessionConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	if !sess.RewrittenForCPU() && fusion != "off" {
+		fusion = "none" // CUDA, or nothing to fuse, or not readable
 	}
 	m := &loaded{
 		dir:       md,
 		enc:       enc,
 		run:       &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
+		fusion:    fusion,
 		maxLen:    md.SequenceLength(cfg),
 		output:    output,
 		pooled:    pooled,
 		embedding: md.Embedding(cfg),
 	}
 	m.cost, m.batching, err = setupCost(costEnv{
-		cfg: cfg, dir: md, maxLen: m.maxLen, provider: m.run.provider(), host: currentHost(),
+		cfg: cfg, dir: md, maxLen: m.maxLen, provider: m.run.provider(), fusion: fusion, host: currentHost(),
 		run: m.run, now: time.Now, userCacheDir: os.UserCacheDir,
 	})
 	if err != nil {

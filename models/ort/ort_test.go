@@ -138,15 +138,17 @@ func TestCrossEncoderMatchesReference(t *testing.T) {
 		name                string
 		maxLen, batchTokens int
 		pool                int
-		sigmoid             bool
+		sigmoid, noFusion   bool
 	}{
-		{"full length one batch", 0, 16384, 1, false},
-		{"truncated small batches", 24, 48, 1, false},
-		{"pool of two sigmoid", 32, 64, 2, true},
+		{"full length one batch", 0, 16384, 1, false, false},
+		{"truncated small batches", 24, 48, 1, false, false},
+		{"pool of two sigmoid", 32, 64, 2, true, false},
+		{"graph as in the file", 32, 64, 1, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := cpuConfig(g.dir, models.ProfileFast)
 			cfg.MaxLength, cfg.MaxBatchTokens, cfg.PoolSize, cfg.Sigmoid = tc.maxLen, tc.batchTokens, tc.pool, tc.sigmoid
+			cfg.DisableFusion = tc.noFusion
 			ce, err := ort.NewCrossEncoder(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -159,6 +161,15 @@ func TestCrossEncoderMatchesReference(t *testing.T) {
 			}
 			if ce.Provider() != "cpu" {
 				t.Fatalf("provider %q", ce.Provider())
+			}
+			// Two layers: each one's attention and feed-forward blocks
+			// end in a residual LayerNormalization, fused on the CPU.
+			wantFusion := "4 SkipLayerNorm (4 with bias)"
+			if tc.noFusion {
+				wantFusion = "off"
+			}
+			if ce.Fusion() != wantFusion {
+				t.Fatalf("fusion %q, want %q", ce.Fusion(), wantFusion)
 			}
 			_, maxLen, err := ce.Info()
 			if err != nil {

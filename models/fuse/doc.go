@@ -1,0 +1,50 @@
+// Package fuse rewrites a BERT-family ONNX graph into the fused operators
+// ONNX Runtime's CPU provider runs fastest, where the runtime's own graph
+// optimiser does not: SkipLayerNorm turns each residual Add and the
+// LayerNormalization after it (and the bias Add before it) into one
+// com.microsoft SkipLayerNormalization. Package models/ort applies it when
+// it loads a model for the CPU (models.Config.DisableFusion turns it off).
+//
+// # Why
+//
+// ONNX Runtime has this fusion (SkipLayerNormFusion, graph optimisation
+// "extended" and up), but it only fires when both inputs of the residual
+// Add have a static hidden size and a static sequence length in the
+// graph's shapes; exports for reranking and embedding declare the
+// sequence length dynamic, so the runtime keeps the Add and runs
+// LayerNormalization's own CPU kernel, which is slow: on an Intel Xeon
+// with AVX-512 and AMX, 2 threads, MiniLM-L6 (balanced) on 8 sequences ×
+// 384 tokens, the 13 LayerNormalizations took 35 ms of 360 and the 12
+// fused nodes that replace 12 of them (and their residual Adds) 7 ms
+// (bench/peers/ort_profile.py; bench/results/rerank_int8_profile.md). The
+// model ran 13 % faster in float32 and 17 % faster in int8, with float32
+// outputs equal to 1e-7.
+//
+// # The pattern
+//
+//	LayerNormalization(Add(x, r), γ[, β])      → SkipLayerNormalization(x, r, γ, β)
+//	LayerNormalization(Add(Add(y, b), r), γ, β) → SkipLayerNormalization(y, r, γ, β, b)
+//
+// where r is the output of a LayerNormalization (the residual stream, as
+// every BERT layer's attention and feed-forward blocks read it), x and y
+// are activations, b, γ and β are float32 vectors stored in the model,
+// LayerNormalization normalises the last axis (axis −1, float32
+// statistics) and has no other output, and each Add's result is read by
+// the next node only. Requiring r to be normalised keeps broadcasting out:
+// SkipLayerNormalization adds its inputs element by element, and a
+// residual stream has the full [batch, sequence, hidden] shape, as does
+// the sublayer output added to it. The embeddings' LayerNormalization
+// (over word, position and token-type embeddings) does not match and
+// stays as it is. An unset epsilon is written as LayerNormalization's
+// default, 1e-5 (SkipLayerNormalization's own default is 1e-12).
+//
+// The int8 models of package models/quantize fold their biases into
+// DynamicQuantizeMatMul, so there only the first form occurs; float16
+// models are left to the CUDA provider, which this package is not applied
+// for.
+//
+// # Concurrency
+//
+// SkipLayerNorm modifies the model it is given, which must not be used
+// concurrently. Report is a plain value.
+package fuse

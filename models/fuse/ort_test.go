@@ -1,0 +1,130 @@
+package fuse_test
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/fuse"
+	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// TestRuntimeEquivalence runs a generated cross-encoder (float32, and its
+// int8 copy) through ONNX Runtime's CPU provider before and after
+// SkipLayerNorm, on a batch with padding: every layer's two
+// LayerNormalizations are fused (the embeddings' one is not), and the
+// logits agree.
+func TestRuntimeEquivalence(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := bertgen.MiniLML6CrossEncoder()
+	cfg.Layers, cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.VocabSize, cfg.MaxPositions = 3, 64, 4, 256, 1000, 64
+	w, err := bertgen.GenerateWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batch, seq = 4, 40
+	r := rand.New(rand.NewPCG(5, 6))
+	ids, mask, types := make([]int64, batch*seq), make([]int64, batch*seq), make([]int64, batch*seq)
+	lens := []int{seq, 31, 12, 3} // right padding, as the tokenizer pads
+	for b, n := range lens {
+		for i := range n {
+			ids[b*seq+i], mask[b*seq+i] = int64(1+r.IntN(cfg.VocabSize-1)), 1
+			if i > n/2 {
+				types[b*seq+i] = 1
+			}
+		}
+	}
+	run := func(path string) []float32 {
+		t.Helper()
+		sc := onnx.DefaultSessionConfig()
+		sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
+		s, err := onnx.NewSession(path, []string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{bertgen.Logits}, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		dims := []int64{batch, seq}
+		out, err := s.Run(context.Background(), []onnx.Input{
+			{Name: bertgen.InputIDs, Shape: dims, Int64: ids},
+			{Name: bertgen.AttentionMask, Shape: dims, Int64: mask},
+			{Name: bertgen.TokenTypeIDs, Shape: dims, Int64: types},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Float32
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		int8 bool
+		// float32: the fused kernel sums in another order; int8: the
+		// activations it passes on round to other int8 codes now and then.
+		tol float64
+	}{{"float32", false, 1e-5}, {"int8", true, 1e-3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := bertgen.BuildModel(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.int8 {
+				if _, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			plain := filepath.Join(dir, tc.name+".onnx")
+			if err := m.WriteFile(plain); err != nil {
+				t.Fatal(err)
+			}
+			b, rep, err := fuse.File(plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fuse.Report{SkipLayerNorm: 2 * cfg.Layers, BiasFolded: 2 * cfg.Layers}
+			if tc.int8 {
+				want.BiasFolded = 0 // folded into DynamicQuantizeMatMul already
+			}
+			if rep != want {
+				t.Fatalf("report %+v, want %+v", rep, want)
+			}
+			fm, err := onnxpb.Unmarshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lns := 0
+			for _, n := range fm.Graph.Nodes {
+				if n.OpType == "LayerNormalization" {
+					lns++
+				}
+			}
+			if lns != 1 {
+				t.Fatalf("%d LayerNormalization nodes left, want the embeddings' one", lns)
+			}
+			fused := filepath.Join(dir, tc.name+"-fused.onnx")
+			if err := fm.WriteFile(fused); err != nil {
+				t.Fatal(err)
+			}
+			got, ref := run(fused), run(plain)
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for i := range ref {
+				lo, hi = min(lo, float64(ref[i])), max(hi, float64(ref[i]))
+				if d := math.Abs(float64(got[i] - ref[i])); d > tc.tol {
+					t.Errorf("logit %d: fused %g, unfused %g (|Δ| %g > %g)", i, got[i], ref[i], d, tc.tol)
+				}
+			}
+			t.Logf("logits span %g", hi-lo)
+			if hi-lo < 10*tc.tol {
+				t.Errorf("logits span %g: the comparison is not sensitive", hi-lo)
+			}
+		})
+	}
+}
