@@ -122,21 +122,21 @@ type Model struct {
 	Path string
 	// ForCPU, when set, is called once, before the first CPU session is
 	// created (not at all when every session runs on CUDA), and returns
-	// the model the CPU sessions load instead of Path's file: the same
-	// inputs and outputs, the graph rewritten for the CPU kernels (package
-	// models/fuse). Nil bytes load Path's file; an error fails
-	// NewSessionModel.
-	ForCPU func() ([]byte, error)
+	// the path of the model file the CPU sessions load instead of Path:
+	// the same inputs and outputs, the graph rewritten for the CPU kernels
+	// (package models/fuse). "" loads Path; an error fails
+	// NewSessionModel. The sessions have read the file when
+	// NewSessionModel returns: a temporary file may be removed then.
+	ForCPU func() (string, error)
 }
 
 // Session is a pool of ONNX Runtime sessions on one model file. It is safe
 // for concurrent use.
 type Session struct {
 	modelPath   string
-	forCPU      func() ([]byte, error)
-	cpuModel    []byte // ForCPU's result while NewSessionModel runs
+	forCPU      func() (string, error)
+	cpuPath     string // ForCPU's result; "" when the CPU sessions load modelPath
 	cpuAsked    bool   // ForCPU has been called
-	cpuRewrite  bool   // the CPU sessions run ForCPU's model
 	inputNames  []string
 	outputNames []string
 	inputs      map[string]int // input name → position in inputNames
@@ -250,7 +250,6 @@ func NewSessionModel(model Model, inputNames, outputNames []string, cfg SessionC
 		}
 		s.all = append(s.all, sess)
 	}
-	s.cpuModel = nil // the sessions hold their own copies
 	s.pool = make(chan *ort.DynamicAdvancedSession, len(s.all))
 	for _, sess := range s.all {
 		s.pool <- sess
@@ -321,34 +320,33 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 	}
 	if !cuda && s.forCPU != nil && !s.cpuAsked {
 		s.cpuAsked = true
-		b, err := s.forCPU()
+		p, err := s.forCPU()
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s for the CPU: %w", ErrModel, s.modelPath, err)
 		}
-		s.cpuModel, s.cpuRewrite = b, b != nil
+		s.cpuPath = p
 	}
-	var sess *ort.DynamicAdvancedSession
-	if !cuda && s.cpuRewrite {
-		sess, err = ort.NewDynamicAdvancedSessionWithONNXData(s.cpuModel, s.inputNames, s.outputNames, opts)
-	} else {
-		sess, err = ort.NewDynamicAdvancedSession(s.modelPath, s.inputNames, s.outputNames, opts)
+	path := s.modelPath
+	if !cuda && s.cpuPath != "" {
+		path = s.cpuPath
 	}
+	sess, err := ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
 	if err != nil {
 		if cuda {
 			return nil, fmt.Errorf("%w: cuda session: %v", ErrProviderUnavailable, err)
 		}
 		what := s.modelPath
-		if s.cpuRewrite {
-			what += " (rewritten for the CPU)"
+		if path != s.modelPath {
+			what += " (rewritten for the CPU as " + path + ")"
 		}
 		return nil, fmt.Errorf("%w: load %s: %v", ErrModel, what, err)
 	}
 	return sess, nil
 }
 
-// RewrittenForCPU reports whether the sessions run the model Model.ForCPU
-// returned rather than the file.
-func (s *Session) RewrittenForCPU() bool { return s.provider == ProviderCPU && s.cpuRewrite }
+// RewrittenForCPU reports whether the sessions run the file Model.ForCPU
+// returned rather than Model.Path.
+func (s *Session) RewrittenForCPU() bool { return s.provider == ProviderCPU && s.cpuPath != "" }
 
 func appendCUDA(opts *ort.SessionOptions, device int) error {
 	co, err := ort.NewCUDAProviderOptions()

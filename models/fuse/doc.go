@@ -3,7 +3,8 @@
 // optimiser does not: SkipLayerNorm turns each residual Add and the
 // LayerNormalization after it (and the bias Add before it) into one
 // com.microsoft SkipLayerNormalization. Package models/ort applies it when
-// it loads a model for the CPU (models.Config.DisableFusion turns it off).
+// it loads a model for the CPU, into a temporary copy the runtime loads
+// (models.Config.DisableFusion turns it off).
 //
 // # Why
 //

@@ -278,22 +278,23 @@ func (f *fuser) commit() {
 	g.ValueInfo = vi
 }
 
-// File reads the ONNX model at path and returns it with SkipLayerNorm
-// applied, encoded, or nil bytes and a zero Report when there is nothing
-// to fuse. Models this package cannot read (external data, among others:
-// onnxpb.ErrUnsupported) are errors; callers load such files unchanged.
-func File(path string) ([]byte, Report, error) {
-	m, err := onnxpb.ReadFile(path)
+// WriteFile reads the ONNX model at src, applies SkipLayerNorm and writes
+// the result to dst, unless there is nothing to fuse (a zero Report, dst
+// untouched). Models this package cannot read (external data, among
+// others: onnxpb.ErrUnsupported) are errors; callers load such files
+// unchanged. It holds the decoded model in memory, about twice the file's
+// size, and streams the output to dst.
+func WriteFile(src, dst string) (Report, error) {
+	m, err := onnxpb.ReadFile(src)
 	if err != nil {
-		return nil, Report{}, err
+		return Report{}, err
 	}
 	rep, err := SkipLayerNorm(m)
 	if err != nil || !rep.Changed() {
-		return nil, Report{}, err
+		return Report{}, err
 	}
-	b, err := m.Marshal()
-	if err != nil {
-		return nil, Report{}, err
+	if err := m.WriteFile(dst); err != nil {
+		return Report{}, err
 	}
-	return b, rep, nil
+	return rep, nil
 }

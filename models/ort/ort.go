@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -87,16 +88,23 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	fusion := "off"
 	if !cfg.DisableFusion {
 		fusion = "none"
-		model.ForCPU = func() ([]byte, error) {
-			b, rep, err := fuse.File(md.ONNXPath)
-			switch {
-			case err != nil:
+		var tmp string
+		defer func() {
+			if tmp != "" {
+				os.Remove(tmp) // the sessions have read it
+			}
+		}()
+		model.ForCPU = func() (string, error) {
+			p, rep, err := fusedCopy(md.ONNXPath)
+			if err != nil {
 				// A file the rewrite cannot read (external data) runs as it is.
 				slog.Info("models/ort: CPU graph fusion skipped", "model", md.ONNXPath, "reason", err)
-			case rep.Changed():
-				fusion = rep.String()
+				return "", nil
 			}
-			return b, nil
+			if rep.Changed() {
+				tmp, fusion = p, rep.String()
+			}
+			return p, nil
 		}
 	}
 	sess, err := onnx.NewSessionModel(model, inputs, []string{output}, sessionConfig(cfg))
@@ -124,6 +132,30 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, errors.Join(err, sess.Close())
 	}
 	return m, nil
+}
+
+// fusedCopy writes the model at src with package models/fuse's
+// SkipLayerNorm applied to a temporary file and returns its path, or ""
+// when there is nothing to fuse. The rewrite decodes every weight; that
+// garbage goes back to the OS before the runtime loads the copy, so the
+// process's peak memory is the larger of the two steps, not their sum.
+func fusedCopy(src string) (string, fuse.Report, error) {
+	f, err := os.CreateTemp("", "hybrank-fused-*.onnx")
+	if err != nil {
+		return "", fuse.Report{}, err
+	}
+	path := f.Name()
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return "", fuse.Report{}, err
+	}
+	rep, err := fuse.WriteFile(src, path)
+	debug.FreeOSMemory()
+	if err != nil || !rep.Changed() {
+		os.Remove(path)
+		return "", fuse.Report{}, err
+	}
+	return path, rep, nil
 }
 
 // pickIO checks the model's inputs and chooses the output to read.

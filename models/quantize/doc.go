@@ -128,12 +128,17 @@
 // batch of eight, so int8 would go from 1.89× to about 2.0×, and only for
 // batches without padding.
 //
-// ONNX Runtime's MLAS also has AMX-INT8 kernels for these GEMMs (Intel
-// Xeons from Sapphire Rapids on), which the development machines have
-// lacked since this package was written: there the weight products would
-// cost far less and the ratio would approach the float32 rest's bound.
-// bench/gpu/device.sh's int8_cpu step measures it on a GPU machine's host
-// CPU.
+// On an Intel Xeon with AMX-INT8 (2 cores, 2026-11-27) MLAS runs these
+// GEMMs with tdpbusd: one u8 × s8 [3072 × 384] · [384 × 1536] product at
+// 3.3 TOP/s, 9.3 times the float32 GEMM and 2.5 times vpdpbusd's ceiling
+// on those cores. The weight products of balanced at 8 × 384 tokens took
+// 46 ms of int8's 186 (float32: 355), and the float32 rest set the ratio:
+// 1.84–1.90× per batch, 1.77× on scifact lists (`bench rerank --int8`).
+// With package models/fuse's SkipLayerNormalization (on by default on the
+// CPU, both sides alike) 1.98× for balanced, 2.02× accurate, 1.23× fast
+// (bench/results/rerank.md); 2.5× would need the weight products at 9 ms,
+// twice the measured AMX rate. bench/results/rerank_int8_profile.md has
+// the per-operator tables.
 //
 // # Fidelity, and generated weights
 //
