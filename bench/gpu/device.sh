@@ -82,10 +82,11 @@ M=$W/models
 #    (models/quantize's default) of each profile on real scifact pairs,
 #    two intra-op threads and 10 queries as in rerank.md. The hosts of
 #    these GPUs have been Intel Xeons, and ONNX Runtime's integer GEMMs use
-#    AMX-INT8 where the CPU has it (the flags go to the log), which no
-#    development machine had since the int8 work began; with fast weight
+#    AMX-INT8 where the CPU has it (the flags go to the log). A 2-core
+#    development VM with AMX measured it on 2026-11-27 (int8 1.2–2.0×
+#    float32; bench/results/rerank_int8_profile.md): with fast weight
 #    products the int8 ≥ 2.5× check of #10 is decided by the float32 rest
-#    of the graph (bench/results/rerank_int8_profile.md).
+#    of the graph. This step gives the figure for a server-class host.
 {
 	echo "CPU flags (int8): $(grep -o -w -E 'amx_(tile|int8|bf16)|avx512_vnni|avx_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 } >>"$LOG" 2>&1
