@@ -70,41 +70,15 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 // fuser holds the state of one SkipLayerNorm. The graph's node list is
 // only replaced by commit.
 type fuser struct {
-	g         *onnxpb.Graph
-	inits     map[string]*onnxpb.Tensor
-	graphIn   map[string]bool
-	graphOut  map[string]bool
-	producer  map[string]int   // value → index of the node writing it
-	consumers map[string][]int // value → indices of the nodes reading it
-	drop      map[int]bool     // nodes fused away
-	replace   map[int]onnxpb.Node
-	gone      map[string]bool // values no longer produced
+	g       *onnxpb.Graph
+	idx     *onnxpb.Index
+	drop    map[int]bool // nodes fused away
+	replace map[int]onnxpb.Node
+	gone    map[string]bool // values no longer produced
 }
 
 func newFuser(g *onnxpb.Graph) *fuser {
-	f := &fuser{
-		g: g, inits: map[string]*onnxpb.Tensor{}, graphIn: map[string]bool{}, graphOut: map[string]bool{},
-		producer: map[string]int{}, consumers: map[string][]int{},
-		drop: map[int]bool{}, replace: map[int]onnxpb.Node{}, gone: map[string]bool{},
-	}
-	for i := range g.Initializers {
-		f.inits[g.Initializers[i].Name] = &g.Initializers[i]
-	}
-	for _, v := range g.Inputs {
-		f.graphIn[v.Name] = true
-	}
-	for _, v := range g.Outputs {
-		f.graphOut[v.Name] = true
-	}
-	for i, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			f.consumers[in] = append(f.consumers[in], i)
-		}
-		for _, out := range n.Outputs {
-			f.producer[out] = i
-		}
-	}
-	return f
+	return &fuser{g: g, idx: g.Index(), drop: map[int]bool{}, replace: map[int]onnxpb.Node{}, gone: map[string]bool{}}
 }
 
 // skip is one match: LayerNormalization ln (index) over Add add of input
@@ -125,8 +99,8 @@ func isDefault(n *onnxpb.Node, op string) bool {
 // vector returns the float32 initializer name as a vector of n values (any
 // n when n is 0), unless a graph input of that name can override it.
 func (f *fuser) vector(name string, n int64) (*onnxpb.Tensor, bool) {
-	t := f.inits[name]
-	if t == nil || f.graphIn[name] || t.DataType() != onnxpb.Float32 || len(t.Dims) != 1 || (n > 0 && t.Dims[0] != n) {
+	t := f.idx.Constant(name)
+	if t == nil || t.DataType() != onnxpb.Float32 || len(t.Dims) != 1 || (n > 0 && t.Dims[0] != n) {
 		return nil, false
 	}
 	return t, true
@@ -135,15 +109,15 @@ func (f *fuser) vector(name string, n int64) (*onnxpb.Tensor, bool) {
 // only reports whether value v is read by exactly the node at index i and
 // is not a graph output.
 func (f *fuser) only(v string, i int) bool {
-	c := f.consumers[v]
-	return len(c) == 1 && c[0] == i && !f.graphOut[v]
+	c := f.idx.Consumers[v]
+	return len(c) == 1 && c[0] == i && !f.idx.Outputs[v]
 }
 
 // isNormalised reports whether v is the output of a LayerNormalization (or
 // of a SkipLayerNormalization this rewrite makes): a residual stream of
 // the full [batch, seq, hidden] shape.
 func (f *fuser) isNormalised(v string) bool {
-	p, ok := f.producer[v]
+	p, ok := f.idx.Producer[v]
 	if !ok {
 		return false
 	}
@@ -199,7 +173,7 @@ func (f *fuser) match(i int) (skip, bool) {
 	// residual stream (so neither broadcasts: SkipLayerNormalization only
 	// broadcasts its skip input), read by this node alone.
 	x := ln.Inputs[0]
-	p, ok := f.producer[x]
+	p, ok := f.idx.Producer[x]
 	if !ok || !f.only(x, i) {
 		return skip{}, false
 	}
@@ -208,7 +182,8 @@ func (f *fuser) match(i int) (skip, bool) {
 		return skip{}, false
 	}
 	a, b := add.Inputs[0], add.Inputs[1]
-	if f.inits[a] != nil || f.inits[b] != nil || f.graphIn[a] || f.graphIn[b] || a == b {
+	ix := f.idx
+	if ix.Initializers[a] != nil || ix.Initializers[b] != nil || ix.Inputs[a] || ix.Inputs[b] || a == b {
 		return skip{}, false
 	}
 	switch {
@@ -222,12 +197,12 @@ func (f *fuser) match(i int) (skip, bool) {
 	sk.add, sk.addOut = p, x
 	// The sublayer's bias: Add(bias, y) or Add(y, bias) feeding only the
 	// residual Add becomes SkipLayerNormalization's bias input.
-	if q, ok := f.producer[sk.input]; ok && f.only(sk.input, p) && !f.drop[q] {
+	if q, ok := f.idx.Producer[sk.input]; ok && f.only(sk.input, p) && !f.drop[q] {
 		ba := &f.g.Nodes[q]
 		if isDefault(ba, "Add") && len(ba.Inputs) == 2 && len(ba.Outputs) == 1 {
 			for k, c := range ba.Inputs {
 				y := ba.Inputs[1-k]
-				if _, ok := f.vector(c, hidden); ok && f.inits[y] == nil && !f.graphIn[y] && y != c {
+				if _, ok := f.vector(c, hidden); ok && ix.Initializers[y] == nil && !ix.Inputs[y] && y != c {
 					sk.biasAdd, sk.biasAddOut, sk.bias, sk.input = q, sk.input, c, y
 					break
 				}

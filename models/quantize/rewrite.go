@@ -121,11 +121,8 @@ type rewriter struct {
 	exclude []*regexp.Regexp
 	rep     Report
 
-	inits     map[string]*onnxpb.Tensor
-	graphIn   map[string]bool
-	graphOut  map[string]bool
-	consumers map[string][]int // value → indices of the nodes reading it
-	names     map[string]bool  // every value name in use
+	idx   *onnxpb.Index
+	names map[string]bool // every value name in use
 
 	weights  map[weightKey]qweight // quantized weights, shared by their nodes
 	dql      map[string][3]string  // FormStandard: activation → quantized, scale, zero point
@@ -148,29 +145,18 @@ type qweight struct {
 
 func newRewriter(g *onnxpb.Graph, cfg Config) *rewriter {
 	r := &rewriter{
-		g: g, cfg: cfg, rep: Report{Config: cfg},
-		inits: map[string]*onnxpb.Tensor{}, graphIn: map[string]bool{}, graphOut: map[string]bool{},
-		consumers: map[string][]int{}, names: map[string]bool{},
+		g: g, cfg: cfg, rep: Report{Config: cfg}, idx: g.Index(), names: map[string]bool{},
 		weights: map[weightKey]qweight{}, dql: map[string][3]string{}, folded: map[int]bool{},
 		gone: map[string]bool{}, replaced: map[string]bool{},
 	}
-	for i := range g.Initializers {
-		t := &g.Initializers[i]
-		r.inits[t.Name], r.names[t.Name] = t, true
+	for name := range r.idx.Inputs {
+		r.names[name] = true
 	}
-	for _, v := range g.Inputs {
-		r.graphIn[v.Name], r.names[v.Name] = true, true
+	for name := range r.idx.Initializers {
+		r.names[name] = true
 	}
-	for _, v := range g.Outputs {
-		r.graphOut[v.Name] = true
-	}
-	for i, n := range g.Nodes {
-		for _, in := range n.Inputs {
-			r.consumers[in] = append(r.consumers[in], i)
-		}
-		for _, out := range n.Outputs {
-			r.names[out] = true
-		}
+	for name := range r.idx.Producer {
+		r.names[name] = true
 	}
 	return r
 }
@@ -188,8 +174,8 @@ func (r *rewriter) unique(base string) string {
 // constFloat returns the float32 initializer called name, unless a graph
 // input of the same name can override it at run time.
 func (r *rewriter) constFloat(name string) *onnxpb.Tensor {
-	t := r.inits[name]
-	if t == nil || r.graphIn[name] || t.DataType() != onnxpb.Float32 {
+	t := r.idx.Constant(name)
+	if t == nil || t.DataType() != onnxpb.Float32 {
 		return nil
 	}
 	return t
@@ -242,8 +228,8 @@ func (r *rewriter) match(n *onnxpb.Node) (*candidate, string) {
 	default:
 		return nil, ""
 	}
-	w := r.inits[n.Inputs[1]]
-	if w == nil || r.graphIn[n.Inputs[1]] {
+	w := r.idx.Constant(n.Inputs[1])
+	if w == nil {
 		return nil, "" // B is an activation, or an input that may override it
 	}
 	if w.DataType() != onnxpb.Float32 || len(w.Dims) != 2 || w.Dims[0] == 0 || w.Dims[1] == 0 {
@@ -310,8 +296,8 @@ func (r *rewriter) matchGemm(n *onnxpb.Node, c *candidate) string {
 // values to out, when out feeds nothing else: its index and the vector's
 // name, or -1.
 func (r *rewriter) foldableBias(out string, n int) (string, int) {
-	cons := r.consumers[out]
-	if len(cons) != 1 || r.graphOut[out] {
+	cons := r.idx.Consumers[out]
+	if len(cons) != 1 || r.idx.Outputs[out] {
 		return "", -1
 	}
 	add := &r.g.Nodes[cons[0]]
@@ -387,7 +373,7 @@ func (r *rewriter) weight(c *candidate) (qweight, error) {
 	if qw, ok := r.weights[key]; ok {
 		return qw, nil
 	}
-	w := r.inits[c.weight].Float32
+	w := r.idx.Initializers[c.weight].Float32
 	base := c.weight
 	if c.transposed {
 		w = transpose(w, c.n, c.k) // stored N×K, used as K×N
