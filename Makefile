@@ -238,6 +238,7 @@ models: models-prereqs $(MODEL_DIRS)
 test-real-models: deps models
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFP16RealEmbedder$$' ./models/quantize
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFusionRealModels$$' ./models/ort
 
 build: prereqs
 	$(GO) build -buildvcs=auto -o bin/ ./cmd/...

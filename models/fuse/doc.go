@@ -23,21 +23,34 @@
 //
 // # The pattern
 //
-//	LayerNormalization(Add(x, r), γ[, β])      → SkipLayerNormalization(x, r, γ, β)
-//	LayerNormalization(Add(Add(y, b), r), γ, β) → SkipLayerNormalization(y, r, γ, β, b)
+//	LN(Add(x, r))         → SkipLayerNormalization(x, r, γ, β)
+//	LN(Add(Add(y, b), r)) → SkipLayerNormalization(y, r, γ, β, b)
 //
-// where r is the output of a LayerNormalization (the residual stream, as
-// every BERT layer's attention and feed-forward blocks read it), x and y
-// are activations, b, γ and β are float32 vectors stored in the model,
-// LayerNormalization normalises the last axis (axis −1, float32
-// statistics) and has no other output, and each Add's result is read by
-// the next node only. Requiring r to be normalised keeps broadcasting out:
-// SkipLayerNormalization adds its inputs element by element, and a
-// residual stream has the full [batch, sequence, hidden] shape, as does
-// the sublayer output added to it. The embeddings' LayerNormalization
-// (over word, position and token-type embeddings) does not match and
-// stays as it is. An unset epsilon is written as LayerNormalization's
-// default, 1e-5 (SkipLayerNormalization's own default is 1e-12).
+// where LN is a layer normalisation over the last axis with scale γ and
+// offset β, written either as a LayerNormalization node (float32
+// statistics, no other outputs; opset 17 exports) or spelled out, as
+// exports of opsets 11 to 16 write it (ONNX Runtime's LayerNormFusion
+// turns that into LayerNormalization at load, and stops there):
+//
+//	m = ReduceMean(x); d = Sub(x, m); v = ReduceMean(Pow(d, 2))
+//	LN = Div(d, Sqrt(Add(v, ε))) · γ + β
+//
+// (ReduceMean over axis −1 keeping it, the Sub possibly written twice,
+// Mul and Add in either order, the exponent and ε constants or Constant
+// nodes, every intermediate read inside the pattern only). r is the
+// output of another layer normalisation (the residual stream, as every
+// BERT layer's attention and feed-forward blocks read it), x and y are
+// activations, b, γ and β float32 vectors stored in the model, and each
+// Add's result is read by the next node only. Requiring r to be
+// normalised keeps broadcasting out: SkipLayerNormalization adds its
+// inputs element by element, and a residual stream has the full [batch,
+// sequence, hidden] shape, as does the sublayer output added to it. The
+// embeddings' normalisation (over word, position and token-type
+// embeddings) does not match and stays as it is. An unset epsilon is
+// written as LayerNormalization's default, 1e-5 (SkipLayerNormalization's
+// own default is 1e-12). The real exports of `make models` (all-MiniLM-L6-v2
+// at opsets 14 and 17, bge-small-en-v1.5 and e5-small-v2 at 11, and their
+// int8 copies) all fuse every layer (TestFusionRealModels in models/ort).
 //
 // The int8 models of package models/quantize fold their biases into
 // DynamicQuantizeMatMul, so there only the first form occurs; float16

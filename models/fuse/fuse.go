@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
@@ -81,15 +82,28 @@ func newFuser(g *onnxpb.Graph) *fuser {
 	return &fuser{g: g, idx: g.Index(), drop: map[int]bool{}, replace: map[int]onnxpb.Node{}, gone: map[string]bool{}}
 }
 
-// skip is one match: LayerNormalization ln (index) over Add add of input
-// (the sublayer's output, before its bias when bias is set) and residual.
+// skip is one match: a layer normalisation at node index i (a
+// LayerNormalization, or the last node of the operators an older export
+// spells it with) over Add add of input (the sublayer's output, before its
+// bias when bias is set) and residual.
 type skip struct {
-	add, biasAdd       int // biasAdd is -1 without a folded bias
+	add, biasAdd       int   // biasAdd is -1 without a folded bias
+	chain              []int // the other nodes of a spelled-out normalisation
 	input, residual    string
 	bias, gamma, beta  string
 	epsilon            float32
 	lnName, lnOutput   string
 	addOut, biasAddOut string
+}
+
+// norm is a layer normalisation over the last axis with float32
+// statistics, as matched by layerNorm.
+type norm struct {
+	x, gamma, beta string
+	epsilon        float32
+	hidden         int64
+	chain          []int // nodes other than the last one, to drop
+	readers        []int // the nodes reading x
 }
 
 func isDefault(n *onnxpb.Node, op string) bool {
@@ -106,6 +120,34 @@ func (f *fuser) vector(name string, n int64) (*onnxpb.Tensor, bool) {
 	return t, true
 }
 
+// scalar returns the value of a one-element float32 constant: an
+// initializer no graph input overrides, or a Constant node's value.
+func (f *fuser) scalar(name string) (float32, bool) {
+	t := f.idx.Constant(name)
+	if t == nil {
+		p, ok := f.idx.Producer[name]
+		if !ok {
+			return 0, false
+		}
+		n := &f.g.Nodes[p]
+		if !isDefault(n, "Constant") || len(n.Attrs) != 1 {
+			return 0, false
+		}
+		if v, ok := n.Attrs[0].Float(); ok && n.Attrs[0].Name() == "value_float" {
+			return v, true
+		}
+		c, ok := n.Attrs[0].Tensor()
+		if !ok || n.Attrs[0].Name() != "value" {
+			return 0, false
+		}
+		t = &c
+	}
+	if t.DataType() != onnxpb.Float32 || t.NumElements() != 1 || len(t.Float32) != 1 {
+		return 0, false
+	}
+	return t.Float32[0], true
+}
+
 // only reports whether value v is read by exactly the node at index i and
 // is not a graph output.
 func (f *fuser) only(v string, i int) bool {
@@ -113,68 +155,237 @@ func (f *fuser) only(v string, i int) bool {
 	return len(c) == 1 && c[0] == i && !f.idx.Outputs[v]
 }
 
-// isNormalised reports whether v is the output of a LayerNormalization (or
-// of a SkipLayerNormalization this rewrite makes): a residual stream of
-// the full [batch, seq, hidden] shape.
+// readBy reports whether value v is read by exactly the nodes at the
+// given indices (each once) and is not a graph output.
+func (f *fuser) readBy(v string, nodes ...int) bool {
+	c := slices.Clone(f.idx.Consumers[v])
+	slices.Sort(c)
+	want := slices.Clone(nodes)
+	slices.Sort(want)
+	return slices.Equal(c, want) && !f.idx.Outputs[v]
+}
+
+// producer returns the index of the node writing v when it is a
+// default-domain op with one output, or -1.
+func (f *fuser) producer(v, op string) int {
+	p, ok := f.idx.Producer[v]
+	if !ok {
+		return -1
+	}
+	n := &f.g.Nodes[p]
+	if !isDefault(n, op) || len(n.Outputs) != 1 {
+		return -1
+	}
+	return p
+}
+
+// pair returns the inputs of binary node i as (a, c) where c satisfies
+// isC, trying both orders; ok is false if neither does.
+func pair(n *onnxpb.Node, isC func(string) bool) (a, c string, ok bool) {
+	if len(n.Inputs) != 2 {
+		return "", "", false
+	}
+	for k := range 2 {
+		if isC(n.Inputs[k]) {
+			return n.Inputs[1-k], n.Inputs[k], true
+		}
+	}
+	return "", "", false
+}
+
+// isNormalised reports whether v is the output of a layer normalisation
+// (or of a SkipLayerNormalization this rewrite makes): a residual stream
+// of the full [batch, seq, hidden] shape.
 func (f *fuser) isNormalised(v string) bool {
 	p, ok := f.idx.Producer[v]
 	if !ok {
 		return false
 	}
 	n := &f.g.Nodes[p]
-	return isDefault(n, "LayerNormalization") || n.OpType == "SkipLayerNormalization" && n.Domain == MSDomain
+	if n.OpType == "SkipLayerNormalization" && n.Domain == MSDomain {
+		return true
+	}
+	_, ok = f.layerNorm(p)
+	return ok
 }
 
-// match decides whether node i is a LayerNormalization to fuse.
-func (f *fuser) match(i int) (skip, bool) {
+// layerNorm matches node i as the end of a layer normalisation over the
+// last axis: a LayerNormalization node, or the operators exports of
+// opsets before 17 spell it with:
+//
+//	m = ReduceMean(x); d = Sub(x, m); v = ReduceMean(Pow(d, 2))
+//	y = Div(d, Sqrt(Add(v, ε))) · γ + β
+//
+// (ReduceMean over axis −1 keeping it; the Sub may be written twice, once
+// for Pow and once for Div; Mul and Add in either order), every
+// intermediate value read only inside the pattern.
+func (f *fuser) layerNorm(i int) (norm, bool) {
+	n := &f.g.Nodes[i]
+	if isDefault(n, "LayerNormalization") {
+		return f.layerNormNode(i)
+	}
+	if !isDefault(n, "Add") || len(n.Outputs) != 1 {
+		return norm{}, false
+	}
+	yv, beta, ok := pair(n, func(v string) bool { _, ok := f.vector(v, 0); return ok })
+	if !ok {
+		return norm{}, false
+	}
+	mul := f.producer(yv, "Mul")
+	if mul < 0 || !f.only(yv, i) {
+		return norm{}, false
+	}
+	nv, gamma, ok := pair(&f.g.Nodes[mul], func(v string) bool { _, ok := f.vector(v, 0); return ok })
+	if !ok {
+		return norm{}, false
+	}
+	bt, _ := f.vector(beta, 0)
+	gt, _ := f.vector(gamma, 0)
+	if bt.Dims[0] != gt.Dims[0] {
+		return norm{}, false
+	}
+	div := f.producer(nv, "Div")
+	if div < 0 || !f.only(nv, mul) || len(f.g.Nodes[div].Inputs) != 2 {
+		return norm{}, false
+	}
+	d1, sv := f.g.Nodes[div].Inputs[0], f.g.Nodes[div].Inputs[1]
+	sqrt := f.producer(sv, "Sqrt")
+	if sqrt < 0 || !f.only(sv, div) {
+		return norm{}, false
+	}
+	ev := f.g.Nodes[sqrt].Inputs[0]
+	addE := f.producer(ev, "Add")
+	if addE < 0 || !f.only(ev, sqrt) {
+		return norm{}, false
+	}
+	vv, epsName, ok := pair(&f.g.Nodes[addE], func(v string) bool { _, ok := f.scalar(v); return ok })
+	if !ok {
+		return norm{}, false
+	}
+	eps, _ := f.scalar(epsName)
+	rm2 := f.producer(vv, "ReduceMean")
+	if rm2 < 0 || !f.only(vv, addE) || !f.lastAxisMean(rm2) {
+		return norm{}, false
+	}
+	pv := f.g.Nodes[rm2].Inputs[0]
+	pow := f.producer(pv, "Pow")
+	if pow < 0 || !f.only(pv, rm2) || len(f.g.Nodes[pow].Inputs) != 2 {
+		return norm{}, false
+	}
+	if e, ok := f.scalar(f.g.Nodes[pow].Inputs[1]); !ok || e != 2 {
+		return norm{}, false
+	}
+	d2 := f.g.Nodes[pow].Inputs[0]
+	sub1, sub2 := f.producer(d1, "Sub"), f.producer(d2, "Sub")
+	if sub1 < 0 || sub2 < 0 {
+		return norm{}, false
+	}
+	subs := []int{sub1}
+	if sub1 == sub2 {
+		if !f.readBy(d1, pow, div) {
+			return norm{}, false
+		}
+	} else {
+		subs = append(subs, sub2)
+		if !f.only(d1, div) || !f.only(d2, pow) || !slices.Equal(f.g.Nodes[sub1].Inputs, f.g.Nodes[sub2].Inputs) {
+			return norm{}, false
+		}
+	}
+	s1 := &f.g.Nodes[sub1]
+	if len(s1.Inputs) != 2 {
+		return norm{}, false
+	}
+	x, mv := s1.Inputs[0], s1.Inputs[1]
+	rm1 := f.producer(mv, "ReduceMean")
+	if rm1 < 0 || f.g.Nodes[rm1].Inputs[0] != x || !f.lastAxisMean(rm1) || !f.readBy(mv, subs...) {
+		return norm{}, false
+	}
+	readers := append([]int{rm1}, subs...)
+	chain := append(slices.Clone(readers), pow, rm2, addE, sqrt, div, mul)
+	return norm{x: x, gamma: gamma, beta: beta, epsilon: eps, hidden: gt.Dims[0], chain: chain, readers: readers}, true
+}
+
+// lastAxisMean reports whether ReduceMean node i averages over the last
+// axis only (axes −1 as an attribute or, from opset 18, a constant input)
+// and keeps it.
+func (f *fuser) lastAxisMean(i int) bool {
+	n := &f.g.Nodes[i]
+	if a, ok := n.Attr("keepdims"); ok {
+		if v, ok := a.Int(); !ok || v != 1 {
+			return false
+		}
+	}
+	if a, ok := n.Attr("axes"); ok {
+		v, ok := a.Ints()
+		return ok && len(n.Inputs) == 1 && slices.Equal(v, []int64{-1})
+	}
+	if len(n.Inputs) != 2 {
+		return false
+	}
+	t := f.idx.Constant(n.Inputs[1])
+	return t != nil && t.DataType() == onnxpb.Int64 && slices.Equal(t.Int64, []int64{-1})
+}
+
+// layerNormNode matches LayerNormalization node i.
+func (f *fuser) layerNormNode(i int) (norm, bool) {
 	ln := &f.g.Nodes[i]
-	if !isDefault(ln, "LayerNormalization") || len(ln.Inputs) < 2 || len(ln.Inputs) > 3 {
-		return skip{}, false
+	if len(ln.Inputs) < 2 || len(ln.Inputs) > 3 {
+		return norm{}, false
 	}
 	// Only the normalised output: SkipLayerNormalization's mean and
 	// inverse standard deviation outputs are not LayerNormalization's.
 	for _, o := range ln.Outputs[1:] {
 		if o != "" {
-			return skip{}, false
+			return norm{}, false
 		}
 	}
 	if a, ok := ln.Attr("axis"); ok {
 		if v, ok := a.Int(); !ok || v != -1 {
-			return skip{}, false
+			return norm{}, false
 		}
 	}
 	if a, ok := ln.Attr("stash_type"); ok {
 		if v, ok := a.Int(); !ok || v != 1 {
-			return skip{}, false
+			return norm{}, false
 		}
 	}
 	gamma, ok := f.vector(ln.Inputs[1], 0)
 	if !ok {
-		return skip{}, false
+		return norm{}, false
 	}
-	hidden := gamma.Dims[0]
 	// LayerNormalization's default epsilon; SkipLayerNormalization's
 	// differs (1e-12), so the fused node always states it.
-	sk := skip{gamma: ln.Inputs[1], biasAdd: -1, lnName: ln.Name, lnOutput: ln.Outputs[0], epsilon: 1e-5}
+	nm := norm{x: ln.Inputs[0], gamma: ln.Inputs[1], epsilon: 1e-5, hidden: gamma.Dims[0], readers: []int{i}}
 	if len(ln.Inputs) == 3 && ln.Inputs[2] != "" {
-		if _, ok := f.vector(ln.Inputs[2], hidden); !ok {
-			return skip{}, false
+		if _, ok := f.vector(ln.Inputs[2], nm.hidden); !ok {
+			return norm{}, false
 		}
-		sk.beta = ln.Inputs[2]
+		nm.beta = ln.Inputs[2]
 	}
 	if a, ok := ln.Attr("epsilon"); ok {
 		v, ok := a.Float()
 		if !ok {
-			return skip{}, false
+			return norm{}, false
 		}
-		sk.epsilon = v
+		nm.epsilon = v
 	}
+	return nm, true
+}
+
+// match decides whether node i ends a layer normalisation to fuse.
+func (f *fuser) match(i int) (skip, bool) {
+	nm, ok := f.layerNorm(i)
+	if !ok {
+		return skip{}, false
+	}
+	ln := &f.g.Nodes[i]
+	sk := skip{gamma: nm.gamma, beta: nm.beta, epsilon: nm.epsilon, chain: nm.chain, biasAdd: -1, lnName: ln.Name, lnOutput: ln.Outputs[0]}
 	// The residual Add: two activations, one of them a normalised
 	// residual stream (so neither broadcasts: SkipLayerNormalization only
-	// broadcasts its skip input), read by this node alone.
-	x := ln.Inputs[0]
+	// broadcasts its skip input), read by the normalisation alone.
+	x := nm.x
 	p, ok := f.idx.Producer[x]
-	if !ok || !f.only(x, i) {
+	if !ok || !f.readBy(x, nm.readers...) {
 		return skip{}, false
 	}
 	add := &f.g.Nodes[p]
@@ -202,7 +413,7 @@ func (f *fuser) match(i int) (skip, bool) {
 		if isDefault(ba, "Add") && len(ba.Inputs) == 2 && len(ba.Outputs) == 1 {
 			for k, c := range ba.Inputs {
 				y := ba.Inputs[1-k]
-				if _, ok := f.vector(c, hidden); ok && ix.Initializers[y] == nil && !ix.Inputs[y] && y != c {
+				if _, ok := f.vector(c, nm.hidden); ok && ix.Initializers[y] == nil && !ix.Inputs[y] && y != c {
 					sk.biasAdd, sk.biasAddOut, sk.bias, sk.input = q, sk.input, c, y
 					break
 				}
@@ -212,7 +423,8 @@ func (f *fuser) match(i int) (skip, bool) {
 	return sk, true
 }
 
-// apply records the fusion of match sk at LayerNormalization i.
+// apply records the fusion of match sk at node i (a LayerNormalization,
+// or the last node of a spelled-out one).
 func (f *fuser) apply(i int, sk skip) {
 	in := []string{sk.input, sk.residual, sk.gamma, sk.beta}
 	if sk.bias != "" {
@@ -221,29 +433,49 @@ func (f *fuser) apply(i int, sk skip) {
 	f.replace[i] = onnxpb.Node{Name: sk.lnName + "_SkipLayerNorm", OpType: "SkipLayerNormalization", Domain: MSDomain,
 		Inputs: in, Outputs: []string{sk.lnOutput}, Attrs: []onnxpb.Attr{onnxpb.AttrFloat("epsilon", sk.epsilon)}}
 	f.drop[sk.add], f.gone[sk.addOut] = true, true
+	for _, c := range sk.chain {
+		f.drop[c] = true
+		for _, o := range f.g.Nodes[c].Outputs {
+			f.gone[o] = true
+		}
+	}
 	if sk.biasAdd >= 0 {
 		f.drop[sk.biasAdd], f.gone[sk.biasAddOut] = true, true
 	}
-	// A later LayerNormalization whose residual is this one's output
-	// still sees a normalised stream: the node at i is not removed from
-	// g.Nodes until commit, and producer keeps pointing at it.
+	// A later normalisation whose residual is this one's output still
+	// sees a normalised stream: the nodes are not removed from g.Nodes
+	// until commit, and the index keeps pointing at them.
 }
 
-// commit installs the fused node list and drops value_info hints for
-// values that no longer exist.
+// commit installs the fused node list, without the Constant nodes only
+// the fused nodes read (a spelled-out normalisation's exponent and
+// epsilon), and drops value_info hints for values that no longer exist.
 func (f *fuser) commit() {
 	g := f.g
 	nodes := make([]onnxpb.Node, 0, len(g.Nodes)-len(f.drop))
+	read := map[string]bool{}
 	for i, n := range g.Nodes {
 		switch {
 		case f.drop[i]:
+			continue
 		case f.replace[i].OpType != "":
-			nodes = append(nodes, f.replace[i])
-		default:
-			nodes = append(nodes, n)
+			n = f.replace[i]
+		}
+		nodes = append(nodes, n)
+		for _, in := range n.Inputs {
+			read[in] = true
 		}
 	}
-	g.Nodes = nodes
+	for _, o := range g.Outputs {
+		read[o.Name] = true
+	}
+	g.Nodes = slices.DeleteFunc(nodes, func(n onnxpb.Node) bool {
+		if !isDefault(&n, "Constant") || len(n.Outputs) != 1 || read[n.Outputs[0]] || f.idx.Consumers[n.Outputs[0]] == nil {
+			return false
+		}
+		f.gone[n.Outputs[0]] = true
+		return true
+	})
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {
 		if !f.gone[v.Name] {

@@ -209,3 +209,88 @@ func TestSkipLayerNormRefusesInvalidGraph(t *testing.T) {
 		t.Fatalf("nil model: %v", err)
 	}
 }
+
+// spelledLN adds the operators an export of opset < 17 writes for a layer
+// normalisation of x over its last axis (hidden h) and returns its output:
+// Pow's exponent and ε come from Constant nodes, as torch exports them;
+// dupSub writes the Sub twice (older exports).
+func spelledLN(g *onnxpb.Graph, p, x string, h int, dupSub bool) string {
+	vec := func(name string, base float32) string {
+		v := make([]float32, h)
+		for i := range v {
+			v[i] = base + float32(i)/float32(h)
+		}
+		return g.AddFloat32(name, []int64{int64(h)}, v)
+	}
+	konst := func(name string, v float32) string {
+		g.AddNodeOutputs(name, "Constant", nil, []string{name}, onnxpb.AttrTensor("value", onnxpb.Tensor{Name: name, Float32: []float32{v}}))
+		return name
+	}
+	axes := onnxpb.AttrInts("axes", -1)
+	m := g.AddNode(p+"mean", "ReduceMean", []string{x}, axes)
+	d := g.AddNode(p+"sub", "Sub", []string{x, m})
+	d2 := d
+	if dupSub {
+		d2 = g.AddNode(p+"sub2", "Sub", []string{x, m})
+	}
+	v := g.AddNode(p+"var", "ReduceMean", []string{g.AddNode(p+"pow", "Pow", []string{d2, konst(p+"two", 2)})}, axes)
+	s := g.AddNode(p+"sqrt", "Sqrt", []string{g.AddNode(p+"addeps", "Add", []string{v, konst(p+"eps", 1e-12)})})
+	y := g.AddNode(p+"mul", "Mul", []string{g.AddNode(p+"div", "Div", []string{d, s}), vec(p+"gamma", 0.5)})
+	return g.AddNode(p+"out", "Add", []string{vec(p+"beta", -0.25), y})
+}
+
+// spelledBlock is block with spelled-out normalisations, hidden h, random
+// weights from seed.
+func spelledBlock(h int, dupSub bool) *onnxpb.Model {
+	g := onnxpb.NewGraph("spelled")
+	g.AddInput("x", onnxpb.Float32, onnxpb.Symbolic("batch"), onnxpb.Symbolic("seq"), onnxpb.Fixed(int64(h)))
+	r := spelledLN(g, "ln0_", "x", h, false)
+	w := make([]float32, h*h)
+	for i := range w {
+		w[i] = float32((i*7)%11-5) / 10
+	}
+	bias := make([]float32, h)
+	for i := range bias {
+		bias[i] = float32(i%3) - 1
+	}
+	y := g.AddNode("mm", "MatMul", []string{r, g.AddFloat32("w", []int64{int64(h), int64(h)}, w)})
+	yb := g.AddNode("bias", "Add", []string{g.AddFloat32("bias_vec", []int64{int64(h)}, bias), y})
+	sum := g.AddNode("res", "Add", []string{yb, r})
+	out := spelledLN(g, "ln1_", sum, h, dupSub)
+	g.AddNodeOutputs("final", "Identity", []string{out}, []string{"out"})
+	g.AddOutput("out", onnxpb.Float32, onnxpb.Symbolic("batch"), onnxpb.Symbolic("seq"), onnxpb.Fixed(int64(h)))
+	return onnxpb.NewModel(g)
+}
+
+func TestSkipLayerNormSpelledOut(t *testing.T) {
+	for _, dup := range []bool{false, true} {
+		m := spelledBlock(4, dup)
+		rep, err := fuse.SkipLayerNorm(m)
+		if err != nil || rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
+			t.Fatalf("dup %v: report %+v, %v", dup, rep, err)
+		}
+		n := node(t, m, "SkipLayerNormalization")
+		if !slices.Equal(n.Inputs, []string{"mm", "ln0_out", "ln1_gamma", "ln1_beta", "bias_vec"}) || n.Outputs[0] != "ln1_out" {
+			t.Fatalf("dup %v: fused node %+v", dup, n)
+		}
+		if a, _ := n.Attr("epsilon"); func() float32 { v, _ := a.Float(); return v }() != 1e-12 {
+			t.Fatalf("epsilon %v, want the Constant's 1e-12", n.Attrs)
+		}
+		// ln0's operators stay (its input is no residual sum); ln1's and
+		// its two Constants are gone.
+		want := []string{"ReduceMean", "Sub", "Constant", "Pow", "ReduceMean", "Constant", "Add", "Sqrt", "Div", "Mul", "Add", "MatMul", "SkipLayerNormalization", "Identity"}
+		if got := ops(m); !slices.Equal(got, want) {
+			t.Fatalf("dup %v: nodes %v, want %v", dup, got, want)
+		}
+	}
+	// An exponent other than 2 is not a variance.
+	m := spelledBlock(4, false)
+	for i := range m.Graph.Nodes {
+		if m.Graph.Nodes[i].Name == "ln1_two" {
+			m.Graph.Nodes[i].Attrs = []onnxpb.Attr{onnxpb.AttrTensor("value", onnxpb.Tensor{Name: "ln1_two", Float32: []float32{3}})}
+		}
+	}
+	if rep, err := fuse.SkipLayerNorm(m); err != nil || rep.Changed() {
+		t.Fatalf("Pow 3 fused: %+v, %v", rep, err)
+	}
+}

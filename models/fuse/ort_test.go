@@ -125,3 +125,53 @@ func TestRuntimeEquivalence(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeSpelledOut: the spelled-out normalisations of older exports
+// (read back from a file, so the Constants' tensors are decoded from
+// their bytes) fuse into a graph ONNX Runtime computes as before.
+func TestRuntimeSpelledOut(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	const h, batch, seq = 16, 2, 5
+	dir := t.TempDir()
+	for _, dup := range []bool{false, true} {
+		plain, fused := filepath.Join(dir, "plain.onnx"), filepath.Join(dir, "fused.onnx")
+		m := spelledBlock(h, dup)
+		m.Opset = 13 // ReduceMean's axes an attribute, as such exports write it
+		if err := m.WriteFile(plain); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := fuse.WriteFile(plain, fused)
+		if err != nil || rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
+			t.Fatalf("dup %v: report %+v, %v", dup, rep, err)
+		}
+		r := rand.New(rand.NewPCG(7, 8))
+		x := make([]float32, batch*seq*h)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * 3)
+		}
+		run := func(path string) []float32 {
+			t.Helper()
+			sc := onnx.DefaultSessionConfig()
+			sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
+			s, err := onnx.NewSession(path, []string{"x"}, []string{"out"}, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			out, err := s.Run(context.Background(), []onnx.Input{{Name: "x", Shape: []int64{batch, seq, h}, Float32: x}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out[0].Float32
+		}
+		got, ref := run(fused), run(plain)
+		for i := range ref {
+			if d := math.Abs(float64(got[i] - ref[i])); d > 1e-5 {
+				t.Fatalf("dup %v: output %d: fused %g, unfused %g", dup, i, got[i], ref[i])
+			}
+		}
+	}
+}

@@ -256,6 +256,32 @@ func (a Attr) Int() (v int64, ok bool) { return a.i, a.kind == attrInt }
 // Float returns the value of a FLOAT attribute; ok is false for other kinds.
 func (a Attr) Float() (v float32, ok bool) { return a.f, a.kind == attrFloat }
 
+// Ints returns the value of an INTS attribute; ok is false for other kinds.
+func (a Attr) Ints() (v []int64, ok bool) { return a.ints, a.kind == attrInts }
+
+// Tensor returns the value of a TENSOR attribute (Constant's "value"),
+// decoded as Unmarshal decodes initializers; ok is false for other kinds
+// and for tensors this package cannot decode.
+func (a Attr) Tensor() (t Tensor, ok bool) {
+	if a.kind != attrTensor {
+		return Tensor{}, false
+	}
+	if a.t != nil {
+		return *a.t, true
+	}
+	found := false
+	err := eachField(a.raw, func(f field) error {
+		if f.num != fAttrT || f.typ != protowire.BytesType {
+			return nil
+		}
+		var err error
+		t, err = decodeTensor(f.b)
+		found = err == nil
+		return err
+	})
+	return t, err == nil && found
+}
+
 // AttrInt is an INT attribute.
 func AttrInt(name string, v int64) Attr { return Attr{name: name, kind: attrInt, i: v} }
 

@@ -1,0 +1,90 @@
+package ort_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
+	"github.com/hybrank/hybrank/simd"
+)
+
+// TestFusionRealModels embeds the same texts with each real embedder (make
+// models; skips without them) as its file is and with the CPU graph
+// fusion: every residual normalisation is fused, whether the export
+// writes LayerNormalization (opset 17) or spells it out (opsets 11 and
+// 14), and the vectors do not move.
+func TestFusionRealModels(t *testing.T) {
+	texts := []string{
+		"what do cross encoders score",
+		"Alterations of the architecture of cerebral white matter in the developing human brain can affect cortical development.",
+		strings.Repeat("Vitamin D deficiency is associated with bone loss and fractures in older adults. ", 8),
+		"0-dimensional biomaterials show inductive properties.",
+	}
+	cos := func(a, b []float32) float64 {
+		return float64(simd.Dot(a, b)) / math.Sqrt(float64(simd.Dot(a, a))*float64(simd.Dot(b, b)))
+	}
+	for _, tc := range []struct {
+		name   string
+		layers int
+		// float names the float32 export of an int8 one: there the
+		// vectors are compared by their distance to float32's.
+		float string
+	}{
+		{"all-minilm-l6-v2-st", 6, ""}, // opset 17, LayerNormalization
+		{"all-minilm-l6-v2", 6, ""},    // opset 14, spelled out
+		{"bge-small-en-v1.5", 12, ""},  // opset 11, spelled out
+		{"e5-small-v2", 12, ""},
+		{"e5-small-v2-q", 12, "e5-small-v2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			embed := func(name string, disable bool) ([][]float32, string) {
+				t.Helper()
+				cfg, err := models.ProfileConfig(models.ProfileEmbed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.Dir, cfg.Provider, cfg.IntraOpThreads, cfg.DisableFusion = testenv.NeedRealModel(t, name), "cpu", 2, disable
+				be, err := ort.NewBiEncoder(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer be.Close()
+				v, err := be.Embed(context.Background(), models.InputDocument, texts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v, be.Fusion()
+			}
+			ref, off := embed(tc.name, true)
+			got, on := embed(tc.name, false)
+			if want := fmt.Sprintf("%d SkipLayerNorm (%d with bias)", 2*tc.layers, 2*tc.layers); on != want || off != "off" {
+				t.Fatalf("fusion %q / %q, want %q / off", on, off, want)
+			}
+			if tc.float == "" {
+				for i := range ref {
+					if c := cos(ref[i], got[i]); c < 0.99999 {
+						t.Errorf("text %d: cosine fused vs file %.7f < 0.99999", i, c)
+					}
+				}
+				return
+			}
+			// An int8 export quantizes every activation per tensor: the
+			// fused normalisation's output, equal to float rounding,
+			// moves some codes, and the vectors by up to 0.002 in
+			// cosine. They must stay as close to float32's as before.
+			f, _ := embed(tc.float, true)
+			for i := range f {
+				before, after := cos(ref[i], f[i]), cos(got[i], f[i])
+				t.Logf("text %d: cosine to float32 %.5f file, %.5f fused", i, before, after)
+				if after < before-0.001 {
+					t.Errorf("text %d: cosine to float32 %.5f fused < %.5f file − 0.001", i, after, before)
+				}
+			}
+		})
+	}
+}
