@@ -149,10 +149,11 @@ type Config struct {
 	// "disable", "basic", "extended" or "all"; "" means "all".
 	GraphOptimization string `json:"graph_optimization,omitempty"`
 	// DisableFusion loads the model file as it is on the CPU. By default
-	// the CPU sessions run a copy rewritten in memory with fused
+	// the CPU sessions load a temporary copy with fused
 	// SkipLayerNormalization operators (package models/fuse: the same
-	// scores to float rounding, 13–17 % faster on BERT-family models); a
-	// file this rewrite cannot read (external data) loads unchanged.
+	// scores to float rounding; 8–30 % more pairs/s or texts/s on the
+	// benchmarks, bench/results/fusion.md); a file this rewrite cannot
+	// read (external data) loads unchanged.
 	DisableFusion bool `json:"disable_fusion,omitempty"`
 	// DisableArena turns off the runtime's CPU memory arena.
 	DisableArena bool `json:"disable_arena,omitempty"`

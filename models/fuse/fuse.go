@@ -7,10 +7,6 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
-// MSDomain is the operator-set domain of ONNX Runtime's contrib operators,
-// where SkipLayerNormalization lives.
-const MSDomain = "com.microsoft"
-
 // Report says what SkipLayerNorm changed. A plain value.
 type Report struct {
 	// SkipLayerNorm is the number of LayerNormalization nodes fused with
@@ -57,8 +53,8 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 		return Report{}, nil
 	}
 	f.commit()
-	if !m.UsesOpset(MSDomain) {
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: MSDomain, Version: 1})
+	if !m.UsesOpset(onnxpb.MSDomain) {
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
 	}
 	// Checking costs a pass over the names and catches a bug before a
 	// session loads the graph.
@@ -202,7 +198,7 @@ func (f *fuser) isNormalised(v string) bool {
 		return false
 	}
 	n := &f.g.Nodes[p]
-	if n.OpType == "SkipLayerNormalization" && n.Domain == MSDomain {
+	if n.OpType == "SkipLayerNormalization" && n.Domain == onnxpb.MSDomain {
 		return true
 	}
 	_, ok = f.layerNorm(p)
@@ -430,7 +426,7 @@ func (f *fuser) apply(i int, sk skip) {
 	if sk.bias != "" {
 		in = append(in, sk.bias)
 	}
-	f.replace[i] = onnxpb.Node{Name: sk.lnName + "_SkipLayerNorm", OpType: "SkipLayerNormalization", Domain: MSDomain,
+	f.replace[i] = onnxpb.Node{Name: sk.lnName + "_SkipLayerNorm", OpType: "SkipLayerNormalization", Domain: onnxpb.MSDomain,
 		Inputs: in, Outputs: []string{sk.lnOutput}, Attrs: []onnxpb.Attr{onnxpb.AttrFloat("epsilon", sk.epsilon)}}
 	f.drop[sk.add], f.gone[sk.addOut] = true, true
 	for _, c := range sk.chain {

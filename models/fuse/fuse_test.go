@@ -64,7 +64,7 @@ func TestSkipLayerNormFoldsBias(t *testing.T) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}
 	n := node(t, m, "SkipLayerNormalization")
-	if n.Domain != fuse.MSDomain || !slices.Equal(n.Inputs, []string{"y", "r", "g1", "b1", "bias_vec"}) || !slices.Equal(n.Outputs, []string{"out"}) {
+	if n.Domain != onnxpb.MSDomain || !slices.Equal(n.Inputs, []string{"y", "r", "g1", "b1", "bias_vec"}) || !slices.Equal(n.Outputs, []string{"out"}) {
 		t.Fatalf("fused node %+v", n)
 	}
 	if a, ok := n.Attr("epsilon"); !ok {
@@ -72,7 +72,7 @@ func TestSkipLayerNormFoldsBias(t *testing.T) {
 	} else if v, _ := a.Float(); v != 1e-12 {
 		t.Fatalf("epsilon %g, want the LayerNormalization's 1e-12", v)
 	}
-	if !m.UsesOpset(fuse.MSDomain) {
+	if !m.UsesOpset(onnxpb.MSDomain) {
 		t.Fatal("com.microsoft opset not imported")
 	}
 	if err := m.Graph.Validate(); err != nil {

@@ -473,6 +473,11 @@ func (g *Graph) Validate() error {
 	return nil
 }
 
+// MSDomain is the operator-set domain of ONNX Runtime's contrib operators
+// (DynamicQuantizeMatMul, SkipLayerNormalization, MultiHeadAttention);
+// a model using them imports it, version 1.
+const MSDomain = "com.microsoft"
+
 // Model is an ONNX model: a graph plus version metadata.
 type Model struct {
 	IRVersion int64

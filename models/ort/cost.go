@@ -377,9 +377,10 @@ func calibrateFor(env costEnv, p *costPlanner, info *BatchingInfo, note func(str
 }
 
 // costKey returns everything that changes a calibrated table: the
-// procedure, the provider and session settings, the graph fusion, the caps and budget that
-// bound the grid, the runtime version, the CPU and the model file (size and
-// modification time: rewriting the model invalidates its tables).
+// procedure, the provider and session settings, the graph fusion, the caps
+// and budget that bound the grid, the runtime version, the CPU and the
+// model file (size and modification time: rewriting the model invalidates
+// its tables).
 func costKey(env costEnv) (map[string]string, error) {
 	st, err := os.Stat(env.dir.ONNXPath)
 	if err != nil {

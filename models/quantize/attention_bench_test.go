@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
-	"github.com/hybrank/hybrank/models/quantize"
 	"github.com/hybrank/hybrank/onnx"
 )
 
@@ -35,10 +34,10 @@ func attentionModel(form string) *onnxpb.Model {
 	}
 	if form == "mha" {
 		g.AddNodeOutputs("mha", "MultiHeadAttention", []string{"q", "k", "v"}, []string{"out"}, onnxpb.AttrInt("num_heads", attnHeads))
-		g.Nodes[len(g.Nodes)-1].Domain = quantize.MSDomain
+		g.Nodes[len(g.Nodes)-1].Domain = onnxpb.MSDomain
 		g.AddOutput("out", onnxpb.Float32, dims...)
 		m := onnxpb.NewModel(g)
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: quantize.MSDomain, Version: 1})
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
 		return m
 	}
 	heads := g.AddInt64("heads", []int64{4}, []int64{0, 0, attnHeads, attnHeadDim})

@@ -10,11 +10,6 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
-// MSDomain is the operator-set domain of ONNX Runtime's contrib operators
-// (DynamicQuantizeMatMul); FormFused adds its import (version 1) to the
-// model.
-const MSDomain = "com.microsoft"
-
 // Report describes one rewrite. A plain value.
 type Report struct {
 	Config Config `json:"config"`
@@ -102,8 +97,8 @@ func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 		return Report{}, fmt.Errorf("%w (%d candidates skipped)", ErrNothingToQuantize, len(r.rep.Skipped))
 	}
 	r.commit()
-	if cfg.Form == FormFused && !m.UsesOpset(MSDomain) {
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: MSDomain, Version: 1})
+	if cfg.Form == FormFused && !m.UsesOpset(onnxpb.MSDomain) {
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
 	}
 	// The rewrite keeps every invariant of a valid input; checking costs
 	// a pass over the names and catches a bug before a file is written.
@@ -337,7 +332,7 @@ func (r *rewriter) quantize(n *onnxpb.Node, c *candidate) error {
 		if c.bias != "" {
 			in = append(in, "", c.bias) // no zero point: symmetric
 		}
-		r.nodes = append(r.nodes, onnxpb.Node{Name: n.Name, OpType: "DynamicQuantizeMatMul", Domain: MSDomain, Inputs: in, Outputs: []string{c.out}})
+		r.nodes = append(r.nodes, onnxpb.Node{Name: n.Name, OpType: "DynamicQuantizeMatMul", Domain: onnxpb.MSDomain, Inputs: in, Outputs: []string{c.out}})
 		return nil
 	}
 	// FormStandard, as quantize_dynamic writes it: one DynamicQuantizeLinear

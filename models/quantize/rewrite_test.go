@@ -69,7 +69,7 @@ func TestRewriteFusedStructure(t *testing.T) {
 	if len(rep.Skipped) != 2 || !strings.Contains(rep.Skipped[0].Reason, "pooler") || !strings.Contains(rep.Skipped[1].Reason, "classifier") {
 		t.Fatalf("skipped %+v, want pooler and classifier", rep.Skipped)
 	}
-	if !m.UsesOpset(quantize.MSDomain) {
+	if !m.UsesOpset(onnxpb.MSDomain) {
 		t.Fatal("com.microsoft opset not imported")
 	}
 	if len(g.Inputs) != len(inputs) || len(g.Outputs) != len(outputs) || g.Outputs[0].Name != outputs[0].Name {
@@ -79,7 +79,7 @@ func TestRewriteFusedStructure(t *testing.T) {
 		if n.OpType != "DynamicQuantizeMatMul" {
 			continue
 		}
-		if n.Domain != quantize.MSDomain || len(n.Inputs) != 5 || n.Inputs[3] != "" || !strings.HasSuffix(n.Inputs[4], ".bias") {
+		if n.Domain != onnxpb.MSDomain || len(n.Inputs) != 5 || n.Inputs[3] != "" || !strings.HasSuffix(n.Inputs[4], ".bias") {
 			t.Fatalf("node %s: domain %q inputs %q; want com.microsoft, (A, B, scale, \"\", bias)", n.Name, n.Domain, n.Inputs)
 		}
 		q, s := initializer(g, n.Inputs[1]), initializer(g, n.Inputs[2])
@@ -139,7 +139,7 @@ func TestRewriteStandardStructure(t *testing.T) {
 	if after["Add"] != before["Add"] || after["Mul"] != before["Mul"]+24 || after["MatMul"] != before["MatMul"]-12 {
 		t.Fatalf("Add/Mul/MatMul counts %v, before %v", after, before)
 	}
-	if m.UsesOpset(quantize.MSDomain) {
+	if m.UsesOpset(onnxpb.MSDomain) {
 		t.Fatal("standard form imported com.microsoft")
 	}
 }
