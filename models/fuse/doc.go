@@ -15,11 +15,12 @@
 // sequence length dynamic, so the runtime keeps the Add and runs
 // LayerNormalization's own CPU kernel, which is slow: on an Intel Xeon
 // with AVX-512 and AMX, 2 threads, MiniLM-L6 (balanced) on 8 sequences ×
-// 384 tokens, the 13 LayerNormalizations took 35 ms of 360 and the 12
+// 384 tokens, the 13 LayerNormalizations took 34 ms of 355 and the 12
 // fused nodes that replace 12 of them (and their residual Adds) 7 ms
-// (bench/peers/ort_profile.py; bench/results/rerank_int8_profile.md). The
-// model ran 13 % faster in float32 and 17 % faster in int8, with float32
-// outputs equal to 1e-7.
+// (bench/peers/ort_profile.py; bench/results/rerank_int8_profile.md). A
+// batch took 13 % less time in float32 and 17 % less in int8, with
+// float32 logits equal to 2e-7; the benchmarks' pairs/s and texts/s rose
+// by 7–31 % (bench/results/fusion.md).
 //
 // # The pattern
 //
@@ -41,10 +42,14 @@
 // output of another layer normalisation (the residual stream, as every
 // BERT layer's attention and feed-forward blocks read it), x and y are
 // activations, b, γ and β float32 vectors stored in the model, and each
-// Add's result is read by the next node only. Requiring r to be
-// normalised keeps broadcasting out: SkipLayerNormalization adds its
-// inputs element by element, and a residual stream has the full [batch,
-// sequence, hidden] shape, as does the sublayer output added to it. The
+// Add's result is read by the next node only. SkipLayerNormalization adds
+// its inputs element by element (only skip may broadcast), and the graph
+// says nothing of shapes without inference: requiring r to be normalised
+// makes it a residual stream of the full [batch, sequence, hidden] shape,
+// and the sublayer output added to it is taken to have that shape too, as
+// in every BERT layer (a graph where it broadcasts would load and then
+// fail to run; models.Config.DisableFusion is the way out). γ and β must
+// have more than one element. The
 // embeddings' normalisation (over word, position and token-type
 // embeddings) does not match and stays as it is. An unset epsilon is
 // written as LayerNormalization's default, 1e-5 (SkipLayerNormalization's

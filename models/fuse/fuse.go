@@ -9,9 +9,9 @@ import (
 
 // Report says what SkipLayerNorm changed. A plain value.
 type Report struct {
-	// SkipLayerNorm is the number of LayerNormalization nodes fused with
-	// their residual Add; BiasFolded how many of those also took in the
-	// bias Add of the sublayer's output projection.
+	// SkipLayerNorm is the number of layer normalisations (nodes, or
+	// spelled out) fused with their residual Add; BiasFolded how many of
+	// those also took in the bias Add of the sublayer's output projection.
 	SkipLayerNorm int `json:"skip_layer_norm"`
 	BiasFolded    int `json:"bias_folded"`
 }
@@ -28,8 +28,9 @@ func (r Report) String() string {
 // normalises the sum of a residual stream and a sublayer's output becomes
 // one com.microsoft SkipLayerNormalization (see the package documentation
 // for the exact pattern). The graph's inputs and outputs are unchanged.
-// A graph with nothing to fuse is left as it was, with a zero Report; an
-// invalid graph (onnxpb.ErrInvalidGraph) is refused and left unmodified.
+// A graph with nothing to fuse, or with subgraphs (If, Loop), is left as
+// it was, with a zero Report; an invalid graph (onnxpb.ErrInvalidGraph) is
+// refused and left unmodified.
 func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 	if m == nil || m.Graph == nil {
 		return Report{}, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
@@ -37,6 +38,15 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 	g := m.Graph
 	if err := g.Validate(); err != nil {
 		return Report{}, fmt.Errorf("fuse: input graph: %w", err)
+	}
+	for _, n := range g.Nodes {
+		for _, a := range n.Attrs {
+			if a.Subgraph() {
+				// Its references to outer values are not in the index:
+				// nothing is fused rather than something read dropped.
+				return Report{}, nil
+			}
+		}
 	}
 	f := newFuser(g)
 	var rep Report
@@ -52,13 +62,15 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 	if !rep.Changed() {
 		return Report{}, nil
 	}
-	f.commit()
+	nodes, vi, opsets := g.Nodes, g.ValueInfo, m.ExtraOpsets
+	f.commit() // new slices: the old ones restore the graph
 	if !m.UsesOpset(onnxpb.MSDomain) {
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
+		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
 	}
 	// Checking costs a pass over the names and catches a bug before a
 	// session loads the graph.
 	if err := g.Validate(); err != nil {
+		g.Nodes, g.ValueInfo, m.ExtraOpsets = nodes, vi, opsets
 		return Report{}, fmt.Errorf("fuse: rewritten graph (a bug): %w", err)
 	}
 	return rep, nil
@@ -169,7 +181,7 @@ func (f *fuser) producer(v, op string) int {
 		return -1
 	}
 	n := &f.g.Nodes[p]
-	if !isDefault(n, op) || len(n.Outputs) != 1 {
+	if !isDefault(n, op) || len(n.Outputs) != 1 || len(n.Inputs) == 0 {
 		return -1
 	}
 	return p
@@ -198,6 +210,9 @@ func (f *fuser) isNormalised(v string) bool {
 		return false
 	}
 	n := &f.g.Nodes[p]
+	if len(n.Outputs) == 0 || n.Outputs[0] != v {
+		return false // a normalisation's mean or deviation output
+	}
 	if n.OpType == "SkipLayerNormalization" && n.Domain == onnxpb.MSDomain {
 		return true
 	}
@@ -235,9 +250,12 @@ func (f *fuser) layerNorm(i int) (norm, bool) {
 	if !ok {
 		return norm{}, false
 	}
+	// γ and β must be of the hidden size: a one-element γ would
+	// broadcast here and not in SkipLayerNormalization. (Their length is
+	// all the graph says of the hidden size without shape inference.)
 	bt, _ := f.vector(beta, 0)
 	gt, _ := f.vector(gamma, 0)
-	if bt.Dims[0] != gt.Dims[0] {
+	if bt.Dims[0] != gt.Dims[0] || gt.Dims[0] < 2 {
 		return norm{}, false
 	}
 	div := f.producer(nv, "Div")
@@ -325,7 +343,7 @@ func (f *fuser) lastAxisMean(i int) bool {
 // layerNormNode matches LayerNormalization node i.
 func (f *fuser) layerNormNode(i int) (norm, bool) {
 	ln := &f.g.Nodes[i]
-	if len(ln.Inputs) < 2 || len(ln.Inputs) > 3 {
+	if len(ln.Inputs) < 2 || len(ln.Inputs) > 3 || len(ln.Outputs) == 0 {
 		return norm{}, false
 	}
 	// Only the normalised output: SkipLayerNormalization's mean and
@@ -346,7 +364,7 @@ func (f *fuser) layerNormNode(i int) (norm, bool) {
 		}
 	}
 	gamma, ok := f.vector(ln.Inputs[1], 0)
-	if !ok {
+	if !ok || gamma.Dims[0] < 2 {
 		return norm{}, false
 	}
 	// LayerNormalization's default epsilon; SkipLayerNormalization's
@@ -375,6 +393,9 @@ func (f *fuser) match(i int) (skip, bool) {
 		return skip{}, false
 	}
 	ln := &f.g.Nodes[i]
+	if len(ln.Outputs) == 0 {
+		return skip{}, false
+	}
 	sk := skip{gamma: nm.gamma, beta: nm.beta, epsilon: nm.epsilon, chain: nm.chain, biasAdd: -1, lnName: ln.Name, lnOutput: ln.Outputs[0]}
 	// The residual Add: two activations, one of them a normalised
 	// residual stream (so neither broadcasts: SkipLayerNormalization only
@@ -385,7 +406,7 @@ func (f *fuser) match(i int) (skip, bool) {
 		return skip{}, false
 	}
 	add := &f.g.Nodes[p]
-	if !isDefault(add, "Add") || len(add.Inputs) != 2 || len(add.Outputs) != 1 || f.drop[p] {
+	if !isDefault(add, "Add") || len(add.Inputs) != 2 || len(add.Outputs) != 1 || f.drop[p] || f.replace[p].OpType != "" {
 		return skip{}, false
 	}
 	a, b := add.Inputs[0], add.Inputs[1]
@@ -404,7 +425,9 @@ func (f *fuser) match(i int) (skip, bool) {
 	sk.add, sk.addOut = p, x
 	// The sublayer's bias: Add(bias, y) or Add(y, bias) feeding only the
 	// residual Add becomes SkipLayerNormalization's bias input.
-	if q, ok := f.idx.Producer[sk.input]; ok && f.only(sk.input, p) && !f.drop[q] {
+	// A node already replaced (the last Add of a spelled-out
+	// normalisation fused before) is no bias Add.
+	if q, ok := f.idx.Producer[sk.input]; ok && f.only(sk.input, p) && !f.drop[q] && f.replace[q].OpType == "" {
 		ba := &f.g.Nodes[q]
 		if isDefault(ba, "Add") && len(ba.Inputs) == 2 && len(ba.Outputs) == 1 {
 			for k, c := range ba.Inputs {

@@ -263,25 +263,27 @@ func spelledBlock(h int, dupSub bool) *onnxpb.Model {
 }
 
 func TestSkipLayerNormSpelledOut(t *testing.T) {
-	for _, dup := range []bool{false, true} {
-		m := spelledBlock(4, dup)
-		rep, err := fuse.SkipLayerNorm(m)
-		if err != nil || rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
-			t.Fatalf("dup %v: report %+v, %v", dup, rep, err)
-		}
-		n := node(t, m, "SkipLayerNormalization")
-		if !slices.Equal(n.Inputs, []string{"mm", "ln0_out", "ln1_gamma", "ln1_beta", "bias_vec"}) || n.Outputs[0] != "ln1_out" {
-			t.Fatalf("dup %v: fused node %+v", dup, n)
-		}
-		if a, _ := n.Attr("epsilon"); func() float32 { v, _ := a.Float(); return v }() != 1e-12 {
-			t.Fatalf("epsilon %v, want the Constant's 1e-12", n.Attrs)
-		}
-		// ln0's operators stay (its input is no residual sum); ln1's and
-		// its two Constants are gone.
-		want := []string{"ReduceMean", "Sub", "Constant", "Pow", "ReduceMean", "Constant", "Add", "Sqrt", "Div", "Mul", "Add", "MatMul", "SkipLayerNormalization", "Identity"}
-		if got := ops(m); !slices.Equal(got, want) {
-			t.Fatalf("dup %v: nodes %v, want %v", dup, got, want)
-		}
+	for name, dup := range map[string]bool{"one Sub": false, "Sub written twice": true} {
+		t.Run(name, func(t *testing.T) {
+			m := spelledBlock(4, dup)
+			rep, err := fuse.SkipLayerNorm(m)
+			if err != nil || rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
+				t.Fatalf("report %+v, %v", rep, err)
+			}
+			n := node(t, m, "SkipLayerNormalization")
+			if !slices.Equal(n.Inputs, []string{"mm", "ln0_out", "ln1_gamma", "ln1_beta", "bias_vec"}) || n.Outputs[0] != "ln1_out" {
+				t.Fatalf("fused node %+v", n)
+			}
+			if a, _ := n.Attr("epsilon"); func() float32 { v, _ := a.Float(); return v }() != 1e-12 {
+				t.Fatalf("epsilon %v, want the Constant's 1e-12", n.Attrs)
+			}
+			// ln0's operators stay (its input is no residual sum); ln1's
+			// and its two Constants are gone.
+			want := []string{"ReduceMean", "Sub", "Constant", "Pow", "ReduceMean", "Constant", "Add", "Sqrt", "Div", "Mul", "Add", "MatMul", "SkipLayerNormalization", "Identity"}
+			if got := ops(m); !slices.Equal(got, want) {
+				t.Fatalf("nodes %v, want %v", got, want)
+			}
+		})
 	}
 	// An exponent other than 2 is not a variance.
 	m := spelledBlock(4, false)
@@ -292,5 +294,168 @@ func TestSkipLayerNormSpelledOut(t *testing.T) {
 	}
 	if rep, err := fuse.SkipLayerNorm(m); err != nil || rep.Changed() {
 		t.Fatalf("Pow 3 fused: %+v, %v", rep, err)
+	}
+}
+
+// edited returns spelledBlock(4, false) after edit changed the node called
+// name.
+func edited(name string, edit func(n *onnxpb.Node)) *onnxpb.Model {
+	m := spelledBlock(4, false)
+	for i := range m.Graph.Nodes {
+		if m.Graph.Nodes[i].Name == name {
+			edit(&m.Graph.Nodes[i])
+		}
+	}
+	return m
+}
+
+func TestSkipLayerNormSpelledOutLeavesOthers(t *testing.T) {
+	for name, m := range map[string]*onnxpb.Model{
+		"keepdims 0": edited("ln1_var", func(n *onnxpb.Node) {
+			n.Attrs = append(n.Attrs, onnxpb.AttrInt("keepdims", 0))
+		}),
+		"mean over axis 1":     edited("ln1_mean", func(n *onnxpb.Node) { n.Attrs = []onnxpb.Attr{onnxpb.AttrInts("axes", 1)} }),
+		"Sub operands swapped": edited("ln1_sub", func(n *onnxpb.Node) { n.Inputs[0], n.Inputs[1] = n.Inputs[1], n.Inputs[0] }),
+		"Div operands swapped": edited("ln1_div", func(n *onnxpb.Node) { n.Inputs[0], n.Inputs[1] = n.Inputs[1], n.Inputs[0] }),
+		// The variance is read outside the pattern too.
+		"intermediate read elsewhere": func() *onnxpb.Model {
+			m := spelledBlock(4, false)
+			m.Graph.AddOutput("ln1_var", onnxpb.Float32)
+			return m
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := ops(m)
+			rep, err := fuse.SkipLayerNorm(m)
+			if err != nil || rep.Changed() || !slices.Equal(ops(m), before) {
+				t.Fatalf("fused: %+v, %v, nodes %v", rep, err, ops(m))
+			}
+		})
+	}
+}
+
+func TestSkipLayerNormOpset18Axes(t *testing.T) {
+	// From opset 18 ReduceMean takes its axes as an input.
+	m := spelledBlock(4, false)
+	g := m.Graph
+	axes := g.AddInt64("axes_last", []int64{1}, []int64{-1})
+	for i := range g.Nodes {
+		if n := &g.Nodes[i]; n.OpType == "ReduceMean" {
+			n.Attrs, n.Inputs = nil, append(n.Inputs, axes)
+		}
+	}
+	m.Opset = 18
+	if rep, err := fuse.SkipLayerNorm(m); err != nil || rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+}
+
+func TestSkipLayerNormKeepsSharedConstant(t *testing.T) {
+	// ln0 reads ln1's ε Constant too: it must survive ln1's fusion.
+	m := edited("ln0_addeps", func(n *onnxpb.Node) { n.Inputs[1] = "ln1_eps" })
+	m.Graph.Nodes = slices.DeleteFunc(m.Graph.Nodes, func(n onnxpb.Node) bool { return n.Name == "ln0_eps" })
+	// ln1_eps is defined after ln0 reads it: move it to the front.
+	for i, n := range m.Graph.Nodes {
+		if n.Name == "ln1_eps" {
+			m.Graph.Nodes = append([]onnxpb.Node{n}, slices.Delete(m.Graph.Nodes, i, i+1)...)
+			break
+		}
+	}
+	if rep, err := fuse.SkipLayerNorm(m); err != nil || !rep.Changed() {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	if err := m.Graph.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, x := range m.Graph.Nodes {
+		if x.OpType == "Constant" {
+			n++
+		}
+	}
+	if n != 2 { // ln0's exponent and the shared ε
+		t.Fatalf("%d Constant nodes left, want 2: %v", n, ops(m))
+	}
+}
+
+// TestSkipLayerNormConsecutive: two layers, the second's residual the
+// first's fused output; a value_info hint of a fused-away value goes.
+func TestSkipLayerNormConsecutive(t *testing.T) {
+	for name, spelled := range map[string]bool{"LayerNormalization": false, "spelled out": true} {
+		t.Run(name, func(t *testing.T) {
+			var m *onnxpb.Model
+			if spelled {
+				m = spelledBlock(4, false)
+			} else {
+				m = block(t, nil)
+			}
+			g := m.Graph
+			// Append a second sublayer: out → MatMul → Add(·, out) → norm.
+			last := g.Nodes[len(g.Nodes)-1]
+			in := last.Outputs[0]
+			if spelled {
+				in = last.Inputs[0] // Identity's input
+				g.Nodes = g.Nodes[:len(g.Nodes)-1]
+			} else {
+				last.Outputs[0] = "mid"
+				g.Nodes[len(g.Nodes)-1] = last
+				in = "mid"
+			}
+			y := g.AddNode("mm2", "MatMul", []string{in, "w"})
+			sum := g.AddNode("res2", "Add", []string{y, in})
+			if spelled {
+				g.AddNodeOutputs("final", "Identity", []string{spelledLN(g, "ln2_", sum, 4, false)}, []string{"out"})
+			} else {
+				g.AddNodeOutputs("ln2", "LayerNormalization", []string{sum, "g1", "b1"}, []string{"out"}, onnxpb.AttrInt("axis", -1))
+			}
+			g.ValueInfo = append(g.ValueInfo, onnxpb.ValueInfo{Name: "res2", Type: onnxpb.Float32})
+			if err := g.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := fuse.SkipLayerNorm(m)
+			if err != nil || rep != (fuse.Report{SkipLayerNorm: 2, BiasFolded: 1}) {
+				t.Fatalf("report %+v, %v", rep, err)
+			}
+			var fused []onnxpb.Node
+			for _, n := range g.Nodes {
+				if n.OpType == "SkipLayerNormalization" {
+					fused = append(fused, n)
+				}
+			}
+			if len(fused) != 2 || fused[1].Inputs[1] != fused[0].Outputs[0] || fused[1].Inputs[0] != "mm2" {
+				t.Fatalf("second layer's fused node %+v, first's output %q", fused[1], fused[0].Outputs[0])
+			}
+			for _, v := range g.ValueInfo {
+				if v.Name == "res2" {
+					t.Fatal("value_info of the fused-away sum kept")
+				}
+			}
+		})
+	}
+}
+
+// TestSkipLayerNormBiasNotAFusedNorm: the sum of a spelled-out
+// normalisation fused earlier and a residual stream. That normalisation's
+// last Add looks like a bias Add; folding it would drop the earlier fused
+// node. (A residual sum of two normalised streams is fused, with no bias.)
+func TestSkipLayerNormBiasNotAFusedNorm(t *testing.T) {
+	m := spelledBlock(4, false)
+	g := m.Graph
+	g.Nodes = g.Nodes[:len(g.Nodes)-1] // Identity
+	s2 := g.AddNode("res2", "Add", []string{"ln1_out", "ln0_out"})
+	g.AddNodeOutputs("ln2", "LayerNormalization", []string{s2, "ln1_gamma", "ln1_beta"}, []string{"out"}, onnxpb.AttrInt("axis", -1))
+	// ln0_out is read by mm, res and res2 now; ln1_out by res2 only.
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := fuse.SkipLayerNorm(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep != (fuse.Report{SkipLayerNorm: 2, BiasFolded: 1}) {
+		t.Fatalf("report %+v", rep)
+	}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -141,8 +141,10 @@ const (
 	attrInt    = 2
 	attrString = 3
 	attrTensor = 4
+	attrGraph  = 5
 	attrFloats = 6
 	attrInts   = 7
+	attrGraphs = 10
 )
 
 // Dim is one tensor dimension: a fixed size (Param == "") or a symbolic name
@@ -255,6 +257,10 @@ func (a Attr) Int() (v int64, ok bool) { return a.i, a.kind == attrInt }
 
 // Float returns the value of a FLOAT attribute; ok is false for other kinds.
 func (a Attr) Float() (v float32, ok bool) { return a.f, a.kind == attrFloat }
+
+// Subgraph reports whether the attribute holds a graph or graphs (the
+// branches of If, the body of Loop), which this package keeps as bytes.
+func (a Attr) Subgraph() bool { return a.kind == attrGraph || a.kind == attrGraphs }
 
 // Ints returns the value of an INTS attribute; ok is false for other kinds.
 func (a Attr) Ints() (v []int64, ok bool) { return a.ints, a.kind == attrInts }

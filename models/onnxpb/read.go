@@ -232,6 +232,12 @@ func decodeAttr(b []byte) (Attr, error) {
 			})
 		case fAttrInts:
 			return f.appendVarints(func(v uint64) { a.ints, inferred = append(a.ints, int64(v)), attrInts })
+		case fAttrT:
+			inferred = attrTensor
+		case fAttrG:
+			inferred = attrGraph
+		case fAttrGraphs:
+			inferred = attrGraphs
 		}
 		return nil
 	})
