@@ -577,7 +577,8 @@ func BenchmarkMatMulGFLOPS(b *testing.B) {
 
 // TestNewSessionModelForCPU: CPU sessions run the model ForCPU returns
 // (here a different weight, so the outputs tell which ran), asked once
-// for the whole pool; "" loads the file; an error fails the load.
+// for the whole pool; "" or a copy the runtime cannot load loads the
+// file; an error fails the load.
 func TestNewSessionModelForCPU(t *testing.T) {
 	initORT(t)
 	const n = 8
@@ -626,6 +627,16 @@ func TestNewSessionModelForCPU(t *testing.T) {
 	s = open(t, onnx.Model{Path: file, ForCPU: func() (string, error) { return "", nil }}, 1)
 	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.RewrittenForCPU() {
 		t.Fatalf("no rewrite: ran %v (rewritten %v), want the file's %v", got, s.RewrittenForCPU(), fromFile)
+	}
+
+	// A copy the runtime refuses: the sessions load the file instead.
+	junk := filepath.Join(t.TempDir(), "junk.onnx")
+	if err := os.WriteFile(junk, []byte("not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, onnx.Model{Path: file, ForCPU: func() (string, error) { return junk, nil }}, 2)
+	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.RewrittenForCPU() {
+		t.Fatalf("unloadable copy: ran %v (rewritten %v), want the file's %v", got, s.RewrittenForCPU(), fromFile)
 	}
 
 	boom := errors.New("boom")

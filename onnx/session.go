@@ -117,8 +117,9 @@ type Output struct {
 
 // Model is what NewSessionModel loads.
 type Model struct {
-	// Path is the ONNX file: what CUDA sessions load, what errors name,
-	// and where ONNX Runtime looks for external data.
+	// Path is the ONNX file: what CUDA sessions load (and CPU sessions
+	// without ForCPU, or when its copy does not load), and what errors
+	// name.
 	Path string
 	// ForCPU, when set, is called once, before the first CPU session is
 	// created (not at all when every session runs on CUDA), and returns
@@ -130,8 +131,8 @@ type Model struct {
 	ForCPU func() (string, error)
 }
 
-// Session is a pool of ONNX Runtime sessions on one model file. It is safe
-// for concurrent use.
+// Session is a pool of ONNX Runtime sessions on one model (a file, or on
+// the CPU the copy Model.ForCPU made of it). It is safe for concurrent use.
 type Session struct {
 	modelPath   string
 	forCPU      func() (string, error)
@@ -331,6 +332,14 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 		path = s.cpuPath
 	}
 	sess, err := ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
+	if err != nil && path != s.modelPath {
+		// A runtime that refuses the rewritten copy (one built without
+		// contrib operators, say) still runs the file.
+		slog.Warn("onnx: the model rewritten for the CPU does not load; loading the file as it is",
+			"model", s.modelPath, "err", err)
+		s.cpuPath, path = "", s.modelPath
+		sess, err = ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
+	}
 	if err != nil {
 		if cuda {
 			return nil, fmt.Errorf("%w: cuda session: %v", ErrProviderUnavailable, err)
