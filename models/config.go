@@ -151,7 +151,7 @@ type Config struct {
 	// DisableFusion loads the model file as it is on the CPU. By default
 	// the CPU sessions load a temporary copy with fused
 	// SkipLayerNormalization operators (package models/fuse: the same
-	// scores to float rounding; 8–30 % more pairs/s or texts/s on the
+	// scores to float rounding; 7–31 % more pairs/s or texts/s on the
 	// benchmarks, bench/results/fusion.md); a file this rewrite cannot
 	// read (external data) loads unchanged.
 	DisableFusion bool `json:"disable_fusion,omitempty"`

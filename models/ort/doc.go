@@ -118,7 +118,8 @@
 // cache directory when the model directory is read-only
 // (Config.CalibrationCache chooses another directory or none). The key
 // covers everything that changes the timings: provider, intra/inter-op
-// threads, pool size, graph optimisation, arena and spinning, MaxLength and
+// threads, pool size, graph optimisation and fusion (package models/fuse),
+// arena and spinning, MaxLength and
 // the caps, the budget, the ONNX Runtime version, the CPU model, flags and
 // count, and the model file's size and modification time; a cache that is
 // corrupt or was measured under another key is ignored and rewritten. A

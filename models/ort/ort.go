@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/fuse"
+	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
 )
 
@@ -96,9 +98,13 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		}()
 		model.ForCPU = func() (string, error) {
 			p, rep, err := fusedCopy(md.ONNXPath)
-			if err != nil {
+			switch {
+			case errors.Is(err, onnxpb.ErrUnsupported):
 				// A file the rewrite cannot read (external data) runs as it is.
 				slog.Info("models/ort: CPU graph fusion skipped", "model", md.ONNXPath, "reason", err)
+				return "", nil
+			case err != nil:
+				slog.Warn("models/ort: CPU graph fusion failed; loading the file as it is", "model", md.ONNXPath, "err", err)
 				return "", nil
 			}
 			if rep.Changed() {
@@ -140,7 +146,8 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 // garbage goes back to the OS before the runtime loads the copy, so the
 // process's peak memory is the larger of the two steps, not their sum.
 func fusedCopy(src string) (string, fuse.Report, error) {
-	f, err := os.CreateTemp("", "hybrank-fused-*.onnx")
+	removeStaleCopies(time.Now().Add(-time.Hour))
+	f, err := os.CreateTemp("", fusedPattern)
 	if err != nil {
 		return "", fuse.Report{}, err
 	}
@@ -156,6 +163,20 @@ func fusedCopy(src string) (string, fuse.Report, error) {
 		return "", fuse.Report{}, err
 	}
 	return path, rep, nil
+}
+
+// fusedPattern names the temporary copies fusedCopy writes.
+const fusedPattern = "hybrank-fused-*.onnx"
+
+// removeStaleCopies removes temporary copies older than before: left by a
+// process killed while loading (a load reads its copy within seconds).
+func removeStaleCopies(before time.Time) {
+	stale, _ := filepath.Glob(filepath.Join(os.TempDir(), fusedPattern))
+	for _, p := range stale {
+		if st, err := os.Stat(p); err == nil && st.ModTime().Before(before) {
+			os.Remove(p)
+		}
+	}
 }
 
 // pickIO checks the model's inputs and chooses the output to read.

@@ -2,9 +2,13 @@ package ort
 
 import (
 	"errors"
-	"github.com/hybrank/hybrank/models"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/hybrank/hybrank/models"
 
 	"github.com/hybrank/hybrank/onnx"
 )
@@ -59,5 +63,34 @@ func TestPickIO(t *testing.T) {
 				t.Fatalf("got %v %q %v, want %v %q %v", in, out, pooled, tt.wantInputs, tt.wantOut, tt.wantPooled)
 			}
 		})
+	}
+}
+
+func TestFusedCopyTempFiles(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	// A stale copy (a process killed while loading) goes; a fresh one,
+	// maybe another process's load in progress, stays.
+	stale, fresh := filepath.Join(tmp, "hybrank-fused-1.onnx"), filepath.Join(tmp, "hybrank-fused-2.onnx")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing to fuse in a file that is no model: an error, no copy left.
+	src := filepath.Join(tmp, "src.onnx")
+	if err := os.WriteFile(src, []byte("not a model"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if p, _, err := fusedCopy(src); err == nil || p != "" {
+		t.Fatalf("fusedCopy of junk = %q, %v", p, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "hybrank-fused-*"))
+	if len(left) != 1 || left[0] != fresh {
+		t.Fatalf("left %v, want only %s", left, fresh)
 	}
 }

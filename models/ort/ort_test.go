@@ -134,6 +134,14 @@ var testDocs = []string{
 // ids, truncation and output order must not change a score.
 func TestCrossEncoderMatchesReference(t *testing.T) {
 	g := generated(t, smallConfig(bertgen.CrossEncoder))
+	// The fused copies go to TMPDIR and are removed once loaded.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	defer func() {
+		if left, _ := filepath.Glob(filepath.Join(tmp, "hybrank-fused-*")); len(left) > 0 {
+			t.Errorf("temporary files left: %v", left)
+		}
+	}()
 	for _, tc := range []struct {
 		name                string
 		maxLen, batchTokens int
