@@ -83,7 +83,7 @@ M=$W/models
 #    two intra-op threads and 10 queries as in rerank.md. The hosts of
 #    these GPUs have been Intel Xeons, and ONNX Runtime's integer GEMMs use
 #    AMX-INT8 where the CPU has it (the flags go to the log). A 2-core
-#    development VM with AMX measured it on 2026-11-27 (int8 1.2–2.0×
+#    development VM with AMX measured it on 2026-11-27 (int8 1.17–2.11×
 #    float32; bench/results/rerank_int8_profile.md): with fast weight
 #    products the int8 ≥ 2.5× check of #10 is decided by the float32 rest
 #    of the graph. This step gives the figure for a server-class host.

@@ -135,8 +135,9 @@
 // 46 ms of int8's 186 (float32: 355), and the float32 rest set the ratio:
 // 1.84–1.90× per batch, 1.77× on scifact lists (`bench rerank --int8`).
 // With package models/fuse's SkipLayerNormalization (on by default on the
-// CPU, both sides alike) 1.98× for balanced, 2.02× accurate, 1.23× fast
-// (bench/results/rerank.md); 2.5× would need the weight products at 9 ms,
+// CPU, both sides alike) 1.90× for balanced, 2.11× accurate, 1.17× fast
+// (bench/results/rerank.md; 1.90–1.98×, 1.95–2.02×, 1.23–1.26× in two
+// more runs); 2.5× would need the weight products at 9 ms,
 // twice the measured AMX rate. bench/results/rerank_int8_profile.md has
 // the per-operator tables.
 //
