@@ -955,6 +955,7 @@ func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, te
 	t = time.Now()
 	fused := fuse(req.Fusion, bm25, dn, req.RRFK, alpha)
 	cands := fused[:0]
+	var dropped map[string]bool // by the score threshold
 	for _, c := range fused {
 		c.rec = st.docs.getKey(c.id)
 		// Defence in depth: the retrievers filter, and the store agrees.
@@ -965,6 +966,10 @@ func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, te
 		// known by their IDs (which order like their index keys).
 		c.id = c.rec.doc.ID
 		if req.ScoreThreshold != 0 && c.fused < req.ScoreThreshold {
+			if dropped == nil {
+				dropped = map[string]bool{}
+			}
+			dropped[c.id] = true
 			continue
 		}
 		cands = append(cands, c)
@@ -985,7 +990,10 @@ func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, te
 			seeds = req.TopK
 		}
 		lookup := func(id string) *record { return st.docs.get(req.Tenant, id) }
-		cands = expand(cands, lookup, req.Tenant, req.Filter, req.Expand.Hops, decay, seeds)
+		cands = expand(cands, lookup, expansion{
+			tenant: req.Tenant, filter: req.Filter, hops: req.Expand.Hops, decay: decay, seeds: seeds,
+			minScore: req.ScoreThreshold, dropped: dropped,
+		})
 		res.Timings.Expansion = time.Since(t)
 	}
 	return cands, nil

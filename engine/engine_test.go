@@ -498,17 +498,29 @@ func TestScoreThreshold(t *testing.T) {
 		t.Fatalf("%v %v", err, all)
 	}
 	cut := all.Hits[0].Provenance.FusedScore
-	res, err := e.Search(context.Background(), engine.Request{Query: "channels select goroutines", Tenant: "acme", Fusion: engine.FusionRelative, ScoreThreshold: cut})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range res.Hits {
-		if h.Provenance.FusedScore < cut {
-			t.Errorf("%s fused %v below threshold %v", h.Document.ID, h.Provenance.FusedScore, cut)
+	for _, hops := range []int{0, 2} {
+		// With expansion, documents reached by links are held to the
+		// threshold too, and none it dropped comes back through a link.
+		res, err := e.Search(context.Background(), engine.Request{Query: "channels select goroutines", Tenant: "acme", Fusion: engine.FusionRelative,
+			ScoreThreshold: cut, Expand: engine.Expansion{Hops: hops, Decay: 0.5}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if len(res.Hits) < 1 || len(res.Hits) >= len(all.Hits) {
-		t.Errorf("threshold kept %d of %d", len(res.Hits), len(all.Hits))
+		for _, h := range res.Hits {
+			if h.Provenance.FusedScore < cut {
+				t.Errorf("hops %d: %s fused %v below threshold %v", hops, h.Document.ID, h.Provenance.FusedScore, cut)
+			}
+			if h.Provenance.Origin.Kind == engine.OriginExpanded {
+				for _, a := range all.Hits {
+					if a.Document.ID == h.Document.ID && a.Provenance.FusedScore < cut {
+						t.Errorf("hops %d: %s, dropped by the threshold, came back by a link", hops, h.Document.ID)
+					}
+				}
+			}
+		}
+		if len(res.Hits) < 1 || len(res.Hits) >= len(all.Hits) {
+			t.Errorf("hops %d: threshold kept %d of %d", hops, len(res.Hits), len(all.Hits))
+		}
 	}
 }
 

@@ -179,7 +179,9 @@ type Request struct {
 	// (nil = Config.Alpha). Use engine.Float to set it inline.
 	Alpha *float64 `json:"alpha,omitempty"`
 	// ScoreThreshold drops fused candidates whose fused score is below it
-	// (0 = keep all). Fused scores are on the scale of the fusion method.
+	// (0 = keep all), documents reached by Expand included; a document it
+	// dropped is not brought back by a link. Fused scores are on the scale
+	// of the fusion method.
 	ScoreThreshold float64 `json:"score_threshold,omitempty"`
 	// MMRLambda enables maximal marginal relevance when in (0, 1]: 1 is pure
 	// relevance, smaller values favour diversity. 0 disables MMR.
