@@ -273,10 +273,19 @@ type chunkedScorer struct {
 
 func newChunkedScorer(r models.Reranker, profile string, ch models.Chunking) *chunkedScorer {
 	s := &chunkedScorer{r: r, profile: profile, ch: ch}
-	if _, ok := r.(models.SpanReranker); ch.Enabled() && !ok {
+	if ch.Enabled() && !stageChunking(r, ch).Enabled() {
 		s.off(fmt.Sprintf("profile %q does not score in windows; candidates truncated to its window", profile))
 	}
 	return s
+}
+
+// stageChunking is the chunking a stage of r runs when ch is asked for:
+// none when r cannot score in windows (it truncates instead).
+func stageChunking(r models.Reranker, ch models.Chunking) models.Chunking {
+	if _, ok := r.(models.SpanReranker); ch.Enabled() && !ok {
+		return models.Chunking{}
+	}
+	return ch
 }
 
 func (s *chunkedScorer) off(detail string) {
@@ -513,8 +522,11 @@ func (e *Engine) rerankCascade(ctx, parent context.Context, req *Request, first,
 	if !deadline.IsZero() {
 		reserve := time.Until(deadline) / 2
 		n := min(keep, len(cands))
-		key := costKey(req.Rerank, req.Chunking)
-		pr := stagePredictor(second, req.Query, req.Chunking, cands)
+		// Keyed as the second stage will run: truncated, when its
+		// reranker cannot score in windows.
+		ch := stageChunking(second, req.Chunking)
+		key := costKey(req.Rerank, ch)
+		pr := stagePredictor(second, req.Query, ch, cands)
 		if d, ok := pr.predictCalls(n, e.cfg.Rerank.MaxBatch); ok {
 			reserve = min(reserve, time.Duration(float64(d)*e.costs.ratio(key)))
 		} else if est, ok := e.costs.estimate(key); ok {

@@ -438,8 +438,15 @@ func TestStagePredictor(t *testing.T) {
 }
 
 // The cascade's first stage leaves the second what the second reranker
-// predicts for Keep candidates, scaled by its observed ratio.
+// predicts for Keep candidates, scaled by its observed ratio: the ratio of
+// its truncated calls when chunking is asked for and it cannot chunk.
 func TestCascadeReserveFromPrediction(t *testing.T) {
+	for name, ch := range map[string]models.Chunking{"no chunking": {}, "chunking asked, second truncates": {Stride: 4}} {
+		t.Run(name, func(t *testing.T) { testCascadeReserve(t, ch) })
+	}
+}
+
+func testCascadeReserve(t *testing.T, ch models.Chunking) {
 	first := &ctxRecorder{inner: &enginetest.OverlapReranker{}}
 	second := &enginetest.CostReranker{PerCall: time.Second, PerToken: 100 * time.Millisecond}
 	e, err := Open("", DefaultConfig(), WithReranker("fast", first), WithReranker("accurate", second))
@@ -448,7 +455,7 @@ func TestCascadeReserveFromPrediction(t *testing.T) {
 	}
 	defer e.Close()
 	e.costs.observe("accurate", 1, 2*time.Second, time.Second) // ratio 2
-	req := &Request{Query: "apple", Rerank: "accurate", Cascade: Cascade{First: "fast", Keep: 2}}
+	req := &Request{Query: "apple", Rerank: "accurate", Cascade: Cascade{First: "fast", Keep: 2}, Chunking: ch}
 	margin := 10 * time.Millisecond
 	deadline := time.Now().Add(time.Hour)
 	// The first two in fused order: pairs of 10 tokens, 3 s predicted, 6 s
