@@ -130,32 +130,27 @@ func TestExpand(t *testing.T) {
 		hop   int
 	}
 	tests := []struct {
-		name     string
-		filter   map[string]string
-		hops     int
-		decay    float64
-		seeds    int
-		minScore float64
-		dropped  map[string]bool
-		want     []exp
+		name string
+		x    expansion // its tenant is set to "t"
+		want []exp
 	}{
-		{"no hops", nil, 0, 0.5, 3, 0, nil, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"s3", 0.1, "", 0}}},
+		{"no hops", expansion{hops: 0, decay: 0.5, seeds: 3}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"s3", 0.1, "", 0}}},
 		// f1 and f2 belong to tenant u and are never admitted, nor is x3,
 		// reachable only through f1; "missing" is not stored.
-		{"one hop", nil, 1, 0.5, 3, 0, nil, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}, {"x4", 0.05, "s3", 1}}},
-		{"two hops decay", nil, 2, 0.5, 3, 0, nil, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"x2", 0.25, "x1", 2}, {"s3", 0.1, "", 0}, {"x4", 0.05, "s3", 1}}},
-		{"decay 0.2", nil, 2, 0.2, 3, 0, nil, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.2, "s1", 1}, {"m1", 0.2, "s1", 1}, {"s3", 0.1, "", 0}, {"x2", 0.04, "x1", 2}, {"x4", 0.02, "s3", 1}}},
-		{"seeds limit", nil, 2, 0.5, 1, 0, nil, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"x2", 0.25, "x1", 2}, {"s3", 0.1, "", 0}}},
-		{"filter admits matching only", map[string]string{"lang": "fr"}, 2, 0.5, 3, 0, nil, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"m1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}}},
+		{"one hop", expansion{hops: 1, decay: 0.5, seeds: 3}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}, {"x4", 0.05, "s3", 1}}},
+		{"two hops decay", expansion{hops: 2, decay: 0.5, seeds: 3}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"x2", 0.25, "x1", 2}, {"s3", 0.1, "", 0}, {"x4", 0.05, "s3", 1}}},
+		{"decay 0.2", expansion{hops: 2, decay: 0.2, seeds: 3}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.2, "s1", 1}, {"m1", 0.2, "s1", 1}, {"s3", 0.1, "", 0}, {"x2", 0.04, "x1", 2}, {"x4", 0.02, "s3", 1}}},
+		{"seeds limit", expansion{hops: 2, decay: 0.5, seeds: 1}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"m1", 0.5, "s1", 1}, {"x2", 0.25, "x1", 2}, {"s3", 0.1, "", 0}}},
+		{"filter admits matching only", expansion{filter: map[string]string{"lang": "fr"}, hops: 2, decay: 0.5, seeds: 3}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"m1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}}},
 		// The threshold (0.3) keeps x2 (0.25) and x4 (0.05) out, and m1,
 		// which it dropped when retrieved, does not come back through s1's
 		// link with s1's decayed score.
-		{"threshold", nil, 2, 0.5, 3, 0.3, map[string]bool{"m1": true}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}}},
+		{"threshold", expansion{hops: 2, decay: 0.5, seeds: 3, minScore: 0.3, dropped: map[string]bool{"m1": true}}, []exp{{"s1", 1, "", 0}, {"s2", 0.8, "", 0}, {"x1", 0.5, "s1", 1}, {"s3", 0.1, "", 0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := expand(seeds(), lookup, expansion{tenant: "t", filter: tt.filter, hops: tt.hops, decay: tt.decay, seeds: tt.seeds,
-				minScore: tt.minScore, dropped: tt.dropped})
+			tt.x.tenant = "t"
+			got := expand(seeds(), lookup, tt.x)
 			if len(got) != len(tt.want) {
 				t.Fatalf("got %v want %v", ids(got), tt.want)
 			}
