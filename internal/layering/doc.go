@@ -4,7 +4,8 @@
 //   - The retrieval engine, the server and the packages below them build
 //     without cgo, so a Go service that embeds the engine with its own
 //     embedder does not link ONNX Runtime. Only onnx/ (and models/ort,
-//     which wraps it) use cgo.
+//     which wraps it, and internal/berttest, a helper of tests) use cgo;
+//     the graph rewriters models/onnxpb and models/fuse do not.
 //   - Commands link no test code: cmd/* do not depend on package testing.
 //   - bench/loadgen does not import the server, so that the server's tests
 //     can use it.

@@ -15,6 +15,7 @@ const module = "github.com/hybrank/hybrank"
 var cgoFree = []string{
 	"./engine/...", "./server/...", "./postings/...", "./dense/...",
 	"./analysis/...", "./simd/...", "./models", "./models/cache",
+	"./models/onnxpb", "./models/fuse",
 }
 
 // goCmd runs the go command from the module root with extra environment.

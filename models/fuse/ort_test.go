@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/fuse"
@@ -45,23 +46,7 @@ func TestRuntimeEquivalence(t *testing.T) {
 	}
 	run := func(path string) []float32 {
 		t.Helper()
-		sc := onnx.DefaultSessionConfig()
-		sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
-		s, err := onnx.NewSession(path, []string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{bertgen.Logits}, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		dims := []int64{batch, seq}
-		out, err := s.Run(context.Background(), []onnx.Input{
-			{Name: bertgen.InputIDs, Shape: dims, Int64: ids},
-			{Name: bertgen.AttentionMask, Shape: dims, Int64: mask},
-			{Name: bertgen.TokenTypeIDs, Shape: dims, Int64: types},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out[0].Float32
+		return berttest.Run(t, path, bertgen.Logits, "", berttest.Batch{Batch: batch, Seq: seq, IDs: ids, Mask: mask, TypeIDs: types})
 	}
 	dir := t.TempDir()
 	for _, tc := range []struct {

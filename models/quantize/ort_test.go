@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
@@ -18,27 +19,7 @@ import (
 // and returns last_hidden_state.
 func runHidden(t *testing.T, path string, ids []int64, batch, seq int, opt string) []float32 {
 	t.Helper()
-	sc := onnx.DefaultSessionConfig()
-	sc.Provider, sc.IntraOpThreads, sc.GraphOptimization = onnx.ProviderCPU, 1, opt
-	s, err := onnx.NewSession(path, []string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{bertgen.LastHiddenState}, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	mask, types := make([]int64, len(ids)), make([]int64, len(ids))
-	for i := range mask {
-		mask[i] = 1
-	}
-	dims := []int64{int64(batch), int64(seq)}
-	out, err := s.Run(context.Background(), []onnx.Input{
-		{Name: bertgen.InputIDs, Shape: dims, Int64: ids},
-		{Name: bertgen.AttentionMask, Shape: dims, Int64: mask},
-		{Name: bertgen.TokenTypeIDs, Shape: dims, Int64: types},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out[0].Float32
+	return berttest.Run(t, path, bertgen.LastHiddenState, opt, berttest.Attended(ids, batch, seq))
 }
 
 func initORT(t testing.TB) {

@@ -1,0 +1,57 @@
+// Package berttest runs BERT-family ONNX files (the inputs of package
+// bertgen's graphs) through ONNX Runtime's CPU provider, for the tests of
+// the packages that rewrite such graphs (models/quantize, models/fuse):
+// one definition of "feed these ids and read that output".
+package berttest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// Batch is one padded batch of batch × seq token ids with their attention
+// mask and token type ids (row-major, right-padded).
+type Batch struct {
+	Batch, Seq         int
+	IDs, Mask, TypeIDs []int64
+}
+
+// Attended returns the batch of ids with every token attended and type 0.
+func Attended(ids []int64, batch, seq int) Batch {
+	mask, types := make([]int64, len(ids)), make([]int64, len(ids))
+	for i := range mask {
+		mask[i] = 1
+	}
+	return Batch{Batch: batch, Seq: seq, IDs: ids, Mask: mask, TypeIDs: types}
+}
+
+// Run runs the model file at path on b in a one-thread CPU session at
+// graph optimisation opt ("" = all) and returns the output called output
+// (bertgen.Logits, bertgen.LastHiddenState). The runtime must have been
+// initialised (onnx.Init). Failures end the test.
+func Run(t testing.TB, path, output, opt string, b Batch) []float32 {
+	t.Helper()
+	sc := onnx.DefaultSessionConfig()
+	sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
+	if opt != "" {
+		sc.GraphOptimization = opt
+	}
+	s, err := onnx.NewSession(path, []string{bertgen.InputIDs, bertgen.AttentionMask, bertgen.TokenTypeIDs}, []string{output}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	dims := []int64{int64(b.Batch), int64(b.Seq)}
+	out, err := s.Run(context.Background(), []onnx.Input{
+		{Name: bertgen.InputIDs, Shape: dims, Int64: b.IDs},
+		{Name: bertgen.AttentionMask, Shape: dims, Int64: b.Mask},
+		{Name: bertgen.TokenTypeIDs, Shape: dims, Int64: b.TypeIDs},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[0].Float32
+}
