@@ -55,6 +55,11 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"(title + \" \" + text) up to the model's maximum length (at most 512 tokens); sequence lengths as hybrank feeds them, specials included: p10 %d, p50 %d, p90 %d, max %d (mean %.1f). "+
 			"These rows come first; the synthetic shapes (doc_tokens set) follow.", r.Data, r.LenP10, r.LenP50, r.LenP90, r.LenMax, r.SeqLen))
 	}
+	if slices.ContainsFunc(rep.Rows, func(r any) bool { x, ok := r.(throughput.Row); return ok && x.Fusion != "" }) {
+		rep.Notes = append(rep.Notes, "fusion: what models/fuse did to the graph hybrank's CPU sessions run: each residual Add and the layer normalisation after it "+
+			"(and the bias Add before it) as one com.microsoft SkipLayerNormalization, which ONNX Runtime's own optimiser skips for a dynamic sequence length; "+
+			"\"off\" with --no-fusion, \"none\" on CUDA. The peer runs the file as it is.")
+	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeFP16 {
 		rep.Notes = append(rep.Notes, "quantize=fp16 rows: the same profile's model converted to float16 by models/quantize (every float32 initializer rounded to nearest even, the attention-mask constant clamped to −65504, "+
 			"float32 inputs and outputs kept with a Cast at each edge), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
