@@ -114,10 +114,6 @@ type norm struct {
 	readers        []int // the nodes reading x
 }
 
-func isDefault(n *onnxpb.Node, op string) bool {
-	return n.OpType == op && (n.Domain == "" || n.Domain == "ai.onnx")
-}
-
 // vector returns the float32 initializer name as a vector of n values (any
 // n when n is 0), unless a graph input of that name can override it.
 func (f *fuser) vector(name string, n int64) (*onnxpb.Tensor, bool) {
@@ -138,7 +134,7 @@ func (f *fuser) scalar(name string) (float32, bool) {
 			return 0, false
 		}
 		n := &f.g.Nodes[p]
-		if !isDefault(n, "Constant") || len(n.Attrs) != 1 {
+		if !n.Is("Constant") || len(n.Attrs) != 1 {
 			return 0, false
 		}
 		if v, ok := n.Attrs[0].Float(); ok && n.Attrs[0].Name() == "value_float" {
@@ -181,7 +177,7 @@ func (f *fuser) producer(v, op string) int {
 		return -1
 	}
 	n := &f.g.Nodes[p]
-	if !isDefault(n, op) || len(n.Outputs) != 1 || len(n.Inputs) == 0 {
+	if !n.Is(op) || len(n.Outputs) != 1 || len(n.Inputs) == 0 {
 		return -1
 	}
 	return p
@@ -232,10 +228,10 @@ func (f *fuser) isNormalised(v string) bool {
 // intermediate value read only inside the pattern.
 func (f *fuser) layerNorm(i int) (norm, bool) {
 	n := &f.g.Nodes[i]
-	if isDefault(n, "LayerNormalization") {
+	if n.Is("LayerNormalization") {
 		return f.layerNormNode(i)
 	}
-	if !isDefault(n, "Add") || len(n.Outputs) != 1 {
+	if !n.Is("Add") || len(n.Outputs) != 1 {
 		return norm{}, false
 	}
 	yv, beta, ok := pair(n, func(v string) bool { _, ok := f.vector(v, 0); return ok })
@@ -406,7 +402,7 @@ func (f *fuser) match(i int) (skip, bool) {
 		return skip{}, false
 	}
 	add := &f.g.Nodes[p]
-	if !isDefault(add, "Add") || len(add.Inputs) != 2 || len(add.Outputs) != 1 || f.drop[p] || f.replace[p].OpType != "" {
+	if !add.Is("Add") || len(add.Inputs) != 2 || len(add.Outputs) != 1 || f.drop[p] || f.replace[p].OpType != "" {
 		return skip{}, false
 	}
 	a, b := add.Inputs[0], add.Inputs[1]
@@ -429,7 +425,7 @@ func (f *fuser) match(i int) (skip, bool) {
 	// normalisation fused before) is no bias Add.
 	if q, ok := f.idx.Producer[sk.input]; ok && f.only(sk.input, p) && !f.drop[q] && f.replace[q].OpType == "" {
 		ba := &f.g.Nodes[q]
-		if isDefault(ba, "Add") && len(ba.Inputs) == 2 && len(ba.Outputs) == 1 {
+		if ba.Is("Add") && len(ba.Inputs) == 2 && len(ba.Outputs) == 1 {
 			for k, c := range ba.Inputs {
 				y := ba.Inputs[1-k]
 				if _, ok := f.vector(c, nm.hidden); ok && ix.Initializers[y] == nil && !ix.Inputs[y] && y != c {
@@ -489,7 +485,7 @@ func (f *fuser) commit() {
 		read[o.Name] = true
 	}
 	g.Nodes = slices.DeleteFunc(nodes, func(n onnxpb.Node) bool {
-		if !isDefault(&n, "Constant") || len(n.Outputs) != 1 || read[n.Outputs[0]] || f.idx.Consumers[n.Outputs[0]] == nil {
+		if !n.Is("Constant") || len(n.Outputs) != 1 || read[n.Outputs[0]] || f.idx.Consumers[n.Outputs[0]] == nil {
 			return false
 		}
 		f.gone[n.Outputs[0]] = true

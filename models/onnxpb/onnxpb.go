@@ -509,9 +509,16 @@ type OpsetID struct {
 	Version int64
 }
 
+// IsDefaultDomain reports whether domain names the default operator set
+// ("" or its long name "ai.onnx").
+func IsDefaultDomain(domain string) bool { return domain == "" || domain == "ai.onnx" }
+
+// Is reports whether n applies the default operator set's op.
+func (n *Node) Is(op string) bool { return n.OpType == op && IsDefaultDomain(n.Domain) }
+
 // UsesOpset reports whether m imports domain (the default domain is "").
 func (m *Model) UsesOpset(domain string) bool {
-	if domain == "" || domain == "ai.onnx" {
+	if IsDefaultDomain(domain) {
 		return true
 	}
 	for _, o := range m.ExtraOpsets {

@@ -76,7 +76,7 @@ func Unmarshal(b []byte) (*Model, error) {
 			if err != nil {
 				return err
 			}
-			if o.Domain == "" || o.Domain == "ai.onnx" {
+			if IsDefaultDomain(o.Domain) {
 				m.Opset, haveOpset = o.Version, true
 			} else {
 				m.ExtraOpsets = append(m.ExtraOpsets, o)

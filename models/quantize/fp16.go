@@ -38,7 +38,7 @@ const fp16Max = 65504
 func rewriteFP16(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 	g := m.Graph
 	for _, n := range g.Nodes {
-		if n.Domain != "" && n.Domain != "ai.onnx" || !slices.Contains(fp16Ops, n.OpType) {
+		if !onnxpb.IsDefaultDomain(n.Domain) || !slices.Contains(fp16Ops, n.OpType) {
 			return Report{}, fmt.Errorf("%w: fp16: node %q: operator %s is not converted (supported: %v)", onnxpb.ErrUnsupported, n.Name, n.OpType, fp16Ops)
 		}
 	}

@@ -214,7 +214,7 @@ func (r *rewriter) run(ctx context.Context) error {
 // and no reason for nodes without a weight (not candidates at all), nil and
 // a reason for weights that stay float32.
 func (r *rewriter) match(n *onnxpb.Node) (*candidate, string) {
-	if n.Domain != "" && n.Domain != "ai.onnx" || len(n.Outputs) != 1 {
+	if !onnxpb.IsDefaultDomain(n.Domain) || len(n.Outputs) != 1 {
 		return nil, ""
 	}
 	switch {
@@ -296,7 +296,7 @@ func (r *rewriter) foldableBias(out string, n int) (string, int) {
 		return "", -1
 	}
 	add := &r.g.Nodes[cons[0]]
-	if add.OpType != "Add" || add.Domain != "" && add.Domain != "ai.onnx" || len(add.Inputs) != 2 || len(add.Outputs) != 1 {
+	if !add.Is("Add") || len(add.Inputs) != 2 || len(add.Outputs) != 1 {
 		return "", -1
 	}
 	other := add.Inputs[0]
