@@ -83,25 +83,21 @@ type fuser struct {
 	idx     *onnxpb.Index
 	drop    map[int]bool // nodes fused away
 	replace map[int]onnxpb.Node
-	gone    map[string]bool // values no longer produced
 }
 
 func newFuser(g *onnxpb.Graph) *fuser {
-	return &fuser{g: g, idx: g.Index(), drop: map[int]bool{}, replace: map[int]onnxpb.Node{}, gone: map[string]bool{}}
+	return &fuser{g: g, idx: g.Index(), drop: map[int]bool{}, replace: map[int]onnxpb.Node{}}
 }
 
-// skip is one match: a layer normalisation at node index i (a
+// skip is one match: a layer normalisation ending at node index i (a
 // LayerNormalization, or the last node of the operators an older export
-// spells it with) over Add add of input (the sublayer's output, before its
+// spells it with) over the sum of input (the sublayer's output, before its
 // bias when bias is set) and residual.
 type skip struct {
-	add, biasAdd       int   // biasAdd is -1 without a folded bias
-	chain              []int // the other nodes of a spelled-out normalisation
-	input, residual    string
-	bias, gamma, beta  string
-	epsilon            float32
-	lnName, lnOutput   string
-	addOut, biasAddOut string
+	drop              []int // the residual Add, the bias Add, the rest of a spelled-out normalisation
+	input, residual   string
+	bias, gamma, beta string
+	epsilon           float32
 }
 
 // norm is a layer normalisation over the last axis with float32
@@ -388,14 +384,13 @@ func (f *fuser) match(i int) (skip, bool) {
 	if !ok {
 		return skip{}, false
 	}
-	ln := &f.g.Nodes[i]
-	if len(ln.Outputs) == 0 {
+	if len(f.g.Nodes[i].Outputs) == 0 {
 		return skip{}, false
 	}
-	sk := skip{gamma: nm.gamma, beta: nm.beta, epsilon: nm.epsilon, chain: nm.chain, biasAdd: -1, lnName: ln.Name, lnOutput: ln.Outputs[0]}
+	sk := skip{gamma: nm.gamma, beta: nm.beta, epsilon: nm.epsilon, drop: nm.chain}
 	// The residual Add: two activations, one of them a normalised
-	// residual stream (so neither broadcasts: SkipLayerNormalization only
-	// broadcasts its skip input), read by the normalisation alone.
+	// residual stream (the full shape; the other is taken to have it too,
+	// see the package documentation), read by the normalisation alone.
 	x := nm.x
 	p, ok := f.idx.Producer[x]
 	if !ok || !f.readBy(x, nm.readers...) {
@@ -418,7 +413,7 @@ func (f *fuser) match(i int) (skip, bool) {
 	default:
 		return skip{}, false
 	}
-	sk.add, sk.addOut = p, x
+	sk.drop = append(sk.drop, p)
 	// The sublayer's bias: Add(bias, y) or Add(y, bias) feeding only the
 	// residual Add becomes SkipLayerNormalization's bias input.
 	// A node already replaced (the last Add of a spelled-out
@@ -429,7 +424,7 @@ func (f *fuser) match(i int) (skip, bool) {
 			for k, c := range ba.Inputs {
 				y := ba.Inputs[1-k]
 				if _, ok := f.vector(c, nm.hidden); ok && ix.Initializers[y] == nil && !ix.Inputs[y] && y != c {
-					sk.biasAdd, sk.biasAddOut, sk.bias, sk.input = q, sk.input, c, y
+					sk.drop, sk.bias, sk.input = append(sk.drop, q), c, y
 					break
 				}
 			}
@@ -445,17 +440,11 @@ func (f *fuser) apply(i int, sk skip) {
 	if sk.bias != "" {
 		in = append(in, sk.bias)
 	}
-	f.replace[i] = onnxpb.Node{Name: sk.lnName + "_SkipLayerNorm", OpType: "SkipLayerNormalization", Domain: onnxpb.MSDomain,
-		Inputs: in, Outputs: []string{sk.lnOutput}, Attrs: []onnxpb.Attr{onnxpb.AttrFloat("epsilon", sk.epsilon)}}
-	f.drop[sk.add], f.gone[sk.addOut] = true, true
-	for _, c := range sk.chain {
-		f.drop[c] = true
-		for _, o := range f.g.Nodes[c].Outputs {
-			f.gone[o] = true
-		}
-	}
-	if sk.biasAdd >= 0 {
-		f.drop[sk.biasAdd], f.gone[sk.biasAddOut] = true, true
+	ln := &f.g.Nodes[i]
+	f.replace[i] = onnxpb.Node{Name: ln.Name + "_SkipLayerNorm", OpType: "SkipLayerNormalization", Domain: onnxpb.MSDomain,
+		Inputs: in, Outputs: []string{ln.Outputs[0]}, Attrs: []onnxpb.Attr{onnxpb.AttrFloat("epsilon", sk.epsilon)}}
+	for _, d := range sk.drop {
+		f.drop[d] = true
 	}
 	// A later normalisation whose residual is this one's output still
 	// sees a normalised stream: the nodes are not removed from g.Nodes
@@ -468,10 +457,13 @@ func (f *fuser) apply(i int, sk skip) {
 func (f *fuser) commit() {
 	g := f.g
 	nodes := make([]onnxpb.Node, 0, len(g.Nodes)-len(f.drop))
-	read := map[string]bool{}
+	read, gone := map[string]bool{}, map[string]bool{} // gone: values no longer produced
 	for i, n := range g.Nodes {
 		switch {
 		case f.drop[i]:
+			for _, o := range n.Outputs {
+				gone[o] = true
+			}
 			continue
 		case f.replace[i].OpType != "":
 			n = f.replace[i]
@@ -488,12 +480,12 @@ func (f *fuser) commit() {
 		if !n.Is("Constant") || len(n.Outputs) != 1 || read[n.Outputs[0]] || f.idx.Consumers[n.Outputs[0]] == nil {
 			return false
 		}
-		f.gone[n.Outputs[0]] = true
+		gone[n.Outputs[0]] = true
 		return true
 	})
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {
-		if !f.gone[v.Name] {
+		if !gone[v.Name] {
 			vi = append(vi, v)
 		}
 	}
