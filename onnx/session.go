@@ -135,9 +135,8 @@ type Model struct {
 // the CPU the copy Model.ForCPU made of it). It is safe for concurrent use.
 type Session struct {
 	modelPath   string
-	forCPU      func() (string, error)
-	cpuPath     string // ForCPU's result; "" when the CPU sessions load modelPath
-	cpuAsked    bool   // ForCPU has been called
+	forCPU      func() (string, error) // Model.ForCPU until it has been called
+	cpuPath     string                 // ForCPU's result; "" when the CPU sessions load modelPath
 	inputNames  []string
 	outputNames []string
 	inputs      map[string]int // input name → position in inputNames
@@ -319,9 +318,9 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 			return nil, fmt.Errorf("%w: cuda: %v", ErrProviderUnavailable, err)
 		}
 	}
-	if !cuda && s.forCPU != nil && !s.cpuAsked {
-		s.cpuAsked = true
+	if !cuda && s.forCPU != nil {
 		p, err := s.forCPU()
+		s.forCPU = nil // asked once: the pool's other sessions load its answer
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s for the CPU: %w", ErrModel, s.modelPath, err)
 		}

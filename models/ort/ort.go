@@ -87,9 +87,8 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, err
 	}
 	model := onnx.Model{Path: md.ONNXPath}
-	fusion := "off"
+	var fused fuse.Report // what the CPU copy holds, if one was made
 	if !cfg.DisableFusion {
-		fusion = "none"
 		var tmp string
 		defer func() {
 			if tmp != "" {
@@ -107,9 +106,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 				slog.Warn("models/ort: CPU graph fusion failed; loading the file as it is", "model", md.ONNXPath, "err", err)
 				return "", nil
 			}
-			if rep.Changed() {
-				tmp, fusion = p, rep.String()
-			}
+			tmp, fused = p, rep // p is "" when nothing was fused
 			return p, nil
 		}
 	}
@@ -117,8 +114,13 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
-	if !sess.RewrittenForCPU() && fusion != "off" {
-		fusion = "none" // CUDA, or nothing to fuse, or not readable
+	fusion := "off"
+	switch {
+	case cfg.DisableFusion:
+	case sess.RewrittenForCPU():
+		fusion = fused.String()
+	default:
+		fusion = "none" // CUDA, nothing to fuse, a file the rewrite cannot read, or a copy the runtime refused
 	}
 	m := &loaded{
 		dir:       md,
