@@ -107,7 +107,7 @@ export HYBRANK_PEERS ?= $(PEERS_DIR)
 FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments FuzzDecodeTokenize
 FUZZTIME ?= 30000x
 
-.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check fuzz bench bench-quick clean-deps
+.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check bench-smoke fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -259,7 +259,13 @@ fmt-check:
 
 test: deps fmt-check vet
 	$(GO) test -race -count=1 -timeout 40m ./...
-	$(MAKE) --no-print-directory fuzz
+	$(MAKE) --no-print-directory bench-smoke fuzz
+
+# bench-smoke runs every testing.B once (-short: the fixtures tests skip
+# there stay skipped), so a benchmark that no longer runs fails here, not in
+# the hands of whoever measures next.
+bench-smoke:
+	$(GO) test -short -count=1 -run '^$$' -bench . -benchtime 1x ./... >/tmp/hybrank-bench-smoke.log 2>&1 || { grep -E -A6 '^(--- FAIL|FAIL|panic)' /tmp/hybrank-bench-smoke.log; exit 1; }
 
 fuzz:
 	@for f in $(FUZZ_TARGETS); do \

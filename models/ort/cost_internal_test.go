@@ -1065,7 +1065,9 @@ func BenchmarkEstimateScore(b *testing.B) {
 	}
 	cfg := testCfg()
 	cfg.MaxLength = 512
-	ce := &CrossEncoder{c: &core{cfg: cfg, m: &loaded{maxLen: 512, cost: newCostPlanner(cm, 1<<20, 0, models.HFConfig{})}}}
+	co := &core{cfg: cfg, m: &loaded{maxLen: 512, cost: newCostPlanner(cm, 1<<20, 0, models.HFConfig{})}}
+	co.ready.Store(co.m) // what a load publishes: EstimateScore never waits for one
+	ce := &CrossEncoder{c: co}
 	rng := rand.New(rand.NewPCG(1, 2))
 	lens := make([]int, 32)
 	for i := range lens {
