@@ -18,9 +18,20 @@ func Sigmoid(logit float32) float64 { return 1 / (1 + math.Exp(-float64(logit)))
 // engine's packing when it has no TokenCounter, and the lengths its
 // budgeted rerank loop predicts batches from (on scifact documents the
 // estimate is 0.93–1.25× the WordPiece count, median 1.07).
-func EstimateTokens(text string) int {
+func EstimateTokens(text string) int { return EstimateTokensUpTo(text, math.MaxInt) }
+
+// EstimateTokensUpTo is min(EstimateTokens(text), limit), reading text only
+// until the count reaches limit: the cost of a text that will be cut to a
+// window is that of the window, however long the text (0 when limit ≤ 0).
+func EstimateTokensUpTo(text string, limit int) int {
+	if limit <= 0 {
+		return 0
+	}
 	n, wordLen := 0, 0
 	for _, r := range text {
+		if n >= limit {
+			return limit
+		}
 		switch {
 		case r == ' ' || r == '\n' || r == '\t' || r == '\r':
 			wordLen = 0
@@ -34,7 +45,7 @@ func EstimateTokens(text string) int {
 			wordLen++
 		}
 	}
-	return n
+	return min(n, limit)
 }
 
 // PairSpecialTokens are the special tokens a cross-encoder adds to a pair:
@@ -46,4 +57,13 @@ const PairSpecialTokens = 3
 // the model's window.
 func EstimatePairTokens(query, doc string) int {
 	return EstimateTokens(query) + EstimateTokens(doc) + PairSpecialTokens
+}
+
+// EstimatePairTokensUpTo is min(EstimatePairTokens(query, doc), limit),
+// reading the texts only as far as limit needs: a batch cap's cost of a
+// pair, which the model cuts to its window anyway, stays bounded by the
+// window when the query or the document is megabytes long.
+func EstimatePairTokensUpTo(query, doc string, limit int) int {
+	q := EstimateTokensUpTo(query, limit-PairSpecialTokens)
+	return max(0, min(q+EstimateTokensUpTo(doc, limit-PairSpecialTokens-q)+PairSpecialTokens, limit))
 }

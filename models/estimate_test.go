@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/models"
@@ -16,6 +17,29 @@ func TestEstimateTokens(t *testing.T) {
 	} {
 		if got := models.EstimateTokens(tc.text); got != tc.want {
 			t.Errorf("EstimateTokens(%q) = %d, want %d", tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestEstimateUpTo: the capped estimates equal the full ones cut at the
+// limit, for every limit around the texts' counts (negative and zero
+// included), and the pair form matches EstimatePairTokens likewise.
+func TestEstimateUpTo(t *testing.T) {
+	texts := []string{"", " ", "hello", "a, b.", "abcdefghijklm nop", "日本語 テキスト", strings.Repeat("x", 40) + " y, z", "word " + strings.Repeat("中", 20)}
+	for _, a := range texts {
+		n := models.EstimateTokens(a)
+		for limit := -2; limit <= n+2; limit++ {
+			if got, want := models.EstimateTokensUpTo(a, limit), max(0, min(n, limit)); got != want {
+				t.Errorf("EstimateTokensUpTo(%q, %d) = %d, want %d", a, limit, got, want)
+			}
+		}
+		for _, b := range texts {
+			p := models.EstimatePairTokens(a, b)
+			for limit := -2; limit <= p+2; limit++ {
+				if got, want := models.EstimatePairTokensUpTo(a, b, limit), max(0, min(p, limit)); got != want {
+					t.Errorf("EstimatePairTokensUpTo(%q, %q, %d) = %d, want %d", a, b, limit, got, want)
+				}
+			}
 		}
 	}
 }

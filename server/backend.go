@@ -2,8 +2,9 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
@@ -47,18 +48,98 @@ type Token struct {
 
 // MarshalJSON writes Token as TEI does: start and stop are null for
 // special tokens.
-func (t Token) MarshalJSON() ([]byte, error) {
-	w := struct {
-		ID      int    `json:"id"`
-		Text    string `json:"text"`
-		Special bool   `json:"special"`
-		Start   *int   `json:"start"`
-		Stop    *int   `json:"stop"`
-	}{ID: t.ID, Text: t.Text, Special: t.Special}
-	if !t.Special {
-		w.Start, w.Stop = &t.Start, &t.Stop
+func (t Token) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
+
+// appendJSON appends t's JSON form (MarshalJSON's) to b.
+func (t Token) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(t.ID), 10)
+	b = append(b, `,"text":`...)
+	b = appendJSONString(b, t.Text)
+	b = append(b, `,"special":`...)
+	b = strconv.AppendBool(b, t.Special)
+	if t.Special {
+		return append(b, `,"start":null,"stop":null}`...)
 	}
-	return json.Marshal(w)
+	b = append(b, `,"start":`...)
+	b = strconv.AppendInt(b, int64(t.Start), 10)
+	b = append(b, `,"stop":`...)
+	b = strconv.AppendInt(b, int64(t.Stop), 10)
+	return append(b, '}')
+}
+
+// tokenLists is /tokenize's reply, one list per input, encoded in one
+// buffer (a reply may hold a million tokens; encoding/json's reflection
+// and per-token Marshaler calls cost several times the reply's size in
+// garbage).
+type tokenLists [][]Token
+
+// MarshalJSON writes the lists as a JSON array of arrays of tokens.
+func (l tokenLists) MarshalJSON() ([]byte, error) {
+	n := 2
+	for _, toks := range l {
+		n += 2 + 64*len(toks)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, toks := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '[')
+		for j, t := range toks {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = t.appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	return append(b, ']'), nil
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, each byte that is not valid UTF-8 written
+// as U+FFFD (as encoding/json does), everything else as it is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // Tokenizer is the model's tokenizer. Tokenize serves /tokenize (special

@@ -24,7 +24,8 @@
 //	                                      kind, root (the served name), default and aliases
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
 //	                                      start, stop}]]: text is the input's slice, start and stop
-//	                                      byte offsets (null for special tokens)
+//	                                      byte offsets (null for special tokens); at most
+//	                                      max_inputs × max_input_tokens tokens a request (413)
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:

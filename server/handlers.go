@@ -310,7 +310,10 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	pairs := make([]models.Pair, len(req.Docs))
 	for i, d := range req.Docs {
 		if req.MaxTokensPerDoc > 0 {
-			d = s.truncateTokens(d, req.MaxTokensPerDoc)
+			var err error
+			if d, err = s.truncateTokens(ctx, d, req.MaxTokensPerDoc); err != nil {
+				return reply{}, err
+			}
 		}
 		pairs[i] = models.Pair{Query: req.Query, Doc: d}
 	}
@@ -400,7 +403,10 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32,
 			if !copied {
 				texts, copied = append([]string(nil), texts...), true
 			}
-			texts[i] = s.truncateTokens(t, s.cfg.MaxInputTokens)
+			var err error
+			if texts[i], err = s.truncateTokens(ctx, t, s.cfg.MaxInputTokens); err != nil {
+				return nil, models.Usage{}, err
+			}
 		}
 	}
 	vecs, usage, err := s.embed.Submit(ctx, texts)
@@ -504,8 +510,11 @@ func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, usage model
 	return resp
 }
 
-// tokenizeEndpoint serves TEI's /tokenize. It is not admission-controlled:
-// tokenizing is cheap next to a model call.
+// tokenizeEndpoint serves TEI's /tokenize, admission-controlled like the
+// model routes: a body of one-letter words makes a reply some thirty times
+// its size. A request may ask for at most max_inputs × max_input_tokens
+// tokens (what one embedding request may send; 413 beyond), counted before
+// any is materialised.
 func (s *Server) tokenizeEndpoint() endpoint[tokenizeRequest] {
 	return endpoint[tokenizeRequest]{
 		decode: func(_ *http.Request, body []byte) (tokenizeRequest, error) { return decodeTokenize(body, s.lim) },
@@ -515,15 +524,25 @@ func (s *Server) tokenizeEndpoint() endpoint[tokenizeRequest] {
 			}
 			return nil
 		},
-		call: func(_ context.Context, _ *http.Request, req tokenizeRequest) (reply, error) {
-			out := make([][]Token, len(req.Inputs))
+		admit: true,
+		call: func(ctx context.Context, _ *http.Request, req tokenizeRequest) (reply, error) {
+			limit, total := s.lim.maxInputs*s.cfg.MaxInputTokens, 0
+			for _, t := range req.Inputs {
+				if err := ctx.Err(); err != nil {
+					return reply{}, err
+				}
+				if total += s.b.Tokenizer.CountTokens(t); total > limit {
+					return reply{}, tooLarge("the inputs have more than %d tokens, the most one request may tokenize (max_inputs × max_input_tokens); send fewer or shorter inputs", limit)
+				}
+			}
+			out := make(tokenLists, len(req.Inputs))
 			for i, t := range req.Inputs {
+				if err := ctx.Err(); err != nil {
+					return reply{}, err
+				}
 				toks, err := s.b.Tokenizer.Tokenize(t, req.AddSpecial)
 				if err != nil {
 					return reply{}, fmt.Errorf("%w: tokenize input %d: %w", ErrBackend, i, err)
-				}
-				if toks == nil {
-					toks = []Token{} // an input of spaces has no tokens: [], not null
 				}
 				out[i] = toks
 			}

@@ -52,9 +52,11 @@ type rerankModel struct {
 	batch  *batcher[models.Pair, float32]
 }
 
-// pairCost is a pair's estimated tokens, capped at the model's window.
+// pairCost is a pair's estimated tokens, capped at the model's window (and
+// read only as far as the window: a request's every pair shares its query,
+// however long).
 func (m *rerankModel) pairCost(p models.Pair) int {
-	return min(models.EstimatePairTokens(p.Query, p.Doc), m.window)
+	return models.EstimatePairTokensUpTo(p.Query, p.Doc, m.window)
 }
 
 // Option changes how New builds a Server.
@@ -338,7 +340,11 @@ func keyTenant(r *http.Request) (string, bool) {
 	return t, ok
 }
 
-func (s *Server) textCost(t string) int { return min(models.EstimateTokens(t)+2, s.cfg.MaxInputTokens) }
+// textCost is an embedding input's estimated tokens with [CLS] and [SEP],
+// capped at MaxInputTokens (read only as far as the cap).
+func (s *Server) textCost(t string) int {
+	return min(models.EstimateTokensUpTo(t, s.cfg.MaxInputTokens)+2, s.cfg.MaxInputTokens)
+}
 
 // countTokens counts text's tokens with the Tokenizer, else estimates.
 func (s *Server) countTokens(text string) int {
@@ -349,53 +355,109 @@ func (s *Server) countTokens(text string) int {
 }
 
 // truncateTokens returns the longest prefix of text that ends at a word
-// boundary (or at the first word's end) and has at most maxTokens tokens,
-// found by binary search over word ends with countTokens.
-func (s *Server) truncateTokens(text string, maxTokens int) string {
-	if s.countTokens(text) <= maxTokens {
-		return text
+// boundary (or, when not even the first word fits, at a rune boundary) and
+// has at most maxTokens tokens by countTokens. Its work is bounded by the
+// prefix it returns, not by text: prefixes of doubling length (256 bytes,
+// 512, …; at a word's end when one is near) are counted until one is too
+// long, and the cut is binary-searched inside that one, so a megabyte
+// document cut to 512 tokens costs some kilobytes of counting, with or
+// without spaces in it. A probe inside a word longer than the probe can
+// stop the cut one such word short. It returns ctx's error when ctx ends
+// between counts.
+func (s *Server) truncateTokens(ctx context.Context, text string, maxTokens int) (string, error) {
+	if maxTokens <= 0 {
+		return "", nil
 	}
-	// ends[i] is the byte offset just after word i.
+	// fits is text[:lo] (known to fit), hi the first probe that does not.
+	lo, hi := 0, 0
+	for size := 256; ; size *= 2 {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		end := probeEnd(text, size)
+		if s.countTokens(text[:end]) > maxTokens {
+			hi = end
+			break
+		}
+		if end == len(text) {
+			return text, nil
+		}
+		lo = end
+	}
+	// The longest prefix ending at a word end below hi that fits: word
+	// ends only add tokens, so the ones that fit come first.
 	var ends []int
 	in := false
-	for i, r := range text {
-		space := r == ' ' || r == '\n' || r == '\t' || r == '\r'
+	for i := range hi {
+		space := isSpaceByte(text[i])
 		if space && in {
 			ends = append(ends, i)
 		}
 		in = !space
 	}
-	if in {
-		ends = append(ends, len(text))
+	a, b := 0, len(ends) // ends[:a] fit, ends[b:] do not
+	for a < b {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		mid := (a + b) / 2
+		if s.countTokens(text[:ends[mid]]) <= maxTokens {
+			a = mid + 1
+		} else {
+			b = mid
+		}
 	}
-	lo, hi := 0, len(ends) // invariant: prefixes up to ends[lo-1] fit
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if s.countTokens(text[:ends[mid-1]]) <= maxTokens {
+	if a > 0 {
+		return text[:ends[a-1]], nil
+	}
+	// Not even the first word fits: cut it at a rune boundary, between
+	// what fits (lo, at most inside it) and what does not.
+	if len(ends) > 0 {
+		hi = ends[0]
+	}
+	if lo >= hi {
+		lo = 0 // a probe past the first word's end fit where the word did not
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		mid := (lo + hi) / 2
+		for mid > lo && !utf8.RuneStart(text[mid]) {
+			mid--
+		}
+		if mid == lo { // no rune starts in (lo, middle]: try the one after lo
+			_, n := utf8.DecodeRuneInString(text[lo:])
+			if mid = lo + n; mid >= hi {
+				return text[:lo], nil
+			}
+		}
+		if s.countTokens(text[:mid]) <= maxTokens {
 			lo = mid
 		} else {
-			hi = mid - 1
+			hi = mid
 		}
 	}
-	if lo == 0 {
-		// Not even the first word fits: cut it by runes.
-		word := text[:ends[0]]
-		n := 0
-		for i := range word {
-			if n > 0 && s.countTokens(word[:i]) > maxTokens {
-				return word[:max(0, prevRune(word, i))]
-			}
-			n++
-		}
-		// Every shorter prefix fits and the whole word does not (lo is
-		// 0): all but its last rune.
-		return word[:max(0, prevRune(word, len(word)))]
-	}
-	return text[:ends[lo-1]]
 }
 
-// prevRune returns the start of the rune before byte offset i of s.
-func prevRune(s string, i int) int {
-	_, size := utf8.DecodeLastRuneInString(s[:i])
-	return i - size
+// isSpaceByte reports the ASCII whitespace that separates words here (no
+// byte of a multi-byte UTF-8 rune is one).
+func isSpaceByte(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+// probeEnd is where truncateTokens' probe of about size bytes ends: all of
+// text when it is that short, else the first word end within twice size,
+// else the rune boundary at or below size (a probe inside a long word).
+func probeEnd(text string, size int) int {
+	if size >= len(text) {
+		return len(text)
+	}
+	for i := size; i < len(text) && i < 2*size; i++ {
+		if isSpaceByte(text[i]) && !isSpaceByte(text[i-1]) {
+			return i
+		}
+	}
+	for size > 0 && !utf8.RuneStart(text[size]) {
+		size--
+	}
+	return size
 }

@@ -1,7 +1,14 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/hybrank/hybrank/models"
 )
 
 func TestTruncateTokens(t *testing.T) {
@@ -26,7 +33,10 @@ func TestTruncateTokens(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &Server{b: Backends{Tokenizer: tc.tok}}
-			got := s.truncateTokens(tc.text, tc.max)
+			got, err := s.truncateTokens(context.Background(), tc.text, tc.max)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got != tc.want {
 				t.Fatalf("truncateTokens(%q, %d) = %q, want %q", tc.text, tc.max, got, tc.want)
 			}
@@ -34,5 +44,104 @@ func TestTruncateTokens(t *testing.T) {
 				t.Fatalf("result has %d tokens > %d", n, tc.max)
 			}
 		})
+	}
+}
+
+// truncateReference is truncateTokens by brute force: the longest prefix
+// ending at a word end that fits, else the longest prefix ending at a rune
+// boundary inside the first word that fits.
+func truncateReference(s *Server, text string, maxTokens int) string {
+	if s.countTokens(text) <= maxTokens {
+		return text
+	}
+	best := -1
+	for i := 1; i < len(text); i++ {
+		if isSpaceByte(text[i]) && !isSpaceByte(text[i-1]) && s.countTokens(text[:i]) <= maxTokens {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return text[:best]
+	}
+	for i := len(text) - 1; i > 0; i-- {
+		if utf8.RuneStart(text[i]) && s.countTokens(text[:i]) <= maxTokens {
+			return text[:i]
+		}
+	}
+	return ""
+}
+
+// TestTruncateTokensMatchesReference: on random texts of short and long
+// words, spaces and multi-byte runes, with counts that grow with the prefix
+// (the estimate, the fake word tokenizer), the doubling probes and binary
+// searches find the brute-force cut.
+func TestTruncateTokensMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	pieces := []string{"a", "bc", "def", "word", "中", "日本", "é", ",", ".", " ", " ", "  ", "\n", strings.Repeat("x", 300), strings.Repeat("語", 120)}
+	for _, tok := range []Tokenizer{nil, fakeTokenizer{}} {
+		s := &Server{b: Backends{Tokenizer: tok}}
+		for range 300 {
+			var b strings.Builder
+			for n := rng.IntN(80); n > 0; n-- {
+				b.WriteString(pieces[rng.IntN(len(pieces))])
+			}
+			text := b.String()
+			total := s.countTokens(text)
+			for _, maxTokens := range []int{1, 2, 3, total / 3, total / 2, total - 1, total, total + 1} {
+				if maxTokens <= 0 {
+					continue
+				}
+				got, err := s.truncateTokens(context.Background(), text, maxTokens)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := truncateReference(s, text, maxTokens); got != want {
+					t.Fatalf("tokenizer %T, max %d, text %q:\ngot  %q\nwant %q", tok, maxTokens, text, got, want)
+				}
+			}
+		}
+	}
+}
+
+// countingTokenizer counts the bytes CountTokens is asked to read.
+type countingTokenizer struct {
+	fakeTokenizer
+	bytes *int
+}
+
+func (c countingTokenizer) CountTokens(text string) int {
+	*c.bytes += len(text)
+	return models.EstimateTokens(text)
+}
+
+// TestTruncateTokensBoundedWork: cutting a 4 MB text to 512 tokens reads
+// a bounded number of bytes, with spaces, without (CJK) and as one long
+// run of letters: the work of the cut, not of the text (it was quadratic
+// in the text without spaces). A cancelled context stops it.
+func TestTruncateTokensBoundedWork(t *testing.T) {
+	const size = 4 << 20
+	for name, text := range map[string]string{
+		"words":   strings.Repeat("token ", size/6),
+		"cjk":     strings.Repeat("中文", size/6),
+		"letters": strings.Repeat("abcdefgh", size/8),
+	} {
+		var n int
+		s := &Server{b: Backends{Tokenizer: countingTokenizer{bytes: &n}}}
+		got, err := s.truncateTokens(context.Background(), text, 512)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := s.countTokens(got); c > 512 || c < 500 {
+			t.Errorf("%s: cut to %d tokens, want 500–512", name, c)
+		}
+		n -= len(got) // the check above
+		if n > 64*len(got)+64<<10 {
+			t.Errorf("%s: read %d bytes to cut %d of %d", name, n, len(got), len(text))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := s.truncateTokens(ctx, text, 512); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: cancelled context: err %v", name, err)
+		}
 	}
 }
