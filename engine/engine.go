@@ -856,7 +856,16 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	done = mark(&res.Timings.MMR)
 	var top []*candidate
 	if req.MMRLambda > 0 && len(ordered) > 1 {
-		top = mmr(ordered, relevance(ordered), req.TopK, req.MMRLambda)
+		var steps int
+		top, steps = mmr(sctx, ordered, relevance(ordered), req.TopK, req.MMRLambda)
+		if steps >= 0 {
+			if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("mmr: %w", err) // cancelled, as a cancelled rerank is
+			}
+			res.Degraded = true
+			res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackMMRBudget,
+				Detail: fmt.Sprintf("budget spent after %d of %d MMR selections; the rest in final order", steps, len(top))})
+		}
 	} else {
 		top = ordered[:min(req.TopK, len(ordered))]
 	}

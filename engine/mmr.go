@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"math"
 
 	"github.com/hybrank/hybrank/simd"
@@ -44,8 +45,12 @@ func jaccard(a, b []uint64) float64 {
 // mmr selects up to k of cands (ordered best first, with relevances rel in
 // [0, 1]) by maximal marginal relevance and returns them in selection order:
 // each step takes argmax λ·rel(d) − (1−λ)·max_{s∈selected} sim(d, s), ties to
-// the earlier candidate. λ = 1 reproduces the input order.
-func mmr(cands []*candidate, rel []float64, k int, lambda float64) []*candidate {
+// the earlier candidate. λ = 1 reproduces the input order. A step costs a
+// similarity per remaining candidate, so k steps over thousands of
+// candidates take a while: when ctx ends, the remaining places go to the
+// remaining candidates in input order and cut is the number of steps taken
+// (-1 when all ran).
+func mmr(ctx context.Context, cands []*candidate, rel []float64, k int, lambda float64) (_ []*candidate, cut int) {
 	if k > len(cands) {
 		k = len(cands)
 	}
@@ -53,6 +58,15 @@ func mmr(cands []*candidate, rel []float64, k int, lambda float64) []*candidate 
 	taken := make([]bool, len(cands))
 	out := make([]*candidate, 0, k)
 	for len(out) < k {
+		if ctx.Err() != nil {
+			steps := len(out)
+			for i := 0; len(out) < k; i++ {
+				if !taken[i] {
+					out = append(out, cands[i])
+				}
+			}
+			return out, steps
+		}
 		best, bestScore := -1, math.Inf(-1)
 		for i := range cands {
 			if taken[i] {
@@ -62,7 +76,7 @@ func mmr(cands []*candidate, rel []float64, k int, lambda float64) []*candidate 
 			if len(out) > 0 { // a maximum over the empty set is no term
 				s -= (1 - lambda) * maxSim[i]
 			}
-			if s > bestScore {
+			if best < 0 || s > bestScore { // the first untaken one even if its score is NaN
 				best, bestScore = i, s
 			}
 		}
@@ -78,7 +92,7 @@ func mmr(cands []*candidate, rel []float64, k int, lambda float64) []*candidate 
 			}
 		}
 	}
-	return out
+	return out, -1
 }
 
 // relevance maps a final-ordered list to MMR relevances in [0, 1] that

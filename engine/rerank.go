@@ -158,11 +158,12 @@ const skipRelax = 0.85
 
 // predictor predicts the wall time of scoring runs of a stage's
 // candidates with a reranker's own cost model (models.CostEstimator), from
-// their estimated pair lengths (models.EstimatePairTokens), which it
-// computes once per candidate, when first asked.
+// their estimated pair lengths (models.EstimatePairTokens, the query's
+// part estimated once), which it computes once per candidate, when first
+// asked.
 type predictor struct {
 	est    models.CostEstimator
-	query  string
+	query  int   // the query's estimated tokens
 	lens   []int // pair tokens of cands[:len(lens)]
 	cands  []*candidate
 	failed bool // the estimator had nothing to predict from
@@ -178,7 +179,7 @@ func stagePredictor(r models.Reranker, query string, ch models.Chunking, cands [
 	if _, spans := r.(models.SpanReranker); !ok || ch.Enabled() && spans {
 		return nil
 	}
-	return &predictor{est: est, query: query, cands: cands}
+	return &predictor{est: est, query: models.EstimateTokens(query), cands: cands}
 }
 
 // predict returns the predicted wall time of one call scoring
@@ -188,7 +189,7 @@ func (p *predictor) predict(from, n int) (time.Duration, bool) {
 		return 0, false
 	}
 	for i := len(p.lens); i < from+n; i++ {
-		p.lens = append(p.lens, models.EstimatePairTokens(p.query, docText(&p.cands[i].rec.doc)))
+		p.lens = append(p.lens, p.query+models.EstimateTokens(docText(&p.cands[i].rec.doc))+models.PairSpecialTokens)
 	}
 	d, ok := p.est.EstimateScore(p.lens[from : from+n])
 	p.failed = !ok
@@ -419,8 +420,8 @@ func rerankBudgeted(ctx context.Context, parent context.Context, r models.Rerank
 		}
 		if err == nil {
 			for _, s := range scores {
-				if math.IsNaN(float64(s)) {
-					err = errors.New("reranker returned NaN")
+				if math.IsNaN(float64(s)) || math.IsInf(float64(s), 0) {
+					err = fmt.Errorf("reranker returned a score of %v", s) // no order, no JSON
 					break
 				}
 			}

@@ -49,7 +49,8 @@ func TestMMR(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ids(mmr(tt.cands, tt.rel, tt.k, tt.lambda))
+			top, _ := mmr(context.Background(), tt.cands, tt.rel, tt.k, tt.lambda)
+			got := ids(top)
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("got %v want %v", got, tt.want)
 			}
@@ -97,7 +98,8 @@ func TestRelevanceTiers(t *testing.T) {
 	if got[2] <= got[3] || got[2] > 2.0/3+eps || got[3] < 1.0/3-eps || got[4] > 1.0/3+eps {
 		t.Fatalf("cascade tiers: %v, want the first-stage tier in [1/3, 2/3] by its score", got)
 	}
-	if order := ids(mmr(cs, got, len(cs), 1)); !slices.Equal(order, []string{"a", "b", "c", "d", "e", "f"}) {
+	top, _ := mmr(context.Background(), cs, got, len(cs), 1)
+	if order := ids(top); !slices.Equal(order, []string{"a", "b", "c", "d", "e", "f"}) {
 		t.Fatalf("λ = 1 reordered a cascade's list: %v", order)
 	}
 }
@@ -749,6 +751,32 @@ func (r *ctxRecorder) snapshot() []recordedCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.calls)
+}
+
+// TestMMRCut: with its context ended, mmr stops choosing and fills the
+// remaining places in input order; steps says how many it chose.
+func TestMMRCut(t *testing.T) {
+	cs := mkCands(6)
+	rel := []float64{1, 0.9, 0.8, 0.7, 0.6, 0.5}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	top, steps := mmr(ctx, cs, rel, 4, 0.5)
+	if steps != 0 || len(top) != 4 {
+		t.Fatalf("steps %d, %d places", steps, len(top))
+	}
+	for i, c := range top {
+		if c != cs[i] {
+			t.Fatalf("place %d holds %s, want the input order", i, c.id)
+		}
+	}
+	if _, steps := mmr(context.Background(), cs, rel, 4, 0.5); steps != -1 {
+		t.Fatalf("an uncut MMR says it stopped after %d steps", steps)
+	}
+	// NaN relevances (no score is NaN any more, but mmr must not index -1).
+	nan := []float64{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	if top, _ := mmr(context.Background(), cs, nan, 3, 0.5); len(top) != 3 {
+		t.Fatalf("%d places of 3", len(top))
+	}
 }
 
 // rerankerFunc adapts a function to models.Reranker.

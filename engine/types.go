@@ -442,6 +442,10 @@ const (
 	// FallbackRerankBudget: no time was left to rerank anything; fused
 	// order (Result.Degraded is set too).
 	FallbackRerankBudget FallbackCode = "rerank_budget"
+	// FallbackMMRBudget: the latency budget ran out during MMR; the
+	// places it had not chosen yet hold the remaining candidates in final
+	// order (Result.Degraded is set too).
+	FallbackMMRBudget FallbackCode = "mmr_budget"
 	// FallbackNoChunking: the request asked for chunking but the reranker
 	// does not score in windows (models.SpanReranker); candidates were
 	// truncated to its window.
