@@ -113,7 +113,10 @@
 // reranking for lack of time lowers the estimates by 15 %, so a later one
 // probes again.
 // Result.Degraded is then set and Result.Reranked says how many candidates
-// (a prefix in fused order) were scored.
+// (a prefix in fused order) were scored. MMR, a similarity per remaining
+// candidate per place, runs under the same deadline: when it passes, the
+// places MMR has not chosen yet take the remaining candidates in final
+// order (an mmr_budget fallback, Degraded).
 //
 // # Fallbacks
 //
@@ -121,7 +124,8 @@
 // Result.Fallbacks: no embedder, no vectors in the index, a failing query
 // embedding or dense search, or a budget spent before either finished
 // (BM25 only); an unknown rerank profile, a failing reranker (fused order,
-// partial scores discarded) or no time left to rerank at all.
+// partial scores discarded; a NaN or infinite score is a failure), no time
+// left to rerank at all, or none left to finish MMR.
 //
 // # Atomicity and concurrency
 //

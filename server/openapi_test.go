@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math"
 	"mime"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -606,5 +611,43 @@ func TestOpenAPIResponses(t *testing.T) {
 	close(sc.gate)
 	if code := <-done; code != 200 {
 		t.Fatalf("first request %d", code)
+	}
+}
+
+// TestOpenAPIFallbackCodes: the document's enum of fallback codes is
+// exactly the engine's FallbackCode constants (read from its source, so a
+// new code cannot go undocumented).
+func TestOpenAPIFallbackCodes(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("..", "engine", "types.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "FallbackCode" {
+				continue
+			}
+			for _, v := range vs.Values {
+				if lit, ok := v.(*ast.BasicLit); ok {
+					s, _ := strconv.Unquote(lit.Value)
+					want = append(want, s)
+				}
+			}
+		}
+	}
+	var got []string
+	for _, v := range get(openAPI(t), "components", "schemas", "Fallback", "properties", "code", "enum").([]any) {
+		got = append(got, v.(string))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) < 9 || !slices.Equal(got, want) {
+		t.Fatalf("openapi.json Fallback codes %v, engine's FallbackCode constants %v", got, want)
 	}
 }
