@@ -145,7 +145,9 @@ func appendJSONString(b []byte, s string) []byte {
 // Tokenizer is the model's tokenizer. Tokenize serves /tokenize (special
 // tokens only when addSpecial); CountTokens counts a text's tokens without
 // special tokens, for input-length checks, truncation (max_tokens_per_doc,
-// truncate) and usage when the model reports none. Implementations must be
+// truncate) and the APIs' usage fields (a request's input tokens, whether
+// a cache or the model answered; x-compute-tokens and the tokens metric
+// carry what the model reports it computed). Implementations must be
 // safe for concurrent use. When a Server has none, it estimates counts
 // with models.EstimateTokens.
 type Tokenizer interface {

@@ -69,7 +69,12 @@
 // Relevance scores are the sigmoid of the cross-encoder logit
 // (models.Sigmoid; TEI's raw_scores returns the logit). Inference and search
 // responses carry TEI's x-compute-time, x-compute-tokens and x-total-time
-// headers (milliseconds, tokens).
+// headers (milliseconds, tokens). The APIs' usage fields (Cohere's
+// input_tokens, Jina's total_tokens, OpenAI's prompt_tokens) count the
+// request's input as the Tokenizer does (each pair cut to the window), the
+// same whether the caches of --cache-mb or the model answered;
+// x-compute-tokens and hybrank_tokens_total count what the model reports
+// it computed (0 for a request the caches answered).
 //
 // # Long documents
 //

@@ -45,6 +45,8 @@ func Example() {
 	// Drop the random id for a stable output.
 	out := string(body)
 	out = out[strings.Index(out, `"results"`):]
+	// input_tokens are the pairs' tokens, [CLS] q [SEP] doc [SEP] each,
+	// as the server counts them (estimated here: no Tokenizer).
 	fmt.Println(resp.StatusCode, strings.TrimSpace(out))
-	// Output: 200 "results":[{"index":1,"relevance_score":0.574442519725829},{"index":2,"relevance_score":0.5498339980501348}],"meta":{"billed_units":{"search_units":1},"tokens":{"input_tokens":9}}}
+	// Output: 200 "results":[{"index":1,"relevance_score":0.574442519725829},{"index":2,"relevance_score":0.5498339980501348}],"meta":{"billed_units":{"search_units":1},"tokens":{"input_tokens":15}}}
 }

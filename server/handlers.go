@@ -303,6 +303,20 @@ func (s *Server) checkPairLengths(req rerankRequest) error {
 	return nil
 }
 
+// pairInputTokens is a rerank request's usage: each pair's tokens as
+// countTokens counts them ([CLS] query [SEP] document [SEP]), cut to the
+// reranker's window: what the request asked the model to read, whether
+// the score cache (--cache-mb) or the model answered. (The model's own
+// count of what it computed goes to x-compute-tokens and the tokens
+// metric.) Every pair holds the request's query, counted once.
+func (s *Server) pairInputTokens(query string, pairs []models.Pair, window int) int {
+	q, n := s.countTokens(query), 0
+	for _, p := range pairs {
+		n += min(q+s.countTokens(p.Doc)+models.PairSpecialTokens, window)
+	}
+	return n
+}
+
 func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequest) (reply, error) {
 	if err := s.checkPairLengths(req); err != nil {
 		return reply{}, err
@@ -330,12 +344,8 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	if err != nil {
 		return reply{}, err
 	}
-	if usage.Tokens == 0 {
-		for _, p := range pairs {
-			usage.Tokens += m.pairCost(p)
-		}
-	}
 	s.metrics.tokens.WithLabelValues("rerank", m.cfg.Name).Add(float64(usage.Tokens))
+	input := s.pairInputTokens(req.Query, pairs, m.window)
 	order := make([]int, len(scores))
 	for i := range order {
 		order[i] = i
@@ -372,7 +382,7 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	resp := rerankResponse{ID: newID(), Results: make([]rerankResult, len(order))}
 	if !cohereV2 {
 		resp.Model = m.cfg.Name
-		resp.Usage = &rerankUsage{TotalTokens: usage.Tokens}
+		resp.Usage = &rerankUsage{TotalTokens: input}
 	}
 	for k, i := range order {
 		resp.Results[k] = rerankResult{Index: i, RelevanceScore: models.Sigmoid(scores[i])}
@@ -385,41 +395,41 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	}
 	// Cohere bills one search unit per query per 100 documents.
 	resp.Meta.BilledUnits.SearchUnits = (len(req.Docs) + 99) / 100
-	resp.Meta.Tokens.InputTokens = usage.Tokens
+	resp.Meta.Tokens.InputTokens = input
 	return reply{body: resp, tokens: usage.Tokens}, nil
 }
 
 // embedTexts runs an embedding request through the batcher after applying
 // truncation rules; it returns vectors the caller may modify (the
 // responses normalise and shorten them in place): embedders hand out
-// vectors their callers own (models.Embedder).
-func (s *Server) embedTexts(ctx context.Context, req embedRequest) ([][]float32, models.Usage, error) {
+// vectors their callers own (models.Embedder). input is the request's
+// usage, its texts' tokens ([CLS] text [SEP], after truncation) by
+// countTokens, whether the embedding cache (--cache-mb) or the model
+// answered; usage is what the model reports it computed.
+func (s *Server) embedTexts(ctx context.Context, req embedRequest) (vecs [][]float32, input int, usage models.Usage, err error) {
 	texts, copied := req.Inputs, false
 	for i, t := range req.Inputs {
-		if n := s.countTokens(t); n > s.cfg.MaxInputTokens {
+		n := s.countTokens(t)
+		if n > s.cfg.MaxInputTokens {
 			if !req.Truncate {
-				return nil, models.Usage{}, tooLarge("input %d has %d tokens, more than max_input_tokens %d; send truncate=true to cut it", i, n, s.cfg.MaxInputTokens)
+				return nil, 0, models.Usage{}, tooLarge("input %d has %d tokens, more than max_input_tokens %d; send truncate=true to cut it", i, n, s.cfg.MaxInputTokens)
 			}
 			if !copied {
 				texts, copied = append([]string(nil), texts...), true
 			}
-			var err error
 			if texts[i], err = s.truncateTokens(ctx, t, s.cfg.MaxInputTokens); err != nil {
-				return nil, models.Usage{}, err
+				return nil, 0, models.Usage{}, err
 			}
+			n = s.countTokens(texts[i])
 		}
+		input += n + 2
 	}
-	vecs, usage, err := s.embed.Submit(ctx, texts)
+	vecs, usage, err = s.embed.Submit(ctx, texts)
 	if err != nil {
-		return nil, usage, err
-	}
-	if usage.Tokens == 0 {
-		for _, t := range texts {
-			usage.Tokens += s.textCost(t)
-		}
+		return nil, 0, usage, err
 	}
 	s.metrics.tokens.WithLabelValues("embed", s.cfg.EmbedModel).Add(float64(usage.Tokens))
-	return vecs, usage, nil
+	return vecs, input, usage, nil
 }
 
 // authorizeEmbed checks the embedding model: the name a request gives
@@ -439,16 +449,16 @@ func (s *Server) authorizeEmbed(_ *http.Request, req *embedRequest) error {
 
 // embeddingEndpoint is the endpoint of /embed (TEI) and /v1/embeddings
 // (OpenAI), which differ only in their decoder and their response shape.
-func (s *Server) embeddingEndpoint(decode func([]byte, limits) (embedRequest, error), respond func(embedRequest, [][]float32, models.Usage) any) endpoint[embedRequest] {
+func (s *Server) embeddingEndpoint(decode func([]byte, limits) (embedRequest, error), respond func(req embedRequest, vecs [][]float32, input int) any) endpoint[embedRequest] {
 	return endpoint[embedRequest]{
 		decode:    func(_ *http.Request, body []byte) (embedRequest, error) { return decode(body, s.lim) },
 		authorize: s.authorizeEmbed,
 		call: func(ctx context.Context, _ *http.Request, req embedRequest) (reply, error) {
-			vecs, usage, err := s.embedTexts(ctx, req)
+			vecs, input, usage, err := s.embedTexts(ctx, req)
 			if err != nil {
 				return reply{}, err
 			}
-			return reply{body: respond(req, vecs, usage), tokens: usage.Tokens}, nil
+			return reply{body: respond(req, vecs, input), tokens: usage.Tokens}, nil
 		},
 		admit: true, timed: true,
 	}
@@ -456,7 +466,7 @@ func (s *Server) embeddingEndpoint(decode func([]byte, limits) (embedRequest, er
 
 // teiEmbedding is TEI's /embed response: the pooled vectors, L2-normalised
 // unless the request said normalize=false.
-func teiEmbedding(req embedRequest, vecs [][]float32, _ models.Usage) any {
+func teiEmbedding(req embedRequest, vecs [][]float32, _ int) any {
 	if req.Normalize {
 		for _, v := range vecs {
 			simd.L2Normalize(v)
@@ -492,7 +502,7 @@ func float32Base64(v []float32) string {
 }
 
 // openAIEmbedding is OpenAI's /v1/embeddings response.
-func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, usage models.Usage) any {
+func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, input int) any {
 	resp := openAIEmbedResponse{Object: "list", Model: s.cfg.EmbedModel, Data: make([]openAIEmbedding, len(vecs))}
 	for i, v := range vecs {
 		if req.Dimensions > 0 && req.Dimensions < len(v) {
@@ -506,7 +516,7 @@ func (s *Server) openAIEmbedding(req embedRequest, vecs [][]float32, usage model
 			resp.Data[i].Embedding = float32Base64(v)
 		}
 	}
-	resp.Usage.PromptTokens, resp.Usage.TotalTokens = usage.Tokens, usage.Tokens
+	resp.Usage.PromptTokens, resp.Usage.TotalTokens = input, input
 	return resp
 }
 

@@ -962,3 +962,41 @@ func TestOwnTenantDropsLeakedPassages(t *testing.T) {
 		t.Fatalf("kept %v, want %v", got, want)
 	}
 }
+
+// TestUsageWithCache: behind the embedding cache the API's usage is the
+// request's input tokens whether the cache or the model answered (a
+// request of cached texts plus one new text reports all of them), while
+// x-compute-tokens says what the model computed (0 on all hits).
+func TestUsageWithCache(t *testing.T) {
+	ce, err := cache.NewEmbedder(&cachedFakeEmbedder{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, func(c *Config, b *Backends) { b.Embedder = ce })
+	embed := func(inputs ...string) (usage int, compute string) {
+		t.Helper()
+		code, h, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": inputs})
+		var resp struct {
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+				TotalTokens  int `json:"total_tokens"`
+			} `json:"usage"`
+		}
+		mustJSON(t, body, &resp)
+		if code != 200 || resp.Usage.PromptTokens != resp.Usage.TotalTokens {
+			t.Fatalf("%d %s", code, body)
+		}
+		return resp.Usage.PromptTokens, h.Get("x-compute-tokens")
+	}
+	docs := []string{"one two three", "four five", "six"}
+	cold, coldCompute := embed(docs...)
+	if cold != 3+2+1+3*2 || coldCompute != fmt.Sprint(cold) {
+		t.Fatalf("cold: usage %d, x-compute-tokens %s; want 12 and 12", cold, coldCompute)
+	}
+	if hit, compute := embed(docs...); hit != cold || compute != "0" {
+		t.Fatalf("all hits: usage %d (cold %d), x-compute-tokens %s (want 0)", hit, cold, compute)
+	}
+	if more, compute := embed(append(docs, "seven eight")...); more != cold+4 || compute != "4" {
+		t.Fatalf("hits and one new text: usage %d (want %d), x-compute-tokens %s (want 4)", more, cold+4, compute)
+	}
+}
