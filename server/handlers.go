@@ -138,9 +138,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 }
 
 // begin admits a request under MaxConcurrentRequests and gives it the
-// configured deadline. done must be called when the request ends.
+// configured deadline. done must be called when the request ends. While
+// Serve drains, requests are still admitted: the listener is closed, so
+// the only ones are those already in flight (a body still arriving
+// included), which the drain is waiting for; after Close none is.
 func (s *Server) begin(r *http.Request) (ctx context.Context, done func(), err error) {
-	if s.draining.Load() {
+	if s.closed.Load() {
 		return nil, nil, ErrClosed
 	}
 	select {

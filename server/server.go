@@ -39,7 +39,8 @@ type Server struct {
 	rerankByName map[string]*rerankModel
 	embed        *batcher[string, []float32]
 
-	draining  atomic.Bool
+	draining  atomic.Bool // Serve is shutting down: /readyz answers 503
+	closed    atomic.Bool // Close ran: no request is admitted
 	closeOnce sync.Once
 	cancel    context.CancelFunc // cancels batch contexts after Close
 }
@@ -295,6 +296,7 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.draining.Store(true)
+		s.closed.Store(true)
 		for _, m := range s.rerankers {
 			if m.batch != nil {
 				err = errors.Join(err, m.batch.Close())

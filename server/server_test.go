@@ -1000,3 +1000,73 @@ func TestUsageWithCache(t *testing.T) {
 		t.Fatalf("hits and one new text: usage %d (want %d), x-compute-tokens %s (want 4)", more, cold+4, compute)
 	}
 }
+
+// TestShutdownServesBodyInFlight: a request whose headers were in when
+// Serve began to drain, and whose body arrives after, is served (the drain
+// waits for it) rather than refused with 503.
+func TestShutdownServesBodyInFlight(t *testing.T) {
+	ix := newFakeIndex()
+	s, err := New(DefaultConfig(), Backends{Documents: ix, Searcher: ix, Stats: ix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A first request on the connection: the server has accepted it.
+	br := bufio.NewReader(conn)
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	body := `{"documents": [{"id": "d1", "text": "late body"}]}`
+	head := fmt.Sprintf("POST /documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+	if _, err := io.WriteString(conn, head+body[:10]); err != nil {
+		t.Fatal(err)
+	}
+	// Give the server time to read the headers (the connection turns
+	// active), then drain.
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	for deadline := time.Now().Add(5 * time.Second); !s.draining.Load(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Serve did not start draining")
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the drain is under way
+	if _, err := io.WriteString(conn, body[10:]); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("body that arrived during the drain: %d %s", resp.StatusCode, b)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if _, ok := ix.docs[docKey("", "d1")]; !ok {
+		t.Fatalf("document not stored: %v", ix.docs)
+	}
+}

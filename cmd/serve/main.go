@@ -26,6 +26,13 @@ func main() {
 	}
 	if err == nil {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		go func() {
+			// The first signal drains; the default action is restored, so
+			// a second one ends the process at once (acknowledged writes
+			// are in the index's log; only the closing snapshot is lost).
+			<-ctx.Done()
+			stop()
+		}()
 		err = backend.Run(ctx, cfg, ort.NewCrossEncoder, ort.NewBiEncoder)
 		stop()
 	}
