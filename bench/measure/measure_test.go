@@ -104,6 +104,14 @@ func TestSpearman(t *testing.T) {
 	if got := Spearman([]float32{1, 1}, []float32{1, 2}); !math.IsNaN(got) {
 		t.Errorf("constant input: %v, want NaN", got)
 	}
+	// A NaN has no rank (sorted, each would get its own): an all-NaN
+	// model must not read as the same order.
+	nan := float32(math.NaN())
+	for _, y := range [][]float32{{nan, nan, nan, nan}, {1, 2, nan, 4}} {
+		if got := Spearman([]float32{1, 2, 3, 4}, y); !math.IsNaN(got) {
+			t.Errorf("Spearman with NaN scores %v: %v, want NaN", y, got)
+		}
+	}
 }
 
 func TestAgreement(t *testing.T) {
@@ -118,5 +126,10 @@ func TestAgreement(t *testing.T) {
 	a.Add([]float32{2, 2, 2}, []float32{1, 2, 3})    // no spread: 0
 	if a.Lists() != 3 || a.Mean() != 0 || a.Worst() != -1 {
 		t.Fatalf("%d lists, mean %v, worst %v; want 3, 0, −1", a.Lists(), a.Mean(), a.Worst())
+	}
+	var n Agreement
+	n.Add([]float32{1, 2, 3}, []float32{float32(math.NaN()), 2, 3}) // a NaN: 0
+	if n.Worst() != 0 {
+		t.Fatalf("a list with a NaN score: worst %v, want 0", n.Worst())
 	}
 }

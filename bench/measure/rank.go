@@ -7,9 +7,13 @@ import (
 )
 
 // Spearman is the rank correlation of x and y (same length), ties given
-// their mean rank; NaN when either has no spread. It compares two models'
+// their mean rank; NaN when either has no spread or holds a NaN (which has
+// no rank: sorting would give each its own). It compares two models'
 // scores of one candidate list: 1 means the same order.
 func Spearman(x, y []float32) float64 {
+	if slices.ContainsFunc(x, isNaN) || slices.ContainsFunc(y, isNaN) {
+		return math.NaN()
+	}
 	rx, ry := ranks(x), ranks(y)
 	mean := float64(len(x)-1) / 2
 	var sxy, sxx, syy float64
@@ -22,6 +26,8 @@ func Spearman(x, y []float32) float64 {
 	}
 	return sxy / math.Sqrt(sxx*syy)
 }
+
+func isNaN(v float32) bool { return v != v }
 
 // ranks gives each value its 0-based rank in ascending order, tied values
 // the mean of their ranks.

@@ -65,9 +65,12 @@ type QuantRow struct {
 	SpearmanWorst float64 `json:"spearman_worst" table:"spearman worst"`
 	// MaxAbsDiff is max |quantized − float32| score; ScoreRange the
 	// float32 scores' max − min, the scale to read it against.
-	MaxAbsDiff  float64 `json:"max_abs_diff" table:"max |Δ|"`
-	ScoreRange  float64 `json:"score_range" table:""`
-	RealWeights bool    `json:"real_weights" table:""`
+	MaxAbsDiff float64 `json:"max_abs_diff" table:"max |Δ|"`
+	ScoreRange float64 `json:"score_range" table:""`
+	// NonFinite counts the pairs where either score is NaN or infinite
+	// (left out of MaxAbsDiff; their lists count as no agreement).
+	NonFinite   int  `json:"non_finite,omitempty"`
+	RealWeights bool `json:"real_weights" table:""`
 }
 
 // quantRow measures profile p (directory dir) with cfg.Quant.Type weights
@@ -99,6 +102,10 @@ func compareQuant(p string, fp32, quant throughput.Row, text throughput.Text, re
 		a, b := ref[off:off+len(docs)], got[off:off+len(docs)]
 		off += len(docs)
 		for i := range a {
+			if !finite(a[i]) || !finite(b[i]) {
+				r.NonFinite++
+				continue
+			}
 			r.MaxAbsDiff = max(r.MaxAbsDiff, math.Abs(float64(a[i]-b[i])))
 			lo, hi = min(lo, float64(a[i])), max(hi, float64(a[i]))
 		}
@@ -130,6 +137,12 @@ func (c QuantCheck) Check(rows []QuantRow) []report.Check {
 		}
 		cs = append(cs, report.AtLeast(fmt.Sprintf("%s %s: worst per-query Spearman vs float32", r.Profile, r.Type), r.SpearmanWorst, c.MinSpearman,
 			fmt.Sprintf("mean %.4f; max |Δscore| %.3g against a float32 score range of %.3g; %s", r.SpearmanMean, r.MaxAbsDiff, r.ScoreRange, w)))
+		if r.NonFinite > 0 {
+			cs = append(cs, report.AtMost(fmt.Sprintf("%s %s: pairs with a NaN or infinite score", r.Profile, r.Type), float64(r.NonFinite), 0, "either model's"))
+		}
 	}
 	return cs
 }
+
+// finite reports whether v is neither NaN nor infinite.
+func finite(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }

@@ -1,6 +1,8 @@
 package rerank
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -40,5 +42,76 @@ func TestQuantCheckUnrounded(t *testing.T) {
 	cs := DefaultQuantCheck().Check([]QuantRow{r})
 	if cs[0].Passed() || !strings.Contains(cs[0].String(), "2.496 >= 2.5") {
 		t.Fatalf("249.6 vs 100 pairs/s against 2.5×: %s", cs[0])
+	}
+}
+
+// TestCompareQuantNonFinite: NaN and infinite scores are counted apart
+// (the row still encodes as JSON) and fail the check; the list with one
+// counts as no agreement.
+func TestCompareQuantNonFinite(t *testing.T) {
+	text := throughput.Text{Queries: []string{"a"}, PerQuery: [][]string{{"1", "2", "3"}}}
+	nan := float32(math.NaN())
+	r := compareQuant("fast", throughput.Row{PairsPerS: 1, Data: "d"}, throughput.Row{PairsPerS: 2, Quantize: "fp16"}, text,
+		[]float32{1, 2, 3}, []float32{nan, 2, float32(math.Inf(1))})
+	if r.NonFinite != 2 || r.MaxAbsDiff != 0 || r.SpearmanWorst != 0 {
+		t.Fatalf("%+v: want 2 non-finite pairs, max |Δ| 0 over the rest, worst Spearman 0", r)
+	}
+	if _, err := json.Marshal(r); err != nil {
+		t.Fatal(err)
+	}
+	cs := DefaultQuantCheck().Check([]QuantRow{r})
+	if last := cs[len(cs)-1]; !strings.Contains(last.Name, "NaN or infinite") || last.Verdict != "FAIL" {
+		t.Fatalf("checks %+v: want a failing non-finite line", cs)
+	}
+}
+
+// TestPeerChecks: the score-difference bar is the least of 1e-3 and 1 % of
+// hybrank's score range (a peer ordering pairs differently within 1e-3 of
+// a 0.001-wide range fails); a peer row of other work (int8 against the
+// float32 file, another device, a pool) only informs; NaN scores fail.
+func TestPeerChecks(t *testing.T) {
+	tg := DefaultTargets()
+	row := PeerRow{Impl: "onnxruntime-python", Profile: "fast", BatchPairs: 16, Pairs: 320, PairsPerS: 100, HybrankSpeedup: 2, ScoreRange: 0.00112}
+	verdicts := func(p PeerRow) []string {
+		var v []string
+		for _, c := range tg.Check([]PeerRow{p}) {
+			v = append(v, c.Verdict)
+		}
+		return v
+	}
+	same := row
+	same.MaxAbsDiff = 1e-7
+	if v := verdicts(same); strings.Join(v, ",") != "PASS,PASS" {
+		t.Errorf("same scores: %v", v)
+	}
+	rotated := row
+	rotated.MaxAbsDiff = 0.00058 // under 1e-3, half the range
+	if v := verdicts(rotated); v[0] != "FAIL" {
+		t.Errorf("a difference of half the score range: %v", v)
+	}
+	other := same
+	other.Mismatch = peerMismatch(throughput.Row{Provider: "cpu", Quantize: "int8", PoolSize: 1}, "cpu", "")
+	if v := verdicts(other); other.Mismatch == "" || strings.Join(v, ",") != "INFO,INFO" {
+		t.Errorf("int8 against the float32 file (%q): %v", other.Mismatch, v)
+	}
+	bad := same
+	bad.NonFinite = 3
+	if v := verdicts(bad); strings.Join(v, ",") != "PASS,FAIL,PASS" {
+		t.Errorf("NaN scores: %v", v)
+	}
+	for _, tc := range []struct {
+		ours            throughput.Row
+		provider, dtype string
+		want            bool
+	}{
+		{throughput.Row{Provider: "cpu", PoolSize: 1}, "cpu", "", false},
+		{throughput.Row{Provider: "cuda", Quantize: "fp16", PoolSize: 1}, "cuda", "float16", false},
+		{throughput.Row{Provider: "cuda", PoolSize: 1}, "cpu", "", true},
+		{throughput.Row{Provider: "cpu", PoolSize: 4}, "cpu", "", true},
+		{throughput.Row{Provider: "cpu", Quantize: "int8", PoolSize: 1}, "cpu", "", true},
+	} {
+		if got := peerMismatch(tc.ours, tc.provider, tc.dtype); (got != "") != tc.want {
+			t.Errorf("%+v against %s %q: mismatch %q", tc.ours, tc.provider, tc.dtype, got)
+		}
 	}
 }

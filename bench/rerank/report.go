@@ -82,7 +82,8 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"the way sentence-transformers' ONNX backend runs a CrossEncoder: pairs in input order, fixed batches padded to their longest, longest_first truncation, the same intra-op threads, tokenization inside the timing. "+
 			"Run right after hybrank's row of that profile. hybrank × = hybrank pairs/s (its default batching) / the peer's, same run; max |Δ| = max |hybrank − peer| score over the pairs "+
 			"(hybrank cuts the query to half the budget, then only the document: the same tokens as longest_first for real queries); "+
-			"read it against score_range in the JSON (hybrank's max − min score): generated weights put every logit close together, so only a difference far below that range shows the two compute the same.")
+			"read it against score_range in the JSON (hybrank's max − min score): generated weights put every logit close together, so only a difference far below that range shows the two compute the same, and the check's bound is the least of max_score_diff and max_score_diff_of_range × that range. "+
+			"A peer row whose hybrank row ran other work (int8 weights against the file's float32, another device, several sessions) has its checks as INFO lines saying so.")
 	}
 	return rep
 }
