@@ -136,6 +136,10 @@ func TestTargetsCheck(t *testing.T) {
 		{"hybrank short of the recall", []Row{row("hybrank", 64, 0.9, 400), row("faiss", 16, 0.96, 1000)}, report.Fail, 0},
 		{"peer short of the recall", []Row{row("hybrank", 64, 0.97, 400), row("faiss", 16, 0.9, 1000)}, report.Info, 0},
 	}
+	// Without a speed bar a hybrank short of the recall still fails.
+	if cs := (Targets{MinRecall: tg.MinRecall}).Check([]Row{row("hybrank", 64, 0.2, 400), row("faiss", 16, 0.96, 1000)}); len(cs) != 1 || cs[0].Verdict != report.Fail {
+		t.Fatalf("hybrank short of the recall with MinSpeedup 0: %v", cs)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cs := tg.Check(tt.rows)

@@ -117,6 +117,7 @@ func TestConfigValidate(t *testing.T) {
 		configtest.Bad("unknown variant", func(c *Config) { c.Variants = []postings.Variant{"bm26"} }),
 		configtest.Bad("bad synthetic", func(c *Config) { c.Synthetic = []synth.CorpusConfig{{Docs: 0}} }),
 		configtest.Bad("zero k", func(c *Config) { c.K = 0 }),
+		configtest.Bad("k under recall@100's", func(c *Config) { c.K = 10 }),
 		configtest.Bad("zero rounds", func(c *Config) { c.Rounds = 0 }),
 		configtest.Bad("negative chunk", func(c *Config) { c.ChunkDocs = -1 }),
 		configtest.Bad("bad k1", func(c *Config) { c.Index.K1 = -1 }),
@@ -247,6 +248,24 @@ func TestPeerCheckRoundsOnce(t *testing.T) {
 	for _, c := range DefaultTargets().Check(rows) {
 		if !c.Passed() {
 			t.Errorf("%s", c)
+		}
+	}
+}
+
+// TestPeerDecimals: agreement to 4 decimals is |Δ| ≤ 0.00005 of the
+// figures as measured, not of each rounded on its own.
+func TestPeerDecimals(t *testing.T) {
+	for _, tc := range []struct {
+		ours, peer float64
+		want       string
+	}{
+		{0.68025, 0.680249999, report.Pass}, // rounded apart: 0.6803 vs 0.6802
+		{0.68015, 0.68024999, report.Fail},  // rounded together: both 0.6802
+		{0.6802, 0.68024, report.Pass},
+	} {
+		rows := []Row{{Impl: implHybrank, Dataset: "d", Variant: "v", NDCG10: tc.ours}, {Impl: "bm25s", Dataset: "d", Variant: "v", NDCG10: tc.peer}}
+		if cs := DefaultTargets().Check(rows); len(cs) != 1 || cs[0].Verdict != tc.want {
+			t.Errorf("%v vs %v: %+v, want %s", tc.ours, tc.peer, cs, tc.want)
 		}
 	}
 }

@@ -3,7 +3,8 @@
 Reads corpus.jsonl and queries.jsonl of a BEIR folder, indexes with bm25s
 (k1, b, method as given; English stopwords and the Snowball English stemmer
 of PyStemmer, as bm25s's BEIR examples), retrieves the top k of every query
-on one thread, and writes a run file (TSV: query-id, doc-id, rank, score).
+judged in qrels/test.tsv (the queries hybrank's driver times: a BEIR
+queries.jsonl may also hold train queries) on one thread, and writes a run file (TSV: query-id, doc-id, rank, score).
 Timings go to stdout as one JSON object. Query tokenization is inside the
 timed retrieval, as hybrank's lexical QPS includes analysis.
 
@@ -25,6 +26,18 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def judged_ids(path):
+    """Query ids with a judgment in a BEIR qrels TSV (header line skipped)."""
+    ids = set()
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            fields = line.strip().split("\t")
+            if len(fields) < 3 or (i == 0 and fields[2] == "score"):
+                continue
+            ids.add(fields[0].strip())
+    return ids
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", required=True, help="BEIR dataset folder")
@@ -38,7 +51,8 @@ def main():
     args = ap.parse_args()
 
     corpus = read_jsonl(os.path.join(args.data, "corpus.jsonl"))
-    queries = read_jsonl(os.path.join(args.data, "queries.jsonl"))
+    judged = judged_ids(os.path.join(args.data, "qrels", "test.tsv"))
+    queries = [q for q in read_jsonl(os.path.join(args.data, "queries.jsonl")) if q["_id"] in judged]
     ids = [d["_id"] for d in corpus]
     texts = [(d.get("title", "") + " " + d.get("text", "")).strip() for d in corpus]
     stemmer = Stemmer.Stemmer("english")
