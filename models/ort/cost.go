@@ -419,6 +419,16 @@ func shortHash(s string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// costFilePrefix begins the names of calibrated tables' files.
+const costFilePrefix = "hybrank_cost_"
+
+// isCostTable reports whether rel (a path inside a model directory) is a
+// calibrated table cached beside the model: the runtime's, not the
+// model's.
+func isCostTable(rel string) bool {
+	return filepath.Dir(rel) == "." && strings.HasPrefix(rel, costFilePrefix) && strings.HasSuffix(rel, ".json")
+}
+
 // cachePath is one place a calibrated table may be cached.
 type cachePath struct {
 	path  string
@@ -435,7 +445,7 @@ func cachePaths(env costEnv, key map[string]string) []cachePath {
 	for _, k := range slices.Sorted(maps.Keys(key)) {
 		lines = append(lines, k+"="+key[k])
 	}
-	name := "hybrank_cost_" + shortHash(strings.Join(lines, "\n")) + ".json"
+	name := costFilePrefix + shortHash(strings.Join(lines, "\n")) + ".json"
 	abs, err := filepath.Abs(env.dir.Dir)
 	if err != nil {
 		abs = env.dir.Dir

@@ -148,7 +148,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 // garbage goes back to the OS before the runtime loads the copy, so the
 // process's peak memory is the larger of the two steps, not their sum.
 func fusedCopy(src string) (string, fuse.Report, error) {
-	removeStaleCopies(time.Now().Add(-time.Hour))
+	removeStaleCopies(time.Now().Add(-staleAfter))
 	f, err := os.CreateTemp("", fusedPattern)
 	if err != nil {
 		return "", fuse.Report{}, err
@@ -167,16 +167,28 @@ func fusedCopy(src string) (string, fuse.Report, error) {
 	return path, rep, nil
 }
 
-// fusedPattern names the temporary copies fusedCopy writes.
-const fusedPattern = "hybrank-fused-*.onnx"
+// fusedPattern names the temporary copies fusedCopy writes, with the
+// temporary files they are written through (name.onnx.<random>.tmp).
+const fusedPattern = "hybrank-fused-*.onnx*"
 
-// removeStaleCopies removes temporary copies older than before: left by a
-// process killed while loading (a load reads its copy within seconds).
+// staleAfter is the age past which a temporary copy (a fused model, a
+// quantized folder being written) is left over from a process killed
+// while loading: a load reads its copy within seconds, a quantization
+// takes a minute at most.
+const staleAfter = time.Hour
+
+// removeStaleCopies removes the fused copies older than before.
 func removeStaleCopies(before time.Time) {
-	stale, _ := filepath.Glob(filepath.Join(os.TempDir(), fusedPattern))
+	removeStale(filepath.Join(os.TempDir(), fusedPattern), before)
+}
+
+// removeStale removes the files and folders matching pattern whose last
+// change is before before.
+func removeStale(pattern string, before time.Time) {
+	stale, _ := filepath.Glob(pattern)
 	for _, p := range stale {
 		if st, err := os.Stat(p); err == nil && st.ModTime().Before(before) {
-			os.Remove(p)
+			os.RemoveAll(p)
 		}
 	}
 }

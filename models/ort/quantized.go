@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models"
@@ -15,9 +16,11 @@ import (
 // quantizedDir returns the directory to load for cfg.Quantize ("int8" or
 // "fp16"): dir itself when its model already is of that type (a
 // models/quantize marker, or for int8 nothing left to quantize, as in an
-// int8 export), else a converted copy in the cache, written on first use
-// (into a temporary folder renamed into place, so a crash or a concurrent
-// load never sees half a copy).
+// int8 export), else a converted copy in the cache, named by the model
+// file and the files copied with it (quantize.SourceDigest), written on
+// first use (into a temporary folder renamed into place, so a crash or a
+// concurrent load never sees half a copy; such folders left by a killed
+// process are swept after staleAfter).
 func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg models.Config) (string, error) {
 	kind := quantize.Type(cfg.Quantize)
 	qcfg, err := quantize.ConfigFor(kind)
@@ -37,6 +40,13 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
 	}
+	// The copy is named by the model file and by everything copied with
+	// it (config.json, tokenizer files, pooling: an edit there is a new
+	// copy), not by the calibration tables written beside the model.
+	files, err := quantize.SourceDigest(ctx, dir, isCostTable)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
+	}
 	root := cfg.QuantizeCache
 	if root == "" {
 		uc, err := os.UserCacheDir()
@@ -45,7 +55,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 		}
 		root = filepath.Join(uc, "hybrank", string(kind))
 	}
-	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+sum[:16])
+	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+shortHash(sum+"\n"+files))
 	if kind != quantize.TypeInt8 {
 		// One QuantizeCache may hold both types: int8 copies keep their
 		// old names, others are told apart by theirs.
@@ -61,6 +71,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("quantize: %w (set Config.QuantizeCache to a writable folder)", err)
 	}
+	removeStale(filepath.Join(root, ".tmp-*"), time.Now().Add(-staleAfter))
 	tmp, err := os.MkdirTemp(root, ".tmp-")
 	if err != nil {
 		return "", fmt.Errorf("quantize: %w", err)
@@ -72,12 +83,19 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 		}
 		return "", fmt.Errorf("quantize %s %s: %w", kind, dir, err)
 	}
-	// A copy of an older layout (before module folders were copied, a
-	// bi-encoder's copy did not load) is replaced.
+	// A concurrent load may have put its copy there meanwhile: it may be
+	// reading it, so it stays. A copy of an older layout (before module
+	// folders were copied, a bi-encoder's copy did not load) is replaced,
+	// moved aside first so that nothing reads a folder being emptied.
+	if current() {
+		return dst, nil
+	}
 	if _, ok, _ := quantize.ReadMarker(dst); ok {
-		if err := os.RemoveAll(dst); err != nil {
+		old := tmp + ".old"
+		if err := os.Rename(dst, old); err != nil {
 			return "", fmt.Errorf("quantize: replace %s: %w", dst, err)
 		}
+		defer os.RemoveAll(old)
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		// A concurrent load may have put its copy there first.

@@ -166,3 +166,87 @@ func quantizedScores(t *testing.T, dir, q, cache string) []float32 {
 	}
 	return s
 }
+
+// TestQuantizedCopyKey: the cached copy is named by the model file and by
+// the files copied with it: an edited config.json makes a new copy (the
+// old one served the stale config before), a calibration table written
+// beside the model does not.
+func TestQuantizedCopyKey(t *testing.T) {
+	src := t.TempDir()
+	if err := os.CopyFS(src, os.DirFS(generated(t, smallConfig(bertgen.CrossEncoder)).dir)); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	copies := func() []string {
+		quantizedScores(t, src, models.QuantizeInt8, cache)
+		c, _ := filepath.Glob(filepath.Join(cache, "*"))
+		return c
+	}
+	first := copies()
+	if err := os.WriteFile(filepath.Join(src, "hybrank_cost_0123456789abcdef.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again := copies(); len(again) != 1 || again[0] != first[0] {
+		t.Fatalf("a calibration table beside the model made a new copy: %v, was %v", again, first)
+	}
+	cfgPath := filepath.Join(src, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["max_position_embeddings"] = 128
+	if raw, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := copies()
+	if len(after) != 2 {
+		t.Fatalf("an edited config.json reused the copy: %v", after)
+	}
+	for _, c := range after {
+		if c == first[0] {
+			continue
+		}
+		got, _ := os.ReadFile(filepath.Join(c, "config.json"))
+		if string(got) != string(raw) {
+			t.Fatalf("the new copy's config.json is not the edited one: %s", got)
+		}
+	}
+}
+
+// TestQuantizedCopyConcurrentLoads: loads started together on an empty
+// cache each quantize, and none deletes the copy another one returned and
+// is loading (every load succeeds and scores alike).
+func TestQuantizedCopyConcurrentLoads(t *testing.T) {
+	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
+	cache := t.TempDir()
+	const n = 4
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			ce, err := ort.NewCrossEncoder(quantizedConfig(dir, models.QuantizeInt8, cache))
+			if err == nil {
+				_, err = ce.Score(context.Background(), "where is the cat", []string{"a cat sat on the mat", "dogs bark"})
+				ce.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent load: %v", err)
+		}
+	}
+	if all, _ := filepath.Glob(filepath.Join(cache, "*")); len(all) != 1 {
+		t.Errorf("cache holds %v, want one copy", all)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(cache, ".tmp-*")); len(tmp) != 0 {
+		t.Errorf("temporary folders left: %v", tmp)
+	}
+}

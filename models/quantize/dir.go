@@ -188,13 +188,37 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 // Hidden folders (.git, .cache) and dst, when it lies inside src, are
 // skipped; symbolic links to folders inside src are not followed.
 func copyFiles(ctx context.Context, src, dst string) error {
-	root, err := filepath.EvalSymlinks(src) // a symbolic link to the model folder is walked too
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrModelDir, err)
-	}
 	dstInfo, err := os.Stat(dst)
 	if err != nil {
 		return fmt.Errorf("quantize: %w", err)
+	}
+	return walkCopied(ctx, src, dstInfo, func(path, rel string) error {
+		dir := filepath.Join(dst, filepath.Dir(rel))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("quantize: %w", err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("quantize: %w", err)
+		}
+		defer f.Close()
+		if _, err := atomicfile.Write(dir, filepath.Base(rel), func(w io.Writer) error {
+			_, err := io.Copy(w, f)
+			return err
+		}); err != nil {
+			return fmt.Errorf("quantize: copy %s: %w", rel, err)
+		}
+		return nil
+	})
+}
+
+// walkCopied calls fn, in lexical order, with each file copyFiles copies
+// from src: its path and its path relative to src. skipDir, when not nil,
+// is a folder left out (the destination inside src).
+func walkCopied(ctx context.Context, src string, skipDir os.FileInfo, fn func(path, rel string) error) error {
+	root, err := filepath.EvalSymlinks(src) // a symbolic link to the model folder is walked too
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrModelDir, err)
 	}
 	return filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -207,7 +231,7 @@ func copyFiles(ctx context.Context, src, dst string) error {
 			if path == root {
 				return nil
 			}
-			if st, err := os.Stat(path); strings.HasPrefix(e.Name(), ".") || err == nil && os.SameFile(st, dstInfo) {
+			if st, err := os.Stat(path); strings.HasPrefix(e.Name(), ".") || err == nil && skipDir != nil && os.SameFile(st, skipDir) {
 				return fs.SkipDir // hidden, or the destination itself (dst inside src)
 			}
 			return nil
@@ -220,21 +244,37 @@ func copyFiles(ctx context.Context, src, dst string) error {
 		if err != nil {
 			return fmt.Errorf("quantize: %w", err)
 		}
-		dir := filepath.Join(dst, filepath.Dir(rel))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("quantize: %w", err)
+		return fn(path, rel)
+	})
+}
+
+// SourceDigest is a SHA-256 (hex) over the files Dir copies from src, their
+// paths relative to src and their contents, leaving out those skip reports
+// (nil: none; e.g. a runtime's own caches beside the model). With the model
+// file's hash it names what a copy is made from: a cache of copies keyed
+// on both makes a new one when config.json or a tokenizer file changes, or
+// for another folder holding the same model file with other settings.
+func SourceDigest(ctx context.Context, src string, skip func(rel string) bool) (string, error) {
+	h := sha256.New()
+	err := walkCopied(ctx, src, nil, func(path, rel string) error {
+		if skip != nil && skip(rel) {
+			return nil
 		}
 		f, err := os.Open(path)
 		if err != nil {
-			return fmt.Errorf("quantize: %w", err)
+			return fmt.Errorf("%w: %v", ErrModelDir, err)
 		}
 		defer f.Close()
-		if _, err := atomicfile.Write(dir, e.Name(), func(w io.Writer) error {
-			_, err := io.Copy(w, f)
-			return err
-		}); err != nil {
-			return fmt.Errorf("quantize: copy %s: %w", rel, err)
+		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
+		fh := sha256.New()
+		if _, err := io.Copy(fh, f); err != nil {
+			return fmt.Errorf("%w: %v", ErrModelDir, err)
 		}
+		h.Write(fh.Sum(nil))
 		return nil
 	})
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -1,0 +1,50 @@
+package ort
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestRemoveStale: the sweep removes what a killed load left (a fused
+// copy's temporary file, a quantized folder being written) once it is
+// older than the cut, and nothing younger.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * staleAfter)
+	paths := map[string]bool{ // path: stale
+		"hybrank-fused-1.onnx":           true,
+		"hybrank-fused-2.onnx.8812.tmp":  true,
+		"hybrank-fused-3.onnx":           false,
+		"hybrank-fused-4.onnx.9913.tmp":  false,
+		"other.onnx":                     false,
+		"hybrank-fused-5.onnx.old-looks": true,
+	}
+	for p, stale := range paths {
+		f := filepath.Join(dir, p)
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if stale || p == "other.onnx" {
+			os.Chtimes(f, old, old)
+		}
+	}
+	tmpDir := filepath.Join(dir, ".tmp-123")
+	if err := os.MkdirAll(filepath.Join(tmpDir, "onnx"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chtimes(tmpDir, old, old)
+	cut := time.Now().Add(-staleAfter)
+	removeStale(filepath.Join(dir, fusedPattern), cut)
+	removeStale(filepath.Join(dir, ".tmp-*"), cut)
+	for p, stale := range paths {
+		_, err := os.Stat(filepath.Join(dir, p))
+		if gone := os.IsNotExist(err); gone != stale {
+			t.Errorf("%s: removed %v, stale %v", p, gone, stale)
+		}
+	}
+	if _, err := os.Stat(tmpDir); !os.IsNotExist(err) {
+		t.Errorf("a stale quantization folder survives: %v", err)
+	}
+}
