@@ -314,12 +314,53 @@ func (c Chunking) Plan(docs []string, size int, offsets func(text string) ([]Spa
 			return ChunkPlan{}, fmt.Errorf("document %d: %w", i, err)
 		}
 		w, total := c.Windows(d, toks, size)
+		for k := range w {
+			if w[k], err = fitWindow(d, w[k], size, offsets); err != nil {
+				return ChunkPlan{}, fmt.Errorf("document %d: %w", i, err)
+			}
+		}
 		p.Starts[i] = len(p.Windows)
 		p.Windows = append(p.Windows, w...)
 		p.Totals[i] = total
 	}
 	p.Starts[len(docs)] = len(p.Windows)
 	return p, nil
+}
+
+// fitWindow returns w, shortened at its end until its text tokenizes alone
+// to at most size tokens. A window cut inside a word (a run without
+// whitespace longer than the snap allows: a URL, minified code) may
+// tokenize alone to more pieces than it covered in the document ("##ab"
+// becomes "a", "##b"); the model would then cut the excess off the end
+// while the span claimed it. Windows bounded by whitespace (or the text's
+// ends) on both sides tokenize as they did in the document and are not
+// tokenized again.
+func fitWindow(text string, w Span, size int, offsets func(string) ([]Span, error)) (Span, error) {
+	inWord := func(i int) bool { // whether byte offset i cuts between two non-space runes
+		if i <= 0 || i >= len(text) {
+			return false
+		}
+		a, _ := utf8.DecodeLastRuneInString(text[:i])
+		b, _ := utf8.DecodeRuneInString(text[i:])
+		return !unicode.IsSpace(a) && !unicode.IsSpace(b)
+	}
+	if !inWord(w.Start) && !inWord(w.End) {
+		return w, nil
+	}
+	for {
+		toks, err := offsets(text[w.Start:w.End])
+		if err != nil {
+			return w, err
+		}
+		if len(toks) <= size || size < 1 {
+			return w, nil
+		}
+		end := w.Start + min(max(toks[size-1].End, 0), w.End-w.Start)
+		if end >= w.End { // offsets that do not shrink it: leave it to the model's cut
+			return w, nil
+		}
+		w.End = end
+	}
 }
 
 // Texts returns the text of every window, in Windows order.

@@ -46,8 +46,11 @@
 // model's own tokenizer: wordpiece.TokenSpans, or Hugging Face's offsets)
 // and split by models.Chunking into overlapping windows of the tokens that
 // fit beside the query (or prefix) and the special tokens, edges at
-// whitespace; each window's text tokenizes alone to exactly the tokens it
-// covers. The windows of all texts of the call then go through the same
+// whitespace where there is some near the cut; each window's text
+// tokenizes alone to at most the window's tokens (one cut inside a long
+// run without spaces, which can tokenize alone to more pieces, is
+// shortened at its end until it fits), so the span named is what the
+// model read. The windows of all texts of the call then go through the same
 // path as ordinary pairs or texts: one tokenization, one batch plan (the
 // cost model sees windows as the pairs they are), so a window scores
 // exactly as ScorePairs scores (query, window text). ScoreSpans aggregates
