@@ -101,7 +101,8 @@ func (ce *CrossEncoder) EstimateScore(pairTokens []int) (time.Duration, bool) {
 // Score returns one relevance score per document, in input order: the
 // model's logit, or its sigmoid when Config.Sigmoid is set.
 //
-// An empty (all-space) query is an error wrapping ErrEmptyQuery; no
+// An empty query (all space, or nothing the tokenizer keeps: invalid
+// UTF-8, zero-width characters) is an error wrapping ErrEmptyQuery; no
 // documents give an empty slice and no error; more than Config.MaxDocs
 // documents is an error wrapping ErrTooManyDocs. Empty documents are
 // scored as [CLS] query [SEP] [SEP]. Invalid UTF-8 is replaced by U+FFFD
@@ -245,6 +246,11 @@ func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.P
 		q := pairs[i].Query
 		if q != lastQ || i == 0 {
 			lastQ, lastClean = q, m.enc.cutQuery(cleanText(q, cfg.MaxChars), qMax)
+			// Not blank yet nothing to the tokenizer (invalid UTF-8,
+			// zero-width or control characters only): as empty.
+			if m.enc.countTokens(lastClean) == 0 {
+				return seq{}, models.ErrEmptyQuery
+			}
 		}
 		return m.enc.pair(lastClean, cleanText(pairs[i].Doc, docChars), m.maxLen)
 	})

@@ -319,6 +319,7 @@ func TestFastProfileBadInput(t *testing.T) {
 		wantErr error
 	}{
 		{"empty query", "", []string{"x"}, models.ErrEmptyQuery},
+		{"query the tokenizer drops", "\xff\xfe \u200b", []string{"x"}, models.ErrEmptyQuery},
 		{"no docs", "q", nil, nil},
 		{"empty docs", "q", []string{"", "", ""}, nil},
 		{"invalid utf8", "q\xc3", []string{"\xff\xff\xff", "\xe2\x82"}, nil},
