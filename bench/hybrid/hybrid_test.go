@@ -178,15 +178,17 @@ func TestTargetsCheck(t *testing.T) {
 		{Dataset: "scifact", Profile: "balanced", BudgetMs: 100, P99Ms: 101.6, Candidates: 100, Searches: 200},
 		{Dataset: "scifact", Profile: "fast", BudgetMs: 100, P99Ms: 300},
 	}
+	pts[1].MeanReranked = 0.4
 	cs := tg.Check(pts)
-	if len(cs) != 3 || len(report.Failed(cs)) != 0 || cs[0].Value != 101.6 || cs[0].Target != 110 {
+	if len(cs) != 4 || len(report.Failed(cs)) != 0 || cs[0].Value != 101.6 || cs[0].Target != 110 || cs[1].Verdict != report.Info || cs[1].Value != 0.4 {
 		t.Fatalf("checks %v", cs)
 	}
 	pts[1].P99Ms, pts[1].DegradedUnmarked, pts[1].Timeouts = 120, 1, 2
 	if failed := report.Failed(tg.Check(pts)); len(failed) != 3 {
 		t.Fatalf("failed %v", failed)
 	}
-	if cs := tg.Check(pts[:1]); len(cs) != 0 {
+	// A sweep without the target's point says so (no silent target).
+	if cs := tg.Check(pts[:1]); len(cs) != 1 || cs[0].Verdict != report.Info || !strings.Contains(cs[0].Detail, "not checked") {
 		t.Fatalf("no point at the target budget: %v", cs)
 	}
 }
@@ -289,7 +291,7 @@ func TestHybridWithModels(t *testing.T) {
 		pts[0].DegradedUnmarked != 0 || pts[0].MaxOverrunMs >= 0 || pts[0].Config != "sweep rrf+fast" {
 		t.Fatalf("sweep %+v", pts)
 	}
-	if len(res.Checks) != 0 {
+	if len(res.Checks) != 1 || res.Checks[0].Verdict != report.Info || !strings.Contains(res.Checks[0].Detail, "not checked") {
 		t.Fatalf("checks of a profile the target does not name: %v", res.Checks)
 	}
 	// The replay: 30 searches over at most 10 distinct queries repeat, so

@@ -27,7 +27,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Checks:  res.Checks,
 		Notes: []string{
 			weights,
-			fmt.Sprintf("The corpus is committed once per run (title + text); the embedder truncates documents to %d tokens (max-doc-tokens). bm25 runs on an engine with no embedder (BM25 only, tied scores in trec_eval order as lexical.md); dense is weighted fusion with α = 1; rrf, weighted-α, relative fuse %d candidates per retriever; X+PROFILE reranks X's candidates with the cross-encoder PROFILE under a %v budget per search; rrf+mmr-0.7 selects hits by MMR with λ = 0.7.", cfg.MaxDocTokens, cfg.Candidates, cfg.Budget),
+			fmt.Sprintf("The corpus is committed once per run (title + text); %s. bm25 runs on an engine with no embedder (BM25 only, tied scores in trec_eval order as lexical.md); dense is weighted fusion with α = 1; rrf, weighted-α, relative fuse %d candidates per retriever; X+PROFILE reranks X's candidates with the cross-encoder PROFILE under a %v budget per search; rrf+mmr-0.7 selects hits by MMR with λ = 0.7.", embedNote(cfg), cfg.Candidates, cfg.Budget),
 			"Reranking 100 candidates without a budget takes seconds per query with MiniLM-sized cross-encoders on a 2-core CPU, so the rerank rows are budgeted: degraded_frac is the share of searches whose reranking the budget cut short (Result.Degraded), mean_reranked the mean number of candidates scored (a prefix in fused order, the rest follow unreranked).",
 			"Queries run sequentially through engine.Search after unrecorded warm-up searches (model load, rerank cost estimate); latency is Result.Timings.Total (wall time for timeouts); stage columns are means. timeouts counts budgeted searches whose retrieval (query embedding, BM25, dense) itself missed the budget, which the engine reports as an error; they count as returning nothing.",
 		},
@@ -73,7 +73,11 @@ func budgetPlot(points []BudgetPoint) []report.Plot {
 		}
 		by[p.Profile] = append(by[p.Profile], p)
 	}
-	lat := report.Plot{Title: "Search latency vs budget (100 candidates offered to the reranker)", XLabel: "budget (ms)", YLabel: "latency (ms)"}
+	var offered float64
+	for _, p := range points {
+		offered += p.Candidates / float64(len(points))
+	}
+	lat := report.Plot{Title: fmt.Sprintf("Search latency vs budget (%.0f candidates offered to the reranker, mean)", offered), XLabel: "budget (ms)", YLabel: "latency (ms)"}
 	rr := report.Plot{Title: "Candidates reranked vs budget", XLabel: "budget (ms)", YLabel: "mean candidates reranked"}
 	var all []float64
 	for _, prof := range profiles {
@@ -91,4 +95,15 @@ func budgetPlot(points []BudgetPoint) []report.Plot {
 	all = slices.Compact(slices.Sorted(slices.Values(all)))
 	lat.Series = append(lat.Series, report.Series{Name: "y = x (budget)", X: all, Y: all})
 	return []report.Plot{lat, rr}
+}
+
+// embedNote says how the run embedded documents.
+func embedNote(cfg Config) string {
+	switch {
+	case cfg.NoDense:
+		return "no embedder (BM25 only)"
+	case cfg.MaxDocTokens == 0:
+		return "the embedder truncates documents to the model's own maximum length (max-doc-tokens 0)"
+	}
+	return fmt.Sprintf("the embedder truncates documents to %d tokens (max-doc-tokens)", cfg.MaxDocTokens)
 }

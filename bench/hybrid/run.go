@@ -264,7 +264,8 @@ func (h *engines) budgetSweep(ctx context.Context, profile string, budgets []tim
 
 // sweepPoint measures the searches of one budget.
 func (h *engines) sweepPoint(ctx context.Context, e *engine.Engine, qs []eval.Query, req func(string) engine.Request, b time.Duration) (BudgetPoint, error) {
-	p := BudgetPoint{BudgetMs: measure.Ms(b), Candidates: h.cfg.Candidates}
+	p := BudgetPoint{BudgetMs: measure.Ms(b)}
+	offered, returned := 0, 0
 	lat := make([]time.Duration, 0, len(qs))
 	maxOverrun := -b
 	degraded, reranked, firstStage := 0, 0, 0
@@ -285,6 +286,8 @@ func (h *engines) sweepPoint(ctx context.Context, e *engine.Engine, qs []eval.Qu
 		}
 		lat = append(lat, r.Timings.Total)
 		maxOverrun = max(maxOverrun, r.Timings.Total-b)
+		offered += r.Candidates
+		returned++
 		if r.Degraded {
 			degraded++
 		}
@@ -306,5 +309,8 @@ func (h *engines) sweepPoint(ctx context.Context, e *engine.Engine, qs []eval.Qu
 	p.DegradedFrac = measure.Round(float64(degraded)/float64(len(qs)), 3)
 	p.MeanReranked = measure.Round(float64(reranked)/float64(len(qs)), 1)
 	p.MeanFirstStage = measure.Round(float64(firstStage)/float64(len(qs)), 1)
+	if returned > 0 {
+		p.Candidates = measure.Round(float64(offered)/float64(returned), 1)
+	}
 	return p, nil
 }

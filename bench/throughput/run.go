@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -46,7 +47,10 @@ type Row struct {
 	// (ort.CrossEncoder.Fusion): e.g. "12 SkipLayerNorm (12 with bias)",
 	// "none" (CUDA, nothing to fuse), "off" (--no-fusion); "" for peers.
 	Fusion string `json:"fusion,omitempty" table:""`
-	// BatchPairs is how many sequences fit one batch (BatchTokens / SeqLen).
+	// BatchPairs is the mean number of sequences per runtime call of the
+	// timed pass (Usage.Pairs / Usage.Batches: what the batcher chose
+	// under the cap BatchTokens; BatchTokens / SeqLen when the model
+	// reports no calls).
 	BatchPairs int `json:"batch_pairs" table:""`
 	// DocTokens is the synthetic documents' length (absent for real text).
 	DocTokens int `json:"doc_tokens,omitempty" table:""`
@@ -268,7 +272,7 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 			return row, nil, err
 		}
 		row.PeakGFLOPs = measure.Round(peak, 2)
-		if peak > 0 {
+		if peak > 0 && row.Quantize == "" { // int8 operations over a float32 peak are no efficiency
 			row.Efficiency = measure.Round(row.GFLOPs/peak, 3)
 		}
 	}
@@ -367,6 +371,15 @@ func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage) float64 {
 	return float64(u.Pairs) * bertgen.FLOPs(modeldir.Shape(md, kind), int(float64(u.Tokens)/float64(u.Pairs)+0.5))
 }
 
+// batchPairs is the mean number of sequences per runtime call, or the
+// cap's worth at the mean length when usage counts no calls.
+func batchPairs(u models.Usage, capTokens int, seqLen float64) int {
+	if u.Batches > 0 {
+		return max(1, int(math.Round(float64(u.Pairs)/float64(u.Batches))))
+	}
+	return max(1, int(float64(capTokens)/seqLen))
+}
+
 // newRow turns the calls' usage and latencies into a row; the caller sets
 // GFLOPsBest (calls differ in work on real text).
 func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
@@ -377,7 +390,7 @@ func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, prov
 	row := Row{
 		Impl: "hybrank", Profile: s.Profile, Kind: string(kind), Provider: provider, Threads: s.Threads, PoolSize: s.PoolSize,
 		GraphOpt: orDefault(s.GraphOptimization, "all"), Arena: !s.DisableArena, Spinning: !s.DisableSpinning,
-		Batching: mc.BatchingMode(), BatchTokens: mc.MaxBatchTokens, BatchPairs: max(1, int(float64(mc.MaxBatchTokens)/seqLen)),
+		Batching: mc.BatchingMode(), BatchTokens: mc.MaxBatchTokens, BatchPairs: batchPairs(usage, mc.MaxBatchTokens, seqLen),
 		Quantize: mc.Quantize, DocTokens: s.DocTokens, SeqLen: measure.Round(seqLen, 1), PaddedTokens: usage.PaddedTokens, Pairs: s.Pairs, Calls: len(lat),
 		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
 		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),
