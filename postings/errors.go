@@ -24,7 +24,8 @@ var (
 	ErrVersion = errors.New("postings: snapshot format version is newer than supported")
 	// ErrRebuildStale: Rebuilding.Finish found the index rebuilt since
 	// StartRebuild (by Rebuild, another Rebuilding or a commit into an
-	// empty index); nothing was changed. Start again if still needed.
+	// empty index) or its IDs renamed; nothing was changed. Start again if
+	// still needed.
 	ErrRebuildStale = errors.New("postings: index rebuilt since the rebuild started")
 	// ErrNoSnapshot: the directory holds no snapshot (no manifest).
 	ErrNoSnapshot = errors.New("postings: no snapshot in directory")

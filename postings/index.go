@@ -205,6 +205,10 @@ type snapshot struct {
 	numDocs uint32
 	docIDs  []string
 	docLen  []uint32
+	// renames counts RenameIDs calls since the index was built: a
+	// Rebuilding copied the IDs of its start and must not publish them
+	// over renamed ones.
+	renames int
 	// normTab[dl] is (1-b)+b·dl/avgdlBuild for every length dl up to the
 	// longest document: one small table instead of 8 bytes per doc.
 	// Appended in place (values never change within a build).
@@ -571,7 +575,10 @@ func (w *writer) apply(ix *Index, ops []batchOp) {
 // used afterwards. The caller holds ix.mu.
 func (w *writer) finish(ix *Index) *snapshot {
 	old, ns := w.old, w.ns
-	firstBuild := old.liveDocs == 0
+	// Built at no statistics yet: an empty index, or one of empty
+	// documents only (norms built at average length 0 normalise nothing,
+	// and no drift from 0 would ever ask for a rebuild).
+	firstBuild := old.liveDocs == 0 || old.avgdlBuild == 0
 	if old.numDocs == 0 && ns.liveDocs > 0 {
 		// First documents of a new index: build at their own statistics.
 		// Nothing was published yet, so norms and bounds are rewritten in
@@ -607,7 +614,8 @@ func (w *writer) finish(ix *Index) *snapshot {
 	}
 	ns.terms = w.terms.done()
 	if firstBuild && ns.liveDocs > 0 {
-		// The first documents of an empty index: build at their statistics.
+		// The first documents of an empty index (or the first with terms):
+		// build at their statistics.
 		r := newRebuilding(ix, ns)
 		r.Step(math.MaxInt)
 		ix.byID = r.byID

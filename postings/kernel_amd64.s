@@ -5,8 +5,8 @@
 // func addTabledAVX512(acc []float32, docs []uint32, tf []uint8, docLen []uint32, tab []float64, idf, nonOcc float64, w float32) int
 //
 // For j in steps of 8 while a whole group remains, and only while every
-// posting of the group has d < min(len(acc), len(docLen)), tf < 16 and
-// docLen[d] < len(tab)/16 (len(tab) is a multiple of 16):
+// posting of the group has d < min(len(acc), len(docLen), 2^31), tf < 16
+// and docLen[d] < min(len(tab)/16, 2^27) (len(tab) is a multiple of 16):
 //
 //	i := docLen[d]<<4 | tf[j]
 //	acc[d] += float32(w * float32(idf*tab[i]-nonOcc))
@@ -24,14 +24,18 @@ TEXT ·addTabledAVX512(SB), NOSPLIT, $0-152
 	MOVQ tab_base+96(FP), R9
 	MOVQ tab_len+104(FP), R12
 
-	// Doc limit: min(len(acc), len(docLen), 2^32-1); length limit:
-	// len(tab)/16 (clamped alike).
+	// Doc limit: min(len(acc), len(docLen), 2^31-1): the gathers and the
+	// scatter take their dword indices as signed, so a doc num of 2^31 or
+	// more would address before acc and docLen (the Go loop takes such
+	// groups). Length limit: len(tab)/16, at most 2^27, so that the table
+	// index docLen<<4 | tf stays below 2^31 too.
 	CMPQ    R11, R10
 	CMOVQLT R11, R10
-	MOVQ    $0xFFFFFFFF, R13
+	MOVQ    $0x7FFFFFFF, R13
 	CMPQ    R10, R13
 	CMOVQGT R13, R10
 	SHRQ    $4, R12
+	MOVQ    $0x08000000, R13
 	CMPQ    R12, R13
 	CMOVQGT R13, R12
 

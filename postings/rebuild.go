@@ -188,7 +188,7 @@ func (tp *termPostings) appendPosting(ns *snapshot, nd, tf uint32) {
 // rebuild — and publishes it. The drift left is what those additions
 // moved avgdl. It returns ErrRebuildStale, changing nothing, if the index
 // was rebuilt meanwhile (by Rebuild, another Rebuilding, or a commit into
-// an empty index). Call it once.
+// an empty index) or its IDs renamed (RenameIDs). Call it once.
 func (r *Rebuilding) Finish() error {
 	r.ix.mu.Lock()
 	defer r.ix.mu.Unlock()
@@ -209,7 +209,7 @@ func (ix *Index) Rebuild() error {
 
 func (r *Rebuilding) finishLocked() error {
 	cur := r.ix.cur.Load()
-	if r.ns == nil || cur.dict != r.s.dict {
+	if r.ns == nil || cur.dict != r.s.dict || cur.renames != r.s.renames {
 		return ErrRebuildStale
 	}
 	r.Step(math.MaxInt)
@@ -350,6 +350,7 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 		byID[to] = num
 		ns.docIDs[num] = to
 	}
+	ns.renames++
 	ix.byID = byID
 	ix.cur.Store(&ns)
 	return nil

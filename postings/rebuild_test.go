@@ -142,3 +142,25 @@ func TestStepwiseRebuildStale(t *testing.T) {
 		t.Fatal("a stale rebuild published")
 	}
 }
+
+// TestRebuildingAfterRenameIsStale: a Rebuilding copied the IDs of its
+// start; renamed since, publishing it would bring the old IDs back, so
+// Finish answers ErrRebuildStale and the renamed IDs stay.
+func TestRebuildingAfterRenameIsStale(t *testing.T) {
+	ix := mustNew(t, cfgFor(Lucene))
+	commitDocs(t, ix, Doc{ID: "old", Terms: []string{"a", "b"}}, Doc{ID: "o2", Terms: []string{"a"}})
+	rb := ix.StartRebuild()
+	rb.Step(1)
+	if err := ix.RenameIDs(map[string]string{"old": "new", "o2": "n2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.Finish(); !errors.Is(err, ErrRebuildStale) {
+		t.Fatalf("Finish after RenameIDs: %v, want ErrRebuildStale", err)
+	}
+	if !ix.Has("new") || ix.Has("old") {
+		t.Fatal("the renamed IDs were lost")
+	}
+	if err := ix.Rebuild(); err != nil || !ix.Has("new") {
+		t.Fatalf("a rebuild started after the rename: %v, has new %v", err, ix.Has("new"))
+	}
+}

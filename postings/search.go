@@ -407,7 +407,8 @@ func (k *kernel) score(pos int, d uint32) float32 {
 // grow) — no unseen document can reach the top k, and neither can a seen
 // one whose partial + rem < θ. The remaining lists are then only scanned
 // for the surviving candidates, skipping the scoring of everything else.
-// Bounds carry a relative slack covering float32 rounding, so pruning never
+// Bounds carry a relative slack covering float32 rounding, and θ is
+// lowered by the rounding of the sums still to be added, so pruning never
 // drops a document that exhaustive scoring would rank.
 //
 // Deleted documents are scored like live ones (keeping the per-posting
@@ -442,6 +443,11 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 	continuing := false
 	processed, triedAt := 0.0, 0.0
 	theta := 0.0
+	// below is θ lowered by the rounding of the float32 sum itself: each
+	// of the (at most n) additions still to come may round up by half an
+	// ulp of the sum, so a partial score short of θ by less than that can
+	// end on θ (and win the tie by id) or above it.
+	below := func() float64 { return theta * (1 - float64(n+2)*1.2e-7) }
 	var err error
 	for i := range terms {
 		t := &terms[i]
@@ -457,10 +463,10 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 				}
 				theta = max(theta, float64(quickselectDesc(sc.vals, k-1)))
 			}
-			r := sc.rem[i] * slack
+			r, lo := sc.rem[i]*slack, below()
 			kept := sc.cands[:0]
 			for _, d := range sc.cands {
-				if float64(acc[d])+r >= theta {
+				if float64(acc[d])+r >= lo {
 					kept = append(kept, d)
 				} else {
 					cand[d] = false
@@ -495,11 +501,11 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 			sc.remPost[i+1] >= sc.gate*s.tryCost(sc, dense, k) {
 			triedAt = processed
 			theta = s.kthLowerBound(sc, acc, filter, k, dense)
-			if r*slack < theta {
+			if lo := below(); r*slack < lo {
 				continuing = true
 				sc.cands = sc.cands[:0]
 				add := func(d uint32, v float32) {
-					if v > 0 && float64(v)+r*slack >= theta && !s.isDead(d) && (filter == nil || filter.Contains(d)) {
+					if v > 0 && float64(v)+r*slack >= lo && !s.isDead(d) && (filter == nil || filter.Contains(d)) {
 						cand[d] = true
 						sc.cands = append(sc.cands, d)
 					}

@@ -495,3 +495,68 @@ func TestVectorScans(t *testing.T) {
 		})
 	}
 }
+
+// TestPruningFloat32Tie: a document whose partial score plus the
+// remaining bounds falls short of θ by less than the float32 rounding of
+// the additions still to come ends on θ exactly and wins the tie by id in
+// exhaustive scoring; pruning must keep it (it dropped it). The corpus was
+// found by searching (tf, length, df) for an exact float32 tie.
+func TestPruningFloat32Tie(t *testing.T) {
+	doc := func(id string, tf map[string]int, length int) Doc {
+		d := Doc{ID: id}
+		for term, n := range tf {
+			for range n {
+				d.Terms = append(d.Terms, term)
+			}
+		}
+		for i := len(d.Terms); i < length; i++ {
+			d.Terms = append(d.Terms, fmt.Sprintf("%s-filler-%d", id, i))
+		}
+		return d
+	}
+	docs := []Doc{doc("z", map[string]int{"A": 6}, 11), doc("a", map[string]int{"A": 8, "B": 1}, 24)}
+	for i := range 27 {
+		docs = append(docs, doc(fmt.Sprintf("b%02d", i), map[string]int{"B": 1}, 42))
+	}
+	ix := mustNew(t, cfgFor(Lucene))
+	ix.pruneGate = 0
+	commitDocs(t, ix, docs...)
+	q := Query{Terms: []string{"A", "B"}, K: 1}
+	pruned := search(t, ix, q)
+	q.Exhaustive = true
+	exh := search(t, ix, q)
+	if !reflect.DeepEqual(pruned, exh) {
+		t.Fatalf("pruned %v, exhaustive %v", pruned, exh)
+	}
+}
+
+// TestEmptyFirstCommitThenDocs: an index whose first commit held only
+// empty documents (vector-only or stopword-only text) builds its norms at
+// the first documents with terms: length normalisation is on, as after a
+// rebuild (it stayed off, with no drift to ask for one).
+func TestEmptyFirstCommitThenDocs(t *testing.T) {
+	ix := mustNew(t, cfgFor(Lucene))
+	commitDocs(t, ix, Doc{ID: "empty"})
+	var docs []Doc
+	for i := range 20 {
+		d := Doc{ID: fmt.Sprintf("d%02d", i), Terms: []string{"x"}}
+		for j := range i {
+			d.Terms = append(d.Terms, fmt.Sprintf("f%d-%d", i, j))
+		}
+		docs = append(docs, d)
+	}
+	commitDocs(t, ix, docs...)
+	if st := ix.Summary(); st.BuildAvgDL <= 0 {
+		t.Fatalf("norms built at average length %v after documents with terms: %+v", st.BuildAvgDL, st)
+	}
+	before := search(t, ix, Query{Terms: []string{"x"}, K: 3})
+	if before[0].Score == before[2].Score {
+		t.Fatalf("length ignored: %v", before)
+	}
+	if err := ix.Rebuild(); err != nil {
+		t.Fatal(err)
+	}
+	if after := search(t, ix, Query{Terms: []string{"x"}, K: 3}); !reflect.DeepEqual(before, after) {
+		t.Fatalf("before a rebuild %v, after %v", before, after)
+	}
+}
