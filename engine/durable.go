@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hybrank/hybrank/dense"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hybrank/hybrank/internal/atomicfile"
 	"github.com/hybrank/hybrank/internal/dirlock"
 	"github.com/hybrank/hybrank/internal/wal"
 )
@@ -126,7 +126,7 @@ func (e *Engine) Durability() DurabilityStats {
 // openDir loads the newest snapshot in e.dir (or builds empty indexes),
 // opens the log and replays it, and starts background snapshots.
 func (e *Engine) openDir() error {
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+	if err := atomicfile.MkdirAll(e.dir); err != nil {
 		return err
 	}
 	lock, err := dirlock.Acquire(e.dir)

@@ -94,8 +94,8 @@ type RerankerConfig struct {
 	// $HYBRANK_MODELS/<Profile>. The server itself does not read it.
 	Dir string `json:"dir,omitempty"`
 	// MaxPairTokens is this model's input window (see
-	// Config.MaxPairTokens, which applies when it is 0); backend.Open sets
-	// it to the loaded model's sequence length.
+	// Config.MaxPairTokens, which applies when it is 0); backend.Open caps
+	// it at the loaded model's sequence length.
 	MaxPairTokens int `json:"max_pair_tokens,omitempty"`
 }
 
@@ -129,8 +129,10 @@ type Config struct {
 	// "embed" and the model directory's base name.
 	EmbedAliases []string `json:"embed_aliases,omitempty"`
 	// Provider names the execution provider in use (cpu, cuda), exported as
-	// the hybrank_provider gauge.
-	Provider string `json:"provider"`
+	// the hybrank_provider gauge: what the models report (backend.Open
+	// sets it), not a setting, so a config file may not hold it (serve's
+	// --provider chooses).
+	Provider string `json:"-"`
 	// MaxBodyBytes caps a request body; larger is refused with 413.
 	MaxBodyBytes int64 `json:"max_body_bytes"`
 	// MaxDocuments caps documents per rerank request (Cohere allows 10,000).
@@ -148,8 +150,8 @@ type Config struct {
 	// MaxPairTokens is the cross-encoders' input window, in tokens with
 	// [CLS] and the two [SEP]: the longest (query, text) pair a TEI rerank
 	// request may send without truncate=true (413 otherwise). A reranker's
-	// own RerankerConfig.MaxPairTokens, which backend.Open sets to the
-	// loaded model's sequence length, takes precedence.
+	// own RerankerConfig.MaxPairTokens takes precedence; backend.Open caps
+	// either at the loaded model's sequence length.
 	MaxPairTokens int `json:"max_pair_tokens"`
 	// MaxConcurrentRequests caps inference and search requests in flight;
 	// more is refused with 429.

@@ -48,7 +48,7 @@ func main() {
 func parse(args []string) (backend.Config, error) {
 	cfg := backend.DefaultConfig()
 	fs, path := flags(&cfg)
-	if err := fs.Parse(args); err != nil || *path == "" {
+	if err := parseAll(fs, args); err != nil || *path == "" {
 		return cfg, err
 	}
 	file, err := server.LoadConfig(*path)
@@ -58,7 +58,21 @@ func parse(args []string) (backend.Config, error) {
 	cfg = backend.DefaultConfig()
 	cfg.Server = file
 	fs, _ = flags(&cfg)
-	return cfg, fs.Parse(args)
+	return cfg, parseAll(fs, args)
+}
+
+// parseAll parses args and refuses any left over: the flag package stops
+// at the first argument that is not a flag and drops the rest without a
+// word ("--memory-index false --index /data" set the in-memory index, the
+// "false" ended the parse, and --index was never read).
+func parseAll(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (flags only; a boolean flag takes its value as --flag=false)", fs.Arg(0))
+	}
+	return nil
 }
 
 func flags(cfg *backend.Config) (*flag.FlagSet, *string) {

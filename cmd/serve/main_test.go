@@ -35,6 +35,34 @@ func TestParseConfigFileThenFlags(t *testing.T) {
 	}
 }
 
+// TestParseRefusesStrayArguments: the flag package stops at the first
+// argument that is not a flag; what follows it must not be dropped
+// silently ("--memory-index false --index DIR" set the in-memory index
+// and never read --index). A config file may not set the provider in use
+// (a report of the models, not a setting: --provider chooses).
+func TestParseRefusesStrayArguments(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--memory-index", "false", "--index", dir},
+		{"--embed", "false", "--addr", "0.0.0.0:9000"},
+		{"--index", dir, "x", "--api-key", "k=t"},
+	} {
+		if _, err := parse(args); err == nil || !strings.Contains(err.Error(), "unexpected argument") {
+			t.Errorf("%q: %v, want an unexpected-argument error", args, err)
+		}
+	}
+	if cfg, err := parse([]string{"--memory-index=false", "--index", dir}); err != nil || cfg.MemoryIndex || cfg.IndexDir != dir {
+		t.Errorf("--memory-index=false --index: %+v, %v", cfg, err)
+	}
+	path := filepath.Join(dir, "serve.json")
+	if err := os.WriteFile(path, []byte(`{"provider": "cuda"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parse([]string{"--config", path}); err == nil {
+		t.Error(`a config file with "provider" was accepted (and would be ignored)`)
+	}
+}
+
 // A config file lists the rerankers (rerank_models); a --rerank flag
 // replaces the list.
 func TestParseRerankModels(t *testing.T) {

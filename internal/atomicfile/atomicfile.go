@@ -77,6 +77,33 @@ func SyncDir(dir string) error {
 	return err
 }
 
+// MkdirAll is os.MkdirAll(dir, 0o755) made durable: each directory it
+// creates has its entry fsynced in its parent, so that files fsynced into
+// a new directory (a log's first segment) are not lost with the
+// directory's own entry on power failure.
+func MkdirAll(dir string) error {
+	dir = filepath.Clean(dir)
+	var created []string // deepest first
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := SyncDir(filepath.Dir(created[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // write0 does everything but the directory fsync; buffered puts a bufSize
 // buffer between write and the file.
 func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int64, err error) {

@@ -159,8 +159,8 @@ func TestWriteFailures(t *testing.T) {
 			if err := WriteBytes(dir, name, []byte("x")); err == nil {
 				t.Fatal("WriteBytes succeeded, want error")
 			}
-			if _, serr := os.Stat(filepath.Join(dir, name+TempSuffix)); !errors.Is(serr, fs.ErrNotExist) {
-				t.Errorf("temp file left behind (stat err %v)", serr)
+			if left, _ := filepath.Glob(filepath.Join(dir, name+".*"+TempSuffix)); len(left) != 0 {
+				t.Errorf("temp files left behind: %v", left)
 			}
 			if _, serr := os.Stat(dir); serr == nil {
 				if fi, _ := os.Stat(filepath.Join(dir, name)); fi == nil || !fi.IsDir() {
@@ -254,5 +254,28 @@ func TestConcurrentWritersOfOneName(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dir, "f"))
 	if err != nil || fi.Mode().Perm() != 0o644 {
 		t.Fatalf("mode %v (%v), want 0644", fi.Mode(), err)
+	}
+}
+
+// TestMkdirAll: it creates the missing directories of a path (an existing
+// one is no error) and fails where a file stands in the way.
+func TestMkdirAll(t *testing.T) {
+	root := t.TempDir()
+	deep := filepath.Join(root, "a", "b", "c")
+	if err := MkdirAll(deep); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(deep); err != nil || !st.IsDir() {
+		t.Fatalf("not created: %v", err)
+	}
+	if err := MkdirAll(deep); err != nil {
+		t.Fatalf("existing directory: %v", err)
+	}
+	file := filepath.Join(root, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := MkdirAll(filepath.Join(file, "sub")); err == nil {
+		t.Fatal("a directory under a file was created")
 	}
 }

@@ -3,12 +3,12 @@
 // renamed over the target name, and the directory is then fsynced. After a
 // crash at any point the target name holds either its previous content or
 // the complete new content, never a mix; a leftover temporary (named
-// name+".tmp") may remain and callers are expected to remove stray ".tmp"
-// files when they clean up a directory.
+// name+"."+random+TempSuffix) may remain and callers are expected to
+// remove stray TempSuffix files when they clean up a directory. MkdirAll
+// creates directories durably (each new entry fsynced in its parent).
 //
-// Concurrency: the functions are safe for concurrent use on different
-// names. Two concurrent writes of the same dir/name share the temporary
-// file name and must be serialised by the caller.
+// Concurrency: the functions are safe for concurrent use, also on one
+// name: each write has its own temporary file, and the last rename wins.
 //
 // Ownership: the write callback's io.Writer is valid only during the call;
 // it is buffered and flushed by Write after the callback returns. Checksums

@@ -122,7 +122,7 @@ func Open(dir string, cfg Config, start uint64) (*Log, error) {
 	if start == 0 {
 		start = 1
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("wal open %s: %w", dir, err)
 	}
 	l := &Log{cfg: cfg, dir: dir, stop: make(chan struct{})}

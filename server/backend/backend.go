@@ -1,11 +1,13 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -121,8 +123,8 @@ func (c Config) Validate() error {
 	if c.IndexDir != "" && c.MemoryIndex {
 		errs = append(errs, errors.New("set IndexDir or MemoryIndex, not both"))
 	}
-	if c.CacheMB < 0 {
-		errs = append(errs, fmt.Errorf("cache size %d MB < 0", c.CacheMB))
+	if c.CacheMB < 0 || c.CacheMB > math.MaxInt64>>20 {
+		errs = append(errs, fmt.Errorf("cache size %d MB out of range (0 to %d)", c.CacheMB, math.MaxInt64>>20))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -272,7 +274,9 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			srv.Provider = ce.Provider()
 		}
 		if window > 0 {
-			r.MaxPairTokens = window
+			// A configured window stays when it is the smaller: a limit
+			// chosen to keep requests short.
+			r.MaxPairTokens = min(cmp.Or(r.MaxPairTokens, srv.MaxPairTokens), window)
 		}
 		r.Profile, r.Dir = rc.Profile, sourceDir(rc, md.Dir)
 		r.Aliases, taken = addAliases(r.Aliases, taken, r.Profile, r.Dir)

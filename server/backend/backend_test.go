@@ -132,6 +132,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"unknown profile", func(c *backend.Config) { c.RerankProfile = "huge" }, models.ErrUnknownProfile},
 		{"bad provider", func(c *backend.Config) { c.Provider = "tpu" }, models.ErrInvalidConfig},
+		{"cache beyond int64 bytes", func(c *backend.Config) { c.CacheMB = 1 << 44 }, backend.ErrConfig},
 		{"bad pool", func(c *backend.Config) { c.Pool = 0 }, models.ErrInvalidConfig},
 		{"bad quantize", func(c *backend.Config) { c.Quantize = "int4" }, models.ErrInvalidConfig},
 		{"two indexes", func(c *backend.Config) { c.IndexDir, c.MemoryIndex = t.TempDir(), true }, backend.ErrConfig},
@@ -528,5 +529,25 @@ func TestConfigValidateRerankers(t *testing.T) {
 	c.Server.RerankModels = []server.RerankerConfig{{Name: "balanced"}, {Name: "mine", Dir: filepath.Join(root, "balanced")}}
 	if err := c.Validate(); !errors.Is(err, backend.ErrConfig) || !strings.Contains(err.Error(), "both load") {
 		t.Fatalf("one directory, two spellings: Validate = %v", err)
+	}
+}
+
+// TestOpenKeepsSmallerPairWindow: a configured max_pair_tokens smaller
+// than the model's window stays (a limit chosen to keep requests short);
+// a larger one is cut to the model's.
+func TestOpenKeepsSmallerPairWindow(t *testing.T) {
+	for _, tc := range []struct{ configured, want int }{{128, 128}, {1024, fakeWindow}} {
+		var ev events
+		newCE, newBE, _ := fakes(t, &ev, nil)
+		cfg := backend.DefaultConfig()
+		cfg.MemoryIndex, cfg.Server.MaxPairTokens = true, tc.configured
+		b, err := backend.Open(cfg, newCE, newBE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rr := b.ServerConfig().Rerankers(); len(rr) != 1 || rr[0].MaxPairTokens != tc.want {
+			t.Errorf("max_pair_tokens %d on a %d-token model: served %+v, want %d", tc.configured, fakeWindow, rr, tc.want)
+		}
+		b.Close()
 	}
 }
