@@ -43,13 +43,16 @@
 // BERT layer's attention and feed-forward blocks read it), x and y are
 // activations, b, γ and β float32 vectors stored in the model, and each
 // Add's result is read by the next node only. SkipLayerNormalization adds
-// its inputs element by element (only skip may broadcast), and the graph
-// says nothing of shapes without inference: requiring r to be normalised
-// makes it a residual stream of the full [batch, sequence, hidden] shape,
-// and the sublayer output added to it is taken to have that shape too, as
-// in every BERT layer (a graph where it broadcasts would load and then
-// fail to run; models.Config.DisableFusion is the way out). γ and β must
-// have more than one element. The
+// its inputs element by element (only skip may broadcast, from [1, S, H]
+// or [S, H]), and the graph says nothing of shapes without inference:
+// requiring r to be normalised makes it a residual stream of the full
+// shape, so r is the fused node's input (whose shape the output takes)
+// and the sublayer output its skip (the full shape in every BERT layer;
+// a broadcast one is fine). The stream is taken to be of rank 2 or 3, as
+// BERT's [batch, sequence, hidden] is: the runtime refuses to run other
+// ranks (a graph normalising rank-4 tensors would load and then fail to
+// run; models.Config.DisableFusion is the way out). γ and β must have
+// more than one element. The
 // embeddings' normalisation (over word, position and token-type
 // embeddings) does not match and stays as it is. An unset epsilon is
 // written as LayerNormalization's default, 1e-5 (SkipLayerNormalization's

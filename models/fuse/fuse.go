@@ -95,7 +95,11 @@ func newFuser(g *onnxpb.Graph) *fuser {
 // bias when bias is set) and residual.
 type skip struct {
 	drop              []int // the residual Add, the bias Add, the rest of a spelled-out normalisation
-	input, residual   string
+	// stream is the normalised residual stream (the full shape: it
+	// becomes SkipLayerNormalization's input, whose shape the output
+	// takes), sublayer the other summand (its skip, which the runtime
+	// broadcasts from [1, S, H] or [S, H]).
+	stream, sublayer  string
 	bias, gamma, beta string
 	epsilon           float32
 }
@@ -389,8 +393,10 @@ func (f *fuser) match(i int) (skip, bool) {
 	}
 	sk := skip{gamma: nm.gamma, beta: nm.beta, epsilon: nm.epsilon, drop: nm.chain}
 	// The residual Add: two activations, one of them a normalised
-	// residual stream (the full shape; the other is taken to have it too,
-	// see the package documentation), read by the normalisation alone.
+	// residual stream (the full shape), read by the normalisation alone.
+	// The stream is the fused node's input and the other summand its
+	// skip: the output keeps the stream's shape even when the other
+	// broadcasts (a [1, S, H] position table, say).
 	x := nm.x
 	p, ok := f.idx.Producer[x]
 	if !ok || !f.readBy(x, nm.readers...) {
@@ -407,9 +413,9 @@ func (f *fuser) match(i int) (skip, bool) {
 	}
 	switch {
 	case f.isNormalised(b):
-		sk.input, sk.residual = a, b
+		sk.sublayer, sk.stream = a, b
 	case f.isNormalised(a):
-		sk.input, sk.residual = b, a
+		sk.sublayer, sk.stream = b, a
 	default:
 		return skip{}, false
 	}
@@ -418,13 +424,13 @@ func (f *fuser) match(i int) (skip, bool) {
 	// residual Add becomes SkipLayerNormalization's bias input.
 	// A node already replaced (the last Add of a spelled-out
 	// normalisation fused before) is no bias Add.
-	if q, ok := f.idx.Producer[sk.input]; ok && f.only(sk.input, p) && !f.drop[q] && f.replace[q].OpType == "" {
+	if q, ok := f.idx.Producer[sk.sublayer]; ok && f.only(sk.sublayer, p) && !f.drop[q] && f.replace[q].OpType == "" {
 		ba := &f.g.Nodes[q]
 		if ba.Is("Add") && len(ba.Inputs) == 2 && len(ba.Outputs) == 1 {
 			for k, c := range ba.Inputs {
 				y := ba.Inputs[1-k]
 				if _, ok := f.vector(c, nm.hidden); ok && ix.Initializers[y] == nil && !ix.Inputs[y] && y != c {
-					sk.drop, sk.bias, sk.input = append(sk.drop, q), c, y
+					sk.drop, sk.bias, sk.sublayer = append(sk.drop, q), c, y
 					break
 				}
 			}
@@ -436,7 +442,7 @@ func (f *fuser) match(i int) (skip, bool) {
 // apply records the fusion of match sk at node i (a LayerNormalization,
 // or the last node of a spelled-out one).
 func (f *fuser) apply(i int, sk skip) {
-	in := []string{sk.input, sk.residual, sk.gamma, sk.beta}
+	in := []string{sk.stream, sk.sublayer, sk.gamma, sk.beta}
 	if sk.bias != "" {
 		in = append(in, sk.bias)
 	}

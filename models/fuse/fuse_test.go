@@ -64,7 +64,7 @@ func TestSkipLayerNormFoldsBias(t *testing.T) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}
 	n := node(t, m, "SkipLayerNormalization")
-	if n.Domain != onnxpb.MSDomain || !slices.Equal(n.Inputs, []string{"y", "r", "g1", "b1", "bias_vec"}) || !slices.Equal(n.Outputs, []string{"out"}) {
+	if n.Domain != onnxpb.MSDomain || !slices.Equal(n.Inputs, []string{"r", "y", "g1", "b1", "bias_vec"}) || !slices.Equal(n.Outputs, []string{"out"}) {
 		t.Fatalf("fused node %+v", n)
 	}
 	if a, ok := n.Attr("epsilon"); !ok {
@@ -100,7 +100,7 @@ func TestSkipLayerNormWithoutBias(t *testing.T) {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
 	n := node(t, m, "SkipLayerNormalization")
-	if !slices.Equal(n.Inputs, []string{"y", "r", "g1", "b1"}) {
+	if !slices.Equal(n.Inputs, []string{"r", "y", "g1", "b1"}) {
 		t.Fatalf("inputs %v", n.Inputs)
 	}
 	if a, _ := n.Attr("epsilon"); func() float32 { v, _ := a.Float(); return v }() != 1e-5 {
@@ -184,7 +184,7 @@ func TestSkipLayerNormKeepsBiasAdd(t *testing.T) {
 			if err != nil || rep != (fuse.Report{SkipLayerNorm: 1}) {
 				t.Fatalf("report %+v, %v", rep, err)
 			}
-			if n := node(t, m, "SkipLayerNormalization"); !slices.Equal(n.Inputs, []string{"yb", "r", "g1", "b1"}) {
+			if n := node(t, m, "SkipLayerNormalization"); !slices.Equal(n.Inputs, []string{"r", "yb", "g1", "b1"}) {
 				t.Fatalf("inputs %v", n.Inputs)
 			}
 			if !slices.Contains(ops(m), "Add") {
@@ -271,7 +271,7 @@ func TestSkipLayerNormSpelledOut(t *testing.T) {
 				t.Fatalf("report %+v, %v", rep, err)
 			}
 			n := node(t, m, "SkipLayerNormalization")
-			if !slices.Equal(n.Inputs, []string{"mm", "ln0_out", "ln1_gamma", "ln1_beta", "bias_vec"}) || n.Outputs[0] != "ln1_out" {
+			if !slices.Equal(n.Inputs, []string{"ln0_out", "mm", "ln1_gamma", "ln1_beta", "bias_vec"}) || n.Outputs[0] != "ln1_out" {
 				t.Fatalf("fused node %+v", n)
 			}
 			if a, _ := n.Attr("epsilon"); func() float32 { v, _ := a.Float(); return v }() != 1e-12 {
@@ -422,7 +422,7 @@ func TestSkipLayerNormConsecutive(t *testing.T) {
 					fused = append(fused, n)
 				}
 			}
-			if len(fused) != 2 || fused[1].Inputs[1] != fused[0].Outputs[0] || fused[1].Inputs[0] != "mm2" {
+			if len(fused) != 2 || fused[1].Inputs[0] != fused[0].Outputs[0] || fused[1].Inputs[1] != "mm2" {
 				t.Fatalf("second layer's fused node %+v, first's output %q", fused[1], fused[0].Outputs[0])
 			}
 			for _, v := range g.ValueInfo {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/berttest"
@@ -157,6 +158,70 @@ func TestRuntimeSpelledOut(t *testing.T) {
 			if d := math.Abs(float64(got[i] - ref[i])); d > 1e-5 {
 				t.Fatalf("dup %v: output %d: fused %g, unfused %g", dup, i, got[i], ref[i])
 			}
+		}
+	}
+}
+
+// TestRuntimeBroadcastSummand: a residual Add whose other summand
+// broadcasts ([1, S, H], a position table) fuses into a node whose input is
+// the normalised stream, so the output keeps the stream's [B, S, H] shape
+// (with the summand as input the runtime returned [1, S, H], dropping the
+// other batch rows without an error).
+func TestRuntimeBroadcastSummand(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	const batch, seq, h = 2, 3, 8
+	r := rand.New(rand.NewPCG(9, 10))
+	vals := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	g := onnxpb.NewGraph("broadcast")
+	g.AddInput("x", onnxpb.Float32, onnxpb.Symbolic("batch"), onnxpb.Fixed(seq), onnxpb.Fixed(h))
+	g.AddNodeOutputs("ln0", "LayerNormalization", []string{"x", g.AddFloat32("g0", []int64{h}, vals(h)), g.AddFloat32("b0", []int64{h}, vals(h))}, []string{"hs"},
+		onnxpb.AttrInt("axis", -1))
+	g.AddNodeOutputs("pos", "Identity", []string{g.AddFloat32("P", []int64{1, seq, h}, vals(seq*h))}, []string{"p"})
+	g.AddNodeOutputs("res", "Add", []string{"p", "hs"}, []string{"s"})
+	g.AddNodeOutputs("ln1", "LayerNormalization", []string{"s", g.AddFloat32("g1", []int64{h}, vals(h)), g.AddFloat32("b1", []int64{h}, vals(h))}, []string{"out"},
+		onnxpb.AttrInt("axis", -1))
+	g.AddOutput("out", onnxpb.Float32, onnxpb.Symbolic("batch"), onnxpb.Fixed(seq), onnxpb.Fixed(h))
+	dir := t.TempDir()
+	plain, fused := filepath.Join(dir, "plain.onnx"), filepath.Join(dir, "fused.onnx")
+	if err := onnxpb.NewModel(g).WriteFile(plain); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := fuse.WriteFile(plain, fused); err != nil || rep.SkipLayerNorm != 1 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	x := vals(batch * seq * h)
+	run := func(path string) ([]float32, []int64) {
+		t.Helper()
+		sc := onnx.DefaultSessionConfig()
+		sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
+		s, err := onnx.NewSession(path, []string{"x"}, []string{"out"}, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		out, err := s.Run(context.Background(), []onnx.Input{{Name: "x", Shape: []int64{batch, seq, h}, Float32: x}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0].Float32, out[0].Shape
+	}
+	got, gs := run(fused)
+	ref, rs := run(plain)
+	if !slices.Equal(gs, rs) {
+		t.Fatalf("fused output shape %v, unfused %v", gs, rs)
+	}
+	for i := range ref {
+		if d := math.Abs(float64(got[i] - ref[i])); d > 1e-5 {
+			t.Fatalf("output %d: fused %g, unfused %g", i, got[i], ref[i])
 		}
 	}
 }
