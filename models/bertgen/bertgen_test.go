@@ -33,6 +33,9 @@ func TestConfigValidate(t *testing.T) {
 		{"zero eps", func(c *bertgen.Config) { c.LayerNormEps = 0 }, false},
 		{"NaN std", func(c *bertgen.Config) { c.InitStd = math.NaN() }, false},
 		{"too big for one file", func(c *bertgen.Config) { c.Hidden, c.Intermediate, c.Heads, c.Layers = 8192, 32768, 64, 12 }, false},
+		// 1.7e9 parameters: under 2e9, but 7 GB of float32.
+		{"2 GB of bytes, not of parameters", func(c *bertgen.Config) { c.Hidden, c.Intermediate, c.Heads, c.Layers = 4096, 16384, 32, 8 }, false},
+		{"just under 2 GB", func(c *bertgen.Config) { c.Hidden, c.Intermediate, c.Heads, c.Layers = 1024, 4096, 16, 32 }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package bertgen
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Errors returned by this package.
@@ -120,8 +121,8 @@ func (c Config) Validate() error {
 	if !(c.InitStd > 0 && c.InitStd < 10) {
 		return fmt.Errorf("%w: init std %g", ErrBadConfig, c.InitStd)
 	}
-	if p := c.Params(); p > 2e9 {
-		return fmt.Errorf("%w: %d parameters exceed the 2 GB protobuf limit of a single ONNX file", ErrBadConfig, p)
+	if p := c.Params(); 4*p > math.MaxInt32 {
+		return fmt.Errorf("%w: %d float32 parameters (%d bytes) exceed the 2 GB protobuf limit of a single ONNX file", ErrBadConfig, p, 4*p)
 	}
 	return nil
 }

@@ -39,14 +39,10 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 	if err := g.Validate(); err != nil {
 		return Report{}, fmt.Errorf("fuse: input graph: %w", err)
 	}
-	for _, n := range g.Nodes {
-		for _, a := range n.Attrs {
-			if a.Subgraph() {
-				// Its references to outer values are not in the index:
-				// nothing is fused rather than something read dropped.
-				return Report{}, nil
-			}
-		}
+	if g.HasSubgraphs() {
+		// Their references to outer values are not in the index: nothing
+		// is fused rather than something read dropped.
+		return Report{}, nil
 	}
 	f := newFuser(g)
 	var rep Report
@@ -91,14 +87,14 @@ func newFuser(g *onnxpb.Graph) *fuser {
 
 // skip is one match: a layer normalisation ending at node index i (a
 // LayerNormalization, or the last node of the operators an older export
-// spells it with) over the sum of input (the sublayer's output, before its
-// bias when bias is set) and residual.
+// spells it with) over the sum of stream, the normalised residual stream
+// (the full shape: SkipLayerNormalization's input, whose shape the output
+// takes), and sublayer, the other summand (before its bias when bias is
+// set; the fused node's skip, which the runtime broadcasts from [1, S, H]
+// or [S, H]). drop lists the residual Add, the bias Add and the rest of a
+// spelled-out normalisation.
 type skip struct {
-	drop              []int // the residual Add, the bias Add, the rest of a spelled-out normalisation
-	// stream is the normalised residual stream (the full shape: it
-	// becomes SkipLayerNormalization's input, whose shape the output
-	// takes), sublayer the other summand (its skip, which the runtime
-	// broadcasts from [1, S, H] or [S, H]).
+	drop              []int
 	stream, sublayer  string
 	bias, gamma, beta string
 	epsilon           float32

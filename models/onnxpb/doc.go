@@ -41,7 +41,9 @@
 // Encode checks that the graph is well formed before writing anything: every
 // node input names a graph input, an initializer or an earlier node's output
 // (nodes are stored in the order added, which must be topological), every
-// value is produced once, every graph output is produced, and every
-// initializer's data length equals the product of its dims. Output bytes are
+// value is produced once (an empty output name is an optional output left
+// out; an initializer that is also a graph input is that input's default,
+// as IR < 4 writes every weight), every graph output is produced, and
+// every initializer's data length equals the product of its dims. Output bytes are
 // a deterministic function of the calls made.
 package onnxpb

@@ -36,10 +36,14 @@ func (g *Graph) Index() *Index {
 	}
 	for i, n := range g.Nodes {
 		for _, in := range n.Inputs {
-			x.Consumers[in] = append(x.Consumers[in], i)
+			if in != "" { // "": an optional input left out, no value
+				x.Consumers[in] = append(x.Consumers[in], i)
+			}
 		}
 		for _, out := range n.Outputs {
-			x.Producer[out] = i
+			if out != "" {
+				x.Producer[out] = i
+			}
 		}
 	}
 	return x

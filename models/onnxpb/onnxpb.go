@@ -262,6 +262,21 @@ func (a Attr) Float() (v float32, ok bool) { return a.f, a.kind == attrFloat }
 // branches of If, the body of Loop), which this package keeps as bytes.
 func (a Attr) Subgraph() bool { return a.kind == attrGraph || a.kind == attrGraphs }
 
+// HasSubgraphs reports whether a node of g holds a subgraph (If, Loop,
+// Scan). A subgraph may read values of g by name, which the Index of g does
+// not see: a rewrite that drops or renames values of g must refuse such a
+// graph or leave it alone.
+func (g *Graph) HasSubgraphs() bool {
+	for _, n := range g.Nodes {
+		for _, a := range n.Attrs {
+			if a.Subgraph() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Ints returns the value of an INTS attribute; ok is false for other kinds.
 func (a Attr) Ints() (v []int64, ok bool) { return a.ints, a.kind == attrInts }
 
@@ -440,10 +455,17 @@ func (g *Graph) Validate() error {
 			return err
 		}
 	}
+	inputs := make(map[string]bool, len(g.Inputs))
+	for _, in := range g.Inputs {
+		inputs[in.Name] = true
+	}
 	for i := range g.Initializers {
 		t := &g.Initializers[i]
 		if err := t.check(); err != nil {
 			return err
+		}
+		if inputs[t.Name] && t.Name != "" {
+			continue // an input's default value (IR < 4 lists every initializer as an input)
 		}
 		if err := define(t.Name, "initializer"); err != nil {
 			return err
@@ -466,6 +488,9 @@ func (g *Graph) Validate() error {
 			}
 		}
 		for _, out := range n.Outputs {
+			if out == "" {
+				continue // an optional output left out (LayerNormalization's mean, say)
+			}
 			if err := define(out, "output of node "+n.Name); err != nil {
 				return err
 			}
@@ -612,6 +637,11 @@ func (m *Model) WriteTo(w io.Writer) (int64, error) {
 	for i := range g.Initializers {
 		n := tensorSize(&g.Initializers[i])
 		graphLen += protowire.SizeTag(fGraphInitializer) + protowire.SizeBytes(n)
+	}
+	if total := len(head) + protowire.SizeTag(fModelGraph) + protowire.SizeBytes(graphLen) + len(m.extra); total > math.MaxInt32 {
+		// Protobuf readers, ONNX Runtime's among them, refuse a message
+		// of 2 GB or more: the weights would have to go to external data.
+		return 0, fmt.Errorf("%w: the model encodes to %d bytes, over protobuf's 2 GB limit (external data is not written)", ErrUnsupported, total)
 	}
 	head = protowire.AppendTag(head, fModelGraph, protowire.BytesType)
 	head = protowire.AppendVarint(head, uint64(graphLen))

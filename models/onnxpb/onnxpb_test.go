@@ -41,9 +41,6 @@ func TestValidate(t *testing.T) {
 		{"initializer dims overflow", func(g *onnxpb.Graph) {
 			g.AddFloat32("w", []int64{1 << 62, 4}, []float32{})
 		}},
-		{"initializer shadows input", func(g *onnxpb.Graph) {
-			g.AddFloat32("x", []int64{1}, []float32{1})
-		}},
 		{"empty op type", func(g *onnxpb.Graph) {
 			g.AddNode("y", "", []string{"x"})
 		}},

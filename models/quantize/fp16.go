@@ -42,6 +42,13 @@ func rewriteFP16(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, erro
 			return Report{}, fmt.Errorf("%w: fp16: node %q: operator %s is not converted (supported: %v)", onnxpb.ErrUnsupported, n.Name, n.OpType, fp16Ops)
 		}
 	}
+	ix := g.Index()
+	for _, t := range g.Initializers {
+		if ix.Inputs[t.Name] {
+			// Its default would turn float16 under a float32 input.
+			return Report{}, fmt.Errorf("%w: fp16: initializer %q is also a graph input (its default value)", onnxpb.ErrUnsupported, t.Name)
+		}
+	}
 	rep := Report{Config: cfg}
 	inits := make([]onnxpb.Tensor, len(g.Initializers))
 	for i, t := range g.Initializers {

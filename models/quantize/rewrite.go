@@ -82,6 +82,11 @@ func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 	if err := m.Graph.Validate(); err != nil {
 		return Report{}, fmt.Errorf("quantize: input graph: %w", err)
 	}
+	if m.Graph.HasSubgraphs() {
+		// A branch may read a weight or a biased MatMul's output by name:
+		// the rewrite, which removes both, cannot see it.
+		return Report{}, fmt.Errorf("%w: the graph has subgraphs (If, Loop), which the rewrite does not look into", onnxpb.ErrUnsupported)
+	}
 	if cfg.Type == TypeFP16 {
 		return rewriteFP16(ctx, m, cfg)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/onnxtest"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/quantize"
@@ -269,11 +270,6 @@ func TestRewriteErrors(t *testing.T) {
 		{"everything excluded", matmulGraph("W2", []float32{1, 0, 0, 1}), func(c *quantize.Config) { c.Exclude = []string{"."} }, quantize.ErrNothingToQuantize},
 		{"bad pattern", matmulGraph("W2", []float32{1, 0, 0, 1}), func(c *quantize.Config) { c.Exclude = []string{"("} }, quantize.ErrBadConfig},
 		{"no graph", &onnxpb.Model{}, nil, onnxpb.ErrInvalidGraph},
-		{"initializer listed as an input (IR 3)", func() *onnxpb.Model {
-			m := matmulGraph("W2", []float32{1, 0, 0, 1})
-			m.Graph.AddInput("W1", onnxpb.Float32, onnxpb.Fixed(2), onnxpb.Fixed(2))
-			return m
-		}(), nil, onnxpb.ErrInvalidGraph},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -356,5 +352,54 @@ func TestExcludeFFN(t *testing.T) {
 	}
 	if len(rep.Nodes) != 8 || len(rep.Skipped) != 6 {
 		t.Fatalf("%d quantized, %d skipped; want 8 and 6", len(rep.Nodes), len(rep.Skipped))
+	}
+}
+
+// TestRewriteRefusesSubgraphs: a branch of an If may read a weight or a
+// biased MatMul's output by name, which the rewrite removes without
+// seeing the read (the model then does not load): such graphs are
+// refused, in both types.
+func TestRewriteRefusesSubgraphs(t *testing.T) {
+	g := onnxpb.NewGraph("g")
+	g.AddInput("cond", onnxpb.Bool, onnxpb.Fixed(1))
+	g.AddInput("x", onnxpb.Float32, onnxpb.Symbolic("n"), onnxpb.Fixed(4))
+	w := g.AddFloat32("w", []int64{4, 4}, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+	g.AddNodeOutputs("mm", "MatMul", []string{"x", w}, []string{"y"})
+	g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("n"), onnxpb.Fixed(4))
+	m, err := onnxpb.Unmarshal(onnxtest.WithIfNode(t, onnxpb.NewModel(g)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []quantize.Config{quantize.DefaultConfig(), quantize.FP16Config()} {
+		if _, err := quantize.Rewrite(context.Background(), m, cfg); !errors.Is(err, onnxpb.ErrUnsupported) || !strings.Contains(err.Error(), "subgraphs") {
+			t.Errorf("%s: %v, want ErrUnsupported about subgraphs", cfg.Type, err)
+		}
+	}
+}
+
+// TestRewriteLeavesOverridableWeights: an initializer that is also a graph
+// input (IR < 4 lists every weight so; later IRs take it as a default the
+// caller may override) is no constant: its MatMul stays float32, the
+// others are quantized.
+func TestRewriteLeavesOverridableWeights(t *testing.T) {
+	m := matmulGraph("W2", []float32{1, 0, 0, 1})
+	m.Graph.AddInput("W1", onnxpb.Float32, onnxpb.Fixed(2), onnxpb.Fixed(2))
+	rep, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range m.Graph.Nodes {
+		if n.Name == "h" && n.OpType != "MatMul" {
+			t.Errorf("the MatMul of an overridable weight became %s", n.OpType)
+		}
+	}
+	if len(rep.Nodes) != 1 {
+		t.Errorf("quantized %v, want the MatMul of W2 alone", rep.Nodes)
+	}
+	// float16 would turn the default float16 under a float32 input.
+	m = matmulGraph("W2", []float32{1, 0, 0, 1})
+	m.Graph.AddInput("W1", onnxpb.Float32, onnxpb.Fixed(2), onnxpb.Fixed(2))
+	if _, err := quantize.Rewrite(context.Background(), m, quantize.FP16Config()); !errors.Is(err, onnxpb.ErrUnsupported) {
+		t.Errorf("fp16 of a graph with an input's default: %v, want ErrUnsupported", err)
 	}
 }
