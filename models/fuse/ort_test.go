@@ -139,19 +139,8 @@ func TestRuntimeSpelledOut(t *testing.T) {
 			x[i] = float32(r.NormFloat64() * 3)
 		}
 		run := func(path string) []float32 {
-			t.Helper()
-			sc := onnx.DefaultSessionConfig()
-			sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
-			s, err := onnx.NewSession(path, []string{"x"}, []string{"out"}, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			out, err := s.Run(context.Background(), []onnx.Input{{Name: "x", Shape: []int64{batch, seq, h}, Float32: x}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out[0].Float32
+			out, _ := runX(t, path, []int64{batch, seq, h}, x)
+			return out
 		}
 		got, ref := run(fused), run(plain)
 		for i := range ref {
@@ -199,23 +188,8 @@ func TestRuntimeBroadcastSummand(t *testing.T) {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
 	x := vals(batch * seq * h)
-	run := func(path string) ([]float32, []int64) {
-		t.Helper()
-		sc := onnx.DefaultSessionConfig()
-		sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
-		s, err := onnx.NewSession(path, []string{"x"}, []string{"out"}, sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		out, err := s.Run(context.Background(), []onnx.Input{{Name: "x", Shape: []int64{batch, seq, h}, Float32: x}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out[0].Float32, out[0].Shape
-	}
-	got, gs := run(fused)
-	ref, rs := run(plain)
+	got, gs := runX(t, fused, []int64{batch, seq, h}, x)
+	ref, rs := runX(t, plain, []int64{batch, seq, h}, x)
 	if !slices.Equal(gs, rs) {
 		t.Fatalf("fused output shape %v, unfused %v", gs, rs)
 	}
@@ -224,4 +198,22 @@ func TestRuntimeBroadcastSummand(t *testing.T) {
 			t.Fatalf("output %d: fused %g, unfused %g", i, got[i], ref[i])
 		}
 	}
+}
+
+// runX runs the model at path, input "x" of shape and values x, on one CPU
+// thread, and returns output "out" and its shape.
+func runX(t *testing.T, path string, shape []int64, x []float32) ([]float32, []int64) {
+	t.Helper()
+	sc := onnx.DefaultSessionConfig()
+	sc.Provider, sc.IntraOpThreads = onnx.ProviderCPU, 1
+	s, err := onnx.NewSession(path, []string{"x"}, []string{"out"}, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := s.Run(context.Background(), []onnx.Input{{Name: "x", Shape: shape, Float32: x}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[0].Float32, out[0].Shape
 }
