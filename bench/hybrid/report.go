@@ -57,7 +57,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 	}
 	rep.Columns = report.Columns(kinds...)
 	rep.Rows = append(rep.Rows, report.Rows(res.Sweep)...)
-	rep.Figures = []report.Figure{{File: "hybrid_budget.svg", Alt: "budget sweep: latency and candidates reranked against the budget", Panels: budgetPlot(res.Sweep)}}
+	rep.Figures = []report.Figure{{Alt: "budget sweep: latency and candidates reranked against the budget", Panels: budgetPlot(res.Sweep)}}
 	return rep
 }
 

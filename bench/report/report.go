@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -37,16 +38,33 @@ type Report struct {
 
 // Figure is one SVG file of a report: panels stacked vertically.
 type Figure struct {
-	// File is the file name, relative to the report's folder ("rerank.svg").
+	// File is the file name, relative to the report's folder. Write sets
+	// it from the report's name (FigureFile), so that reports of other
+	// names (--name, a partial run's NAME-partial) never overwrite or link
+	// each other's figures.
 	File string
 	// Alt is the image's alternative text in the markdown link.
 	Alt    string
 	Panels []Plot
 }
 
+// FigureFile is the file of figure i of report name: name.svg, then
+// name-2.svg, name-3.svg….
+func FigureFile(name string, i int) string {
+	if i == 0 {
+		return name + ".svg"
+	}
+	return fmt.Sprintf("%s-%d.svg", name, i+1)
+}
+
 // Write writes r as dir/name.md (creating dir) with machine info from
-// Machine, then each figure as dir/FILE, and returns the report's path.
+// Machine, then each figure as dir/FigureFile(name, i), and returns the
+// report's path.
 func Write(dir, name string, r Report) (string, error) {
+	r.Figures = slices.Clone(r.Figures)
+	for i := range r.Figures {
+		r.Figures[i].File = FigureFile(name, i)
+	}
 	var b bytes.Buffer
 	if err := r.Markdown(&b, Machine(), time.Now()); err != nil {
 		return "", err

@@ -110,7 +110,7 @@ func TestWriteWithFigures(t *testing.T) {
 	r := Report{
 		Title: "t", Checks: []Check{AtLeast("qps", 10, 5, "")},
 		Columns: Columns(rowB{}), Rows: []any{rowB{Run: "x"}},
-		Figures: []Figure{{File: "t.svg", Alt: "a plot", Panels: []Plot{{Title: "p"}}}},
+		Figures: []Figure{{Alt: "a plot", Panels: []Plot{{Title: "p"}}}},
 	}
 	path, err := Write(dir, "t", r)
 	if err != nil {

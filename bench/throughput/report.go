@@ -27,7 +27,7 @@ func Report(name string, cfg Config, res Result, command string) report.Report {
 			"real_weights=false: generated models with seeded random weights (bertgen) — the shape and ONNX operators of the " +
 				"Hugging Face exports, so speed is representative and scores are meaningless.",
 		},
-		Figures: []report.Figure{{File: name + ".svg", Alt: unit + "/s against batch size", Panels: plot(res.Rows, title, unit)}},
+		Figures: []report.Figure{{Alt: unit + "/s against batch size", Panels: plot(res.Rows, title, unit)}},
 	}
 }
 

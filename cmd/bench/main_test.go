@@ -83,7 +83,7 @@ func TestLexicalSubcommand(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "test run, no figures") || !strings.Contains(string(md), "| dataset | docs |") {
 		t.Fatalf("report: %v\n%s", err, md)
 	}
-	if _, err := os.Stat(filepath.Join(out, "lexical_scaling.svg")); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "lexical.svg")); err != nil { // named after the report
 		t.Fatal(err)
 	}
 	// Without --json the table is printed.

@@ -20,15 +20,19 @@ func TestFailedKeepsMeasuredRows(t *testing.T) {
 		PairsS  float64 `json:"pairs_s" table:"pairs/s"`
 	}
 	dir := t.TempDir()
-	complete := filepath.Join(dir, "rerank.md")
+	complete, figure := filepath.Join(dir, "rerank.md"), filepath.Join(dir, "rerank.svg")
 	if err := os.WriteFile(complete, []byte("the last complete report"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(figure, []byte("the last complete figure"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	peerErr := errors.New("peer: No module named 'torch'")
 	var stdout, stderr bytes.Buffer
 	cl := &cli{stdout: &stdout, stderr: &stderr}
 	o := output{json: true, out: dir}
-	rep := report.Report{Title: "Reranker", Columns: report.Columns(row{}), Rows: []any{row{"fast", 248.7}}}
+	rep := report.Report{Title: "Reranker", Columns: report.Columns(row{}), Rows: []any{row{"fast", 248.7}},
+		Figures: []report.Figure{{Alt: "partial rows", Panels: []report.Plot{{Title: "p"}}}}}
 	if err := o.failed(cl, "rerank", rep, peerErr); !errors.Is(err, peerErr) {
 		t.Fatalf("err %v, want the run's", err)
 	}
@@ -46,6 +50,13 @@ func TestFailedKeepsMeasuredRows(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(complete); string(b) != "the last complete report" {
 		t.Errorf("the complete report was overwritten: %q", b)
+	}
+	// Its figure too (the partial one is rerank-partial.svg).
+	if b, _ := os.ReadFile(figure); string(b) != "the last complete figure" {
+		t.Errorf("the complete report's figure was overwritten")
+	}
+	if !strings.Contains(string(partial), "(rerank-partial.svg)") {
+		t.Errorf("the partial report does not link its own figure:\n%s", partial)
 	}
 
 	empty := t.TempDir()
