@@ -534,9 +534,10 @@ type Result struct {
 	Reranked int `json:"reranked"`
 	// FirstStage is how many candidates a cascade's first stage scored.
 	FirstStage int `json:"first_stage,omitempty"`
-	// Degraded is set when the latency budget cut the search short: dense
-	// retrieval did not finish (BM25 only), or reranking stopped before
-	// every candidate was scored. Fallbacks say which.
+	// Degraded is set when the latency budget (or ctx's own deadline,
+	// after retrieval) cut the search short: dense retrieval did not
+	// finish (BM25 only), reranking stopped before every candidate was
+	// scored, or MMR before every place was chosen. Fallbacks say which.
 	Degraded  bool       `json:"degraded"`
 	Fallbacks []Fallback `json:"fallbacks,omitempty"`
 	Timings   Timings    `json:"timings"`

@@ -576,9 +576,11 @@ func (w *writer) apply(ix *Index, ops []batchOp) {
 func (w *writer) finish(ix *Index) *snapshot {
 	old, ns := w.old, w.ns
 	// Built at no statistics yet: an empty index, or one of empty
-	// documents only (norms built at average length 0 normalise nothing,
-	// and no drift from 0 would ever ask for a rebuild).
-	firstBuild := old.liveDocs == 0 || old.avgdlBuild == 0
+	// documents only now getting its first terms (norms built at average
+	// length 0 normalise nothing, and no drift from 0 would ever ask for a
+	// rebuild). While every document stays empty there is nothing to
+	// rebuild: commits stay cheap.
+	firstBuild := old.liveDocs == 0 || old.avgdlBuild == 0 && ns.avgdl() > 0
 	if old.numDocs == 0 && ns.liveDocs > 0 {
 		// First documents of a new index: build at their own statistics.
 		// Nothing was published yet, so norms and bounds are rewritten in

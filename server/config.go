@@ -94,8 +94,10 @@ type RerankerConfig struct {
 	// $HYBRANK_MODELS/<Profile>. The server itself does not read it.
 	Dir string `json:"dir,omitempty"`
 	// MaxPairTokens is this model's input window (see
-	// Config.MaxPairTokens, which applies when it is 0); backend.Open caps
-	// it at the loaded model's sequence length.
+	// Config.MaxPairTokens, which applies when it is 0). backend.Open
+	// gives it to the model as its window (models.Config.MaxLength, where
+	// the model cuts pairs) and sets it to the window the model resolves
+	// (at most its positions).
 	MaxPairTokens int `json:"max_pair_tokens,omitempty"`
 }
 
@@ -150,8 +152,9 @@ type Config struct {
 	// MaxPairTokens is the cross-encoders' input window, in tokens with
 	// [CLS] and the two [SEP]: the longest (query, text) pair a TEI rerank
 	// request may send without truncate=true (413 otherwise). A reranker's
-	// own RerankerConfig.MaxPairTokens takes precedence; backend.Open caps
-	// either at the loaded model's sequence length.
+	// own RerankerConfig.MaxPairTokens takes precedence. backend.Open
+	// makes a value other than the default the models' window (they cut
+	// pairs there); with the default each model keeps its own.
 	MaxPairTokens int `json:"max_pair_tokens"`
 	// MaxConcurrentRequests caps inference and search requests in flight;
 	// more is refused with 429.

@@ -311,16 +311,23 @@ func (s *Server) checkPairLengths(req rerankRequest) error {
 // reranker's window: what the request asked the model to read, whether
 // the score cache (--cache-mb) or the model answered. (The model's own
 // count of what it computed goes to x-compute-tokens and the tokens
-// metric.) Every pair holds the request's query, counted once.
+// metric.) Every pair holds the request's query, counted once; each
+// document is read only as far as the window lets it count.
 func (s *Server) pairInputTokens(query string, pairs []models.Pair, window int) int {
 	q, n := s.countTokens(query), 0
+	rest := max(0, window-q-models.PairSpecialTokens) // what a document can add
 	for _, p := range pairs {
-		n += min(q+s.countTokens(p.Doc)+models.PairSpecialTokens, window)
+		n += min(q+s.countTokensUpTo(p.Doc, rest)+models.PairSpecialTokens, window)
 	}
 	return n
 }
 
 func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequest) (reply, error) {
+	if s.b.Tokenizer != nil && s.countTokens(req.Query) == 0 {
+		// Not blank, yet nothing to the model (zero-width or control
+		// characters only): refused here, as the model would refuse it.
+		return reply{}, badRequest("field \"query\" has no tokens for the model (only characters the tokenizer drops)")
+	}
 	if err := s.checkPairLengths(req); err != nil {
 		return reply{}, err
 	}

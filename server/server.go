@@ -442,6 +442,27 @@ func (s *Server) truncateTokens(ctx context.Context, text string, maxTokens int)
 	}
 }
 
+// countTokensUpTo is min(countTokens(text), limit), reading text only
+// about as far as limit tokens go: word-aligned prefixes of doubling
+// length are counted until one holds limit tokens or is the whole text
+// (a probe inside a long word may count a token or two more than the
+// whole word has).
+func (s *Server) countTokensUpTo(text string, limit int) int {
+	if limit <= 0 {
+		return 0
+	}
+	for size := 256; ; size *= 2 {
+		end := probeEnd(text, size)
+		n := s.countTokens(text[:end])
+		if n >= limit {
+			return limit
+		}
+		if end == len(text) {
+			return n
+		}
+	}
+}
+
 // isSpaceByte reports the ASCII whitespace that separates words here (no
 // byte of a multi-byte UTF-8 rune is one).
 func isSpaceByte(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }

@@ -76,3 +76,22 @@ func TestTokenizeTokenCap(t *testing.T) {
 	code, _, body = ts.do(t, "POST", "/tokenize", "", map[string]any{"inputs": []string{"a b c d", "e f g h i"}})
 	expectError(t, code, body, 413, TypeTooLarge, "more than 8 tokens")
 }
+
+// droppingTokenizer is fakeTokenizer that keeps nothing of U+200B.
+type droppingTokenizer struct{ fakeTokenizer }
+
+func (droppingTokenizer) CountTokens(text string) int {
+	return len(strings.Fields(strings.ReplaceAll(text, "\u200b", " ")))
+}
+
+// TestRerankQueryWithoutTokens: a query of characters the tokenizer drops
+// is the request's 400, not an error of the batch it would share with
+// other requests.
+func TestRerankQueryWithoutTokens(t *testing.T) {
+	ts := newTestServer(t, func(_ *Config, b *Backends) { b.Tokenizer = droppingTokenizer{} })
+	code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "\u200b", "documents": []string{"a cat"}})
+	expectError(t, code, body, 400, TypeInvalidRequest, "no tokens")
+	if code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "cat", "documents": []string{"a cat"}}); code != 200 {
+		t.Fatalf("a query with tokens: %d %s", code, body)
+	}
+}

@@ -145,3 +145,29 @@ func TestTruncateTokensBoundedWork(t *testing.T) {
 		}
 	}
 }
+
+// TestCountTokensUpTo: with counts that grow with the prefix it is exactly
+// min(countTokens, limit), and it reads about as far as the limit needs.
+func TestCountTokensUpTo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	pieces := []string{"a", "word", "中", ",", " ", "  ", strings.Repeat("x", 300)}
+	s := &Server{}
+	for range 300 {
+		var b strings.Builder
+		for n := rng.IntN(200); n > 0; n-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		text := b.String()
+		total := s.countTokens(text)
+		for _, limit := range []int{0, 1, 5, total / 2, total, total + 3} {
+			if got, want := s.countTokensUpTo(text, limit), max(0, min(total, limit)); got != want {
+				t.Fatalf("countTokensUpTo(%q, %d) = %d, want %d", text, limit, got, want)
+			}
+		}
+	}
+	var n int
+	c := &Server{b: Backends{Tokenizer: countingTokenizer{bytes: &n}}}
+	if got := c.countTokensUpTo(strings.Repeat("token ", 1<<20), 512); got != 512 || n > 64<<10 {
+		t.Fatalf("512 of a 6 MB text: %d tokens, %d bytes read", got, n)
+	}
+}

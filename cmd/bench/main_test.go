@@ -166,3 +166,23 @@ func TestDenseModesConflict(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 }
+
+// TestReportFromSaysReRendered: a report re-rendered from saved JSON lines
+// says that its header and config are the re-rendering's (the rows came
+// from elsewhere, a GPU machine say).
+func TestReportFromSaysReRendered(t *testing.T) {
+	dir := t.TempDir()
+	lines := filepath.Join(dir, "rows.jsonl")
+	row := `{"impl":"hybrank","profile":"embed","kind":"embedder","provider":"cuda","threads":1,"pool_size":1,"batch_pairs":32,"pairs":32,"pairs_per_s":900,"real_weights":true,"data":"synthetic"}`
+	if err := os.WriteFile(lines, []byte(row+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := run(t, "embed", "--report-from", lines, "--out", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "embed.md"))
+	if err != nil || !strings.Contains(string(md), "Re-rendered from the JSON lines of "+lines) || !strings.Contains(string(md), "| cuda |") {
+		t.Fatalf("report: %v\n%s", err, md)
+	}
+}

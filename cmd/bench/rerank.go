@@ -119,6 +119,9 @@ func runEmbed(ctx context.Context, cl *cli, args []string) error {
 		res, err = embed.Run(ctx, cfg)
 	}
 	rep := embed.Report(cfg, res, command("embed", args))
+	if *tf.reportFrom != "" {
+		rep.Notes = append([]string{reRenderedNote(*tf.reportFrom)}, rep.Notes...)
+	}
 	if err != nil {
 		return o.failed(cl, "embed", rep, err)
 	}
@@ -182,8 +185,18 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 		res, err = rerank.Run(ctx, cfg)
 	}
 	rep := rerank.Report(cfg, res, command("rerank", args))
+	if *tf.reportFrom != "" {
+		rep.Notes = append([]string{reRenderedNote(*tf.reportFrom) + " The batching and int8/fp16 checks are not in the JSON lines and are not made again."}, rep.Notes...)
+	}
 	if err != nil {
 		return o.failed(cl, "rerank", rep, err)
 	}
 	return o.finish(cl, "rerank", rep)
+}
+
+// reRenderedNote heads a report re-rendered by --report-from: its header
+// (machine, commit, time) and its config block are the re-rendering's,
+// not those the rows were measured under (each row names its provider).
+func reRenderedNote(path string) string {
+	return fmt.Sprintf("**Re-rendered from the JSON lines of %s (--report-from): the machine, commit and time above and the config below are the re-rendering's, not the measurement's; each row says where it ran (provider, threads).**", path)
 }

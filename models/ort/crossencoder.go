@@ -119,7 +119,7 @@ func (ce *CrossEncoder) Score(ctx context.Context, query string, docs []string) 
 	for i, d := range docs {
 		pairs[i] = models.Pair{Query: query, Doc: d}
 	}
-	scores, _, err := ce.scorePairs(ctx, pairs)
+	scores, _, err := ce.scorePairs(ctx, pairs, true)
 	return scores, err
 }
 
@@ -135,7 +135,7 @@ func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs [
 	for i, d := range docs {
 		pairs[i] = models.Pair{Query: query, Doc: d}
 	}
-	return ce.scorePairs(ctx, pairs)
+	return ce.scorePairs(ctx, pairs, true)
 }
 
 // ScorePairs scores pairs that may come from different queries (the
@@ -151,7 +151,7 @@ func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]
 			return nil, models.Usage{}, fmt.Errorf("pair %d: %w", i, models.ErrEmptyQuery)
 		}
 	}
-	return ce.scorePairs(ctx, pairs)
+	return ce.scorePairs(ctx, pairs, false)
 }
 
 // ScoreSpans scores documents longer than the model's window in
@@ -195,7 +195,7 @@ func (ce *CrossEncoder) ScoreSpans(ctx context.Context, query string, docs []str
 		return nil, models.Usage{}, err
 	}
 	// Windows are bounded in tokens already: MaxChars does not cut them.
-	scores, usage, err := ce.scoreOn(ctx, m, plan.Pairs(query), math.MaxInt)
+	scores, usage, err := ce.scoreOn(ctx, m, plan.Pairs(query), math.MaxInt, true)
 	if err != nil {
 		return nil, models.Usage{}, err
 	}
@@ -214,7 +214,7 @@ func checkChunking(ch models.Chunking) error {
 	return nil
 }
 
-func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair, strictQuery bool) ([]float32, models.Usage, error) {
 	if len(pairs) == 0 {
 		return []float32{}, models.Usage{}, nil
 	}
@@ -223,12 +223,16 @@ func (ce *CrossEncoder) scorePairs(ctx context.Context, pairs []models.Pair) ([]
 		return nil, models.Usage{}, err
 	}
 	defer ce.c.release()
-	return ce.scoreOn(ctx, m, pairs, ce.c.cfg.MaxChars)
+	return ce.scoreOn(ctx, m, pairs, ce.c.cfg.MaxChars, strictQuery)
 }
 
 // scoreOn scores pairs on the loaded model m (acquired by the caller),
-// documents cut to docChars characters first (queries to MaxChars).
-func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.Pair, docChars int) ([]float32, models.Usage, error) {
+// documents cut to docChars characters first (queries to MaxChars). With
+// strictQuery a query the tokenizer keeps nothing of is ErrEmptyQuery (the
+// one-query calls); without, as in ScorePairs, whose pairs may come from
+// many requests that one such query must not fail, it is scored as
+// [CLS] [SEP] document [SEP].
+func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.Pair, docChars int, strictQuery bool) ([]float32, models.Usage, error) {
 	if len(pairs) == 0 {
 		return []float32{}, models.Usage{}, nil
 	}
@@ -248,7 +252,7 @@ func (ce *CrossEncoder) scoreOn(ctx context.Context, m *loaded, pairs []models.P
 			lastQ, lastClean = q, m.enc.cutQuery(cleanText(q, cfg.MaxChars), qMax)
 			// Not blank yet nothing to the tokenizer (invalid UTF-8,
 			// zero-width or control characters only): as empty.
-			if m.enc.countTokens(lastClean) == 0 {
+			if strictQuery && m.enc.countTokens(lastClean) == 0 {
 				return seq{}, models.ErrEmptyQuery
 			}
 		}

@@ -149,7 +149,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 // process's peak memory is the larger of the two steps, not their sum.
 func fusedCopy(src string) (string, fuse.Report, error) {
 	removeStaleCopies(time.Now().Add(-staleAfter))
-	f, err := os.CreateTemp("", fusedPattern)
+	f, err := os.CreateTemp("", fusedName)
 	if err != nil {
 		return "", fuse.Report{}, err
 	}
@@ -167,9 +167,13 @@ func fusedCopy(src string) (string, fuse.Report, error) {
 	return path, rep, nil
 }
 
-// fusedPattern names the temporary copies fusedCopy writes, with the
-// temporary files they are written through (name.onnx.<random>.tmp).
-const fusedPattern = "hybrank-fused-*.onnx*"
+// fusedName is os.CreateTemp's pattern of the copies fusedCopy writes;
+// fusedPattern matches them and the temporary files they are written
+// through (name.onnx.<random>.tmp), for the stale sweep.
+const (
+	fusedName    = "hybrank-fused-*.onnx"
+	fusedPattern = fusedName + "*"
+)
 
 // staleAfter is the age past which a temporary copy (a fused model, a
 // quantized folder being written) is left over from a process killed

@@ -327,6 +327,11 @@ func TestFastProfileBadInput(t *testing.T) {
 		{"1 MB query", strings.Repeat("long query ", 1<<20/11), []string{"doc"}, nil},
 		{"10,000 docs over cap", "q", make([]string, 10000), models.ErrTooManyDocs},
 	}
+	// In ScorePairs, whose pairs may come from many requests, such a query
+	// fails nothing: it is scored with an empty query part.
+	if s, _, err := ce.ScorePairs(ctx, []models.Pair{{Query: "what is a cat", Doc: "a cat is an animal"}, {Query: "\u200b", Doc: "x"}}); err != nil || len(s) != 2 {
+		t.Errorf("ScorePairs with a query the tokenizer drops: %v, %v", s, err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ce.Score(ctx, tt.query, tt.docs)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/internal/filehash"
@@ -40,13 +41,6 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
 	}
-	// The copy is named by the model file and by everything copied with
-	// it (config.json, tokenizer files, pooling: an edit there is a new
-	// copy), not by the calibration tables written beside the model.
-	files, err := quantize.SourceDigest(ctx, dir, isCostTable)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
-	}
 	root := cfg.QuantizeCache
 	if root == "" {
 		uc, err := os.UserCacheDir()
@@ -55,10 +49,25 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 		}
 		root = filepath.Join(uc, "hybrank", string(kind))
 	}
+	// The copy is named by the model file and by everything copied with
+	// it (config.json, tokenizer files, pooling: an edit there is a new
+	// copy), not by the calibration tables written beside the model, nor
+	// by the cache's own copies when the cache lies inside the model
+	// folder.
+	inside := ""
+	if rel, err := filepath.Rel(dir, root); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		inside = rel + string(filepath.Separator)
+	}
+	files, err := quantize.SourceDigest(ctx, dir, func(rel string) bool {
+		return isCostTable(rel) || inside != "" && strings.HasPrefix(rel, inside)
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
+	}
 	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+shortHash(sum+"\n"+files))
 	if kind != quantize.TypeInt8 {
-		// One QuantizeCache may hold both types: int8 copies keep their
-		// old names, others are told apart by theirs.
+		// One QuantizeCache may hold both types: their names tell them
+		// apart.
 		dst += "-" + string(kind)
 	}
 	current := func() bool {
@@ -78,7 +87,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 	}
 	defer os.RemoveAll(tmp)
 	if _, err := quantize.Dir(ctx, dir, tmp, qcfg); err != nil {
-		if errors.Is(err, quantize.ErrNothingToQuantize) && kind == quantize.TypeInt8 {
+		if errors.Is(err, quantize.ErrAlreadyInt8) && kind == quantize.TypeInt8 {
 			return dir, nil // already int8 (an int8 export without our marker)
 		}
 		return "", fmt.Errorf("quantize %s %s: %w", kind, dir, err)

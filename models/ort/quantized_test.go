@@ -250,3 +250,20 @@ func TestQuantizedCopyConcurrentLoads(t *testing.T) {
 		t.Errorf("temporary folders left: %v", tmp)
 	}
 }
+
+// TestQuantizedCopyCacheInsideModel: a cache folder inside the model
+// folder is not part of what names the copy (each load had hashed the
+// earlier copies and made one more).
+func TestQuantizedCopyCacheInsideModel(t *testing.T) {
+	src := t.TempDir()
+	if err := os.CopyFS(src, os.DirFS(generated(t, smallConfig(bertgen.CrossEncoder)).dir)); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(src, "int8-cache")
+	for range 3 {
+		quantizedScores(t, src, models.QuantizeInt8, cache)
+	}
+	if copies, _ := filepath.Glob(filepath.Join(cache, "*")); len(copies) != 1 {
+		t.Fatalf("three loads left %v, want one copy", copies)
+	}
+}

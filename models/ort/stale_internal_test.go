@@ -30,6 +30,17 @@ func TestRemoveStale(t *testing.T) {
 			os.Chtimes(f, old, old)
 		}
 	}
+	// A copy named as fusedCopy names it (a .onnx file the runtime loads).
+	f, err := os.CreateTemp(dir, fusedName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if filepath.Ext(f.Name()) != ".onnx" {
+		t.Errorf("a fused copy is named %s", filepath.Base(f.Name()))
+	}
+	os.Chtimes(f.Name(), old, old)
+	paths[filepath.Base(f.Name())] = true
 	tmpDir := filepath.Join(dir, ".tmp-123")
 	if err := os.MkdirAll(filepath.Join(tmpDir, "onnx"), 0o755); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,12 @@ var (
 	// "int8" copy would be the float32 model under another name; for
 	// float16, it has no float32 initializer at all.
 	ErrNothingToQuantize = errors.New("quantize: no weights to quantize")
+	// ErrAlreadyInt8 comes wrapped with ErrNothingToQuantize when the
+	// model runs its products in int8 already (MatMulInteger,
+	// DynamicQuantizeMatMul, QLinearMatMul…: an int8 export): the model
+	// is its own int8 copy. Without it, nothing could be quantized and the
+	// model is float32 (its weights may all be graph inputs' defaults).
+	ErrAlreadyInt8 = errors.New("quantize: the model is int8 already")
 	// ErrModelDir: the source is not a model directory (no
 	// onnx/model.onnx or model.onnx), or the destination is the source.
 	ErrModelDir = errors.New("quantize: bad model directory")

@@ -99,6 +99,9 @@ func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	if len(r.rep.Nodes) == 0 {
+		if int8Ops(m.Graph) {
+			return Report{}, fmt.Errorf("%w: %w", ErrNothingToQuantize, ErrAlreadyInt8)
+		}
 		return Report{}, fmt.Errorf("%w (%d candidates skipped)", ErrNothingToQuantize, len(r.rep.Skipped))
 	}
 	r.commit()
@@ -427,4 +430,16 @@ func (r *rewriter) commit() {
 		}
 	}
 	g.ValueInfo = vi
+}
+
+// int8Ops reports whether g computes products in integers already (the
+// operators int8 exports and this package write).
+func int8Ops(g *onnxpb.Graph) bool {
+	for _, n := range g.Nodes {
+		switch n.OpType {
+		case "MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat", "QLinearMatMul", "QGemm", "QAttention", "ConvInteger", "QLinearConv":
+			return true
+		}
+	}
+	return false
 }

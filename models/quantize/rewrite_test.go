@@ -403,3 +403,23 @@ func TestRewriteLeavesOverridableWeights(t *testing.T) {
 		t.Errorf("fp16 of a graph with an input's default: %v, want ErrUnsupported", err)
 	}
 }
+
+// TestRewriteAlreadyInt8: nothing left to quantize in an int8 model is
+// ErrAlreadyInt8 (the loader then serves it as its own int8 copy); in a
+// float32 model whose weights are all inputs' defaults it is not (the
+// loader must not serve float32 as int8).
+func TestRewriteAlreadyInt8(t *testing.T) {
+	m := matmulGraph("W2", []float32{1, 0, 0, 1})
+	if _, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig()); !errors.Is(err, quantize.ErrNothingToQuantize) || !errors.Is(err, quantize.ErrAlreadyInt8) {
+		t.Errorf("an int8 model again: %v, want ErrNothingToQuantize and ErrAlreadyInt8", err)
+	}
+	f := matmulGraph("W2", []float32{1, 0, 0, 1})
+	f.Graph.AddInput("W1", onnxpb.Float32, onnxpb.Fixed(2), onnxpb.Fixed(2))
+	f.Graph.AddInput("W2", onnxpb.Float32, onnxpb.Fixed(2), onnxpb.Fixed(2))
+	if _, err := quantize.Rewrite(context.Background(), f, quantize.DefaultConfig()); !errors.Is(err, quantize.ErrNothingToQuantize) || errors.Is(err, quantize.ErrAlreadyInt8) {
+		t.Errorf("a float32 model of input defaults: %v, want ErrNothingToQuantize alone", err)
+	}
+}

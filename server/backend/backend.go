@@ -169,6 +169,13 @@ func (c Config) rerankConfig(r server.RerankerConfig) (models.Config, error) {
 		return mc, err
 	}
 	mc = c.modelConfig(mc, r.Dir, max(c.Server.MaxDocuments, c.Server.Rerank.MaxItems))
+	// A window configured for this reranker, or globally other than the
+	// default, is the model's: it cuts pairs there (at most at its own
+	// positions), so the server's 413 check, batch costs and usage mean
+	// what the model reads. The default leaves the model's own window.
+	if r.MaxPairTokens > 0 || c.Server.MaxPairTokens != server.DefaultConfig().MaxPairTokens {
+		mc.MaxLength = min(cmp.Or(r.MaxPairTokens, c.Server.MaxPairTokens), models.MaxSupportedLength)
+	}
 	return mc, mc.Validate()
 }
 
@@ -274,9 +281,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			srv.Provider = ce.Provider()
 		}
 		if window > 0 {
-			// A configured window stays when it is the smaller: a limit
-			// chosen to keep requests short.
-			r.MaxPairTokens = min(cmp.Or(r.MaxPairTokens, srv.MaxPairTokens), window)
+			r.MaxPairTokens = window // the model's, which a configured one capped (rerankConfig)
 		}
 		r.Profile, r.Dir = rc.Profile, sourceDir(rc, md.Dir)
 		r.Aliases, taken = addAliases(r.Aliases, taken, r.Profile, r.Dir)

@@ -55,7 +55,11 @@ func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32
 
 func (f *fakeCE) Load() error { f.ev.add("load ce " + f.cfg.Profile); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
-	return models.ModelDir{Dir: loadedDir(f.cfg), VocabTxt: f.vocab, LowerCase: true}, fakeWindow, nil
+	window := fakeWindow // what a model of fakeWindow positions resolves (models.ModelDir.SequenceLength)
+	if f.cfg.MaxLength > 0 {
+		window = min(window, f.cfg.MaxLength)
+	}
+	return models.ModelDir{Dir: loadedDir(f.cfg), VocabTxt: f.vocab, LowerCase: true}, window, nil
 }
 
 // loadedDir is where a stand-in says its model loaded from: as with
@@ -532,13 +536,15 @@ func TestConfigValidateRerankers(t *testing.T) {
 	}
 }
 
-// TestOpenKeepsSmallerPairWindow: a configured max_pair_tokens smaller
-// than the model's window stays (a limit chosen to keep requests short);
-// a larger one is cut to the model's.
+// TestOpenKeepsSmallerPairWindow: a configured max_pair_tokens is the
+// model's window (models.Config.MaxLength: the model cuts pairs there, so
+// batch costs, usage and the 413 check all mean what it reads) when it is
+// smaller than the model's; a larger one is cut to the model's; the
+// server's default leaves the model's own.
 func TestOpenKeepsSmallerPairWindow(t *testing.T) {
-	for _, tc := range []struct{ configured, want int }{{128, 128}, {1024, fakeWindow}} {
+	for _, tc := range []struct{ configured, want, maxLength int }{{128, 128, 128}, {1024, fakeWindow, models.MaxSupportedLength}, {server.DefaultConfig().MaxPairTokens, fakeWindow, 0}} {
 		var ev events
-		newCE, newBE, _ := fakes(t, &ev, nil)
+		newCE, newBE, cfgs := fakes(t, &ev, nil)
 		cfg := backend.DefaultConfig()
 		cfg.MemoryIndex, cfg.Server.MaxPairTokens = true, tc.configured
 		b, err := backend.Open(cfg, newCE, newBE)
@@ -547,6 +553,9 @@ func TestOpenKeepsSmallerPairWindow(t *testing.T) {
 		}
 		if rr := b.ServerConfig().Rerankers(); len(rr) != 1 || rr[0].MaxPairTokens != tc.want {
 			t.Errorf("max_pair_tokens %d on a %d-token model: served %+v, want %d", tc.configured, fakeWindow, rr, tc.want)
+		}
+		if got := (*cfgs)[0].MaxLength; got != tc.maxLength {
+			t.Errorf("max_pair_tokens %d: the model was configured with MaxLength %d, want %d", tc.configured, got, tc.maxLength)
 		}
 		b.Close()
 	}
