@@ -14,7 +14,10 @@
 //
 // # Concurrency
 //
-// An Embedder is safe for concurrent use; two processes sharing a folder
-// at once may each embed the same texts (both records are valid; the
-// later one wins on the next open).
+// An Embedder is safe for concurrent use. The cache file has one writer
+// at a time: two processes appending to the same model's file at once
+// write at the offsets each saw and overwrite each other's records (a
+// record lost is computed again by a later run; a batch over the 1 MiB
+// write buffer could leave a record mixing two texts), so run one bench
+// per cache folder at a time.
 package vcache

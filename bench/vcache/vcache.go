@@ -20,25 +20,35 @@ import (
 )
 
 // Key is what decides a model's vectors: the ONNX file's bytes, the
-// resolved pooling, normalisation and prompts (models.ModelDir.Embedding),
-// the sequence length, the character cap and the quantization.
-// Two configurations with the same Key embed every text identically.
+// tokenizer's files (tokenizer.json and vocab.txt, as present) and its
+// lowercasing, the resolved pooling, normalisation and prompts
+// (models.ModelDir.Embedding), the sequence length, the character cap and
+// the quantization. Two configurations with the same Key embed every text
+// identically.
 func Key(md models.ModelDir, mc models.Config) (string, error) {
 	h := sha256.New()
-	f, err := os.Open(md.ONNXPath)
-	if err != nil {
-		return "", err
-	}
-	_, err = io.Copy(h, f)
-	f.Close()
-	if err != nil {
-		return "", err
+	for _, p := range []string{md.ONNXPath, md.TokenizerJSON, md.VocabTxt} {
+		if p == "" {
+			h.Write([]byte{0})
+			continue
+		}
+		sum := sha256.New()
+		f, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		_, err = io.Copy(sum, f)
+		f.Close()
+		if err != nil {
+			return "", err
+		}
+		h.Write(sum.Sum(nil))
 	}
 	st, err := json.Marshal(md.Embedding(mc))
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%s", st, md.SequenceLength(mc), mc.MaxChars, mc.Quantize)
+	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%s\x00%t", st, md.SequenceLength(mc), mc.MaxChars, mc.Quantize, md.LowerCase)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -187,3 +187,42 @@ func TestMemoryOnlyAndBadArgs(t *testing.T) {
 		t.Error("a nil embedder was accepted")
 	}
 }
+
+// TestKeyCoversTokenizer: the key changes with the tokenizer's files and
+// its lowercasing (they decide the token ids, so the vectors), and stays
+// for the same files.
+func TestKeyCoversTokenizer(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	md := models.ModelDir{Dir: dir, ONNXPath: write("model.onnx", "graph"), VocabTxt: write("vocab.txt", "[PAD]\na\nb\n"), LowerCase: true}
+	key := func(md models.ModelDir) string {
+		k, err := Key(md, models.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	base := key(md)
+	if key(md) != base {
+		t.Fatal("the same files give another key")
+	}
+	cased := md
+	cased.LowerCase = false
+	if key(cased) == base {
+		t.Error("lowercasing is not in the key")
+	}
+	write("vocab.txt", "[PAD]\nb\na\n")
+	if key(md) == base {
+		t.Error("an edited vocab.txt keeps the key")
+	}
+	md.TokenizerJSON = write("tokenizer.json", "{}")
+	if key(md) == base {
+		t.Error("tokenizer.json is not in the key")
+	}
+}
