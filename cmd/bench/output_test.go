@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/bench/report"
+	"github.com/hybrank/hybrank/bench/throughput"
+	"github.com/hybrank/hybrank/models"
 )
 
 // A run that fails after measuring rows prints them and writes them as a
@@ -66,5 +70,30 @@ func TestFailedKeepsMeasuredRows(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("a run with no rows wrote %v", ents)
+	}
+}
+
+// TestSweepOneModelDir: a sweep of one --model-dir measures it under its
+// --profile only (every profile name would have measured the same model
+// three times, labelled as three); --sweep-profiles still chooses.
+func TestSweepOneModelDir(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--sweep", "--model-dir", "/m", "--profile", "fast"}, []string{"fast"}},
+		{[]string{"--sweep", "--model-dir", "/m", "--sweep-profiles", "fast,balanced"}, []string{"fast", "balanced"}},
+		{[]string{"--sweep"}, []string{"fast", "balanced", "accurate"}},
+	} {
+		cfg := throughput.DefaultConfig(models.KindCrossEncoder)
+		fs := flag.NewFlagSet("rerank", flag.ContinueOnError)
+		f := registerThroughput(fs, &cfg, "rerank", throughput.Sweep{Profiles: []string{"fast", "balanced", "accurate"}})
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		f.apply(fs, &cfg, &output{})
+		if !slices.Equal(cfg.Sweep.Profiles, tc.want) {
+			t.Errorf("%q: sweeps %v, want %v", tc.args, cfg.Sweep.Profiles, tc.want)
+		}
 	}
 }

@@ -90,8 +90,13 @@ func (f *throughputFlags) apply(fs *flag.FlagSet, cfg *throughput.Config, o *out
 	fs.Visit(func(fl *flag.Flag) { outSet = outSet || fl.Name == "out" })
 	if *f.sweep {
 		cfg.Sweep = throughput.Sweep{Profiles: f.defaults.Profiles, BatchPairs: f.batches, Threads: f.threads, DocTokens: f.docs, CallPerBatch: *f.callPerBatch}
-		if len(f.profiles) > 0 {
+		switch {
+		case len(f.profiles) > 0:
 			cfg.Sweep.Profiles = f.profiles
+		case cfg.ModelDir != "":
+			// One model directory is one model: sweeping every profile
+			// would measure it once per profile name.
+			cfg.Sweep.Profiles = []string{cfg.Profile}
 		}
 	} else if *f.reportFrom == "" && !outSet {
 		o.out = ""
