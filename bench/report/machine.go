@@ -74,16 +74,22 @@ func Machine() MachineInfo {
 	return m
 }
 
-// gitState is the working directory's commit and whether tracked files
-// differ from it, read once: at the first Machine call, which cmd/bench
+// gitState is the working directory's commit and whether the tree
+// differs from it, read once: at the first Machine call, which cmd/bench
 // makes when it starts, so that files edited while a benchmark runs do not
-// mark its report dirty.
+// mark its report dirty. Untracked files count (a new source file is
+// compiled in); bench/results does not (every run rewrites it, and it is
+// no input of the code measured).
 var gitState = sync.OnceValues(func() (commit string, dirty bool) {
 	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		return "", false
 	}
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return strings.TrimSpace(string(out)), false
+	}
+	if st, err := exec.Command("git", "-C", strings.TrimSpace(string(top)), "status", "--porcelain", "--", ".", ":(exclude)bench/results").Output(); err == nil {
 		dirty = len(strings.TrimSpace(string(st))) > 0
 	}
 	return strings.TrimSpace(string(out)), dirty
