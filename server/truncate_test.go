@@ -81,11 +81,7 @@ func TestTruncateTokensMatchesReference(t *testing.T) {
 	for _, tok := range []Tokenizer{nil, fakeTokenizer{}} {
 		s := &Server{b: Backends{Tokenizer: tok}}
 		for range 300 {
-			var b strings.Builder
-			for n := rng.IntN(80); n > 0; n-- {
-				b.WriteString(pieces[rng.IntN(len(pieces))])
-			}
-			text := b.String()
+			text := randomText(rng, pieces, 80)
 			total := s.countTokens(text)
 			for _, maxTokens := range []int{1, 2, 3, total / 3, total / 2, total - 1, total, total + 1} {
 				if maxTokens <= 0 {
@@ -153,11 +149,7 @@ func TestCountTokensUpTo(t *testing.T) {
 	pieces := []string{"a", "word", "中", ",", " ", "  ", strings.Repeat("x", 300)}
 	s := &Server{}
 	for range 300 {
-		var b strings.Builder
-		for n := rng.IntN(200); n > 0; n-- {
-			b.WriteString(pieces[rng.IntN(len(pieces))])
-		}
-		text := b.String()
+		text := randomText(rng, pieces, 200)
 		total := s.countTokens(text)
 		for _, limit := range []int{0, 1, 5, total / 2, total, total + 3} {
 			if got, want := s.countTokensUpTo(text, limit), max(0, min(total, limit)); got != want {
@@ -170,4 +162,13 @@ func TestCountTokensUpTo(t *testing.T) {
 	if got := c.countTokensUpTo(strings.Repeat("token ", 1<<20), 512); got != 512 || n > 64<<10 {
 		t.Fatalf("512 of a 6 MB text: %d tokens, %d bytes read", got, n)
 	}
+}
+
+// randomText joins fewer than most random pieces.
+func randomText(rng *rand.Rand, pieces []string, most int) string {
+	var b strings.Builder
+	for n := rng.IntN(most); n > 0; n-- {
+		b.WriteString(pieces[rng.IntN(len(pieces))])
+	}
+	return b.String()
 }
