@@ -63,10 +63,11 @@ func (t *Tokenizer) appendIDs(st *state, dst []int32, text string, limit int) []
 				if dst, done = t.appendSegment(st, dst, text[start:i], limit); done {
 					return dst
 				}
+				// No stop on a special token: Hugging Face checks the limit
+				// only after tokenizing an ordinary word, so the count it
+				// reports (LongestFirst splits a pair by it) runs on to
+				// the next word.
 				dst = append(dst, a.id)
-				if len(dst) >= limit {
-					return dst
-				}
 				i += len(a.content) - 1
 				start = i + 1
 				break
@@ -269,8 +270,11 @@ func (t *Tokenizer) split(st *state, dst []int32, s []byte, limit int) ([]int32,
 	}
 	if start >= 0 {
 		dst = t.word(st, dst, s[start:])
+		return dst, len(dst) >= limit
 	}
-	return dst, len(dst) >= limit
+	// No word here (only spaces or nothing): no check, as Hugging Face
+	// makes none without tokenizing a word.
+	return dst, false
 }
 
 // word is the WordPiece model on one pre-token: greedy longest match first,

@@ -2,6 +2,7 @@ package wordpiece_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,5 +55,31 @@ func TestChunkWindowsFitAlone(t *testing.T) {
 	}
 	if longer > 3 {
 		t.Errorf("%d windows under half their size: fitting cut too much", longer)
+	}
+}
+
+// TestLongestFirstSpecialTokenInText: a special token typed into a text
+// does not stop its count short (Hugging Face checks the limit only after
+// an ordinary word), so LongestFirst splits the pair as Hugging Face does
+// (reference ids from tokenizers 0.23.2).
+func TestLongestFirstSpecialTokenInText(t *testing.T) {
+	tk, err := wordpiece.LoadVocab(testenv.NeedVocabTxt(t), wordpiece.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q          string
+		ids, type_ []int32
+	}{
+		{"a b c d e f g [MASK] h", []int32{101, 1037, 1038, 1039, 102, 1037, 1038, 102}, []int32{0, 0, 0, 0, 0, 1, 1, 1}},
+		{"a b c d e f g [MASK] [MASK] h", []int32{101, 1037, 1038, 1039, 102, 1037, 1038, 102}, []int32{0, 0, 0, 0, 0, 1, 1, 1}},
+	} {
+		enc, err := tk.EncodePair(tc.q, "a b c d e f g h i", 8, wordpiece.LongestFirst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(enc.IDs, tc.ids) || !slices.Equal(enc.TypeIDs, tc.type_) {
+			t.Errorf("%q: ids %v types %v, want %v %v", tc.q, enc.IDs, enc.TypeIDs, tc.ids, tc.type_)
+		}
 	}
 }
