@@ -386,6 +386,11 @@ func TestCUDAProvider(t *testing.T) {
 	err = probe.Load()
 	probe.Close()
 	if errors.Is(err, onnx.ErrProviderUnavailable) {
+		if os.Getenv("HYBRANK_REQUIRE_CUDA") != "" {
+			// The GPU run (bench/gpu/device.sh): a broken CUDA setup
+			// must fail the step that is there to show CUDA works.
+			t.Fatalf("HYBRANK_REQUIRE_CUDA is set and the CUDA provider does not start: %v", err)
+		}
 		t.Skipf("no CUDA execution provider here: %v", err)
 	}
 	if err != nil {
