@@ -114,6 +114,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
+	warnQuantizeProvider(cfg.Quantize, sess.Provider(), dir)
 	fusion := "off"
 	switch {
 	case cfg.DisableFusion:
@@ -140,6 +141,21 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, errors.Join(err, sess.Close())
 	}
 	return m, nil
+}
+
+// warnQuantizeProvider warns when a converted model runs where its
+// arithmetic is slow: float16 on the CPU (ONNX Runtime's CPU kernels run
+// it several times slower than float32, at float16's accuracy: a CUDA
+// setup that failed under --provider auto, say) or int8 on CUDA (its
+// DynamicQuantizeMatMul runs on the CPU only, with copies to and from the
+// GPU at every layer).
+func warnQuantizeProvider(quantize string, provider onnx.Provider, dir string) {
+	switch {
+	case quantize == models.QuantizeFP16 && provider == onnx.ProviderCPU:
+		slog.Warn("models/ort: a float16 model runs on the CPU, several times slower than float32 there (meant for --provider cuda)", "model", dir)
+	case quantize == models.QuantizeInt8 && provider == onnx.ProviderCUDA:
+		slog.Warn("models/ort: an int8 model runs under CUDA; its integer products run on the CPU, with copies at every layer (meant for --provider cpu)", "model", dir)
+	}
 }
 
 // fusedCopy writes the model at src with package models/fuse's

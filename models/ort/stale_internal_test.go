@@ -1,10 +1,16 @@
 package ort
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/onnx"
 )
 
 // TestRemoveStale: the sweep removes what a killed load left (a fused
@@ -57,5 +63,31 @@ func TestRemoveStale(t *testing.T) {
 	}
 	if _, err := os.Stat(tmpDir); !os.IsNotExist(err) {
 		t.Errorf("a stale quantization folder survives: %v", err)
+	}
+}
+
+// TestWarnQuantizeProvider: float16 on the CPU and int8 under CUDA warn;
+// the pairings they are meant for do not.
+func TestWarnQuantizeProvider(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	for _, tc := range []struct {
+		q    string
+		p    onnx.Provider
+		warn bool
+	}{
+		{models.QuantizeFP16, onnx.ProviderCPU, true},
+		{models.QuantizeInt8, onnx.ProviderCUDA, true},
+		{models.QuantizeFP16, onnx.ProviderCUDA, false},
+		{models.QuantizeInt8, onnx.ProviderCPU, false},
+		{"", onnx.ProviderCPU, false},
+	} {
+		buf.Reset()
+		warnQuantizeProvider(tc.q, tc.p, "/m")
+		if got := strings.Contains(buf.String(), "level=WARN"); got != tc.warn {
+			t.Errorf("%q on %s: warned %v, want %v (%s)", tc.q, tc.p, got, tc.warn, buf.String())
+		}
 	}
 }
