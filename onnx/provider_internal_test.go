@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/testenv"
@@ -32,7 +31,7 @@ func TestAutoProviderLogsOneInfoLine(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(old)
-	autoProviderOnce = sync.Once{}
+	autoProviderSaid.Clear()
 
 	cfg := DefaultSessionConfig()
 	cfg.IntraOpThreads = 1

@@ -152,16 +152,18 @@ type Session struct {
 	done     chan struct{}  // closed by Close; wakes runs waiting for a session
 }
 
-// autoProviderOnce makes Provider "auto" say once per process which
-// provider it chose: on a machine without CUDA the CPU is the expected
-// outcome, an INFO line, not a warning at every start.
-var autoProviderOnce sync.Once
+// autoProviderSaid makes Provider "auto" say once per process each
+// provider it chose, with its reason: on a machine without CUDA the CPU is
+// the expected outcome, an INFO line, not a warning at every start; a
+// later model that falls back where an earlier one got CUDA says so.
+var autoProviderSaid sync.Map // "provider\x00reason" → struct{}
 
-// logAutoProvider logs the provider "auto" chose, once per process.
+// logAutoProvider logs the provider "auto" chose, once per process for
+// each provider and reason.
 func logAutoProvider(provider Provider, reason string) {
-	autoProviderOnce.Do(func() {
+	if _, said := autoProviderSaid.LoadOrStore(string(provider)+"\x00"+reason, struct{}{}); !said {
 		slog.Info("onnx: execution provider", "provider", string(provider), "reason", reason)
-	})
+	}
 }
 
 // NewSession opens modelPath as cfg.PoolSize ONNX Runtime sessions with the

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -388,7 +389,7 @@ func costKey(env costEnv) (map[string]string, error) {
 	}
 	c := env.cfg
 	itoa := strconv.Itoa
-	return map[string]string{
+	key := map[string]string{
 		"format":            itoa(calibFormat),
 		"provider":          env.provider,
 		"intra_op_threads":  itoa(c.IntraOpThreads),
@@ -410,7 +411,35 @@ func costKey(env costEnv) (map[string]string, error) {
 		"model_file":        filepath.Base(env.dir.ONNXPath),
 		"model_size":        strconv.FormatInt(st.Size(), 10),
 		"model_mtime_nanos": strconv.FormatInt(st.ModTime().UnixNano(), 10),
-	}, nil
+	}
+	if env.provider == string(onnx.ProviderCUDA) {
+		// The card, not only its index: an H100 and an H200 host with the
+		// same CPU would share a table beside the model.
+		key["gpu"] = gpuName(c.CUDADeviceID)
+	}
+	return key, nil
+}
+
+// gpuName names CUDA device i as nvidia-smi does ("" when it cannot say),
+// asked once per device. A variable, for tests.
+var gpuName = func(i int) string {
+	gpuNames.Lock()
+	defer gpuNames.Unlock()
+	if n, ok := gpuNames.m[i]; ok {
+		return n
+	}
+	out, _ := exec.Command("nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", strconv.Itoa(i)).Output()
+	n := strings.TrimSpace(string(out))
+	if gpuNames.m == nil {
+		gpuNames.m = map[int]string{}
+	}
+	gpuNames.m[i] = n
+	return n
+}
+
+var gpuNames struct {
+	sync.Mutex
+	m map[int]string
 }
 
 // shortHash is 16 hex digits of the SHA-256 of s.

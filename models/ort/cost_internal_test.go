@@ -1140,3 +1140,28 @@ func TestPlanCostOptimalAcrossReach(t *testing.T) {
 		t.Fatalf("planCost's plan (%.2f) is not optimal: %.2f exists", got, alt)
 	}
 }
+
+// TestCostKeyNamesTheGPU: on CUDA the key holds the card's name (tables of
+// one model folder on an H100 and an H200 host with the same CPU must not
+// be shared); on the CPU it holds none (its tables keep their keys).
+func TestCostKeyNamesTheGPU(t *testing.T) {
+	f := newCostFixture(t)
+	prev := gpuName
+	defer func() { gpuName = prev }()
+	card := "NVIDIA H100"
+	gpuName = func(int) string { return card }
+	cpu, err := costKey(f.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cpu["gpu"]; ok {
+		t.Errorf("a CPU key names a GPU: %v", cpu)
+	}
+	f.env.provider = "cuda"
+	h100, _ := costKey(f.env)
+	card = "NVIDIA H200"
+	h200, _ := costKey(f.env)
+	if h100["gpu"] != "NVIDIA H100" || cachePaths(f.env, h100)[0].path == cachePaths(f.env, h200)[0].path {
+		t.Errorf("H100 key %v and H200 key %v share a table", h100, h200)
+	}
+}
