@@ -22,8 +22,9 @@ type windows struct {
 // no window is truncated. A
 // request may make at most max_documents × models.DefaultMaxChunks
 // windows (413 beyond): the cap per document alone would let one request
-// ask for a thousand times its documents' pairs.
-func (s *Server) chunkPairs(req rerankRequest, pairs []models.Pair) ([]models.Pair, *windows, error) {
+// ask for a thousand times its documents' pairs. q is the query's token
+// count.
+func (s *Server) chunkPairs(req rerankRequest, pairs []models.Pair, q int) ([]models.Pair, *windows, error) {
 	if !req.Chunking.Enabled() {
 		return pairs, nil, nil
 	}
@@ -34,7 +35,7 @@ func (s *Server) chunkPairs(req rerankRequest, pairs []models.Pair) ([]models.Pa
 	for i, p := range pairs {
 		docs[i] = p.Doc
 	}
-	size := models.PairWindow(req.served.window, s.countTokens(req.Query))
+	size := models.PairWindow(req.served.window, q)
 	plan, err := req.Chunking.Plan(docs, size, s.offsets)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: chunking: %w", ErrBackend, err)

@@ -291,13 +291,12 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 // checkPairLengths refuses, as TEI does without truncate=true, a request
 // with a (query, text) pair longer than the cross-encoder's window: the
 // model would cut it silently. Cohere and Jina requests are truncated, as
-// those APIs document.
-func (s *Server) checkPairLengths(req rerankRequest) error {
+// those APIs document. q is the query's token count.
+func (s *Server) checkPairLengths(req rerankRequest, q int) error {
 	if !req.TEI || req.Truncate || req.Chunking.Enabled() {
 		return nil
 	}
 	window := req.served.window
-	q := s.countTokens(req.Query)
 	for i, d := range req.Docs {
 		if n := q + s.countTokens(d) + models.PairSpecialTokens; n > window {
 			return tooLarge("texts[%d] with the query is %d tokens ([CLS] query [SEP] text [SEP]), more than the window of %d (max_pair_tokens) of reranker %q; shorten it or send truncate=true to cut it", i, n, window, req.served.cfg.Name)
@@ -311,10 +310,10 @@ func (s *Server) checkPairLengths(req rerankRequest) error {
 // reranker's window: what the request asked the model to read, whether
 // the score cache (--cache-mb) or the model answered. (The model's own
 // count of what it computed goes to x-compute-tokens and the tokens
-// metric.) Every pair holds the request's query, counted once; each
+// metric.) Every pair holds the request's query, of q tokens; each
 // document is read only as far as the window lets it count.
-func (s *Server) pairInputTokens(query string, pairs []models.Pair, window int) int {
-	q, n := s.countTokens(query), 0
+func (s *Server) pairInputTokens(q int, pairs []models.Pair, window int) int {
+	n := 0
 	rest := max(0, window-q-models.PairSpecialTokens) // what a document can add
 	for _, p := range pairs {
 		n += min(q+s.countTokensUpTo(p.Doc, rest)+models.PairSpecialTokens, window)
@@ -323,12 +322,13 @@ func (s *Server) pairInputTokens(query string, pairs []models.Pair, window int) 
 }
 
 func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequest) (reply, error) {
-	if s.b.Tokenizer != nil && s.countTokens(req.Query) == 0 {
+	q := s.countTokens(req.Query) // once: a query may be megabytes long
+	if s.b.Tokenizer != nil && q == 0 {
 		// Not blank, yet nothing to the model (zero-width or control
 		// characters only): refused here, as the model would refuse it.
 		return reply{}, badRequest("field \"query\" has no tokens for the model (only characters the tokenizer drops)")
 	}
-	if err := s.checkPairLengths(req); err != nil {
+	if err := s.checkPairLengths(req, q); err != nil {
 		return reply{}, err
 	}
 	pairs := make([]models.Pair, len(req.Docs))
@@ -341,7 +341,7 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		}
 		pairs[i] = models.Pair{Query: req.Query, Doc: d}
 	}
-	pairs, windows, err := s.chunkPairs(req, pairs)
+	pairs, windows, err := s.chunkPairs(req, pairs, q)
 	if err != nil {
 		return reply{}, err
 	}
@@ -355,7 +355,7 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		return reply{}, err
 	}
 	s.metrics.tokens.WithLabelValues("rerank", m.cfg.Name).Add(float64(usage.Tokens))
-	input := s.pairInputTokens(req.Query, pairs, m.window)
+	input := s.pairInputTokens(q, pairs, m.window)
 	order := make([]int, len(scores))
 	for i := range order {
 		order[i] = i
