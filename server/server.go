@@ -371,20 +371,27 @@ func (s *Server) truncateTokens(ctx context.Context, text string, maxTokens int)
 		return "", nil
 	}
 	// fits is text[:lo] (known to fit), hi the first probe that does not.
-	lo, hi := 0, 0
-	for size := 256; ; size *= 2 {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		end := probeEnd(text, size)
-		if s.countTokens(text[:end]) > maxTokens {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	lo, hi := 0, -1
+	var err error
+	s.eachPrefix(text, func(end, n int) bool {
+		switch {
+		case n > maxTokens:
 			hi = end
-			break
+		case end == len(text):
+		default:
+			lo, err = end, ctx.Err()
+			return err == nil
 		}
-		if end == len(text) {
-			return text, nil
-		}
-		lo = end
+		return false
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case hi < 0:
+		return text, nil
 	}
 	// The longest prefix ending at a word end below hi that fits: word
 	// ends only add tokens, so the ones that fit come first.
@@ -451,14 +458,22 @@ func (s *Server) countTokensUpTo(text string, limit int) int {
 	if limit <= 0 {
 		return 0
 	}
+	count := 0
+	s.eachPrefix(text, func(_, n int) bool {
+		count = min(n, limit)
+		return n < limit
+	})
+	return count
+}
+
+// eachPrefix calls fn with the end and the token count of word-aligned
+// prefixes of text of doubling length (probeEnd of 256 bytes, 512, …; the
+// last is all of text) while fn returns true.
+func (s *Server) eachPrefix(text string, fn func(end, n int) bool) {
 	for size := 256; ; size *= 2 {
 		end := probeEnd(text, size)
-		n := s.countTokens(text[:end])
-		if n >= limit {
-			return limit
-		}
-		if end == len(text) {
-			return n
+		if !fn(end, s.countTokens(text[:end])) || end == len(text) {
+			return
 		}
 	}
 }
