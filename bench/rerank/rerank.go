@@ -509,14 +509,7 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	for _, l := range lens {
 		work += bertgen.FLOPs(shape, l)
 	}
-	if row.PairsPerS > 0 && row.GFLOPs > 0 {
-		exact := work / float64(len(pairs)) * row.PairsPerS / 1e9
-		row.GFLOPsBest = measure.Round(row.GFLOPsBest*exact/row.GFLOPs, 2)
-		row.GFLOPs = measure.Round(exact, 2)
-		if row.PeakGFLOPs > 0 && row.Efficiency > 0 {
-			row.Efficiency = measure.Round(row.GFLOPs/row.PeakGFLOPs, 3)
-		}
-	}
+	row.SetWorkPerPair(work / float64(len(pairs)))
 	slices.Sort(lens)
 	row.LenP10, row.LenP50, row.LenP90, row.LenMax = measure.Percentile(lens, 10), measure.Percentile(lens, 50), measure.Percentile(lens, 90), lens[len(lens)-1]
 	row.DocTokens, row.Pairs = 0, len(pairs)

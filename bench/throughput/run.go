@@ -273,7 +273,7 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 		}
 		row.PeakGFLOPs = measure.Round(peak, 2)
 		if peak > 0 && row.Quantize == "" { // int8 operations over a float32 peak are no efficiency
-			row.Efficiency = measure.Round(row.GFLOPs/peak, 3)
+			row.Efficiency = efficiency(row.GFLOPs, peak)
 		}
 	}
 	return row, scores, nil
@@ -369,6 +369,25 @@ func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage) float64 {
 		return 0
 	}
 	return float64(u.Pairs) * bertgen.FLOPs(modeldir.Shape(md, kind), int(float64(u.Tokens)/float64(u.Pairs)+0.5))
+}
+
+// efficiency is effective GFLOP/s over the measured peak, as rows report it.
+func efficiency(gflops, peak float64) float64 { return measure.Round(gflops/peak, 3) }
+
+// SetWorkPerPair restates the row's effective rates for flopsPerPair, the
+// mean work of one pair counted pair by pair (the row counts it at the mean
+// length, which undercounts attention's square when lengths spread):
+// GFLOPs, GFLOPsBest and Efficiency move together.
+func (r *Row) SetWorkPerPair(flopsPerPair float64) {
+	if r.PairsPerS <= 0 || r.GFLOPs <= 0 {
+		return
+	}
+	exact := flopsPerPair * r.PairsPerS / 1e9
+	r.GFLOPsBest = measure.Round(r.GFLOPsBest*exact/r.GFLOPs, 2)
+	r.GFLOPs = measure.Round(exact, 2)
+	if r.Efficiency > 0 {
+		r.Efficiency = efficiency(r.GFLOPs, r.PeakGFLOPs)
+	}
 }
 
 // batchPairs is the mean number of sequences per runtime call, or the
