@@ -189,7 +189,7 @@ func (p *predictor) predict(from, n int) (time.Duration, bool) {
 		return 0, false
 	}
 	for i := len(p.lens); i < from+n; i++ {
-		p.lens = append(p.lens, p.query+models.EstimateTokens(docText(&p.cands[i].rec.doc))+models.PairSpecialTokens)
+		p.lens = append(p.lens, models.EstimatePairTokensWith(p.query, docText(&p.cands[i].rec.doc)))
 	}
 	d, ok := p.est.EstimateScore(p.lens[from : from+n])
 	p.failed = !ok

@@ -56,7 +56,14 @@ const PairSpecialTokens = 3
 // (EstimateTokens of both texts and the special tokens), before any cut to
 // the model's window.
 func EstimatePairTokens(query, doc string) int {
-	return EstimateTokens(query) + EstimateTokens(doc) + PairSpecialTokens
+	return EstimatePairTokensWith(EstimateTokens(query), doc)
+}
+
+// EstimatePairTokensWith is EstimatePairTokens for a query already
+// estimated at queryTokens: for callers pairing one query with many
+// documents.
+func EstimatePairTokensWith(queryTokens int, doc string) int {
+	return queryTokens + EstimateTokens(doc) + PairSpecialTokens
 }
 
 // EstimatePairTokensUpTo is min(EstimatePairTokens(query, doc), limit),
