@@ -150,10 +150,11 @@ type Config struct {
 	GraphOptimization string `json:"graph_optimization,omitempty"`
 	// DisableFusion loads the model file as it is on the CPU. By default
 	// the CPU sessions load a temporary copy with fused
-	// SkipLayerNormalization operators (package models/fuse: the same
-	// scores to float rounding; 7–31 % more pairs/s or texts/s on the
-	// benchmarks, bench/results/fusion.md); a file this rewrite cannot
-	// read (external data) loads unchanged.
+	// SkipLayerNormalization operators and, in a cross-encoder, the last
+	// layer computed for [CLS] only past its keys and values (package
+	// models/fuse: the same scores to float rounding; the fusion 7–31 %
+	// more pairs/s or texts/s on the benchmarks, bench/results/fusion.md);
+	// a file these rewrites cannot read (external data) loads unchanged.
 	DisableFusion bool `json:"disable_fusion,omitempty"`
 	// DisableArena turns off the runtime's CPU memory arena.
 	DisableArena bool `json:"disable_arena,omitempty"`

@@ -507,7 +507,7 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	shape := modeldir.Shape(md, models.KindCrossEncoder)
 	var work float64
 	for _, l := range lens {
-		work += bertgen.FLOPs(shape, l)
+		work += bertgen.NarrowedFLOPs(shape, l, row.Narrowing)
 	}
 	row.SetWorkPerPair(work / float64(len(pairs)))
 	slices.Sort(lens)

@@ -169,9 +169,10 @@ func TestRealPairs(t *testing.T) {
 	if !strings.Contains(strings.Join(rep.Notes, " "), fmt.Sprintf("p50 %d", real.LenP50)) {
 		t.Errorf("no length distribution in %q", rep.Notes)
 	}
-	// TinyBERT-L2 on the CPU: both layers' two normalisations fused, and
-	// the report says what the column means.
-	if real.Fusion != "4 SkipLayerNorm (4 with bias)" || !strings.Contains(strings.Join(rep.Notes, " "), "fusion: what models/fuse did") {
+	// TinyBERT-L2 on the CPU: both layers' two normalisations fused, the
+	// last layer narrowed to [CLS], and the report says what the column
+	// means.
+	if real.Fusion != "4 SkipLayerNorm (4 with bias), first token: 22 nodes (6 MatMul)" || !strings.Contains(strings.Join(rep.Notes, " "), "fusion: what models/fuse did") {
 		t.Errorf("fusion %q, notes %q", real.Fusion, rep.Notes)
 	}
 

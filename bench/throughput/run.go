@@ -17,6 +17,7 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/fuse"
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/onnx"
@@ -47,6 +48,9 @@ type Row struct {
 	// (ort.CrossEncoder.Fusion): e.g. "12 SkipLayerNorm (12 with bias)",
 	// "none" (CUDA, nothing to fuse), "off" (--no-fusion); "" for peers.
 	Fusion string `json:"fusion,omitempty" table:""`
+	// Narrowing is the last layer's narrowing behind Fusion's "first
+	// token", which GFLOPs counts the work of (bertgen.NarrowedFLOPs).
+	Narrowing bertgen.Narrowing `json:"narrowing,omitempty"`
 	// BatchPairs is the mean number of sequences per runtime call of the
 	// timed pass (Usage.Pairs / Usage.Batches: what the batcher chose
 	// under the cap BatchTokens; BatchTokens / SeqLen when the model
@@ -155,7 +159,23 @@ type model struct {
 	call     func(ctx context.Context, i int) ([]float32, models.Usage, error)
 	provider func() string
 	fusion   func() string
-	close    func() error
+	// narrowing is how much of the last layer the loaded graph computes
+	// for the first token only (package models/fuse's FirstToken).
+	narrowing func() bertgen.Narrowing
+	close     func() error
+}
+
+// narrowing reads what FirstToken did from a rewrite report: the
+// attention's query row narrowed, or (real exports, whose computed head
+// shapes it stops at) only what follows the attention.
+func narrowing(rep fuse.Report) bertgen.Narrowing {
+	switch {
+	case rep.FirstToken.Attention:
+		return bertgen.NarrowAttention
+	case rep.FirstToken.MatMuls > 0:
+		return bertgen.NarrowFeedForward
+	}
+	return bertgen.NarrowNone
 }
 
 // open loads the model of kind with mc and binds it to t.
@@ -167,7 +187,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 		}
 		return model{call: func(ctx context.Context, i int) ([]float32, models.Usage, error) {
 			return ce.ScoreWithUsage(ctx, t.Queries[i%len(t.Queries)], t.docs(i))
-		}, provider: ce.Provider, fusion: ce.Fusion, close: ce.Close}, nil
+		}, provider: ce.Provider, fusion: ce.Fusion, narrowing: func() bertgen.Narrowing { return narrowing(ce.Rewrites()) }, close: ce.Close}, nil
 	}
 	be, err := ort.NewBiEncoder(mc)
 	if err != nil {
@@ -176,7 +196,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 	return model{call: func(ctx context.Context, _ int) ([]float32, models.Usage, error) {
 		_, u, err := be.EmbedWithUsage(ctx, models.InputDocument, t.Docs)
 		return nil, u, err
-	}, provider: be.Provider, fusion: be.Fusion, close: be.Close}, nil
+	}, provider: be.Provider, fusion: be.Fusion, narrowing: func() bertgen.Narrowing { return bertgen.NarrowNone }, close: be.Close}, nil
 }
 
 // measureOne runs one Spec: resolve the model, make the text, then
@@ -247,12 +267,12 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 		dt := time.Since(t0)
 		lat = append(lat, dt)
 		usage.Add(u)
-		best = max(best, workFLOPs(md, kind, u)/dt.Seconds())
+		best = max(best, workFLOPs(md, kind, u, m.narrowing())/dt.Seconds())
 		if i < len(scores) {
 			scores[i] = sc
 		}
 	}
-	row := newRow(s, kind, mc, md, m.provider(), usage, lat, time.Since(start))
+	row := newRow(s, kind, mc, md, m.provider(), m.narrowing(), usage, lat, time.Since(start))
 	row.Fusion = m.fusion()
 	row.GFLOPsBest = measure.Round(best/1e9, 2)
 	if rss {
@@ -352,7 +372,7 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 		// learning batcher may plan each pass differently.
 		slices.SortFunc(x.passes, func(a, b pass) int { return cmp.Compare(a.took, b.took) })
 		median := x.passes[(len(x.passes)-1)/2]
-		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), median.usage, x.lat, median.took)
+		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), x.m.narrowing(), median.usage, x.lat, median.took)
 		rows[i].Fusion = x.m.fusion()
 		rows[i].Calls = len(t.Queries) // of the median pass
 		// The fastest pass's rate (passes do equal work).
@@ -363,12 +383,13 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 }
 
 // workFLOPs is the work of the pairs (or texts) u counts: FLOPs of their
-// real, unpadded tokens at their mean length, what the model must compute.
-func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage) float64 {
+// real, unpadded tokens at their mean length, what the model must compute
+// (its last layer narrowed as n says).
+func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage, n bertgen.Narrowing) float64 {
 	if u.Pairs == 0 {
 		return 0
 	}
-	return float64(u.Pairs) * bertgen.FLOPs(modeldir.Shape(md, kind), int(float64(u.Tokens)/float64(u.Pairs)+0.5))
+	return float64(u.Pairs) * bertgen.NarrowedFLOPs(modeldir.Shape(md, kind), int(float64(u.Tokens)/float64(u.Pairs)+0.5), n)
 }
 
 // efficiency is effective GFLOP/s over the measured peak, as rows report it.
@@ -401,9 +422,9 @@ func batchPairs(u models.Usage, capTokens int, seqLen float64) int {
 
 // newRow turns the calls' usage and latencies into a row; the caller sets
 // GFLOPsBest (calls differ in work on real text).
-func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
+func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, n bertgen.Narrowing, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
 	seqLen := float64(usage.Tokens) / float64(usage.Pairs)
-	flops := workFLOPs(md, kind, usage)
+	flops := workFLOPs(md, kind, usage, n)
 	ls := measure.LatencyStats(lat)
 	sec := elapsed.Seconds()
 	row := Row{
@@ -414,7 +435,7 @@ func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, prov
 		PairsPerS: measure.Round(float64(usage.Pairs)/sec, 2), TokensPerS: measure.Round(float64(usage.Tokens)/sec, 0),
 		P50Ms: measure.Round(measure.Ms(ls.P50), 2), P99Ms: measure.Round(measure.Ms(ls.P99), 2),
 		GFLOPs:      measure.Round(flops/sec/1e9, 2),
-		RealWeights: modeldir.RealWeights(md.Dir), Data: "synthetic",
+		RealWeights: modeldir.RealWeights(md.Dir), Data: "synthetic", Narrowing: n,
 	}
 	if s.Data != "" {
 		row.Data = orDefault(filepath.Base(s.Data), "synthetic")

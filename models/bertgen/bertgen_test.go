@@ -98,6 +98,32 @@ func TestFLOPs(t *testing.T) {
 	}
 }
 
+// TestNarrowedFLOPs: the last layer at [CLS] only costs its keys and
+// values for every token and the rest for one; a bi-encoder (no head) is
+// never narrowed.
+func TestNarrowedFLOPs(t *testing.T) {
+	cfg := bertgen.MiniLML6CrossEncoder()
+	const s = 300
+	h, i := float64(cfg.Hidden), float64(cfg.Intermediate)
+	full := bertgen.FLOPs(cfg, s)
+	perLayer := 2*s*(4*h*h+2*h*i) + 4*s*s*h
+	last := 2*s*2*h*h + 2*(2*h*h+2*h*i) + 4*s*h
+	if got, want := bertgen.NarrowedFLOPs(cfg, s, bertgen.NarrowAttention), full-perLayer+last; got != want {
+		t.Fatalf("NarrowAttention %g, want %g", got, want)
+	}
+	ffn := bertgen.NarrowedFLOPs(cfg, s, bertgen.NarrowFeedForward)
+	if want := full - 2*(s-1)*(h*h+2*h*i); ffn != want {
+		t.Fatalf("NarrowFeedForward %g, want %g", ffn, want)
+	}
+	if bertgen.NarrowedFLOPs(cfg, s, bertgen.NarrowNone) != full {
+		t.Fatal("NarrowNone differs from FLOPs")
+	}
+	emb := bertgen.MiniLML6Embedder()
+	if bertgen.NarrowedFLOPs(emb, s, bertgen.NarrowAttention) != bertgen.FLOPs(emb, s) {
+		t.Fatal("a bi-encoder narrowed")
+	}
+}
+
 func smallConfig(kind bertgen.Kind) bertgen.Config {
 	c := bertgen.MiniLML6CrossEncoder()
 	c.Name, c.Kind = "small-"+string(kind), kind

@@ -149,10 +149,38 @@ func (c Config) Params() int64 {
 // classifier (2·(H² + H)). Element-wise work (softmax, GELU, layer norm) and
 // embedding gathers are left out; they are a few percent of the total.
 // Benchmarks divide it by time for effective GFLOP/s.
-func FLOPs(cfg Config, seq int) float64 {
+func FLOPs(cfg Config, seq int) float64 { return NarrowedFLOPs(cfg, seq, NarrowNone) }
+
+// Narrowing says which part of a cross-encoder's last layer computes the
+// first token ([CLS], all the head reads) only, as package models/fuse's
+// FirstToken rewrites it.
+type Narrowing int
+
+const (
+	// NarrowNone: every token through every layer.
+	NarrowNone Narrowing = iota
+	// NarrowFeedForward: the attention's output projection and the
+	// feed-forward block for one token (attention itself for all).
+	NarrowFeedForward
+	// NarrowAttention: also the query projection and the attention's
+	// query row; only the keys and values cover every token.
+	NarrowAttention
+)
+
+// NarrowedFLOPs is FLOPs with the last layer narrowed as n says.
+func NarrowedFLOPs(cfg Config, seq int, n Narrowing) float64 {
 	s, h, i := float64(seq), float64(cfg.Hidden), float64(cfg.Intermediate)
-	perLayer := 2*s*(4*h*h+2*h*i) + 4*s*s*h
-	f := float64(cfg.Layers) * perLayer
+	layer := func(s, q float64) float64 { // s tokens, q of them queries past K and V
+		return 2*s*2*h*h + 2*q*(2*h*h+2*h*i) + 4*q*s*h
+	}
+	f := float64(cfg.Layers) * layer(s, s)
+	if cfg.Layers > 0 && cfg.Kind == CrossEncoder && n != NarrowNone {
+		last := layer(s, s) - 2*(s-1)*(h*h+2*h*i) // output projection, FFN
+		if n == NarrowAttention {
+			last = layer(s, 1)
+		}
+		f += last - layer(s, s)
+	}
 	if cfg.Kind == CrossEncoder {
 		f += 2 * (h*h + h)
 	}

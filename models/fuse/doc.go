@@ -2,9 +2,49 @@
 // ONNX Runtime's CPU provider runs fastest, where the runtime's own graph
 // optimiser does not: SkipLayerNorm turns each residual Add and the
 // LayerNormalization after it (and the bias Add before it) into one
-// com.microsoft SkipLayerNormalization. Package models/ort applies it when
-// it loads a model for the CPU, into a temporary copy the runtime loads
-// (models.Config.DisableFusion turns it off).
+// com.microsoft SkipLayerNormalization. And it drops work whose result is
+// never read: FirstToken narrows a cross-encoder's last layer to the one
+// token its classification head reads. Package models/ort applies both
+// (WriteFile) when it loads a model for the CPU, into a temporary copy the
+// runtime loads (models.Config.DisableFusion turns them off).
+//
+// # FirstToken
+//
+// BertForSequenceClassification scores a pair from the last layer's
+// output at [CLS] only (the pooler's Gather of index 0), yet the exported
+// graph computes that layer for every token. Past the keys and values,
+// which every token contributes to [CLS]'s attention, nothing of the other
+// positions is read: FirstToken slices position 0 out of the previous
+// layer's output and of the attention mask, and the last layer's query
+// projection, attention row (Q·Kᵀ, mask, softmax, P·V), output projection,
+// feed-forward block and normalisations run on one row per sequence. The
+// logits are those of the whole graph to float rounding (2e-9 on a
+// generated model; TestFirstTokenRuntime). Work saved per sequence of s
+// tokens: of the last layer's 2s(4H² + 2HI) + 4s²H FLOPs all but the keys
+// and values' 4sH² and one token's rest (bertgen.NarrowedFLOPs): on
+// scifact-length pairs (375 tokens) 44 % of TinyBERT-L2's FLOPs (fast),
+// 14 % of MiniLM-L6's (balanced), 7 % of MiniLM-L12's (accurate); with
+// only the feed-forward part narrowed (below) 25, 11 and 5 %.
+//
+// The analysis is general, not a pattern: from every Gather of a constant
+// index 0 it walks back through operators that treat positions along the
+// gathered axis independently (element-wise arithmetic with numpy
+// broadcasting, the contrib GELUs, MatMul's rows and batch axes and the
+// contrib MatMuls, layer normalisation and softmax over later axes,
+// Transpose, Reshape by a constant shape that copies the leading
+// dimensions), tracking the axis through them, and stops at values
+// something else reads whole, where it inserts a Slice. Ranks come from a
+// small inference over the graph (the declared input ranks, constants,
+// shapes computed with Shape, Slice, Gather, Unsqueeze and Concat). A
+// Reshape whose target shape is computed from the tensor (torch.onnx
+// exports of x.view(...)) stops the walk: there only the output projection
+// and the feed-forward block are narrowed (Narrowed.Attention false).
+// Embedders, whose every token is output, are left as they are.
+//
+// Int8 models (models/quantize) narrow the same way; their narrowed
+// DynamicQuantizeMatMuls quantize their activations over the rows they
+// compute, so int8 scores move a little (|Δ| 1e-5 against a logit span
+// of 0.02 on a generated model), towards float32's if anything.
 //
 // # Why
 //
@@ -67,6 +107,6 @@
 //
 // # Concurrency
 //
-// SkipLayerNorm modifies the model it is given, which must not be used
-// concurrently. Report is a plain value.
+// SkipLayerNorm and FirstToken modify the model they are given, which
+// must not be used concurrently. Report and Narrowed are plain values.
 package fuse

@@ -7,21 +7,30 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
-// Report says what SkipLayerNorm changed. A plain value.
+// Report says what SkipLayerNorm (and WriteFile, FirstToken too)
+// changed. A plain value.
 type Report struct {
 	// SkipLayerNorm is the number of layer normalisations (nodes, or
 	// spelled out) fused with their residual Add; BiasFolded how many of
 	// those also took in the bias Add of the sublayer's output projection.
 	SkipLayerNorm int `json:"skip_layer_norm"`
 	BiasFolded    int `json:"bias_folded"`
+	// FirstToken is what WriteFile's FirstToken narrowed.
+	FirstToken Narrowed `json:"first_token"`
 }
 
-// Changed reports whether the rewrite fused anything.
-func (r Report) Changed() bool { return r.SkipLayerNorm > 0 }
+// Changed reports whether the rewrite changed anything.
+func (r Report) Changed() bool { return r.SkipLayerNorm > 0 || r.FirstToken.Nodes > 0 }
 
-// String is a short summary, e.g. "12 SkipLayerNorm (12 with bias)".
+// String is a short summary, e.g. "12 SkipLayerNorm (12 with bias)",
+// followed by ", first token: 26 nodes (6 MatMul)" when FirstToken
+// narrowed any.
 func (r Report) String() string {
-	return fmt.Sprintf("%d SkipLayerNorm (%d with bias)", r.SkipLayerNorm, r.BiasFolded)
+	s := fmt.Sprintf("%d SkipLayerNorm (%d with bias)", r.SkipLayerNorm, r.BiasFolded)
+	if r.FirstToken.Nodes > 0 {
+		s += fmt.Sprintf(", first token: %d nodes (%d MatMul)", r.FirstToken.Nodes, r.FirstToken.MatMuls)
+	}
+	return s
 }
 
 // SkipLayerNorm rewrites m's graph in place: every LayerNormalization that
@@ -494,9 +503,9 @@ func (f *fuser) commit() {
 	g.ValueInfo = vi
 }
 
-// WriteFile reads the ONNX model at src, applies SkipLayerNorm and writes
-// the result to dst, unless there is nothing to fuse (a zero Report, dst
-// untouched). Models this package cannot read (external data, among
+// WriteFile reads the ONNX model at src, applies SkipLayerNorm and then
+// FirstToken and writes the result to dst, unless neither changes
+// anything (a zero Report, dst untouched). Models this package cannot read (external data, among
 // others: onnxpb.ErrUnsupported) are errors; callers load such files
 // unchanged. It holds the decoded model in memory, about twice the file's
 // size, and streams the output to dst.
@@ -506,7 +515,10 @@ func WriteFile(src, dst string) (Report, error) {
 		return Report{}, err
 	}
 	rep, err := SkipLayerNorm(m)
-	if err != nil || !rep.Changed() {
+	if err != nil {
+		return Report{}, err
+	}
+	if rep.FirstToken, err = FirstToken(m); err != nil || !rep.Changed() {
 		return Report{}, err
 	}
 	if err := m.WriteFile(dst); err != nil {

@@ -52,7 +52,8 @@ func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 func (be *BiEncoder) Provider() string { return be.c.provider() }
 
 // Fusion says what package models/fuse did to the graph the CPU
-// sessions run: e.g. "12 SkipLayerNorm (12 with bias)"; "none"
+// sessions run: e.g. "12 SkipLayerNorm (12 with bias), first token: 22
+// nodes (6 MatMul)" (models/fuse's Report.String); "none"
 // (CUDA, nothing to fuse, or a file it cannot read), "off"
 // (Config.DisableFusion), or "" before the model has loaded.
 func (be *BiEncoder) Fusion() string { return be.c.fusion() }

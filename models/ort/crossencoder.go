@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/fuse"
 )
 
 // CrossEncoder scores (query, document) pairs with a BERT cross-encoder
@@ -48,10 +49,16 @@ func (ce *CrossEncoder) Config() models.Config { return ce.c.cfg }
 func (ce *CrossEncoder) Provider() string { return ce.c.provider() }
 
 // Fusion says what package models/fuse did to the graph the CPU
-// sessions run: e.g. "12 SkipLayerNorm (12 with bias)"; "none"
+// sessions run: e.g. "12 SkipLayerNorm (12 with bias), first token: 22
+// nodes (6 MatMul)" (models/fuse's Report.String); "none"
 // (CUDA, nothing to fuse, or a file it cannot read), "off"
 // (Config.DisableFusion), or "" before the model has loaded.
 func (ce *CrossEncoder) Fusion() string { return ce.c.fusion() }
+
+// Rewrites is what Fusion says, as numbers: zero unless the CPU sessions
+// run a rewritten copy of the file. Benchmarks read its FirstToken to
+// count the work the model does.
+func (ce *CrossEncoder) Rewrites() fuse.Report { return ce.c.rewrites() }
 
 // Info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/fuse"
 )
 
 // encoder is the tokenizer surface the models need. The ORT-backed loader
@@ -67,6 +68,9 @@ type loaded struct {
 	// fusion is what package models/fuse did to the CPU sessions' graph:
 	// its Report's String, "none", or "off" (Config.DisableFusion).
 	fusion string
+	// rewrites is the same as a Report: zero unless the CPU sessions run
+	// a rewritten copy.
+	rewrites fuse.Report
 }
 
 // plan cuts the texts of one call, by token length, into batches.
@@ -235,6 +239,16 @@ func (c *core) fusion() string {
 		return ""
 	}
 	return c.m.fusion
+}
+
+// rewrites returns loaded.rewrites (zero before the model has loaded).
+func (c *core) rewrites() fuse.Report {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		return fuse.Report{}
+	}
+	return c.m.rewrites
 }
 
 // batchingInfo reports how the model plans batches, loading it if needed.

@@ -115,11 +115,11 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
 	warnQuantizeProvider(cfg.Quantize, sess.Provider(), dir)
-	fusion := "off"
+	fusion, rewrites := "off", fuse.Report{}
 	switch {
 	case cfg.DisableFusion:
 	case sess.RewrittenForCPU():
-		fusion = fused.String()
+		fusion, rewrites = fused.String(), fused
 	default:
 		fusion = "none" // CUDA, nothing to fuse, a file the rewrite cannot read, or a copy the runtime refused
 	}
@@ -128,6 +128,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		enc:       enc,
 		run:       &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
 		fusion:    fusion,
+		rewrites:  rewrites,
 		maxLen:    md.SequenceLength(cfg),
 		output:    output,
 		pooled:    pooled,
@@ -158,9 +159,9 @@ func warnQuantizeProvider(quantize string, provider onnx.Provider, dir string) {
 	}
 }
 
-// fusedCopy writes the model at src with package models/fuse's
-// SkipLayerNorm applied to a temporary file and returns its path, or ""
-// when there is nothing to fuse. The rewrite decodes every weight; that
+// fusedCopy writes the model at src with package models/fuse's rewrites
+// (SkipLayerNorm, FirstToken: fuse.WriteFile) applied to a temporary file
+// and returns its path, or "" when there is nothing to rewrite. The rewrite decodes every weight; that
 // garbage goes back to the OS before the runtime loads the copy, so the
 // process's peak memory is the larger of the two steps, not their sum.
 func fusedCopy(src string) (string, fuse.Report, error) {
