@@ -620,13 +620,13 @@ func TestNewSessionModelForCPU(t *testing.T) {
 			t.Fatalf("CPU session ran %v, want the rewritten model's %v", got, fromOther)
 		}
 	}
-	if calls != 1 || !s.RewrittenForCPU() {
-		t.Fatalf("ForCPU called %d times, RewrittenForCPU %v", calls, s.RewrittenForCPU())
+	if calls != 1 || !s.Rewritten() {
+		t.Fatalf("ForCPU called %d times, Rewritten %v", calls, s.Rewritten())
 	}
 
 	s = open(t, onnx.Model{Path: file, ForCPU: func() (string, error) { return "", nil }}, 1)
-	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.RewrittenForCPU() {
-		t.Fatalf("no rewrite: ran %v (rewritten %v), want the file's %v", got, s.RewrittenForCPU(), fromFile)
+	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.Rewritten() {
+		t.Fatalf("no rewrite: ran %v (rewritten %v), want the file's %v", got, s.Rewritten(), fromFile)
 	}
 
 	// A copy the runtime refuses: the sessions load the file instead.
@@ -635,8 +635,8 @@ func TestNewSessionModelForCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = open(t, onnx.Model{Path: file, ForCPU: func() (string, error) { return junk, nil }}, 2)
-	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.RewrittenForCPU() {
-		t.Fatalf("unloadable copy: ran %v (rewritten %v), want the file's %v", got, s.RewrittenForCPU(), fromFile)
+	if got := run(t, s); fmt.Sprint(got) != fmt.Sprint(fromFile) || s.Rewritten() {
+		t.Fatalf("unloadable copy: ran %v (rewritten %v), want the file's %v", got, s.Rewritten(), fromFile)
 	}
 
 	boom := errors.New("boom")

@@ -129,14 +129,20 @@ type Model struct {
 	// NewSessionModel. The sessions have read the file when
 	// NewSessionModel returns: a temporary file may be removed then.
 	ForCPU func() (string, error)
+	// ForCUDA is ForCPU for the CUDA sessions (the graph rewritten in
+	// ways that pay on any provider).
+	ForCUDA func() (string, error)
 }
 
-// Session is a pool of ONNX Runtime sessions on one model (a file, or on
-// the CPU the copy Model.ForCPU made of it). It is safe for concurrent use.
+// Session is a pool of ONNX Runtime sessions on one model (a file, or the
+// copy Model.ForCPU or Model.ForCUDA made of it). It is safe for concurrent
+// use.
 type Session struct {
-	modelPath   string
-	forCPU      func() (string, error) // Model.ForCPU until it has been called
-	cpuPath     string                 // ForCPU's result; "" when the CPU sessions load modelPath
+	modelPath string
+	// rewrite[cuda] is Model.ForCPU or ForCUDA until it has been called;
+	// copyPath[cuda] its result, "" when those sessions load modelPath.
+	rewrite     [2]func() (string, error)
+	copyPath    [2]string
 	inputNames  []string
 	outputNames []string
 	inputs      map[string]int // input name → position in inputNames
@@ -192,7 +198,7 @@ func NewSessionModel(model Model, inputNames, outputNames []string, cfg SessionC
 	}
 	s := &Session{
 		modelPath:   modelPath,
-		forCPU:      model.ForCPU,
+		rewrite:     [2]func() (string, error){model.ForCPU, model.ForCUDA},
 		inputNames:  append([]string(nil), inputNames...),
 		outputNames: append([]string(nil), outputNames...),
 		inputs:      make(map[string]int, len(inputNames)),
@@ -320,25 +326,29 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 			return nil, fmt.Errorf("%w: cuda: %v", ErrProviderUnavailable, err)
 		}
 	}
-	if !cuda && s.forCPU != nil {
-		p, err := s.forCPU()
-		s.forCPU = nil // asked once: the pool's other sessions load its answer
+	k, target := 0, "the CPU"
+	if cuda {
+		k, target = 1, "CUDA"
+	}
+	if rw := s.rewrite[k]; rw != nil {
+		s.rewrite[k] = nil // asked once: the pool's other sessions load its answer
+		p, err := rw()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s for the CPU: %w", ErrModel, s.modelPath, err)
+			return nil, fmt.Errorf("%w: %s for %s: %w", ErrModel, s.modelPath, target, err)
 		}
-		s.cpuPath = p
+		s.copyPath[k] = p
 	}
 	path := s.modelPath
-	if !cuda && s.cpuPath != "" {
-		path = s.cpuPath
+	if s.copyPath[k] != "" {
+		path = s.copyPath[k]
 	}
 	sess, err := ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
 	if err != nil && path != s.modelPath {
 		// A runtime that refuses the rewritten copy (one built without
 		// contrib operators, say) still runs the file.
-		slog.Warn("onnx: the model rewritten for the CPU does not load; loading the file as it is",
+		slog.Warn("onnx: the model rewritten for "+target+" does not load; loading the file as it is",
 			"model", s.modelPath, "err", err)
-		s.cpuPath, path = "", s.modelPath
+		s.copyPath[k], path = "", s.modelPath
 		sess, err = ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
 	}
 	if err != nil {
@@ -354,9 +364,14 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 	return sess, nil
 }
 
-// RewrittenForCPU reports whether the sessions run the file Model.ForCPU
-// returned rather than Model.Path.
-func (s *Session) RewrittenForCPU() bool { return s.provider == ProviderCPU && s.cpuPath != "" }
+// Rewritten reports whether the sessions run the file Model.ForCPU (on
+// the CPU) or Model.ForCUDA (on CUDA) returned rather than Model.Path.
+func (s *Session) Rewritten() bool {
+	if s.provider == ProviderCUDA {
+		return s.copyPath[1] != ""
+	}
+	return s.copyPath[0] != ""
+}
 
 func appendCUDA(opts *ort.SessionOptions, device int) error {
 	co, err := ort.NewCUDAProviderOptions()

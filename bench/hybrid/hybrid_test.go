@@ -253,6 +253,9 @@ func TestHybridWithModels(t *testing.T) {
 	if err := bertgen.Write(filepath.Join(root, "embed"), small, vocab, tok); err != nil {
 		t.Fatal(err)
 	}
+	// The generated embedder, also where real models are installed (the
+	// resolver prefers $HYBRANK_REAL_MODELS' all-MiniLM-L6-v2 for embed).
+	t.Setenv("HYBRANK_REAL_MODELS", t.TempDir())
 	cfg := DefaultConfig()
 	cfg.Datasets, cfg.Profiles = []string{hybridDataset(t)}, []string{"fast"}
 	cfg.Models = modeldir.Source{Root: root} // no assets: nothing is generated

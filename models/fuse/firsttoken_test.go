@@ -219,6 +219,11 @@ func TestFirstTokenRuntime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 6, 0, 0.01},
+		{"float16", func(t *testing.T, m *onnxpb.Model) { // what the CUDA sessions run with --quantize fp16
+			if _, err := quantize.Rewrite(context.Background(), m, quantize.FP16Config()); err != nil {
+				t.Fatal(err)
+			}
+		}, 6, 1e-4, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := build(t, cfg)

@@ -3,6 +3,7 @@ package fuse
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
@@ -22,15 +23,19 @@ type Report struct {
 // Changed reports whether the rewrite changed anything.
 func (r Report) Changed() bool { return r.SkipLayerNorm > 0 || r.FirstToken.Nodes > 0 }
 
-// String is a short summary, e.g. "12 SkipLayerNorm (12 with bias)",
-// followed by ", first token: 26 nodes (6 MatMul)" when FirstToken
-// narrowed any.
+// String is a short summary of what changed, e.g. "12 SkipLayerNorm (12
+// with bias), first token: 22 nodes (6 MatMul)", "first token: 26 nodes
+// (6 MatMul)" (ForCUDA), or "0 SkipLayerNorm (0 with bias)" when nothing
+// did.
 func (r Report) String() string {
-	s := fmt.Sprintf("%d SkipLayerNorm (%d with bias)", r.SkipLayerNorm, r.BiasFolded)
-	if r.FirstToken.Nodes > 0 {
-		s += fmt.Sprintf(", first token: %d nodes (%d MatMul)", r.FirstToken.Nodes, r.FirstToken.MatMuls)
+	var parts []string
+	if r.SkipLayerNorm > 0 || r.FirstToken.Nodes == 0 {
+		parts = append(parts, fmt.Sprintf("%d SkipLayerNorm (%d with bias)", r.SkipLayerNorm, r.BiasFolded))
 	}
-	return s
+	if r.FirstToken.Nodes > 0 {
+		parts = append(parts, fmt.Sprintf("first token: %d nodes (%d MatMul)", r.FirstToken.Nodes, r.FirstToken.MatMuls))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // SkipLayerNorm rewrites m's graph in place: every LayerNormalization that
@@ -503,23 +508,48 @@ func (f *fuser) commit() {
 	g.ValueInfo = vi
 }
 
-// WriteFile reads the ONNX model at src, applies SkipLayerNorm and then
-// FirstToken and writes the result to dst, unless neither changes
-// anything (a zero Report, dst untouched). Models this package cannot read (external data, among
+// Rewrites selects the rewrites WriteFile applies.
+type Rewrites uint8
+
+const (
+	// RewriteSkipLayerNorm applies SkipLayerNorm.
+	RewriteSkipLayerNorm Rewrites = 1 << iota
+	// RewriteFirstToken applies FirstToken.
+	RewriteFirstToken
+
+	// ForCPU is what package models/ort applies for ONNX Runtime's CPU
+	// provider: both.
+	ForCPU = RewriteSkipLayerNorm | RewriteFirstToken
+	// ForCUDA is what it applies for the CUDA provider: FirstToken, which
+	// saves the same work on any provider (the fusion is for the CPU
+	// kernels).
+	ForCUDA = RewriteFirstToken
+)
+
+// WriteFile reads the ONNX model at src, applies the rewrites r selects
+// (SkipLayerNorm first) and writes the result to dst, unless none
+// changes anything (a zero Report, dst untouched). Models this package cannot read (external data, among
 // others: onnxpb.ErrUnsupported) are errors; callers load such files
 // unchanged. It holds the decoded model in memory, about twice the file's
 // size, and streams the output to dst.
-func WriteFile(src, dst string) (Report, error) {
+func WriteFile(src, dst string, r Rewrites) (Report, error) {
 	m, err := onnxpb.ReadFile(src)
 	if err != nil {
 		return Report{}, err
 	}
-	rep, err := SkipLayerNorm(m)
-	if err != nil {
-		return Report{}, err
+	var rep Report
+	if r&RewriteSkipLayerNorm != 0 {
+		if rep, err = SkipLayerNorm(m); err != nil {
+			return Report{}, err
+		}
 	}
-	if rep.FirstToken, err = FirstToken(m); err != nil || !rep.Changed() {
-		return Report{}, err
+	if r&RewriteFirstToken != 0 {
+		if rep.FirstToken, err = FirstToken(m); err != nil {
+			return Report{}, err
+		}
+	}
+	if !rep.Changed() {
+		return Report{}, nil
 	}
 	if err := m.WriteFile(dst); err != nil {
 		return Report{}, err

@@ -72,7 +72,7 @@ func TestRuntimeEquivalence(t *testing.T) {
 				t.Fatal(err)
 			}
 			fused := filepath.Join(dir, tc.name+"-fused.onnx")
-			rep, err := fuse.WriteFile(plain, fused)
+			rep, err := fuse.WriteFile(plain, fused, fuse.ForCPU)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestRuntimeSpelledOut(t *testing.T) {
 		if err := m.WriteFile(plain); err != nil {
 			t.Fatal(err)
 		}
-		rep, err := fuse.WriteFile(plain, fused)
+		rep, err := fuse.WriteFile(plain, fused, fuse.ForCPU)
 		if err != nil || rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
 			t.Fatalf("dup %v: report %+v, %v", dup, rep, err)
 		}
@@ -188,7 +188,7 @@ func TestRuntimeBroadcastSummand(t *testing.T) {
 	if err := onnxpb.NewModel(g).WriteFile(plain); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := fuse.WriteFile(plain, fused); err != nil || rep.SkipLayerNorm != 1 {
+	if rep, err := fuse.WriteFile(plain, fused, fuse.ForCPU); err != nil || rep.SkipLayerNorm != 1 {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
 	x := vals(batch * seq * h)

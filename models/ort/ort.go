@@ -87,28 +87,35 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, err
 	}
 	model := onnx.Model{Path: md.ONNXPath}
-	var fused fuse.Report // what the CPU copy holds, if one was made
+	// What the copies hold, by provider (CPU 0, CUDA 1), if made.
+	var fused [2]fuse.Report
 	if !cfg.DisableFusion {
-		var tmp string
+		var tmp [2]string
 		defer func() {
-			if tmp != "" {
-				os.Remove(tmp) // the sessions have read it
+			for _, p := range tmp {
+				if p != "" {
+					os.Remove(p) // the sessions have read it
+				}
 			}
 		}()
-		model.ForCPU = func() (string, error) {
-			p, rep, err := fusedCopy(md.ONNXPath)
-			switch {
-			case errors.Is(err, onnxpb.ErrUnsupported):
-				// A file the rewrite cannot read (external data) runs as it is.
-				slog.Info("models/ort: CPU graph fusion skipped", "model", md.ONNXPath, "reason", err)
-				return "", nil
-			case err != nil:
-				slog.Warn("models/ort: CPU graph fusion failed; loading the file as it is", "model", md.ONNXPath, "err", err)
-				return "", nil
+		rewrite := func(k int, r fuse.Rewrites, target string) func() (string, error) {
+			return func() (string, error) {
+				p, rep, err := fusedCopy(md.ONNXPath, r)
+				switch {
+				case errors.Is(err, onnxpb.ErrUnsupported):
+					// A file the rewrite cannot read (external data) runs as it is.
+					slog.Info("models/ort: graph rewrite for "+target+" skipped", "model", md.ONNXPath, "reason", err)
+					return "", nil
+				case err != nil:
+					slog.Warn("models/ort: graph rewrite for "+target+" failed; loading the file as it is", "model", md.ONNXPath, "err", err)
+					return "", nil
+				}
+				tmp[k], fused[k] = p, rep // p is "" when nothing was rewritten
+				return p, nil
 			}
-			tmp, fused = p, rep // p is "" when nothing was fused
-			return p, nil
 		}
+		model.ForCPU = rewrite(0, fuse.ForCPU, "the CPU")
+		model.ForCUDA = rewrite(1, fuse.ForCUDA, "CUDA")
 	}
 	sess, err := onnx.NewSessionModel(model, inputs, []string{output}, sessionConfig(cfg))
 	if err != nil {
@@ -118,10 +125,14 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	fusion, rewrites := "off", fuse.Report{}
 	switch {
 	case cfg.DisableFusion:
-	case sess.RewrittenForCPU():
-		fusion, rewrites = fused.String(), fused
+	case sess.Rewritten():
+		rewrites = fused[0]
+		if sess.Provider() == onnx.ProviderCUDA {
+			rewrites = fused[1]
+		}
+		fusion = rewrites.String()
 	default:
-		fusion = "none" // CUDA, nothing to fuse, a file the rewrite cannot read, or a copy the runtime refused
+		fusion = "none" // nothing to rewrite, a file the rewrite cannot read, or a copy the runtime refused
 	}
 	m := &loaded{
 		dir:       md,
@@ -159,12 +170,12 @@ func warnQuantizeProvider(quantize string, provider onnx.Provider, dir string) {
 	}
 }
 
-// fusedCopy writes the model at src with package models/fuse's rewrites
-// (SkipLayerNorm, FirstToken: fuse.WriteFile) applied to a temporary file
-// and returns its path, or "" when there is nothing to rewrite. The rewrite decodes every weight; that
+// fusedCopy writes the model at src with package models/fuse's rewrites r
+// (fuse.WriteFile) applied to a temporary file and returns its path, or ""
+// when there is nothing to rewrite. The rewrite decodes every weight; that
 // garbage goes back to the OS before the runtime loads the copy, so the
 // process's peak memory is the larger of the two steps, not their sum.
-func fusedCopy(src string) (string, fuse.Report, error) {
+func fusedCopy(src string, r fuse.Rewrites) (string, fuse.Report, error) {
 	removeStaleCopies(time.Now().Add(-staleAfter))
 	f, err := os.CreateTemp("", fusedName)
 	if err != nil {
@@ -175,7 +186,7 @@ func fusedCopy(src string) (string, fuse.Report, error) {
 		os.Remove(path)
 		return "", fuse.Report{}, err
 	}
-	rep, err := fuse.WriteFile(src, path)
+	rep, err := fuse.WriteFile(src, path, r)
 	debug.FreeOSMemory()
 	if err != nil || !rep.Changed() {
 		os.Remove(path)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/fuse"
 
 	"github.com/hybrank/hybrank/onnx"
 )
@@ -86,7 +87,7 @@ func TestFusedCopyTempFiles(t *testing.T) {
 	if err := os.WriteFile(src, []byte("not a model"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if p, _, err := fusedCopy(src); err == nil || p != "" {
+	if p, _, err := fusedCopy(src, fuse.ForCPU); err == nil || p != "" {
 		t.Fatalf("fusedCopy of junk = %q, %v", p, err)
 	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "hybrank-fused-*"))

@@ -421,6 +421,11 @@ func TestCUDAProvider(t *testing.T) {
 			if err := gpu.Load(); err != nil || gpu.Provider() != "cuda" {
 				t.Fatalf("%s: provider auto chose %q (%v) where cuda works", p.name, gpu.Provider(), err)
 			}
+			// The CUDA sessions run the last layer for [CLS] only too
+			// (fuse.ForCUDA: no SkipLayerNorm there).
+			if want := "first token: 26 nodes (6 MatMul)"; gpu.Fusion() != want {
+				t.Fatalf("%s: CUDA fusion %q, want %q", p.name, gpu.Fusion(), want)
+			}
 			for i, q := range queries {
 				a, err := gpu.Score(ctx, q, docs[i])
 				if err != nil {
