@@ -117,9 +117,8 @@ type Output struct {
 
 // Model is what NewSessionModel loads.
 type Model struct {
-	// Path is the ONNX file: what CUDA sessions load (and CPU sessions
-	// without ForCPU, or when its copy does not load), and what errors
-	// name.
+	// Path is the ONNX file: what the sessions load without ForCPU or
+	// ForCUDA, or when its copy does not load, and what errors name.
 	Path string
 	// ForCPU, when set, is called once, before the first CPU session is
 	// created (not at all when every session runs on CUDA), and returns
@@ -180,7 +179,7 @@ func NewSession(modelPath string, inputNames, outputNames []string, cfg SessionC
 }
 
 // NewSessionModel is NewSession for a Model: its CPU sessions may load a
-// rewritten copy of the file (Model.ForCPU).
+// rewritten copy of the file (Model.ForCPU, Model.ForCUDA).
 func NewSessionModel(model Model, inputNames, outputNames []string, cfg SessionConfig) (*Session, error) {
 	modelPath := model.Path
 	if err := cfg.Validate(); err != nil {

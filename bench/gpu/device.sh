@@ -113,8 +113,17 @@ step test 240 "$W/ort.test" -test.run 'TestCUDAProvider' -test.v -test.count=1
 
 common=(--models-root "$M" --provider "$P" --real-data "$SCIFACT" --real-queries "$queries" --real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --int8-cache "$W/quant" --json --out "")
 # 2. Real scifact pairs, float32 and the float16 copy, per profile: pairs/s,
-#    GPU memory, per-query Spearman of float16 vs float32.
-step rerank_fp16 240 "$W/bench" rerank "${common[@]}" --fp16 --peers=false
+#    GPU memory, per-query Spearman of float16 vs float32. With an older
+#    bench in the bundle (bench-old.xz), an A/B: old, new, old, new, rows in
+#    rerank_fp16-old.txt and rerank_fp16-new.txt.
+if [ -x "$W/bench-old" ]; then
+	for round in 1 2; do
+		step rerank_fp16:old 120 "$W/bench-old" rerank "${common[@]}" --fp16 --peers=false
+		step rerank_fp16:new 120 "$W/bench" rerank "${common[@]}" --fp16 --peers=false
+	done
+else
+	step rerank_fp16 240 "$W/bench" rerank "${common[@]}" --fp16 --peers=false
+fi
 # 3. hybrank float16 beside PyTorch float16 (SDPA) on the same pairs and
 #    weights, batches 16 to 128.
 step rerank_peer 300 "$W/bench" rerank "${common[@]}" --quantize fp16 --peers --peer torch --peer-batches 16,32,64,128 --peer-rounds 2
