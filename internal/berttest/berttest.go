@@ -1,7 +1,8 @@
-// Package berttest runs BERT-family ONNX files (the inputs of package
-// bertgen's graphs) through ONNX Runtime's CPU provider, for the tests of
-// the packages that rewrite such graphs (models/quantize, models/fuse):
-// one definition of "feed these ids and read that output".
+// Package berttest builds package bertgen's graphs and runs BERT-family
+// ONNX files (the inputs of those graphs) through ONNX Runtime's CPU
+// provider, for the tests of the packages that rewrite such graphs
+// (models/quantize, models/fuse): one definition of "a generated model"
+// and of "feed these ids and read that output".
 package berttest
 
 import (
@@ -9,8 +10,23 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
 )
+
+// Model returns the graph of cfg with its generated weights.
+func Model(t testing.TB, cfg bertgen.Config) *onnxpb.Model {
+	t.Helper()
+	w, err := bertgen.GenerateWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bertgen.BuildModel(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 // Batch is one padded batch of batch × seq token ids with their attention
 // mask and token type ids (row-major, right-padded).

@@ -27,20 +27,7 @@ func smallConfig(kind bertgen.Kind) bertgen.Config {
 	return cfg
 }
 
-func build(t *testing.T, cfg bertgen.Config) *onnxpb.Model {
-	t.Helper()
-	w, err := bertgen.GenerateWeights(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bertgen.BuildModel(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// consumersOf returns the op types of the nodes reading v.
+// readers returns the op types and names of the nodes reading v.
 func readers(m *onnxpb.Model, v string) []string {
 	var s []string
 	for _, n := range m.Graph.Nodes {
@@ -59,7 +46,7 @@ func readers(m *onnxpb.Model, v string) []string {
 // every layer).
 func TestFirstTokenCrossEncoder(t *testing.T) {
 	cfg := smallConfig(bertgen.CrossEncoder)
-	m := build(t, cfg)
+	m := berttest.Model(t, cfg)
 	before := len(m.Graph.Nodes)
 	rep, err := fuse.FirstToken(m)
 	if err != nil {
@@ -109,14 +96,14 @@ func TestFirstTokenLeavesOthers(t *testing.T) {
 		name string
 		m    func(t *testing.T) *onnxpb.Model
 	}{
-		{"bi-encoder", func(t *testing.T) *onnxpb.Model { return build(t, smallConfig(bertgen.BiEncoder)) }},
+		{"bi-encoder", func(t *testing.T) *onnxpb.Model { return berttest.Model(t, smallConfig(bertgen.BiEncoder)) }},
 		{"hidden states output too", func(t *testing.T) *onnxpb.Model {
-			m := build(t, smallConfig(bertgen.CrossEncoder))
+			m := berttest.Model(t, smallConfig(bertgen.CrossEncoder))
 			m.Graph.AddOutput("/encoder/layer.2/output/LayerNorm/LayerNormalization", onnxpb.Float32)
 			return m
 		}},
 		{"opset 9", func(t *testing.T) *onnxpb.Model {
-			m := build(t, smallConfig(bertgen.CrossEncoder))
+			m := berttest.Model(t, smallConfig(bertgen.CrossEncoder))
 			m.Opset = 9
 			return m
 		}},
@@ -164,7 +151,7 @@ func computedMergeShape(m *onnxpb.Model, hidden int64) {
 // feed-forward block.
 func TestFirstTokenComputedReshape(t *testing.T) {
 	cfg := smallConfig(bertgen.CrossEncoder)
-	m := build(t, cfg)
+	m := berttest.Model(t, cfg)
 	computedMergeShape(m, int64(cfg.Hidden))
 	rep, err := fuse.FirstToken(m)
 	if err != nil {
@@ -226,7 +213,7 @@ func TestFirstTokenRuntime(t *testing.T) {
 		}, 6, 1e-4, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := build(t, cfg)
+			m := berttest.Model(t, cfg)
 			if tc.edit != nil {
 				tc.edit(t, m)
 			}

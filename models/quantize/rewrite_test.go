@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/internal/onnxtest"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/onnxpb"
@@ -21,15 +22,7 @@ func tinyBERT(t testing.TB) *onnxpb.Model {
 	t.Helper()
 	cfg := bertgen.TinyBERTL2CrossEncoder()
 	cfg.Hidden, cfg.Heads, cfg.Intermediate, cfg.VocabSize, cfg.MaxPositions = 32, 4, 64, 100, 64
-	w, err := bertgen.GenerateWeights(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bertgen.BuildModel(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return berttest.Model(t, cfg)
 }
 
 func opCount(g *onnxpb.Graph) map[string]int {
