@@ -136,10 +136,11 @@
 // 1.84–1.90× per batch, 1.77× on scifact lists (`bench rerank --int8`).
 // With package models/fuse's SkipLayerNormalization (on by default on the
 // CPU, both sides alike) 1.90× for balanced, 2.11× accurate, 1.17× fast
-// (bench/results/rerank.md; 1.90–1.98×, 1.95–2.02×, 1.23–1.26× in two
-// more runs); 2.5× would need the weight products at 9 ms,
-// twice the measured AMX rate. bench/results/rerank_int8_profile.md has
-// the per-operator tables.
+// (1.90–1.98×, 1.95–2.02×, 1.23–1.26× in two more runs); with its
+// FirstToken too (the last layer for [CLS] only, both sides alike) 1.94×,
+// 1.88×, 1.27× (bench/results/rerank.md); 2.5× would need the weight
+// products at 9 ms, twice the measured AMX rate.
+// bench/results/rerank_int8_profile.md has the per-operator tables.
 //
 // # Fidelity, and generated weights
 //
