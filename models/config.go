@@ -148,13 +148,17 @@ type Config struct {
 	// GraphOptimization is the runtime's graph optimisation level:
 	// "disable", "basic", "extended" or "all"; "" means "all".
 	GraphOptimization string `json:"graph_optimization,omitempty"`
-	// DisableFusion loads the model file as it is on the CPU. By default
-	// the CPU sessions load a temporary copy with fused
-	// SkipLayerNormalization operators and, in a cross-encoder, the last
-	// layer computed for [CLS] only past its keys and values (package
-	// models/fuse: the same scores to float rounding; the fusion 7–31 %
-	// more pairs/s or texts/s on the benchmarks, bench/results/fusion.md);
-	// a file these rewrites cannot read (external data) loads unchanged.
+	// DisableFusion loads the model file as it is. By default the
+	// sessions load a temporary copy of it rewritten by package
+	// models/fuse: on the CPU with fused SkipLayerNormalization operators
+	// (7–31 % more pairs/s or texts/s on the benchmarks,
+	// bench/results/fusion.md), and on the CPU and CUDA with a
+	// cross-encoder's last layer computed for [CLS] only past its keys
+	// and values (bench/results/first_token.md). float32 and float16
+	// scores are the same to float rounding; an int8 model's narrowed
+	// products quantize their activations over the rows they compute, so
+	// its scores move by about the int8 noise. A file these rewrites
+	// cannot read (external data) loads unchanged.
 	DisableFusion bool `json:"disable_fusion,omitempty"`
 	// DisableArena turns off the runtime's CPU memory arena.
 	DisableArena bool `json:"disable_arena,omitempty"`

@@ -142,6 +142,7 @@ type Session struct {
 	// copyPath[cuda] its result, "" when those sessions load modelPath.
 	rewrite     [2]func() (string, error)
 	copyPath    [2]string
+	copyLoaded  [2]bool // a session of the pool runs copyPath
 	inputNames  []string
 	outputNames []string
 	inputs      map[string]int // input name → position in inputNames
@@ -342,13 +343,21 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 		path = s.copyPath[k]
 	}
 	sess, err := ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
-	if err != nil && path != s.modelPath {
+	switch {
+	case err == nil && path != s.modelPath:
+		s.copyLoaded[k] = true
+	case err != nil && path != s.modelPath && !s.copyLoaded[k]:
 		// A runtime that refuses the rewritten copy (one built without
-		// contrib operators, say) still runs the file.
-		slog.Warn("onnx: the model rewritten for "+target+" does not load; loading the file as it is",
-			"model", s.modelPath, "err", err)
-		s.copyPath[k], path = "", s.modelPath
-		sess, err = ort.NewDynamicAdvancedSession(path, s.inputNames, s.outputNames, opts)
+		// contrib operators, say) still runs the file; said only when
+		// the file does load (else the provider is what fails). Once a
+		// session runs the copy, the pool's others must too.
+		fileSess, fileErr := ort.NewDynamicAdvancedSession(s.modelPath, s.inputNames, s.outputNames, opts)
+		if fileErr == nil {
+			slog.Warn("onnx: the model rewritten for "+target+" does not load; loading the file as it is",
+				"model", s.modelPath, "err", err)
+			s.copyPath[k] = ""
+		}
+		sess, err, path = fileSess, fileErr, s.modelPath
 	}
 	if err != nil {
 		if cuda {

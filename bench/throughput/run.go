@@ -196,7 +196,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 	return model{call: func(ctx context.Context, _ int) ([]float32, models.Usage, error) {
 		_, u, err := be.EmbedWithUsage(ctx, models.InputDocument, t.Docs)
 		return nil, u, err
-	}, provider: be.Provider, fusion: be.Fusion, narrowing: func() bertgen.Narrowing { return bertgen.NarrowNone }, close: be.Close}, nil
+	}, provider: be.Provider, fusion: be.Fusion, narrowing: func() bertgen.Narrowing { return narrowing(be.Rewrites()) }, close: be.Close}, nil
 }
 
 // measureOne runs one Spec: resolve the model, make the text, then

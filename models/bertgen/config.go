@@ -151,9 +151,10 @@ func (c Config) Params() int64 {
 // Benchmarks divide it by time for effective GFLOP/s.
 func FLOPs(cfg Config, seq int) float64 { return NarrowedFLOPs(cfg, seq, NarrowNone) }
 
-// Narrowing says which part of a cross-encoder's last layer computes the
-// first token ([CLS], all the head reads) only, as package models/fuse's
-// FirstToken rewrites it.
+// Narrowing says which part of the last layer computes the first token
+// ([CLS], all a cross-encoder's head reads; an embedder's output too when
+// its graph pools [CLS] itself) only, as package models/fuse's FirstToken
+// rewrites it.
 type Narrowing int
 
 const (
@@ -174,7 +175,7 @@ func NarrowedFLOPs(cfg Config, seq int, n Narrowing) float64 {
 		return 2*s*2*h*h + 2*q*(2*h*h+2*h*i) + 4*q*s*h
 	}
 	f := float64(cfg.Layers) * layer(s, s)
-	if cfg.Layers > 0 && cfg.Kind == CrossEncoder && n != NarrowNone {
+	if cfg.Layers > 0 && n != NarrowNone {
 		last := layer(s, s) - 2*(s-1)*(h*h+2*h*i) // output projection, FFN
 		if n == NarrowAttention {
 			last = layer(s, 1)

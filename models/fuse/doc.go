@@ -33,7 +33,9 @@
 // contrib MatMuls, layer normalisation and softmax over later axes,
 // Transpose, Reshape by a constant shape that copies the leading
 // dimensions), tracking the axis through them, and stops at values
-// something else reads whole, where it inserts a Slice. Ranks come from a
+// something else reads whole, where it inserts a Slice. Constants are
+// never sliced: one that varies along the axis (a token-mixing matrix,
+// say) stops the walk at its reader. Ranks come from a
 // small inference over the graph (the declared input ranks, constants,
 // shapes computed with Shape, Slice, Gather, Unsqueeze and Concat). A
 // Reshape whose target shape is computed from the tensor (torch.onnx

@@ -212,7 +212,7 @@ func isMatMul(nd *onnxpb.Node) bool {
 // false when the node cannot be narrowed (an operator mixing positions
 // along a, an unknown rank, a constant that varies along a).
 func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
-	r, ok := n.rank[nd.Outputs[0]]
+	r, ok := n.rank[result(nd, 0)]
 	if !ok || a >= r {
 		return nil, false
 	}
@@ -281,6 +281,11 @@ func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
 			k += r
 		}
 		return in, a < k && each(0)
+	case n.constant(arg(nd, 0)) != nil && (nd.Is("Transpose") || nd.Is("Reshape") || isMatMul(nd)):
+		// Their first operand carries the positions along a, and a
+		// constant is never sliced: the result would keep them all,
+		// which only numpy-broadcasting readers would absorb.
+		return nil, false
 	case nd.Is("Transpose"):
 		perm, ok := attrInts(nd, "perm")
 		if !ok { // reversed
@@ -295,8 +300,8 @@ func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
 	case nd.Is("Reshape"):
 		// A constant shape copying (0) the dimensions up to a keeps
 		// position p of axis a at position p.
-		s := n.constant(nd.Inputs[1])
-		rd, known := n.rank[nd.Inputs[0]]
+		s := n.constant(arg(nd, 1))
+		rd, known := n.rank[arg(nd, 0)]
 		if s == nil || s.DataType() != onnxpb.Int64 || len(s.Dims) != 1 || !known || a >= rd || attrInt(nd, "allowzero", 0) != 0 {
 			return nil, false
 		}
@@ -308,9 +313,9 @@ func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
 		in[0] = a
 		return in, true
 	case isMatMul(nd):
-		ra, okA := n.rank[nd.Inputs[0]]
-		rb, okB := n.rank[nd.Inputs[1]]
-		if c := n.constant(nd.Inputs[1]); c != nil {
+		ra, okA := n.rank[arg(nd, 0)]
+		rb, okB := n.rank[arg(nd, 1)]
+		if c := n.constant(arg(nd, 1)); c != nil {
 			rb, okB = len(c.Dims), true
 		}
 		if !okA || !okB || ra < 2 || rb < 2 || a >= r-1 {
@@ -355,7 +360,7 @@ func (n *narrower) report() Narrowed {
 		rep.Nodes++
 		if nd := &n.g.Nodes[i]; isMatMul(nd) {
 			rep.MatMuls++
-			rep.Attention = rep.Attention || n.constant(nd.Inputs[1]) == nil
+			rep.Attention = rep.Attention || n.constant(arg(nd, 1)) == nil
 		}
 	}
 	return rep
@@ -372,10 +377,16 @@ func (n *narrower) rewrite() int {
 			narrowed[o] = true
 		}
 	}
-	added := map[string]bool{}
+	added := map[string]bool{} // the new values, node names and those of the graph
+	for _, nd := range g.Nodes {
+		added[nd.Name] = true
+	}
+	for _, v := range g.ValueInfo {
+		added[v.Name] = true
+	}
 	taken := func(name string) bool {
 		_, p := n.idx.Producer[name]
-		return p || added[name] || n.idx.Initializers[name] != nil || n.idx.Inputs[name]
+		return p || added[name] || n.idx.Initializers[name] != nil || n.idx.Inputs[name] || n.idx.Outputs[name]
 	}
 	unique := func(base string) string {
 		name := base
@@ -449,6 +460,23 @@ func (n *narrower) isFirst(v string, a int) bool {
 		(len(nd.Inputs) == 4 || nd.Inputs[4] == "" || is(4, 1))
 }
 
+// arg is nd's input j, or "" (no value) where it has fewer: Validate
+// does not check operators' arities.
+func arg(nd *onnxpb.Node, j int) string {
+	if j < len(nd.Inputs) {
+		return nd.Inputs[j]
+	}
+	return ""
+}
+
+// result is nd's output j, or "" where it has fewer.
+func result(nd *onnxpb.Node, j int) string {
+	if j < len(nd.Outputs) {
+		return nd.Outputs[j]
+	}
+	return ""
+}
+
 func attrInt(nd *onnxpb.Node, name string, def int64) int64 {
 	if a, ok := nd.Attr(name); ok {
 		if v, ok := a.Int(); ok {
@@ -485,8 +513,8 @@ func (n *narrower) inferRanks() {
 	}
 	for i := range g.Nodes {
 		nd := &g.Nodes[i]
-		if l, ok := n.outputLength(nd); ok {
-			n.length[nd.Outputs[0]] = l
+		if l, ok := n.outputLength(nd); ok && result(nd, 0) != "" {
+			n.length[result(nd, 0)] = l
 		}
 		if r, ok := n.outputRank(nd); ok {
 			for _, o := range nd.Outputs {
@@ -542,7 +570,7 @@ func (n *narrower) outputRank(nd *onnxpb.Node) (int, bool) {
 		}
 		return max(ra, rb), true
 	case nd.Is("Constant"):
-		if c := n.constant(nd.Outputs[0]); c != nil {
+		if c := n.constant(result(nd, 0)); c != nil {
 			return len(c.Dims), true
 		}
 		return 0, false
@@ -553,7 +581,7 @@ func (n *narrower) outputRank(nd *onnxpb.Node) (int, bool) {
 		ri, ok2 := in(1)
 		return rd - 1 + ri, ok1 && ok2
 	case nd.Is("Reshape"), nd.Is("Expand"):
-		r, ok := n.lengthOf(nd.Inputs[1])
+		r, ok := n.lengthOf(arg(nd, 1))
 		if ri, known := in(0); nd.Is("Expand") { // broadcast with the input's rank
 			return max(r, ri), ok && known
 		}
@@ -599,14 +627,14 @@ func (n *narrower) outputLength(nd *onnxpb.Node) (int, bool) {
 	length := n.lengthOf
 	switch {
 	case nd.Is("Shape"):
-		r, ok := n.rank[nd.Inputs[0]]
+		r, ok := n.rank[arg(nd, 0)]
 		_, start := nd.Attr("start")
 		_, end := nd.Attr("end")
 		return r, ok && !start && !end
 	case nd.Is("Cast"), nd.Is("Identity"):
-		return length(nd.Inputs[0])
+		return length(arg(nd, 0))
 	case nd.Is("Unsqueeze"): // a scalar made 1-D
-		r, ok := n.rank[nd.Inputs[0]]
+		r, ok := n.rank[arg(nd, 0)]
 		return 1, ok && r == 0
 	case nd.Is("Concat"):
 		sum := 0
@@ -619,11 +647,11 @@ func (n *narrower) outputLength(nd *onnxpb.Node) (int, bool) {
 		}
 		return sum, true
 	case nd.Is("Gather"):
-		l, ok := length(nd.Inputs[1])
-		_, src := length(nd.Inputs[0])
+		l, ok := length(arg(nd, 1))
+		_, src := length(arg(nd, 0))
 		return l, ok && src
 	case nd.Is("Slice"):
-		l, ok := length(nd.Inputs[0])
+		l, ok := length(arg(nd, 0))
 		if !ok || len(nd.Inputs) < 3 || len(nd.Inputs) > 4 && nd.Inputs[4] != "" {
 			return 0, false // steps other than 1 not worked out
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/fuse"
 	"github.com/hybrank/hybrank/simd"
 )
 
@@ -57,6 +58,10 @@ func (be *BiEncoder) Provider() string { return be.c.provider() }
 // (CUDA, nothing to fuse, or a file it cannot read), "off"
 // (Config.DisableFusion), or "" before the model has loaded.
 func (be *BiEncoder) Fusion() string { return be.c.fusion() }
+
+// Rewrites is what Fusion says, as numbers (CrossEncoder.Rewrites); its
+// FirstToken is zero unless the graph outputs a [CLS]-pooled embedding.
+func (be *BiEncoder) Rewrites() fuse.Report { return be.c.rewrites() }
 
 // Info returns the loaded model directory and the effective maximum
 // sequence length (special tokens included), loading the model if needed.
