@@ -239,6 +239,7 @@ test-real-models: deps models
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFP16RealEmbedder$$' ./models/quantize
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFusionRealModels$$' ./models/ort
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFirstTokenRealExports$$' ./models/fuse
 
 build: prereqs
 	$(GO) build -buildvcs=auto -o bin/ ./cmd/...

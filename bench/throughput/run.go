@@ -166,8 +166,8 @@ type model struct {
 }
 
 // narrowing reads what FirstToken did from a rewrite report: the
-// attention's query row narrowed, or (real exports, whose computed head
-// shapes it stops at) only what follows the attention.
+// attention's query row narrowed, or (where a shape computation read
+// elsewhere stops it) only what follows the attention.
 func narrowing(rep fuse.Report) bertgen.Narrowing {
 	switch {
 	case rep.FirstToken.Attention:

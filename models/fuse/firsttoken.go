@@ -91,13 +91,19 @@ type narrower struct {
 	need   map[string]int
 	narrow map[int]bool  // nodes that compute position 0 only
 	axes   map[int][]int // per narrowed node, its inputs' needs
+	// shapes holds the constant target shapes that replace narrowed
+	// Reshapes' computed ones, drop the shape computations nothing else
+	// reads then (retarget).
+	shapes map[int][]int64
+	drop   map[int]bool
 }
 
 // all marks a value read whole (need).
 const all = -1
 
 func newNarrower(m *onnxpb.Model) *narrower {
-	return &narrower{m: m, g: m.Graph, idx: m.Graph.Index(), need: map[string]int{}, narrow: map[int]bool{}, axes: map[int][]int{}}
+	return &narrower{m: m, g: m.Graph, idx: m.Graph.Index(), need: map[string]int{}, narrow: map[int]bool{}, axes: map[int][]int{},
+		shapes: map[int][]int64{}, drop: map[int]bool{}}
 }
 
 // read records that v is read as need says (all, or position 0 of an
@@ -122,8 +128,11 @@ func (n *narrower) analyse() {
 	}
 	for i := len(n.g.Nodes) - 1; i >= 0; i-- {
 		nd := &n.g.Nodes[i]
+		if n.drop[i] {
+			continue // a shape computation a narrowed Reshape no longer reads
+		}
 		if a, ok := n.outputAxis(nd); ok {
-			if in, ok := n.inputNeeds(nd, a); ok {
+			if in, ok := n.inputNeeds(i, a); ok {
 				n.narrow[i], n.axes[i] = true, in
 				for j, v := range nd.Inputs {
 					n.read(v, in[j])
@@ -211,7 +220,8 @@ func isMatMul(nd *onnxpb.Node) bool {
 // axis a only, how it reads each input to compute that position; ok is
 // false when the node cannot be narrowed (an operator mixing positions
 // along a, an unknown rank, a constant that varies along a).
-func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
+func (n *narrower) inputNeeds(i, a int) ([]int, bool) {
+	nd := &n.g.Nodes[i]
 	r, ok := n.rank[result(nd, 0)]
 	if !ok || a >= r {
 		return nil, false
@@ -271,6 +281,34 @@ func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
 			k += r
 		}
 		return in, a < k && each(0)
+	case nd.Is("ReduceMean") || nd.Is("ReduceSum") || nd.Is("ReduceMax") || nd.Is("ReduceMin"):
+		// Over other axes, dimensions kept (a spelled-out layer
+		// normalisation's statistics); the axes an attribute or, from
+		// opset 18 (13 for ReduceSum), the second input.
+		axes, ok := attrInts(nd, "axes")
+		if !ok {
+			c := n.constant(arg(nd, 1))
+			if c == nil || c.DataType() != onnxpb.Int64 || len(c.Int64) == 0 {
+				return nil, false // none: every axis
+			}
+			axes = c.Int64
+		}
+		if attrInt(nd, "keepdims", 1) == 0 {
+			return nil, false
+		}
+		for _, x := range axes {
+			if x < 0 {
+				x += int64(r)
+			}
+			if x == int64(a) {
+				return nil, false
+			}
+		}
+		in[0] = a
+		for j := 1; j < len(in); j++ {
+			in[j] = all // the axes
+		}
+		return in, true
 	case nd.Is("Softmax") || nd.Is("LogSoftmax"):
 		def := int64(-1)
 		if n.m.Opset < 13 {
@@ -298,19 +336,29 @@ func (n *narrower) inputNeeds(nd *onnxpb.Node, a int) ([]int, bool) {
 		in[0] = int(perm[a])
 		return in, true
 	case nd.Is("Reshape"):
-		// A constant shape copying (0) the dimensions up to a keeps
-		// position p of axis a at position p.
-		s := n.constant(arg(nd, 1))
+		// A shape copying (0) the dimensions up to a keeps position p of
+		// axis a at position p: a constant one, or one computed from the
+		// data's own Shape (retarget).
 		rd, known := n.rank[arg(nd, 0)]
-		if s == nil || s.DataType() != onnxpb.Int64 || len(s.Dims) != 1 || !known || a >= rd || attrInt(nd, "allowzero", 0) != 0 {
+		if !known || a >= rd || attrInt(nd, "allowzero", 0) != 0 {
 			return nil, false
 		}
-		for _, d := range s.Int64[:a+1] {
+		shape, chain, ok := n.retarget(i)
+		if !ok || len(shape) <= a {
+			return nil, false
+		}
+		for _, d := range shape[:a+1] {
 			if d != 0 {
 				return nil, false
 			}
 		}
-		in[0] = a
+		if chain != nil {
+			n.shapes[i] = shape
+			for _, c := range chain {
+				n.drop[c] = true
+			}
+		}
+		in[0], in[1] = a, all
 		return in, true
 	case isMatMul(nd):
 		ra, okA := n.rank[arg(nd, 0)]
@@ -405,9 +453,40 @@ func (n *narrower) rewrite() int {
 		consts[key] = name
 		return name
 	}
+	// The shape computations retargeted Reshapes no longer read, and the
+	// Constant nodes only those read.
+	gone := map[string]bool{} // outputs of dropped nodes
+	for i := range n.drop {
+		for _, o := range g.Nodes[i].Outputs {
+			gone[o] = true
+		}
+	}
+	dropped := func(i int) bool {
+		if n.drop[i] {
+			return true
+		}
+		nd := &g.Nodes[i]
+		if !nd.Is("Constant") || len(nd.Outputs) != 1 || n.idx.Outputs[nd.Outputs[0]] || len(n.idx.Consumers[nd.Outputs[0]]) == 0 {
+			return false
+		}
+		for _, r := range n.idx.Consumers[nd.Outputs[0]] {
+			if !n.drop[r] {
+				return false
+			}
+		}
+		gone[nd.Outputs[0]] = true
+		return true
+	}
 	sliced := map[[2]string]string{} // {value, axis} → its position 0
 	nodes := make([]onnxpb.Node, 0, len(g.Nodes)+8)
 	for i, nd := range g.Nodes {
+		if dropped(i) {
+			continue
+		}
+		if shape, ok := n.shapes[i]; ok {
+			nd.Inputs = slices.Clone(nd.Inputs)
+			nd.Inputs[1] = g.AddInt64(unique("first_token/shape"), []int64{int64(len(shape))}, shape)
+		}
 		if n.narrow[i] {
 			nd.Inputs = slices.Clone(nd.Inputs)
 			for j, v := range nd.Inputs {
@@ -432,7 +511,7 @@ func (n *narrower) rewrite() int {
 	g.Nodes = nodes
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {
-		if !narrowed[v.Name] {
+		if !narrowed[v.Name] && !gone[v.Name] {
 			vi = append(vi, v)
 		}
 	}
@@ -594,7 +673,7 @@ func (n *narrower) outputRank(nd *onnxpb.Node) (int, bool) {
 		r, ok := in(0)
 		axes, okAxes := axesOf(1)
 		return r - len(axes), ok && okAxes && len(axes) > 0
-	case nd.Is("ReduceMean"), nd.Is("ReduceSum"), nd.Is("ReduceMax"):
+	case nd.Is("ReduceMean"), nd.Is("ReduceSum"), nd.Is("ReduceMax"), nd.Is("ReduceMin"):
 		r, ok := in(0)
 		if attrInt(nd, "keepdims", 1) == 0 {
 			return 0, false
@@ -671,4 +750,130 @@ func (n *narrower) outputLength(nd *onnxpb.Node) (int, bool) {
 		return max(hi-lo, 0), ok1 && ok2
 	}
 	return 0, false
+}
+
+// retarget returns the target shape of the Reshape at node i as constants,
+// with 0 (copy the data's dimension) where the graph computes the data's
+// own dimension at the same position: torch.onnx writes x.view(x.size()[:-1]
+// + (h, d)) as Concat(Unsqueeze(Gather(Shape(x), 0)), Unsqueeze(Gather(
+// Shape(x), 1)), h, d), which is [0, 0, h, d] for any x, narrowed or not.
+// chain is nil for a constant shape, else the nodes computing it, which
+// the rewrite drops (their Shape would read the data whole). A computed
+// shape is only worked out when nothing but this Reshape reads the chain:
+// else ok is false.
+func (n *narrower) retarget(i int) (shape []int64, chain []int, ok bool) {
+	nd := &n.g.Nodes[i]
+	data, target := arg(nd, 0), arg(nd, 1)
+	if c := n.constant(target); c != nil {
+		return c.Int64, nil, c.DataType() == onnxpb.Int64 && len(c.Dims) == 1
+	}
+	p, found := n.idx.Producer[target]
+	if !found || !n.g.Nodes[p].Is("Concat") || attrInt(&n.g.Nodes[p], "axis", 0) != 0 {
+		return nil, nil, false
+	}
+	chain = []int{p}
+	for _, part := range n.g.Nodes[p].Inputs {
+		if c := n.constant(part); c != nil && c.DataType() == onnxpb.Int64 && len(c.Dims) == 1 {
+			shape = append(shape, c.Int64...)
+			continue
+		}
+		dims, nodes, ok := n.dimsOf(part, data)
+		if !ok {
+			return nil, nil, false
+		}
+		for _, k := range dims {
+			if k != len(shape) {
+				return nil, nil, false // another position's dimension: not a copy
+			}
+			shape = append(shape, 0)
+		}
+		chain = append(chain, nodes...)
+	}
+	// Only this Reshape reads the chain (and Constant nodes its Gathers
+	// and Slices read, left alone).
+	in := map[int]bool{i: true}
+	for _, c := range chain {
+		in[c] = true
+	}
+	for _, c := range chain {
+		for _, o := range n.g.Nodes[c].Outputs {
+			if n.idx.Outputs[o] {
+				return nil, nil, false
+			}
+			for _, r := range n.idx.Consumers[o] {
+				if !in[r] {
+					return nil, nil, false
+				}
+			}
+		}
+	}
+	return shape, chain, true
+}
+
+// dimsOf returns which dimensions of data the 1-D value v lists, in
+// order, when v is taken from Shape(data): Gather(Shape(data), k) made
+// 1-D by Unsqueeze, Gather with a one-element index, or Slice of
+// Shape(data) with constant bounds; and the nodes computing it.
+func (n *narrower) dimsOf(v, data string) (dims []int, nodes []int, ok bool) {
+	p, found := n.idx.Producer[v]
+	if !found {
+		return nil, nil, false
+	}
+	nd := &n.g.Nodes[p]
+	shapeOf := func(s string) (int, bool) { // Shape(data)'s node
+		q, found := n.idx.Producer[s]
+		sn := &n.g.Nodes[q]
+		_, start := sn.Attr("start")
+		_, end := sn.Attr("end")
+		return q, found && sn.Is("Shape") && arg(sn, 0) == data && !start && !end
+	}
+	index := func(s string) (int64, bool) {
+		c := n.constant(s)
+		if c == nil || c.DataType() != onnxpb.Int64 || len(c.Int64) != 1 {
+			return 0, false
+		}
+		return c.Int64[0], true
+	}
+	rank, known := n.rank[data]
+	norm := func(k int64) int {
+		if k < 0 {
+			k += int64(rank)
+		}
+		return int(k)
+	}
+	switch {
+	case nd.Is("Unsqueeze"):
+		g, found := n.idx.Producer[arg(nd, 0)]
+		if !found || !n.g.Nodes[g].Is("Gather") || n.rank[arg(nd, 0)] != 0 {
+			return nil, nil, false
+		}
+		dims, nodes, ok := n.dimsOf(arg(nd, 0), data)
+		return dims, append(nodes, p), ok
+	case nd.Is("Gather"):
+		q, ok1 := shapeOf(arg(nd, 0))
+		k, ok2 := index(arg(nd, 1))
+		if !ok1 || !ok2 || !known || attrInt(nd, "axis", 0) != 0 || k < -int64(rank) || k >= int64(rank) {
+			return nil, nil, false
+		}
+		return []int{norm(k)}, []int{q, p}, true
+	case nd.Is("Slice"):
+		q, ok1 := shapeOf(arg(nd, 0))
+		lo, ok2 := index(arg(nd, 1))
+		hi, ok3 := index(arg(nd, 2))
+		if !ok1 || !ok2 || !ok3 || !known || len(nd.Inputs) > 3 && !n.isZero(arg(nd, 3)) || len(nd.Inputs) > 4 && arg(nd, 4) != "" {
+			return nil, nil, false
+		}
+		l, h := min(max(norm(lo), 0), rank), min(max(norm(hi), 0), rank)
+		for k := l; k < h; k++ {
+			dims = append(dims, k)
+		}
+		return dims, []int{q, p}, true
+	}
+	return nil, nil, false
+}
+
+// isZero reports whether v is the constant 0 (or [0]): Slice's axes.
+func (n *narrower) isZero(v string) bool {
+	c := n.constant(v)
+	return c != nil && c.DataType() == onnxpb.Int64 && len(c.Int64) == 1 && c.Int64[0] == 0
 }

@@ -125,12 +125,14 @@ func TestFirstTokenLeavesOthers(t *testing.T) {
 // computedMergeShape replaces the constant shape of every attention's
 // merge-heads Reshape with one computed from the tensor, as torch.onnx
 // exports write x.view(x.size()[:-2] + (hidden,)): Shape, Slice, Concat.
-func computedMergeShape(m *onnxpb.Model, hidden int64) {
+// With shared, the Slice of the last layer's Shape is also a graph output.
+func computedMergeShape(m *onnxpb.Model, hidden int64, shared bool) {
 	g := m.Graph
 	nodes := make([]onnxpb.Node, 0, len(g.Nodes)+12)
 	zero := g.AddInt64("cs_zero", []int64{1}, []int64{0})
 	two := g.AddInt64("cs_two", []int64{1}, []int64{2})
 	h := g.AddInt64("cs_hidden", []int64{1}, []int64{hidden})
+	last := ""
 	for _, n := range g.Nodes {
 		if n.Is("Reshape") && strings.HasSuffix(n.Name, "Reshape_ctx") {
 			p := n.Name + "/shape"
@@ -139,29 +141,48 @@ func computedMergeShape(m *onnxpb.Model, hidden int64) {
 				onnxpb.Node{Name: p + "_lead", OpType: "Slice", Inputs: []string{p + "_of", zero, two}, Outputs: []string{p + "_lead"}},
 				onnxpb.Node{Name: p, OpType: "Concat", Inputs: []string{p + "_lead", h}, Outputs: []string{p}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("axis", 0)}})
 			n.Inputs = []string{n.Inputs[0], p}
+			last = p + "_lead"
 		}
 		nodes = append(nodes, n)
 	}
 	g.Nodes = nodes
+	if shared {
+		g.AddOutput(last, onnxpb.Int64)
+	}
 }
 
 // TestFirstTokenComputedReshape: where the heads are merged by a shape
-// computed from the tensor (real exports), the attention stays whole and
-// the narrowing starts after it: the output projection and the
-// feed-forward block.
+// computed from the tensor's own Shape (real exports), the Reshape is
+// narrowed with the constant shape that means the same ([0, 0, hidden])
+// and the shape computation goes; where something else reads that
+// computation too, the attention stays whole and the narrowing starts
+// after it: the output projection and the feed-forward block.
 func TestFirstTokenComputedReshape(t *testing.T) {
 	cfg := smallConfig(bertgen.CrossEncoder)
 	m := berttest.Model(t, cfg)
-	computedMergeShape(m, int64(cfg.Hidden))
+	computedMergeShape(m, int64(cfg.Hidden), false)
+	before := len(m.Graph.Nodes)
 	rep, err := fuse.FirstToken(m)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (fuse.Narrowed{Nodes: 26, MatMuls: 6, Slices: 2, Attention: true}); rep != want {
+		t.Fatalf("narrowed %+v, want %+v", rep, want)
+	}
+	if got := len(m.Graph.Nodes); got != before+2-3 { // 2 Slices in, Shape, Slice, Concat out
+		t.Fatalf("%d nodes, want %d", got, before-1)
+	}
+
+	m = berttest.Model(t, cfg)
+	computedMergeShape(m, int64(cfg.Hidden), true)
+	if rep, err = fuse.FirstToken(m); err != nil {
 		t.Fatal(err)
 	}
 	// Output MatMul+Add, residual Add, LayerNorm, FFN MatMul+Add, GELU's
 	// five, MatMul+Add, residual Add, LayerNorm; Slices of the merged
 	// context and of the previous layer's output.
 	if want := (fuse.Narrowed{Nodes: 15, MatMuls: 3, Slices: 2}); rep != want {
-		t.Fatalf("narrowed %+v, want %+v", rep, want)
+		t.Fatalf("shared shape: narrowed %+v, want %+v", rep, want)
 	}
 }
 
@@ -200,7 +221,8 @@ func TestFirstTokenRuntime(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, 6, 1e-6, 0},
-		{"computed reshape", func(t *testing.T, m *onnxpb.Model) { computedMergeShape(m, int64(cfg.Hidden)) }, 3, 1e-6, 0},
+		{"computed reshape", func(t *testing.T, m *onnxpb.Model) { computedMergeShape(m, int64(cfg.Hidden), false) }, 6, 1e-6, 0},
+		{"computed reshape read elsewhere", func(t *testing.T, m *onnxpb.Model) { computedMergeShape(m, int64(cfg.Hidden), true) }, 3, 1e-6, 0},
 		{"int8", func(t *testing.T, m *onnxpb.Model) {
 			if _, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig()); err != nil {
 				t.Fatal(err)

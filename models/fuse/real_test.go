@@ -1,0 +1,90 @@
+package fuse_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/hybrank/hybrank/internal/berttest"
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/fuse"
+	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// TestFirstTokenRealExports: the real embedders' torch.onnx graphs (make
+// models; opsets 11 and 14, layer normalisation spelled out, every
+// Reshape target computed with Shape, Gather, Unsqueeze and Concat),
+// given a cross-encoder's [CLS] read (a Gather of index 0 on
+// last_hidden_state, as BertForSequenceClassification's pooler does),
+// narrow their whole last layer past its keys and values, alone (CUDA's
+// rewrite) and after SkipLayerNorm (the CPU's), and ONNX Runtime computes
+// the same [CLS] vector on a padded batch. The int8 export
+// (DynamicQuantizeLinear and MatMulInteger) is left as it is.
+func TestFirstTokenRealExports(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	const batch, seq = 3, 24
+	r := rand.New(rand.NewPCG(13, 14))
+	b := berttest.Batch{Batch: batch, Seq: seq, IDs: make([]int64, batch*seq), Mask: make([]int64, batch*seq), TypeIDs: make([]int64, batch*seq)}
+	for s, n := range []int{seq, 17, 5} {
+		b.IDs[s*seq] = 101 // [CLS]
+		for i := 1; i < n; i++ {
+			b.IDs[s*seq+i] = int64(1000 + r.IntN(29000))
+		}
+		for i := range n {
+			b.Mask[s*seq+i] = 1
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		matmuls int
+	}{{"all-minilm-l6-v2", 6}, {"bge-small-en-v1.5", 6}, {"e5-small-v2", 6}, {"all-minilm-l6-v2-q", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := onnxpb.ReadFile(filepath.Join(testenv.NeedRealModel(t, tc.name), "onnx", "model.onnx"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := m.Graph
+			g.AddNodeOutputs("cls", "Gather", []string{"last_hidden_state", g.AddInt64("cls_index", nil, []int64{0})}, []string{"cls"},
+				onnxpb.AttrInt("axis", 1))
+			g.Outputs = []onnxpb.ValueInfo{{Name: "cls", Type: onnxpb.Float32}}
+			dir := t.TempDir()
+			plain := filepath.Join(dir, "plain.onnx")
+			if err := m.WriteFile(plain); err != nil {
+				t.Fatal(err)
+			}
+			ref := berttest.Run(t, plain, "cls", "", b)
+			for _, rw := range []struct {
+				name string
+				r    fuse.Rewrites
+			}{{"cuda", fuse.ForCUDA}, {"cpu", fuse.ForCPU}} {
+				path := filepath.Join(dir, rw.name+".onnx")
+				rep, err := fuse.WriteFile(plain, path, rw.r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.FirstToken.MatMuls != tc.matmuls || (tc.matmuls > 0) != rep.FirstToken.Attention {
+					t.Fatalf("%s: %+v, want %d narrowed MatMuls", rw.name, rep, tc.matmuls)
+				}
+				t.Logf("%s: %s", rw.name, rep)
+				if rep.FirstToken.Nodes == 0 {
+					continue // the int8 export: SkipLayerNorm moves its codes (TestFusionRealModels)
+				}
+				got := berttest.Run(t, path, "cls", "", b)
+				worst, scale := 0.0, 0.0
+				for i := range ref {
+					worst = max(worst, math.Abs(float64(got[i]-ref[i])))
+					scale = max(scale, math.Abs(float64(ref[i])))
+				}
+				t.Logf("%s: max |Δ| %.3g of max |x| %.3g", rw.name, worst, scale)
+				if worst > 1e-5*scale+1e-6 {
+					t.Errorf("%s: [CLS] vectors differ by %g (max |x| %g)", rw.name, worst, scale)
+				}
+			}
+		})
+	}
+}
