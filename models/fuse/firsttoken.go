@@ -293,8 +293,8 @@ func (n *narrower) inputNeeds(i, a int) ([]int, bool) {
 			}
 			axes = c.Int64
 		}
-		if attrInt(nd, "keepdims", 1) == 0 {
-			return nil, false
+		if attrInt(nd, "keepdims", 1) == 0 || len(axes) == 0 {
+			return nil, false // empty axes: every axis, or none (noop_with_empty_axes)
 		}
 		for _, x := range axes {
 			if x < 0 {
@@ -509,6 +509,25 @@ func (n *narrower) rewrite() int {
 		nodes = append(nodes, nd)
 	}
 	g.Nodes = nodes
+	if len(n.drop) > 0 { // initializers only the dropped nodes read (Gather indices, Unsqueeze axes)
+		read := map[string]bool{}
+		for _, nd := range nodes {
+			for _, v := range nd.Inputs {
+				read[v] = true
+			}
+		}
+		g.Initializers = slices.DeleteFunc(slices.Clone(g.Initializers), func(t onnxpb.Tensor) bool {
+			if read[t.Name] || n.idx.Outputs[t.Name] || n.idx.Inputs[t.Name] {
+				return false
+			}
+			for _, r := range n.idx.Consumers[t.Name] {
+				if !n.drop[r] {
+					return false
+				}
+			}
+			return len(n.idx.Consumers[t.Name]) > 0
+		})
+	}
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {
 		if !narrowed[v.Name] && !gone[v.Name] {
@@ -764,6 +783,9 @@ func (n *narrower) outputLength(nd *onnxpb.Node) (int, bool) {
 func (n *narrower) retarget(i int) (shape []int64, chain []int, ok bool) {
 	nd := &n.g.Nodes[i]
 	data, target := arg(nd, 0), arg(nd, 1)
+	if len(nd.Inputs) != 2 {
+		return nil, nil, false
+	}
 	if c := n.constant(target); c != nil {
 		return c.Int64, nil, c.DataType() == onnxpb.Int64 && len(c.Dims) == 1
 	}
@@ -835,16 +857,16 @@ func (n *narrower) dimsOf(v, data string) (dims []int, nodes []int, ok bool) {
 		return c.Int64[0], true
 	}
 	rank, known := n.rank[data]
-	norm := func(k int64) int {
+	norm := func(k int64) int { // clamped to [-1, rank] in int64 first (INT64_MAX ends)
 		if k < 0 {
 			k += int64(rank)
 		}
-		return int(k)
+		return int(min(max(k, -1), int64(rank)))
 	}
 	switch {
 	case nd.Is("Unsqueeze"):
 		g, found := n.idx.Producer[arg(nd, 0)]
-		if !found || !n.g.Nodes[g].Is("Gather") || n.rank[arg(nd, 0)] != 0 {
+		if r, known := n.rank[arg(nd, 0)]; !found || !n.g.Nodes[g].Is("Gather") || !known || r != 0 {
 			return nil, nil, false
 		}
 		dims, nodes, ok := n.dimsOf(arg(nd, 0), data)

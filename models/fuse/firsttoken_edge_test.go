@@ -176,3 +176,15 @@ func TestFirstTokenEdgeReshapeMinusOne(t *testing.T) {
 	edgeHead(g, ln, 1)
 	edgeCompare(t, m)
 }
+
+// An empty axes attribute (opsets before 18) reduces over every axis,
+// the narrowed one too: not narrowed.
+func TestFirstTokenEdgeReduceEmptyAxes(t *testing.T) {
+	m, g := edgeGraph(13)
+	w := g.AddFloat32("w1", []int64{edgeH, edgeH}, edgeRand(edgeH*edgeH, 8))
+	mm := g.AddNode("mm", "MatMul", []string{"x", w})
+	mean := g.AddNode("mean", "ReduceMean", []string{mm}, onnxpb.AttrInts("axes"))
+	d := g.AddNode("d", "Sub", []string{mm, mean})
+	edgeHead(g, d, 1)
+	edgeCompare(t, m)
+}
