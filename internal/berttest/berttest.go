@@ -7,6 +7,7 @@ package berttest
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -33,6 +34,24 @@ func Model(t testing.TB, cfg bertgen.Config) *onnxpb.Model {
 type Batch struct {
 	Batch, Seq         int
 	IDs, Mask, TypeIDs []int64
+}
+
+// Padded returns a batch of len(lens) sequences of seq positions, the
+// b-th holding lens[b] random token ids in [lo, hi) and right padding (as
+// the tokenizers pad), token type 1 past each sequence's middle.
+func Padded(seed uint64, seq int, lens []int, lo, hi int) Batch {
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	n := len(lens) * seq
+	b := Batch{Batch: len(lens), Seq: seq, IDs: make([]int64, n), Mask: make([]int64, n), TypeIDs: make([]int64, n)}
+	for s, l := range lens {
+		for i := range min(l, seq) {
+			b.IDs[s*seq+i], b.Mask[s*seq+i] = int64(lo+r.IntN(hi-lo)), 1
+			if i > l/2 {
+				b.TypeIDs[s*seq+i] = 1
+			}
+		}
+	}
+	return b
 }
 
 // Attended returns the batch of ids with every token attended and type 0.

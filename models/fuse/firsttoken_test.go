@@ -3,7 +3,6 @@ package fuse_test
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -197,17 +196,7 @@ func TestFirstTokenRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := smallConfig(bertgen.CrossEncoder)
-	const batch, seq = 4, 40
-	r := rand.New(rand.NewPCG(11, 12))
-	b := berttest.Batch{Batch: batch, Seq: seq, IDs: make([]int64, batch*seq), Mask: make([]int64, batch*seq), TypeIDs: make([]int64, batch*seq)}
-	for s, n := range []int{seq, 29, 11, 2} { // right padding, as the tokenizer pads
-		for i := range n {
-			b.IDs[s*seq+i], b.Mask[s*seq+i] = int64(1+r.IntN(cfg.VocabSize-1)), 1
-			if i > n/2 {
-				b.TypeIDs[s*seq+i] = 1
-			}
-		}
-	}
+	b := berttest.Padded(11, 40, []int{40, 29, 11, 2}, 1, cfg.VocabSize)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name     string

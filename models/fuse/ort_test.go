@@ -33,21 +33,10 @@ func TestRuntimeEquivalence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const batch, seq = 4, 40
-	r := rand.New(rand.NewPCG(5, 6))
-	ids, mask, types := make([]int64, batch*seq), make([]int64, batch*seq), make([]int64, batch*seq)
-	lens := []int{seq, 31, 12, 3} // right padding, as the tokenizer pads
-	for b, n := range lens {
-		for i := range n {
-			ids[b*seq+i], mask[b*seq+i] = int64(1+r.IntN(cfg.VocabSize-1)), 1
-			if i > n/2 {
-				types[b*seq+i] = 1
-			}
-		}
-	}
+	batch := berttest.Padded(5, 40, []int{40, 31, 12, 3}, 1, cfg.VocabSize)
 	run := func(path string) []float32 {
 		t.Helper()
-		return berttest.Run(t, path, bertgen.Logits, "", berttest.Batch{Batch: batch, Seq: seq, IDs: ids, Mask: mask, TypeIDs: types})
+		return berttest.Run(t, path, bertgen.Logits, "", batch)
 	}
 	dir := t.TempDir()
 	for _, tc := range []struct {

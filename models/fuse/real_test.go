@@ -2,7 +2,6 @@ package fuse_test
 
 import (
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"testing"
 
@@ -27,17 +26,10 @@ func TestFirstTokenRealExports(t *testing.T) {
 	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
 		t.Fatal(err)
 	}
-	const batch, seq = 3, 24
-	r := rand.New(rand.NewPCG(13, 14))
-	b := berttest.Batch{Batch: batch, Seq: seq, IDs: make([]int64, batch*seq), Mask: make([]int64, batch*seq), TypeIDs: make([]int64, batch*seq)}
-	for s, n := range []int{seq, 17, 5} {
+	const seq = 24
+	b := berttest.Padded(13, seq, []int{seq, 17, 5}, 1000, 30000) // word pieces of bert-base-uncased
+	for s := range b.Batch {
 		b.IDs[s*seq] = 101 // [CLS]
-		for i := 1; i < n; i++ {
-			b.IDs[s*seq+i] = int64(1000 + r.IntN(29000))
-		}
-		for i := range n {
-			b.Mask[s*seq+i] = 1
-		}
 	}
 	for _, tc := range []struct {
 		name    string
