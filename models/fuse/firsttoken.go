@@ -38,10 +38,12 @@ type Narrowed struct {
 // The analysis walks the graph backwards from a Gather of constant index
 // 0 along an axis, through operators that treat positions along that axis
 // independently (element-wise arithmetic with broadcasting, MatMul's rows
-// and batch axes, Softmax and layer normalisation over other axes,
-// Transpose, Reshape by a constant shape that keeps the leading
-// dimensions), and stops at any value that another node, or the graph's
-// output, reads whole: there a Slice of position 0 is inserted. A graph
+// and batch axes, Softmax, reductions and layer normalisation over other
+// axes, Transpose, Reshape to a shape that keeps the leading dimensions:
+// a constant one, or one computed from the tensor's own Shape, which is
+// replaced by its constant equivalent), and stops at any value that
+// another node, or the graph's output, reads whole: there a Slice of
+// position 0 is inserted (see the package documentation). A graph
 // where nothing heavy (no matrix product) can be narrowed, or that has
 // subgraphs, or an opset below 10, is left as it was with a zero
 // Narrowed; an invalid graph (onnxpb.ErrInvalidGraph) is refused and left
