@@ -56,9 +56,10 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"These rows come first; the synthetic shapes (doc_tokens set) follow.", r.Data, r.LenP10, r.LenP50, r.LenP90, r.LenMax, r.SeqLen))
 	}
 	if slices.ContainsFunc(rep.Rows, func(r any) bool { x, ok := r.(throughput.Row); return ok && x.Fusion != "" }) {
-		rep.Notes = append(rep.Notes, "fusion: what models/fuse did to the graph hybrank's CPU sessions run: each residual Add and the layer normalisation after it "+
+		rep.Notes = append(rep.Notes, "fusion: what models/fuse did to the graph hybrank's sessions run: on the CPU each residual Add and the layer normalisation after it "+
 			"(and the bias Add before it) as one com.microsoft SkipLayerNormalization, which ONNX Runtime's own optimiser skips for a dynamic sequence length; "+
-			"\"off\" with --no-fusion, \"none\" on CUDA. The peer runs the file as it is.")
+			"on the CPU and CUDA \"first token\": the last layer computed for [CLS] only past its keys and values (all the head reads; gflops counts that work); "+
+			"\"off\" with --no-fusion, \"none\" where nothing applied. The peer runs the file as it is.")
 	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeFP16 {
 		rep.Notes = append(rep.Notes, "quantize=fp16 rows: the same profile's model converted to float16 by models/quantize (every float32 initializer rounded to nearest even, the attention-mask constant clamped to −65504, "+
