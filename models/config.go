@@ -158,7 +158,9 @@ type Config struct {
 	// scores are the same to float rounding; an int8 model's narrowed
 	// products quantize their activations over the rows they compute, so
 	// its scores move by about the int8 noise. A file these rewrites
-	// cannot read (external data) loads unchanged.
+	// cannot read (external data) loads unchanged, and so does one whose
+	// rewritten copy the runtime refuses or fails to run on a probe batch
+	// at load (logged).
 	DisableFusion bool `json:"disable_fusion,omitempty"`
 	// DisableArena turns off the runtime's CPU memory arena.
 	DisableArena bool `json:"disable_arena,omitempty"`

@@ -121,6 +121,22 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
+	typeIDs := slices.Contains(inputs, inTokenTypeIDs)
+	if sess.Rewritten() {
+		// A rewritten copy that loads but does not run (a shape its
+		// analysis got wrong) costs the load a fallback to the file,
+		// not every later call an error.
+		if perr := probe(&ortRunner{sess: sess, typeIDs: typeIDs}); perr != nil {
+			slog.Warn("models/ort: the rewritten graph fails on a probe batch; loading the file as it is", "model", md.ONNXPath, "err", perr)
+			if err := sess.Close(); err != nil {
+				return nil, fmt.Errorf("load %s: %w", dir, err)
+			}
+			model.ForCPU, model.ForCUDA = nil, nil
+			if sess, err = onnx.NewSessionModel(model, inputs, []string{output}, sessionConfig(cfg)); err != nil {
+				return nil, fmt.Errorf("load %s: %w", dir, err)
+			}
+		}
+	}
 	warnQuantizeProvider(cfg.Quantize, sess.Provider(), dir)
 	fusion, rewrites := "off", fuse.Report{}
 	switch {
@@ -132,12 +148,12 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		}
 		fusion = rewrites.String()
 	default:
-		fusion = "none" // nothing to rewrite, a file the rewrite cannot read, or a copy the runtime refused
+		fusion = "none" // nothing to rewrite, a file the rewrite cannot read, or a copy the runtime refused or could not run
 	}
 	m := &loaded{
 		dir:       md,
 		enc:       enc,
-		run:       &ortRunner{sess: sess, typeIDs: slices.Contains(inputs, inTokenTypeIDs)},
+		run:       &ortRunner{sess: sess, typeIDs: typeIDs},
 		fusion:    fusion,
 		rewrites:  rewrites,
 		maxLen:    md.SequenceLength(cfg),
@@ -153,6 +169,21 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, errors.Join(err, sess.Close())
 	}
 	return m, nil
+}
+
+// probe runs a padded batch of two short sequences (8 and 5 tokens).
+func probe(r *ortRunner) error {
+	const seq = 8
+	b := &batchTensors{n: 2, seqLen: seq, ids: make([]int64, 2*seq), types: make([]int64, 2*seq), mask: make([]int64, 2*seq)}
+	for i := range 2 * seq {
+		if i < seq+5 {
+			b.ids[i], b.mask[i] = 1, 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err := r.run(ctx, b)
+	return err
 }
 
 // warnQuantizeProvider warns when a converted model runs where its
@@ -186,7 +217,7 @@ func fusedCopy(src string, r fuse.Rewrites) (string, fuse.Report, error) {
 		os.Remove(path)
 		return "", fuse.Report{}, err
 	}
-	rep, err := fuse.WriteFile(src, path, r)
+	rep, err := writeRewritten(src, path, r)
 	debug.FreeOSMemory()
 	if err != nil || !rep.Changed() {
 		os.Remove(path)
@@ -194,6 +225,9 @@ func fusedCopy(src string, r fuse.Rewrites) (string, fuse.Report, error) {
 	}
 	return path, rep, nil
 }
+
+// writeRewritten is fuse.WriteFile; tests replace it.
+var writeRewritten = fuse.WriteFile
 
 // fusedName is os.CreateTemp's pattern of the copies fusedCopy writes;
 // fusedPattern matches them and the temporary files they are written
