@@ -98,6 +98,7 @@ type narrower struct {
 	// reads then (retarget).
 	shapes map[int][]int64
 	drop   map[int]bool
+	consts map[string]*onnxpb.Tensor // constant's memo, nil for non-constants
 }
 
 // all marks a value read whole (need).
@@ -105,7 +106,7 @@ const all = -1
 
 func newNarrower(m *onnxpb.Model) *narrower {
 	return &narrower{m: m, g: m.Graph, idx: m.Graph.Index(), need: map[string]int{}, narrow: map[int]bool{}, axes: map[int][]int{},
-		shapes: map[int][]int64{}, drop: map[int]bool{}}
+		shapes: map[int][]int64{}, drop: map[int]bool{}, consts: map[string]*onnxpb.Tensor{}}
 }
 
 // read records that v is read as need says (all, or position 0 of an
@@ -177,8 +178,7 @@ func (n *narrower) firstOf(nd *onnxpb.Node) (axis int, ok bool) {
 		return 0, false
 	}
 	r, known := n.rank[nd.Inputs[0]]
-	idx := n.constant(nd.Inputs[1])
-	if !known || idx == nil || idx.DataType() != onnxpb.Int64 || len(idx.Int64) != 1 || idx.Int64[0] != 0 {
+	if idx, ok := n.int1(nd.Inputs[1]); !known || !ok || idx != 0 {
 		return 0, false
 	}
 	a := attrInt(nd, "axis", 0)
@@ -384,23 +384,31 @@ func (n *narrower) inputNeeds(i, a int) ([]int, bool) {
 }
 
 // constant returns the value of an initializer no graph input overrides
-// or of a Constant node's tensor, else nil.
+// or of a Constant node's tensor, else nil (constantOf, decoded once per
+// value: the analysis asks for every input of every node).
 func (n *narrower) constant(v string) *onnxpb.Tensor {
-	if t := n.idx.Constant(v); t != nil {
+	if t, ok := n.consts[v]; ok {
 		return t
 	}
-	p, ok := n.idx.Producer[v]
-	if !ok || !n.g.Nodes[p].Is("Constant") {
-		return nil
+	t := constantOf(n.g, n.idx, v)
+	n.consts[v] = t
+	return t
+}
+
+// isInt reports whether v is the one-element int64 constant want.
+func (n *narrower) isInt(v string, want int64) bool {
+	k, ok := n.int1(v)
+	return ok && k == want
+}
+
+// int1 returns the value of a one-element int64 constant (a scalar or
+// [k]): Gather indices, Slice bounds and axes.
+func (n *narrower) int1(v string) (int64, bool) {
+	c := n.constant(v)
+	if c == nil || c.DataType() != onnxpb.Int64 || len(c.Int64) != 1 {
+		return 0, false
 	}
-	for _, at := range n.g.Nodes[p].Attrs {
-		if at.Name() == "value" {
-			if t, ok := at.Tensor(); ok {
-				return &t
-			}
-		}
-	}
-	return nil
+	return c.Int64[0], true
 }
 
 // report counts the narrowed nodes.
@@ -551,10 +559,7 @@ func (n *narrower) isFirst(v string, a int) bool {
 	if !nd.Is("Slice") || len(nd.Inputs) < 4 || len(nd.Inputs) > 5 {
 		return false
 	}
-	is := func(j int, want int64) bool {
-		c := n.constant(nd.Inputs[j])
-		return c != nil && c.DataType() == onnxpb.Int64 && len(c.Int64) == 1 && c.Int64[0] == want
-	}
+	is := func(j int, want int64) bool { return n.isInt(nd.Inputs[j], want) }
 	r, known := n.rank[nd.Inputs[0]]
 	return is(1, 0) && is(2, 1) && known && (is(3, int64(a)) || is(3, int64(a-r))) &&
 		(len(nd.Inputs) == 4 || nd.Inputs[4] == "" || is(4, 1))
@@ -756,11 +761,10 @@ func (n *narrower) outputLength(nd *onnxpb.Node) (int, bool) {
 			return 0, false // steps other than 1 not worked out
 		}
 		bound := func(j int) (int, bool) {
-			c := n.constant(nd.Inputs[j])
-			if c == nil || c.DataType() != onnxpb.Int64 || len(c.Int64) != 1 {
+			v, ok := n.int1(nd.Inputs[j])
+			if !ok {
 				return 0, false
 			}
-			v := c.Int64[0]
 			if v < 0 {
 				v += int64(l)
 			}
@@ -851,13 +855,6 @@ func (n *narrower) dimsOf(v, data string) (dims []int, nodes []int, ok bool) {
 		_, end := sn.Attr("end")
 		return q, found && sn.Is("Shape") && arg(sn, 0) == data && !start && !end
 	}
-	index := func(s string) (int64, bool) {
-		c := n.constant(s)
-		if c == nil || c.DataType() != onnxpb.Int64 || len(c.Int64) != 1 {
-			return 0, false
-		}
-		return c.Int64[0], true
-	}
 	rank, known := n.rank[data]
 	norm := func(k int64) int { // clamped to [-1, rank] in int64 first (INT64_MAX ends)
 		if k < 0 {
@@ -875,16 +872,16 @@ func (n *narrower) dimsOf(v, data string) (dims []int, nodes []int, ok bool) {
 		return dims, append(nodes, p), ok
 	case nd.Is("Gather"):
 		q, ok1 := shapeOf(arg(nd, 0))
-		k, ok2 := index(arg(nd, 1))
+		k, ok2 := n.int1(arg(nd, 1))
 		if !ok1 || !ok2 || !known || attrInt(nd, "axis", 0) != 0 || k < -int64(rank) || k >= int64(rank) {
 			return nil, nil, false
 		}
 		return []int{norm(k)}, []int{q, p}, true
 	case nd.Is("Slice"):
 		q, ok1 := shapeOf(arg(nd, 0))
-		lo, ok2 := index(arg(nd, 1))
-		hi, ok3 := index(arg(nd, 2))
-		if !ok1 || !ok2 || !ok3 || !known || len(nd.Inputs) > 3 && !n.isZero(arg(nd, 3)) || len(nd.Inputs) > 4 && arg(nd, 4) != "" {
+		lo, ok2 := n.int1(arg(nd, 1))
+		hi, ok3 := n.int1(arg(nd, 2))
+		if !ok1 || !ok2 || !ok3 || !known || len(nd.Inputs) > 3 && !n.isInt(arg(nd, 3), 0) || len(nd.Inputs) > 4 && arg(nd, 4) != "" {
 			return nil, nil, false
 		}
 		l, h := min(max(norm(lo), 0), rank), min(max(norm(hi), 0), rank)
@@ -894,10 +891,4 @@ func (n *narrower) dimsOf(v, data string) (dims []int, nodes []int, ok bool) {
 		return dims, []int{q, p}, true
 	}
 	return nil, nil, false
-}
-
-// isZero reports whether v is the constant 0 (or [0]): Slice's axes.
-func (n *narrower) isZero(v string) bool {
-	c := n.constant(v)
-	return c != nil && c.DataType() == onnxpb.Int64 && len(c.Int64) == 1 && c.Int64[0] == 0
 }

@@ -135,31 +135,42 @@ func (f *fuser) vector(name string, n int64) (*onnxpb.Tensor, bool) {
 }
 
 // scalar returns the value of a one-element float32 constant: an
-// initializer no graph input overrides, or a Constant node's value.
+// initializer no graph input overrides, or a Constant node's value
+// (value_float or a tensor).
 func (f *fuser) scalar(name string) (float32, bool) {
-	t := f.idx.Constant(name)
-	if t == nil {
-		p, ok := f.idx.Producer[name]
-		if !ok {
-			return 0, false
-		}
+	if p, ok := f.idx.Producer[name]; ok {
 		n := &f.g.Nodes[p]
-		if !n.Is("Constant") || len(n.Attrs) != 1 {
-			return 0, false
+		if n.Is("Constant") && len(n.Attrs) == 1 && n.Attrs[0].Name() == "value_float" {
+			return n.Attrs[0].Float()
 		}
-		if v, ok := n.Attrs[0].Float(); ok && n.Attrs[0].Name() == "value_float" {
-			return v, true
-		}
-		c, ok := n.Attrs[0].Tensor()
-		if !ok || n.Attrs[0].Name() != "value" {
-			return 0, false
-		}
-		t = &c
 	}
-	if t.DataType() != onnxpb.Float32 || t.NumElements() != 1 || len(t.Float32) != 1 {
+	t := constantOf(f.g, f.idx, name)
+	if t == nil || t.DataType() != onnxpb.Float32 || t.NumElements() != 1 || len(t.Float32) != 1 {
 		return 0, false
 	}
 	return t.Float32[0], true
+}
+
+// constantOf returns the initializer called name that no graph input
+// overrides, or the tensor of the Constant node producing it (its one
+// attribute, "value", decoded); else nil.
+func constantOf(g *onnxpb.Graph, idx *onnxpb.Index, name string) *onnxpb.Tensor {
+	if t := idx.Constant(name); t != nil {
+		return t
+	}
+	p, ok := idx.Producer[name]
+	if !ok {
+		return nil
+	}
+	n := &g.Nodes[p]
+	if !n.Is("Constant") || len(n.Attrs) != 1 || n.Attrs[0].Name() != "value" {
+		return nil
+	}
+	t, ok := n.Attrs[0].Tensor()
+	if !ok {
+		return nil
+	}
+	return &t
 }
 
 // only reports whether value v is read by exactly the node at index i and
