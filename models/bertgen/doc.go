@@ -65,6 +65,13 @@
 // missing from the graph. The directory gets ImportFile (the checkpoint's
 // sha256) instead of MarkerFile, so it counts as real weights.
 //
+// ImportRandomHead imports a BertModel checkpoint's encoder as a
+// cross-encoder under a seeded random head (AddRandomHead): real
+// activations, scores that rank nothing. It gets both ImportFile and
+// MarkerFile (real_weights false, the note naming the checkpoint), for the
+// int8 fidelity check of bench rerank: a generated model's score hardly
+// depends on the document, this one's moves with the text.
+//
 // # Concurrency
 //
 // Functions are safe for concurrent use; Weights are read-only once built.

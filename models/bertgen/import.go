@@ -43,6 +43,10 @@ var importOptional = []string{
 	"modules.json", "config_sentence_transformers.json", "sentence_bert_config.json",
 }
 
+// The sentence-transformers files among importOptional: an embedder's
+// description, left out of a cross-encoder (ImportRandomHead).
+var stFiles = map[string]bool{"modules.json": true, "config_sentence_transformers.json": true, "sentence_bert_config.json": true}
+
 // Sentence-transformers modules the ONNX directory can carry: the
 // transformer is the graph, pooling and normalisation have no weights and
 // are applied by the embedder from their config files. Any other module
@@ -70,6 +74,26 @@ var stModules = map[string]bool{
 // name the file. Import checks ctx between steps; it holds the whole model
 // in memory (4 bytes per parameter, twice while encoding).
 func Import(ctx context.Context, src, dst string) (ImportInfo, error) {
+	return importCheckpoint(ctx, src, dst, false)
+}
+
+// ImportRandomHead imports the encoder of the BertModel checkpoint in src
+// (a bi-encoder's, e.g. all-MiniLM-L6-v2) as a cross-encoder with a seeded
+// random head (AddRandomHead): the shape and operators of a relevance
+// cross-encoder, the activations of a trained encoder, scores that rank
+// nothing. Such a model measures what generated weights cannot: how int8
+// arithmetic treats a trained encoder's activation ranges and outliers, on
+// a score whose spread over a candidate list comes from the text (a random
+// model's barely depends on the document). dst gets the tokenizer files,
+// ImportFile, a MarkerFile (RealWeights false; its note names the
+// checkpoint) and a cross-encoder config.json; sentence-transformers files
+// are not copied (dst is not an embedder). A checkpoint that is already a
+// cross-encoder is ErrUnsupported: Import it.
+func ImportRandomHead(ctx context.Context, src, dst string) (ImportInfo, error) {
+	return importCheckpoint(ctx, src, dst, true)
+}
+
+func importCheckpoint(ctx context.Context, src, dst string, randomHead bool) (ImportInfo, error) {
 	info := ImportInfo{Importer: "github.com/hybrank/hybrank/models/bertgen", Source: src}
 	cfgRaw, err := os.ReadFile(filepath.Join(src, "config.json"))
 	if err != nil {
@@ -82,12 +106,18 @@ func Import(ctx context.Context, src, dst string) (ImportInfo, error) {
 	if cfg.Name == "" {
 		cfg.Name = filepath.Base(filepath.Clean(src))
 	}
+	if randomHead && cfg.Kind != BiEncoder {
+		return info, fmt.Errorf("import %s: %w: a random head goes on a BertModel encoder, and this checkpoint is a %s (import it as it is)", src, ErrUnsupported, cfg.Kind)
+	}
 	info.Config, info.Params = cfg, cfg.Params()
 
 	// Small files first: a bad tokenizer or module list fails before the
 	// expensive work.
 	var files []dirFile
 	for _, name := range importOptional {
+		if randomHead && stFiles[name] {
+			continue
+		}
 		b, err := os.ReadFile(filepath.Join(src, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -131,12 +161,31 @@ func Import(ctx context.Context, src, dst string) (ImportInfo, error) {
 		return info, fmt.Errorf("import %s: %w", stPath, err)
 	}
 	w.Source = SafetensorsFile + " sha256:" + sum
+	if randomHead {
+		AddRandomHead(w)
+		w.Source += ", classification head seeded random"
+		info.Config, info.Params = w.Config, w.Config.Params()
+	}
 	if err := ctx.Err(); err != nil {
 		return info, err
 	}
 	model, err := BuildModel(w)
 	if err != nil {
 		return info, err
+	}
+	if randomHead {
+		files = append(files,
+			dirFile{ImportFile, mustJSON(info)},
+			dirFile{MarkerFile, mustJSON(Marker{
+				Generator:   info.Importer,
+				RealWeights: false,
+				Note: fmt.Sprintf("encoder imported from %s (%s sha256:%s); classification head (pooler, classifier) seeded random: "+
+					"a trained encoder's activations under an untrained head, so scores rank nothing", src, SafetensorsFile, sum),
+				Config: w.Config,
+				Params: info.Params,
+			})},
+			dirFile{"config.json", mustJSON(hfConfig(w.Config))})
+		return info, writeDir(dst, model, files)
 	}
 	info.Copied = append(info.Copied, "config.json")
 	files = append(files, dirFile{ImportFile, mustJSON(info)}, dirFile{"config.json", cfgRaw})

@@ -449,3 +449,55 @@ func TestImportErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestImportRandomHead puts a seeded random head on a BertModel checkpoint:
+// the encoder's weights are the checkpoint's, the head is AddRandomHead's,
+// the directory is a cross-encoder that reads as generated (its scores rank
+// nothing), and ONNX Runtime agrees with the reference on those weights.
+func TestImportRandomHead(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	w := smallWeights(t, bertgen.BiEncoder)
+	src := srcDir(t, w, hfCheckpoint(t, w, "", safetensors.F32))
+	if err := os.WriteFile(filepath.Join(src, "modules.json"), []byte(`[{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},`+
+		`{"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "xe")
+	info, err := bertgen.ImportRandomHead(context.Background(), src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *w // the checkpoint's encoder, under the head drawn from the imported config (its seed and init std)
+	want.Config = info.Config
+	bertgen.AddRandomHead(&want)
+	if info.Config.Kind != bertgen.CrossEncoder || info.Params != want.Config.Params() || info.Params <= w.Config.Params() {
+		t.Fatalf("info = %+v", info)
+	}
+	if len(want.ClsW) != w.Config.Hidden || len(want.PoolerW) != w.Config.Hidden*w.Config.Hidden || want.ClsW[0] == 0 {
+		t.Fatalf("AddRandomHead left the head empty: %d classifier, %d pooler weights", len(want.ClsW), len(want.PoolerW))
+	}
+	if _, err := os.Stat(filepath.Join(dst, "modules.json")); err == nil {
+		t.Error("a cross-encoder got the embedder's modules.json")
+	}
+	m, generated, err := bertgen.ReadMarker(dst)
+	if err != nil || !generated || m.RealWeights || !strings.Contains(m.Note, info.SafetensorsSHA256) {
+		t.Fatalf("marker = %+v, %v, %v: want one naming the checkpoint with real_weights false", m, generated, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dst, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := bertgen.ConfigFromHF(raw); err != nil || c.Kind != bertgen.CrossEncoder {
+		t.Fatalf("config.json reads as %+v, %v; want a cross-encoder", c, err)
+	}
+	runAgainstReference(t, &want, filepath.Join(dst, bertgen.ModelFile))
+
+	// A cross-encoder checkpoint has a head already.
+	xsrc := srcDir(t, smallWeights(t, bertgen.CrossEncoder), hfCheckpoint(t, smallWeights(t, bertgen.CrossEncoder), "", safetensors.F32))
+	if _, err := bertgen.ImportRandomHead(context.Background(), xsrc, filepath.Join(t.TempDir(), "x")); !errors.Is(err, bertgen.ErrUnsupported) {
+		t.Fatalf("ImportRandomHead on a cross-encoder = %v, want ErrUnsupported", err)
+	}
+}

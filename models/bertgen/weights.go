@@ -98,12 +98,7 @@ func GenerateWeights(cfg Config) (*Weights, error) {
 		)
 	}
 	if cfg.Kind == CrossEncoder {
-		specs = append(specs,
-			tensorSpec{"pooler.dense.weight", &w.PoolerW, h * h, fillNormal},
-			tensorSpec{"pooler.dense.bias", &w.PoolerB, h, fillBias},
-			tensorSpec{"classifier.weight", &w.ClsW, h, fillNormal},
-			tensorSpec{"classifier.bias", &w.ClsB, 1, fillBias},
-		)
+		specs = append(specs, headSpecs(w)...)
 	}
 	work := make(chan *tensorSpec)
 	var wg sync.WaitGroup
@@ -120,6 +115,32 @@ func GenerateWeights(cfg Config) (*Weights, error) {
 	close(work)
 	wg.Wait()
 	return w, nil
+}
+
+// headSpecs are a cross-encoder head's parameters: the pooler and the
+// one-logit classifier.
+func headSpecs(w *Weights) []tensorSpec {
+	h := w.Config.Hidden
+	return []tensorSpec{
+		{"pooler.dense.weight", &w.PoolerW, h * h, fillNormal},
+		{"pooler.dense.bias", &w.PoolerB, h, fillBias},
+		{"classifier.weight", &w.ClsW, h, fillNormal},
+		{"classifier.bias", &w.ClsB, 1, fillBias},
+	}
+}
+
+// AddRandomHead makes w a cross-encoder: w.Config.Kind becomes
+// CrossEncoder and the pooler and classifier are drawn as GenerateWeights
+// draws them (from w.Config.Seed), replacing any head w had. On a trained
+// encoder's weights the result is a model whose activations are real (their
+// ranges and outliers, which decide int8 fidelity, come from training) and
+// whose scores rank nothing: see ImportRandomHead.
+func AddRandomHead(w *Weights) {
+	w.Config.Kind = CrossEncoder
+	specs := headSpecs(w)
+	for k := range specs {
+		*specs[k].dst = fill(w.Config, &specs[k])
+	}
 }
 
 func fill(cfg Config, s *tensorSpec) []float32 {
