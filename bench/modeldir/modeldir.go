@@ -121,6 +121,30 @@ func RealWeights(dir string) bool {
 	return err == nil && !generated
 }
 
+// What Weights reports.
+const (
+	WeightsReal      = "real"
+	WeightsGenerated = "generated"
+	// WeightsRandomHead: an imported (trained) encoder under a seeded
+	// random head, bertgen.ImportRandomHead's directories.
+	WeightsRandomHead = "trained encoder, random head"
+)
+
+// Weights says what dir's weights are: WeightsReal, WeightsGenerated
+// (bertgen's marker, no import record) or WeightsRandomHead (the marker and
+// bertgen.ImportFile both). An unreadable marker counts as generated: no
+// figure is reported as real by mistake.
+func Weights(dir string) string {
+	_, generated, err := bertgen.ReadMarker(dir)
+	if err == nil && !generated {
+		return WeightsReal
+	}
+	if _, serr := os.Stat(filepath.Join(dir, bertgen.ImportFile)); err == nil && serr == nil {
+		return WeightsRandomHead
+	}
+	return WeightsGenerated
+}
+
 // Shape returns a bertgen configuration with the shape of the model in dir:
 // the generator's marker when bertgen wrote it, else from config.json (for
 // FLOP counts of real exports; weights-related fields left at defaults).

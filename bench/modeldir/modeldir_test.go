@@ -106,3 +106,25 @@ func TestResolver(t *testing.T) {
 		t.Fatalf("temporary model dir left behind: %v", err)
 	}
 }
+
+// TestWeights: a directory without bertgen's marker is real, one with it is
+// generated, one with the marker and an import record is a trained encoder
+// under a random head; an unreadable marker never reads as real.
+func TestWeights(t *testing.T) {
+	write := func(dir, name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, gen, head, bad := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	write(gen, bertgen.MarkerFile, `{"real_weights":false}`)
+	write(head, bertgen.MarkerFile, `{"real_weights":false}`)
+	write(head, bertgen.ImportFile, `{}`)
+	write(bad, bertgen.MarkerFile, `not json`)
+	write(bad, bertgen.ImportFile, `{}`)
+	for dir, want := range map[string]string{real: WeightsReal, gen: WeightsGenerated, head: WeightsRandomHead, bad: WeightsGenerated} {
+		if got := Weights(dir); got != want {
+			t.Errorf("Weights(%s) = %q, want %q", dir, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/throughput"
 )
 
@@ -112,6 +113,23 @@ func TestPeerChecks(t *testing.T) {
 	} {
 		if got := peerMismatch(tc.ours, tc.provider, tc.dtype); (got != "") != tc.want {
 			t.Errorf("%+v against %s %q: mismatch %q", tc.ours, tc.provider, tc.dtype, got)
+		}
+	}
+}
+
+// TestQuantCheckWeights: the ranking line says what the weights were.
+func TestQuantCheckWeights(t *testing.T) {
+	for _, tc := range []struct {
+		r    QuantRow
+		want string
+	}{
+		{QuantRow{RealWeights: true, Weights: modeldir.WeightsReal}, "real weights"},
+		{QuantRow{Weights: modeldir.WeightsGenerated}, "generated weights"},
+		{QuantRow{Weights: modeldir.WeightsRandomHead}, "trained encoder's activations under a random head"},
+	} {
+		cs := DefaultQuantCheck().Check([]QuantRow{tc.r})
+		if !strings.Contains(cs[1].String(), tc.want) {
+			t.Errorf("%q: %s", tc.r.Weights, cs[1])
 		}
 	}
 }

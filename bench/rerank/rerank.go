@@ -468,6 +468,28 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 			report.Log(cfg.Log, pr)
 		}
 	}
+	if !cfg.Quant.Enabled {
+		return nil
+	}
+	// The quantized check on trained encoders under a random head: named
+	// by their directory, measured like a profile (its defaults are the
+	// cross-encoder's), no peer.
+	for _, dir := range cfg.Quant.Encoders {
+		name := filepath.Base(filepath.Clean(dir))
+		row, scores, _, err := measureReal(ctx, cfg, name, dir, text, pairs)
+		if err != nil {
+			return fmt.Errorf("rerank %s on %s: %w", dir, ds.Name, err)
+		}
+		row.Data = data
+		res.Rows = append(res.Rows, row)
+		report.Log(cfg.Log, row)
+		qrow, cmp, err := quantRow(ctx, cfg, name, dir, text, pairs, row, scores)
+		if err != nil {
+			return fmt.Errorf("rerank %s %s: %w", dir, cfg.Quant.Type, err)
+		}
+		res.Rows, res.Quant = append(res.Rows, qrow), append(res.Quant, cmp)
+		report.Log(cfg.Log, qrow)
+	}
 	return nil
 }
 
