@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
@@ -70,6 +71,11 @@ func Report(cfg Config, res Result, command string) report.Report {
 		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize (default config: per-output-channel symmetric 7-bit weights in com.microsoft DynamicQuantizeMatMul, "+
 			"activations quantized per tensor on every call by the runtime; classifier and pooler kept in float32), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
 			"The checks compare pairs/s and the per-query Spearman correlation of the two models' scores over each query's candidate list. The CPU flags in the header decide which integer kernels ONNX Runtime runs (AVX512-VNNI/AVX-VNNI/AMX when present, else AVX2 vpmaddubsw).")
+	}
+	if slices.ContainsFunc(res.Quant, func(q QuantRow) bool { return q.Weights == modeldir.WeightsRandomHead }) {
+		rep.Notes = append(rep.Notes, "Rows named after a model directory rather than a profile (e.g. all-minilm-l6-v2-xe) are a trained encoder under a seeded random head "+
+			"(bench models --import-safetensors --random-head; make models imports all-MiniLM-L6-v2's checkpoint, the balanced profile's shape): "+
+			"its activations have a trained model's ranges and outliers and its score moves with the text, so its Spearman line measures the quantized arithmetic on real activations; the score ranks nothing (no relevance head was trained).")
 	}
 	if i := slices.IndexFunc(res.Peers, func(p PeerRow) bool { return p.DType != "" }); i >= 0 {
 		p := res.Peers[i]
