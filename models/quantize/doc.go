@@ -174,6 +174,17 @@
 // below; 0.9891, 0.986, 0.965 on the Intel Xeon with AMX, the graph fused
 // by models/fuse (both sides).
 //
+// A trained encoder under a random head (bertgen.ImportRandomHead:
+// all-MiniLM-L6-v2's, balanced's shape) has a score that moves with the
+// text, spreading over 0.13 on a 32-candidate scifact list against the
+// generated model's 0.015; bench rerank --int8 measures it too: int8 1.92×
+// float32, worst per-query Spearman 0.936, mean 0.977 (generated balanced,
+// same run: 0.883, 0.942). In numpy (bench/peers/int8_sim.py, 10 queries ×
+// 32 candidates) the same encoder with activations scaled per token
+// instead of per tensor reaches worst 0.982, mean 0.988 (8-bit weights:
+// 0.984, 0.991): most of the gap, for a kernel ONNX Runtime's CPU provider
+// does not have (bench/results/rerank_int8_profile.md).
+//
 // Why real activations lose that much: their ranges are set by a few
 // tokens. e5-small-v2 on eight scifact documents, layers 2–9 of 12
 // (2026-11-27, a throwaway script reading the MatMuls' inputs): the input
