@@ -52,6 +52,7 @@ func Init(cfg RuntimeConfig) error {
 	if ort.IsInitialized() {
 		// Someone used onnxruntime_go directly; share that environment.
 		initPath = path
+		initCustomOps(path)
 		return nil
 	}
 	ort.SetSharedLibraryPath(path)
@@ -60,6 +61,7 @@ func Init(cfg RuntimeConfig) error {
 			ErrLibrary, path, err, fixHint)
 	}
 	initPath = path
+	initCustomOps(path)
 	return nil
 }
 
@@ -197,6 +199,11 @@ func ModelIO(modelPath string) (inputs, outputs []IOInfo, err error) {
 	}
 	if err := opts.SetIntraOpNumThreads(1); err != nil {
 		return nil, nil, fmt.Errorf("onnx: model io: %w", err)
+	}
+	if CustomOps() == nil {
+		if err := registerCustomOps(opts); err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrLibrary, err)
+		}
 	}
 	in, out, err := ort.GetInputOutputInfoWithOptions(modelPath, opts)
 	if err != nil {

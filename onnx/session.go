@@ -325,6 +325,11 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 		if err := appendCUDA(opts, cfg.CUDADeviceID); err != nil {
 			return nil, fmt.Errorf("%w: cuda: %v", ErrProviderUnavailable, err)
 		}
+	} else if CustomOps() == nil {
+		// A graph rewritten for the CPU may use them (OpDomain).
+		if err := registerCustomOps(opts); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrLibrary, err)
+		}
 	}
 	k, target := 0, "the CPU"
 	if cuda {

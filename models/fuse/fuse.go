@@ -18,10 +18,15 @@ type Report struct {
 	BiasFolded    int `json:"bias_folded"`
 	// FirstToken is what WriteFile's FirstToken narrowed.
 	FirstToken Narrowed `json:"first_token"`
+	// AttentionBF16 is how many self-attentions WriteFile's
+	// AttentionBF16 fused (int8 graphs only).
+	AttentionBF16 int `json:"attention_bf16,omitempty"`
 }
 
 // Changed reports whether the rewrite changed anything.
-func (r Report) Changed() bool { return r.SkipLayerNorm > 0 || r.FirstToken.Nodes > 0 }
+func (r Report) Changed() bool {
+	return r.SkipLayerNorm > 0 || r.FirstToken.Nodes > 0 || r.AttentionBF16 > 0
+}
 
 // String is a short summary of what changed, e.g. "12 SkipLayerNorm (12
 // with bias), first token: 22 nodes (6 MatMul)", "first token: 26 nodes
@@ -34,6 +39,9 @@ func (r Report) String() string {
 	}
 	if r.FirstToken.Nodes > 0 {
 		parts = append(parts, fmt.Sprintf("first token: %d nodes (%d MatMul)", r.FirstToken.Nodes, r.FirstToken.MatMuls))
+	}
+	if r.AttentionBF16 > 0 {
+		parts = append(parts, fmt.Sprintf("%d attention bf16", r.AttentionBF16))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -93,6 +101,7 @@ type fuser struct {
 	idx     *onnxpb.Index
 	drop    map[int]bool // nodes fused away
 	replace map[int]onnxpb.Node
+	opset   int64 // the model's default-domain opset, where a match depends on it
 }
 
 func newFuser(g *onnxpb.Graph) *fuser {
@@ -527,6 +536,9 @@ const (
 	RewriteSkipLayerNorm Rewrites = 1 << iota
 	// RewriteFirstToken applies FirstToken.
 	RewriteFirstToken
+	// RewriteAttentionBF16 applies AttentionBF16 (int8 graphs; for a
+	// session on a CPU where onnx.AttentionBF16 holds).
+	RewriteAttentionBF16
 
 	// ForCPU is what package models/ort applies for ONNX Runtime's CPU
 	// provider: both.
@@ -538,7 +550,7 @@ const (
 )
 
 // WriteFile reads the ONNX model at src, applies the rewrites r selects
-// (SkipLayerNorm first) and writes the result to dst, unless none
+// (SkipLayerNorm, then FirstToken, then AttentionBF16) and writes the result to dst, unless none
 // changes anything (a zero Report, dst untouched). Models this package cannot read (external data, among
 // others: onnxpb.ErrUnsupported) are errors; callers load such files
 // unchanged. It holds the decoded model in memory, about twice the file's
@@ -556,6 +568,11 @@ func WriteFile(src, dst string, r Rewrites) (Report, error) {
 	}
 	if r&RewriteFirstToken != 0 {
 		if rep.FirstToken, err = FirstToken(m); err != nil {
+			return Report{}, err
+		}
+	}
+	if r&RewriteAttentionBF16 != 0 {
+		if rep.AttentionBF16, err = AttentionBF16(m); err != nil {
 			return Report{}, err
 		}
 	}

@@ -114,7 +114,11 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 				return p, nil
 			}
 		}
-		model.ForCPU = rewrite(0, fuse.ForCPU, "the CPU")
+		cpu := fuse.ForCPU
+		if onnx.AttentionBF16() {
+			cpu |= fuse.RewriteAttentionBF16 // int8 graphs only: their attention in bfloat16 on AMX tiles
+		}
+		model.ForCPU = rewrite(0, cpu, "the CPU")
 		model.ForCUDA = rewrite(1, fuse.ForCUDA, "CUDA")
 	}
 	sess, err := onnx.NewSessionModel(model, inputs, []string{output}, sessionConfig(cfg))

@@ -40,6 +40,19 @@ func attentionModel(form string) *onnxpb.Model {
 		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
 		return m
 	}
+	if form == "hybrank" || form == "hybrank-bf16" {
+		g.AddInput("m", onnxpb.Float32, onnxpb.Symbolic("batch"), onnxpb.Fixed(1), onnxpb.Fixed(1), onnxpb.Symbolic("seq"))
+		bf16 := int64(0)
+		if form == "hybrank-bf16" {
+			bf16 = 1
+		}
+		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "att", OpType: "Attention", Domain: onnx.OpDomain, Inputs: []string{"q", "k", "v", "m"}, Outputs: []string{"out"},
+			Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", attnHeads), onnxpb.AttrFloat("scale", float32(1/math.Sqrt(attnHeadDim))), onnxpb.AttrInt("bf16", bf16)}})
+		g.AddOutput("out", onnxpb.Float32, dims...)
+		m := onnxpb.NewModel(g)
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnx.OpDomain, Version: 1})
+		return m
+	}
 	heads := g.AddInt64("heads", []int64{4}, []int64{0, 0, attnHeads, attnHeadDim})
 	qt := g.AddNode("qt", "Transpose", []string{g.AddNode("qr", "Reshape", []string{"q", heads})}, onnxpb.AttrInts("perm", 0, 2, 1, 3))
 	kt := g.AddNode("kt", "Transpose", []string{g.AddNode("kr", "Reshape", []string{"k", heads})}, onnxpb.AttrInts("perm", 0, 2, 3, 1))
@@ -76,7 +89,10 @@ func BenchmarkAttentionForms(b *testing.B) {
 		}
 		q, k, v := in(), in(), in()
 		var ref []float32
-		for _, form := range []string{"export", "export-nomask", "mha"} {
+		for _, form := range []string{"export", "export-nomask", "mha", "hybrank", "hybrank-bf16"} {
+			if form == "hybrank-bf16" && !onnx.AttentionBF16() {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/b%d-s%d", form, batch, seq), func(b *testing.B) {
 				path := filepath.Join(b.TempDir(), "attention.onnx")
 				if err := attentionModel(form).WriteFile(path); err != nil {
@@ -85,7 +101,7 @@ func BenchmarkAttentionForms(b *testing.B) {
 				names := []string{"q", "k", "v"}
 				dims := []int64{int64(batch), int64(seq), attnHeads * attnHeadDim}
 				inputs := []onnx.Input{{Name: "q", Shape: dims, Float32: q}, {Name: "k", Shape: dims, Float32: k}, {Name: "v", Shape: dims, Float32: v}}
-				if form == "export" {
+				if form == "export" || form == "hybrank" || form == "hybrank-bf16" {
 					names = append(names, "m")
 					inputs = append(inputs, onnx.Input{Name: "m", Shape: []int64{int64(batch), 1, 1, int64(seq)}, Float32: make([]float32, batch*seq)})
 				}
@@ -103,8 +119,12 @@ func BenchmarkAttentionForms(b *testing.B) {
 				if ref == nil {
 					ref = out[0].Float32
 				}
+				tol := 1e-4
+				if form == "hybrank-bf16" {
+					tol = 3e-2 // bfloat16 products
+				}
 				for i, x := range out[0].Float32 {
-					if math.Abs(float64(x-ref[i])) > 1e-4 {
+					if math.Abs(float64(x-ref[i])) > tol {
 						b.Fatalf("output %d: %g, the export form's %g", i, x, ref[i])
 					}
 				}

@@ -1,0 +1,133 @@
+package onnx
+
+/*
+#cgo CFLAGS: -O3
+#cgo LDFLAGS: -ldl -lm
+#include <stdlib.h>
+#include "hybrank_ops.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"unsafe"
+
+	ort "github.com/yalue/onnxruntime_go"
+	"github.com/klauspost/cpuid/v2"
+)
+
+// OpDomain is the ONNX domain of hybrank's custom operators, which every
+// CPU session of this package can run (customop.c):
+//
+//	ai.hybrank.Attention(q [B,Sq,H], k [B,Sk,H], v [B,Sk,H], mask: B×Sk additive) → [B,Sq,H]
+//	  attributes num_heads (int), scale (float), bf16 (int, 0 or 1)
+//
+// a BERT layer's self-attention after its Q, K and V projections in one
+// kernel (package models/fuse writes it). bf16 = 1 computes its two
+// products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
+const OpDomain = "ai.hybrank"
+
+var (
+	opsMu   sync.Mutex
+	opsErr  error // why the custom operators are unavailable; nil once ready
+	opsInit bool
+	opsAMX  bool
+)
+
+// initCustomOps finds the runtime's C API in the library at path and
+// builds the operator domain; once per process, after the runtime loaded.
+func initCustomOps(path string) {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if opsInit {
+		return
+	}
+	opsInit = true
+	if !sessionOptionsLayoutKnown() {
+		opsErr = errors.New("onnx: custom operators: onnxruntime_go's SessionOptions layout changed")
+		return
+	}
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	if msg := C.hybrank_ops_init(cpath); msg != nil {
+		opsErr = fmt.Errorf("onnx: custom operators: %s", C.GoString(msg))
+		return
+	}
+	if cpuid.CPU.Supports(cpuid.AMXTILE, cpuid.AMXBF16, cpuid.AVX512F, cpuid.AVX512BF16) && C.hybrank_ops_amx() == nil {
+		opsAMX = true
+	}
+}
+
+// sessionOptionsLayoutKnown reports whether ort.SessionOptions is still the
+// one pointer to the runtime's OrtSessionOptions that registerCustomOps
+// reads (onnxruntime_go has no call to add an operator domain).
+func sessionOptionsLayoutKnown() bool {
+	t := reflect.TypeFor[ort.SessionOptions]()
+	return t.NumField() == 1 && t.Field(0).Type.Kind() == reflect.Pointer && t.Size() == unsafe.Sizeof(uintptr(0))
+}
+
+// registerCustomOps adds OpDomain to opts.
+func registerCustomOps(opts *ort.SessionOptions) error {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if opsErr != nil || !opsInit {
+		return cmpErr(opsErr, errors.New("onnx: custom operators: runtime not initialised"))
+	}
+	p := *(*unsafe.Pointer)(unsafe.Pointer(opts))
+	if msg := C.hybrank_ops_register(p); msg != nil {
+		return fmt.Errorf("onnx: custom operators: %s", C.GoString(msg))
+	}
+	return nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// CustomOps reports whether CPU sessions can run OpDomain's operators
+// (after Init), and if not, why.
+func CustomOps() error {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	if !opsInit {
+		return ErrNotInitialized
+	}
+	return opsErr
+}
+
+// AttentionBF16 reports whether ai.hybrank.Attention can run with bf16 = 1
+// here: a CPU with AMX-BF16 and AVX512-BF16, and a kernel that grants the
+// tile state.
+func AttentionBF16() bool {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	return opsErr == nil && opsInit && opsAMX
+}
+
+// attentionDirect runs the Attention kernel outside ONNX Runtime on
+// [batch, seq, hidden] slices, one (batch, head) after the other: for
+// tests comparing the float32 and bfloat16 paths.
+func attentionDirect(q, k, v, mask, out []float32, batch, sq, sk, hidden, heads int, scale float32, bf16 bool) error {
+	if len(q) != batch*sq*hidden || len(k) != batch*sk*hidden || len(v) != len(k) || len(mask) != batch*sk || len(out) != len(q) {
+		return fmt.Errorf("onnx: attention: slice lengths do not match the shape")
+	}
+	if bf16 && !AttentionBF16() {
+		return errors.New("onnx: attention: no AMX-BF16 here")
+	}
+	b := C.int(0)
+	if bf16 {
+		b = 1
+	}
+	msg := C.hybrank_attention((*C.float)(&q[0]), (*C.float)(&k[0]), (*C.float)(&v[0]), (*C.float)(&mask[0]), (*C.float)(&out[0]),
+		C.long(batch), C.long(sq), C.long(sk), C.long(hidden), C.long(heads), C.float(scale), b)
+	if msg != nil {
+		return errors.New(C.GoString(msg))
+	}
+	return nil
+}

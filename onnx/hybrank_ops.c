@@ -1,0 +1,483 @@
+// hybrank's custom operators for ONNX Runtime's CPU provider (domain
+// "ai.hybrank"), registered on a session's options by customop.go.
+//
+// ai.hybrank.Attention(q, k, v, mask) -> context
+//   q [B, Sq, H], k and v [B, Sk, H] (float32, heads side by side in the
+//   last axis, num_heads of H / num_heads each), mask: B x Sk additive
+//   float32 values (any shape with that many elements, a BERT export's
+//   [B, 1, 1, Sk]); context [B, Sq, H]:
+//     context[b, i, head] = softmax_t(q[b, i, head] . k[b, t, head] * scale
+//                                     + mask[b, t]) . v[b, t, head]
+//   the export's Reshape, Transpose, MatMul, Div, Add, Softmax, MatMul,
+//   Transpose, Reshape in one kernel, one (batch, head) per task on the
+//   session's intra-op threads, the scores of 16 queries at a time in
+//   cache. Attribute bf16 = 1 runs the two products in bfloat16 on AMX
+//   tiles (float32 accumulation, float32 softmax): for int8 models, whose
+//   other products are quantized already; 0 (the default) computes in
+//   float32, plainly: the reference the tests hold the tile path to.
+//   Head size a multiple of 32 up to 64 for bf16.
+
+#include "hybrank_ops.h"
+
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ortcapi/onnxruntime_c_api.h"
+
+static const OrtApi *api;
+static OrtCustomOpDomain *domain;
+static int amx_ready;
+
+// ---- the kernel ----------------------------------------------------------
+
+typedef struct {
+  const float *q, *k, *v, *mask;
+  float *out;
+  long batch, sq, sk, hidden, heads, dh;
+  float scale;
+  int bf16;
+  int failed; // a task could not allocate its scratch memory
+} attn_job;
+
+// attn_f32 is the plain float32 path, and the reference.
+static int attn_f32(attn_job *j, long b, long h) {
+  long H = j->hidden, dh = j->dh;
+  const float *q = j->q + b * j->sq * H + h * dh;
+  const float *k = j->k + b * j->sk * H + h * dh;
+  const float *v = j->v + b * j->sk * H + h * dh;
+  const float *m = j->mask + b * j->sk;
+  float *o = j->out + b * j->sq * H + h * dh;
+  float *s = malloc((size_t)j->sk * sizeof(float));
+  if (!s) return -1;
+  for (long i = 0; i < j->sq; i++) {
+    float mx = -INFINITY;
+    for (long t = 0; t < j->sk; t++) {
+      float acc = 0;
+      for (long d = 0; d < dh; d++) acc += q[i * H + d] * k[t * H + d];
+      s[t] = acc * j->scale + m[t];
+      if (s[t] > mx) mx = s[t];
+    }
+    float sum = 0;
+    for (long t = 0; t < j->sk; t++) {
+      s[t] = expf(s[t] - mx);
+      sum += s[t];
+    }
+    float inv = 1 / sum;
+    for (long d = 0; d < dh; d++) o[i * H + d] = 0;
+    for (long t = 0; t < j->sk; t++) {
+      float p = s[t] * inv;
+      for (long d = 0; d < dh; d++) o[i * H + d] += p * v[t * H + d];
+    }
+  }
+  free(s);
+  return 0;
+}
+
+// bf16 rounds to nearest even (the inputs are finite).
+static inline uint16_t bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  return (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
+}
+
+#define TARGET_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+// exp512 is e^x for 16 floats: 2^n · 2^f with n = round(x·log2 e) and a
+// degree-7 Taylor polynomial for 2^f, |f| ≤ 0.5 (relative error < 1e-7);
+// x below −87 (a masked key) gives 0.
+TARGET_AMX static inline __m512 exp512(__m512 x) {
+  __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0.693147180559945309f)); // f·ln 2
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
+}
+
+// The tile configuration: palette 1, eight tiles of 16 rows × 64 bytes
+// (16 floats, or 32 bfloat16 values, or 16 pairs of them).
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} tilecfg;
+
+// attn_amx: per block of 16 queries, Q·Kᵀ for all keys into a float32 row
+// block (tdpbf16ps, 16 × 16 scores a tile), softmax in float32 with the
+// mask, P rounded to bfloat16, P·V into dh / 16 accumulator tiles.
+TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
+  long H = j->hidden, dh = j->dh, sq = j->sq, sk = j->sk;
+  long sq16 = (sq + 15) / 16 * 16, sk32 = (sk + 31) / 32 * 32, ndb = dh / 32;
+  const float *q = j->q + b * sq * H + h * dh;
+  const float *k = j->k + b * sk * H + h * dh;
+  const float *v = j->v + b * sk * H + h * dh;
+  const float *m = j->mask + b * sk;
+  float *o = j->out + b * sq * H + h * dh;
+
+  size_t qn = sq16 * dh, kn = sk32 * dh, sn = 16 * sk32;
+  // One allocation: Q rows, K and V in tile order (bfloat16), the score
+  // block (float32), P (bfloat16), a 16 × dh result block (float32).
+  size_t bytes = (qn + 2 * kn) * 2 + sn * 4 + sn * 2 + 16 * dh * 4;
+  bytes = (bytes + 63) / 64 * 64;
+  uint8_t *mem = aligned_alloc(64, bytes);
+  if (!mem) return -1;
+  uint16_t *qp = (uint16_t *)mem, *kp = qp + qn, *vp = kp + kn;
+  float *s = (float *)(vp + kn);
+  uint16_t *pp = (uint16_t *)(s + sn);
+  float *c = (float *)(pp + sn);
+
+  // Q: row-major bfloat16, rows past sq zero.
+  for (long i = 0; i < sq16; i++)
+    for (long d = 0; d < dh; d++) qp[i * dh + d] = i < sq ? bf16(q[i * H + d]) : 0;
+  // K as the B operand of Q·Kᵀ: per block of 16 keys and 32 dimensions, 16
+  // rows (dimension pairs) of 16 keys × 2.
+  for (long kb = 0; kb < sk32 / 16; kb++)
+    for (long db = 0; db < ndb; db++) {
+      uint16_t *t = kp + (kb * ndb + db) * 512;
+      for (long r = 0; r < 16; r++)
+        for (long n = 0; n < 16; n++)
+          for (long i = 0; i < 2; i++) {
+            long key = kb * 16 + n, d = db * 32 + 2 * r + i;
+            t[r * 32 + n * 2 + i] = key < sk ? bf16(k[key * H + d]) : 0;
+          }
+    }
+  // V as the B operand of P·V: per block of 32 keys and 16 dimensions, 16
+  // rows (key pairs) of 16 dimensions × 2.
+  long nnb = dh / 16;
+  for (long kb = 0; kb < sk32 / 32; kb++)
+    for (long nb = 0; nb < nnb; nb++) {
+      uint16_t *t = vp + (kb * nnb + nb) * 512;
+      for (long r = 0; r < 16; r++)
+        for (long n = 0; n < 16; n++)
+          for (long i = 0; i < 2; i++) {
+            long key = kb * 32 + 2 * r + i, d = nb * 16 + n;
+            t[r * 32 + n * 2 + i] = key < sk ? bf16(v[key * H + d]) : 0;
+          }
+    }
+
+  tilecfg cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+
+  __m512 scale = _mm512_set1_ps(j->scale);
+  for (long qb = 0; qb < sq16 / 16; qb++) {
+    const uint16_t *qa = qp + qb * 16 * dh;
+    // Scores: tile 0 accumulates, 1 and 2 hold Q, 3 and 4 hold K.
+    for (long kb = 0; kb < sk32 / 16; kb++) {
+      _tile_zero(0);
+      _tile_loadd(1, qa, dh * 2);
+      _tile_loadd(3, kp + (kb * ndb) * 512, 64);
+      _tile_dpbf16ps(0, 1, 3);
+      if (ndb == 2) {
+        _tile_loadd(2, qa + 32, dh * 2);
+        _tile_loadd(4, kp + (kb * ndb + 1) * 512, 64);
+        _tile_dpbf16ps(0, 2, 4);
+      }
+      _tile_stored(0, s + kb * 16, sk32 * 4);
+    }
+    // Softmax per row over the sk keys; P's padding keys are 0.
+    for (long r = 0; r < 16; r++) {
+      float *row = s + r * sk32;
+      uint16_t *prow = pp + r * sk32;
+      __m512 mx = _mm512_set1_ps(-INFINITY);
+      long t = 0;
+      for (; t + 16 <= sk; t += 16) {
+        __m512 x = _mm512_fmadd_ps(_mm512_loadu_ps(row + t), scale, _mm512_loadu_ps(m + t));
+        _mm512_storeu_ps(row + t, x);
+        mx = _mm512_max_ps(mx, x);
+      }
+      __mmask16 tail = (__mmask16)((1u << (sk - t)) - 1);
+      if (t < sk) {
+        __m512 x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, row + t), scale, _mm512_maskz_loadu_ps(tail, m + t));
+        _mm512_mask_storeu_ps(row + t, tail, x);
+        mx = _mm512_mask_max_ps(mx, tail, mx, x);
+      }
+      __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+      __m512 sum = _mm512_setzero_ps();
+      for (t = 0; t + 16 <= sk; t += 16) {
+        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(row + t), vmax));
+        _mm512_storeu_ps(row + t, e);
+        sum = _mm512_add_ps(sum, e);
+      }
+      if (t < sk) {
+        __m512 e = _mm512_maskz_mov_ps(tail, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + t), vmax)));
+        _mm512_mask_storeu_ps(row + t, tail, e);
+        sum = _mm512_add_ps(sum, e);
+      }
+      __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+      for (t = 0; t < sk32; t += 16) {
+        __mmask16 live = t + 16 <= sk ? 0xFFFF : t < sk ? tail : 0;
+        __m512 p = _mm512_maskz_mul_ps(live, _mm512_maskz_loadu_ps(live, row + t), inv);
+        __m256bh pb = _mm512_cvtneps_pbh(p);
+        _mm256_storeu_si256((__m256i *)(prow + t), (__m256i)pb);
+      }
+    }
+    // P·V: tiles 0–3 accumulate (dh / 16 of them), 4 holds P, 5 holds V.
+    _tile_zero(0);
+    _tile_zero(1);
+    if (nnb == 4) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
+    for (long kb = 0; kb < sk32 / 32; kb++) {
+      _tile_loadd(4, pp + kb * 32, sk32 * 2);
+      const uint16_t *vb = vp + kb * nnb * 512;
+      _tile_loadd(5, vb, 64);
+      _tile_dpbf16ps(0, 4, 5);
+      _tile_loadd(5, vb + 512, 64);
+      _tile_dpbf16ps(1, 4, 5);
+      if (nnb == 4) {
+        _tile_loadd(5, vb + 1024, 64);
+        _tile_dpbf16ps(2, 4, 5);
+        _tile_loadd(5, vb + 1536, 64);
+        _tile_dpbf16ps(3, 4, 5);
+      }
+    }
+    _tile_stored(0, c, dh * 4);
+    _tile_stored(1, c + 16, dh * 4);
+    if (nnb == 4) {
+      _tile_stored(2, c + 32, dh * 4);
+      _tile_stored(3, c + 48, dh * 4);
+    }
+    for (long r = 0; r < 16 && qb * 16 + r < sq; r++) memcpy(o + (qb * 16 + r) * H, c + r * dh, dh * 4);
+  }
+  _tile_release();
+  free(mem);
+  return 0;
+}
+
+static void attn_task(void *p, size_t idx) {
+  attn_job *j = p;
+  long b = (long)idx / j->heads, h = (long)idx % j->heads;
+  int rc = j->bf16 ? attn_amx(j, b, h) : attn_f32(j, b, h);
+  if (rc != 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+static const char *attn_check(attn_job *j) {
+  if (j->heads <= 0 || j->hidden % j->heads != 0) return "hybrank Attention: hidden size not a multiple of num_heads";
+  j->dh = j->hidden / j->heads;
+  if (j->bf16 && !amx_ready) return "hybrank Attention: bf16 = 1 needs AMX-BF16, which this CPU or kernel does not offer";
+  if (j->bf16 && j->dh != 32 && j->dh != 64) return "hybrank Attention: bf16 = 1 needs a head size of 32 or 64";
+  if (j->sq < 1 || j->sk < 1) return "hybrank Attention: empty sequence";
+  return NULL;
+}
+
+const char *hybrank_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
+                              long batch, long sq, long sk, long hidden, long heads, float scale, int bf16) {
+  attn_job j = {q, k, v, mask, out, batch, sq, sk, hidden, heads, 0, scale, bf16, 0};
+  const char *err = attn_check(&j);
+  if (err) return err;
+  for (long i = 0; i < batch * heads; i++) attn_task(&j, (size_t)i);
+  return j.failed ? "hybrank Attention: out of memory" : NULL;
+}
+
+// ---- the operator ---------------------------------------------------------
+
+typedef struct {
+  int64_t heads, bf16;
+  float scale;
+} attn_kernel;
+
+static OrtStatus *status(const char *msg) { return api->CreateStatus(ORT_INVALID_ARGUMENT, msg); }
+
+static OrtStatus *attn_create(const OrtCustomOp *op, const OrtApi *a, const OrtKernelInfo *info, void **kernel) {
+  (void)op;
+  (void)a;
+  attn_kernel *kn = calloc(1, sizeof *kn);
+  if (!kn) return api->CreateStatus(ORT_FAIL, "hybrank Attention: out of memory");
+  OrtStatus *st = api->KernelInfoGetAttribute_int64(info, "num_heads", &kn->heads);
+  if (st) {
+    free(kn);
+    return st;
+  }
+  if ((st = api->KernelInfoGetAttribute_float(info, "scale", &kn->scale))) {
+    free(kn);
+    return st;
+  }
+  if ((st = api->KernelInfoGetAttribute_int64(info, "bf16", &kn->bf16))) {
+    api->ReleaseStatus(st); // optional
+    kn->bf16 = 0;
+  }
+  *kernel = kn;
+  return NULL;
+}
+
+// dims3 reads a 3-D float tensor's shape.
+static OrtStatus *dims3(const OrtValue *val, int64_t d[3], const char *what) {
+  OrtTensorTypeAndShapeInfo *info;
+  OrtStatus *st = api->GetTensorTypeAndShape(val, &info);
+  if (st) return st;
+  size_t n = 0;
+  ONNXTensorElementDataType t;
+  if (!(st = api->GetDimensionsCount(info, &n)) && !(st = api->GetTensorElementType(info, &t))) {
+    if (n != 3 || t != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+      st = status(what);
+    } else {
+      st = api->GetDimensions(info, d, 3);
+    }
+  }
+  api->ReleaseTensorTypeAndShapeInfo(info);
+  return st;
+}
+
+static OrtStatus *attn_compute(void *kernel, OrtKernelContext *ctx) {
+  attn_kernel *kn = kernel;
+  const OrtValue *in[4];
+  OrtStatus *st;
+  for (size_t i = 0; i < 4; i++)
+    if ((st = api->KernelContext_GetInput(ctx, i, &in[i]))) return st;
+  int64_t qd[3], kd[3], vd[3];
+  if ((st = dims3(in[0], qd, "hybrank Attention: q must be float32 [batch, sequence, hidden]"))) return st;
+  if ((st = dims3(in[1], kd, "hybrank Attention: k must be float32 [batch, sequence, hidden]"))) return st;
+  if ((st = dims3(in[2], vd, "hybrank Attention: v must be float32 [batch, sequence, hidden]"))) return st;
+  if (kd[0] != qd[0] || vd[0] != qd[0] || kd[2] != qd[2] || vd[2] != qd[2] || vd[1] != kd[1])
+    return status("hybrank Attention: q, k and v disagree on batch, hidden size or key count");
+  OrtTensorTypeAndShapeInfo *mi;
+  if ((st = api->GetTensorTypeAndShape(in[3], &mi))) return st;
+  size_t mn = 0;
+  ONNXTensorElementDataType mt;
+  if (!(st = api->GetTensorShapeElementCount(mi, &mn))) st = api->GetTensorElementType(mi, &mt);
+  api->ReleaseTensorTypeAndShapeInfo(mi);
+  if (st) return st;
+  if (mt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || (int64_t)mn != kd[0] * kd[1])
+    return status("hybrank Attention: mask must be float32 with batch x keys elements");
+  OrtValue *outv;
+  if ((st = api->KernelContext_GetOutput(ctx, 0, qd, 3, &outv))) return st;
+  attn_job j = {0};
+  if ((st = api->GetTensorMutableData((OrtValue *)in[0], (void **)&j.q))) return st;
+  if ((st = api->GetTensorMutableData((OrtValue *)in[1], (void **)&j.k))) return st;
+  if ((st = api->GetTensorMutableData((OrtValue *)in[2], (void **)&j.v))) return st;
+  if ((st = api->GetTensorMutableData((OrtValue *)in[3], (void **)&j.mask))) return st;
+  if ((st = api->GetTensorMutableData(outv, (void **)&j.out))) return st;
+  j.batch = qd[0], j.sq = qd[1], j.sk = kd[1], j.hidden = qd[2];
+  j.heads = kn->heads, j.scale = kn->scale, j.bf16 = kn->bf16 != 0;
+  const char *err = attn_check(&j);
+  if (err) return status(err);
+  if ((st = api->KernelContext_ParallelFor(ctx, attn_task, (size_t)(j.batch * j.heads), 0, &j))) return st;
+  return j.failed ? api->CreateStatus(ORT_FAIL, "hybrank Attention: out of memory") : NULL;
+}
+
+static void attn_destroy(void *kernel) { free(kernel); }
+static const char *attn_name(const OrtCustomOp *op) {
+  (void)op;
+  return "Attention";
+}
+static const char *cpu_provider(const OrtCustomOp *op) {
+  (void)op;
+  return "CPUExecutionProvider";
+}
+static ONNXTensorElementDataType float_type(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  (void)i;
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+static size_t four(const OrtCustomOp *op) {
+  (void)op;
+  return 4;
+}
+static size_t one(const OrtCustomOp *op) {
+  (void)op;
+  return 1;
+}
+static OrtCustomOpInputOutputCharacteristic required(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  (void)i;
+  return INPUT_OUTPUT_REQUIRED;
+}
+static OrtMemType default_mem(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  (void)i;
+  return OrtMemTypeDefault;
+}
+static int arity_one(const OrtCustomOp *op) {
+  (void)op;
+  return 1;
+}
+static int homogeneous(const OrtCustomOp *op) {
+  (void)op;
+  return 1;
+}
+
+// version 16: the fields through KernelComputeV2; the runtime reads no
+// further.
+static OrtCustomOp attention_op = {
+    .version = 16,
+    .GetName = attn_name,
+    .GetExecutionProviderType = cpu_provider,
+    .GetInputType = float_type,
+    .GetInputTypeCount = four,
+    .GetOutputType = float_type,
+    .GetOutputTypeCount = one,
+    .KernelDestroy = attn_destroy,
+    .GetInputCharacteristic = required,
+    .GetOutputCharacteristic = required,
+    .GetInputMemoryType = default_mem,
+    .GetVariadicInputMinArity = arity_one,
+    .GetVariadicInputHomogeneity = homogeneous,
+    .GetVariadicOutputMinArity = arity_one,
+    .GetVariadicOutputHomogeneity = homogeneous,
+    .CreateKernelV2 = attn_create,
+    .KernelComputeV2 = attn_compute,
+};
+
+// ---- registration ------------------------------------------------------------
+
+static const char *message(OrtStatus *st) {
+  static char buf[512];
+  strncpy(buf, api->GetErrorMessage(st), sizeof buf - 1);
+  api->ReleaseStatus(st);
+  return buf;
+}
+
+const char *hybrank_ops_init(const char *path) {
+  if (api) return NULL;
+  void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) lib = dlopen(path, RTLD_NOW);
+  if (!lib) return "dlopen of the ONNX Runtime library failed";
+  const OrtApiBase *(*base)(void) = (const OrtApiBase *(*)(void))dlsym(lib, "OrtGetApiBase");
+  if (!base) return "the library has no OrtGetApiBase";
+  const OrtApi *a = base()->GetApi(ORT_API_VERSION);
+  if (!a) return "the library does not offer C API version 24";
+  OrtCustomOpDomain *d;
+  OrtStatus *st = a->CreateCustomOpDomain("ai.hybrank", &d);
+  if (st) {
+    a->ReleaseStatus(st);
+    return "CreateCustomOpDomain failed";
+  }
+  if ((st = a->CustomOpDomain_Add(d, &attention_op))) {
+    a->ReleaseStatus(st);
+    a->ReleaseCustomOpDomain(d);
+    return "CustomOpDomain_Add failed";
+  }
+  api = a, domain = d; // kept for the process's life: sessions refer to it
+  return NULL;
+}
+
+const char *hybrank_ops_register(void *opts) {
+  if (!api) return "custom operators not initialised";
+  OrtStatus *st = api->AddCustomOpDomain((OrtSessionOptions *)opts, domain);
+  return st ? message(st) : NULL;
+}
+
+const char *hybrank_ops_amx(void) {
+  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (Linux 5.16+).
+  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return "the kernel refused the AMX tile state";
+  amx_ready = 1;
+  return NULL;
+}
