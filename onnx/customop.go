@@ -15,8 +15,8 @@ import (
 	"sync"
 	"unsafe"
 
-	ort "github.com/yalue/onnxruntime_go"
 	"github.com/klauspost/cpuid/v2"
+	ort "github.com/yalue/onnxruntime_go"
 )
 
 // OpDomain is the ONNX domain of hybrank's custom operators, which every
