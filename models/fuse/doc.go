@@ -4,9 +4,33 @@
 // LayerNormalization after it (and the bias Add before it) into one
 // com.microsoft SkipLayerNormalization. And it drops work whose result is
 // never read: FirstToken narrows a cross-encoder's last layer to the one
-// token its classification head reads. Package models/ort applies both
-// (WriteFile) when it loads a model for the CPU, into a temporary copy the
-// runtime loads (models.Config.DisableFusion turns them off).
+// token its classification head reads. And for int8 graphs on CPUs with
+// AMX-BF16, AttentionBF16 replaces each layer's self-attention chain with
+// package onnx's ai.hybrank.Attention kernel in bfloat16. Package
+// models/ort applies them (WriteFile) when it loads a model for the CPU,
+// into a temporary copy the runtime loads (models.Config.DisableFusion
+// turns them off).
+//
+// # AttentionBF16
+//
+// An export computes attention as Reshape and Transpose per head, Q·Kᵀ,
+// the scale, the padding mask's Add over batch × heads × seq² scores,
+// Softmax, P·V, Transpose and Reshape back: four passes over the scores
+// tensor besides the two products, which ONNX Runtime's CPU provider runs
+// as separate kernels (its MultiHeadAttention takes a padding mask only on
+// its slow path). In an int8 model the weight products run on AMX at
+// about 3 TOP/s, and that float32 chain was what kept int8 under 2× float32
+// (bench/results/rerank_int8_profile.md). The fused kernel keeps 16
+// queries' scores in cache and does both products in bfloat16 tiles: on
+// scifact pairs int8 balanced and accurate went from 1.94× float32 to
+// 3.1× (bench/results/rerank.md). Float32 graphs keep their float32
+// attention: run in bfloat16 it would make them 1.2× faster and no longer
+// float32 (measured once, balanced, 2026-11-27), so the speed-up stays a
+// property of the quantized model, whose activations are rounded to 8 bits
+// anyway. Only chains whose values nothing else reads, with constant head
+// shapes and a head size of 32 or 64, are fused; the mask must have batch
+// × keys elements, which the kernel checks at run time (models/ort's load
+// probe falls back to the file if it does not).
 //
 // # FirstToken
 //
@@ -125,6 +149,6 @@
 //
 // # Concurrency
 //
-// SkipLayerNorm and FirstToken modify the model they are given, which
-// must not be used concurrently. Report and Narrowed are plain values.
+// SkipLayerNorm, FirstToken and AttentionBF16 modify the model they are
+// given, which must not be used concurrently. Report and Narrowed are plain values.
 package fuse
