@@ -139,8 +139,25 @@
 // (1.90–1.98×, 1.95–2.02×, 1.23–1.26× in two more runs); with its
 // FirstToken too (the last layer for [CLS] only, both sides alike) 1.94×,
 // 1.88×, 1.27× (bench/results/rerank.md); 2.5× would need the weight
-// products at 9 ms, twice the measured AMX rate.
-// bench/results/rerank_int8_profile.md has the per-operator tables.
+// products at 9 ms, twice the measured AMX rate, unless the float32 rest
+// shrinks. bench/results/rerank_int8_profile.md has the per-operator
+// tables.
+//
+// It does now: the largest part of that rest was attention (the two
+// activation products, the mask Add over batch × heads × seq² scores,
+// Softmax, the Transposes: about 85 of int8's 163 ms), and models/fuse's
+// AttentionBF16 replaces it in int8 graphs with package onnx's
+// ai.hybrank.Attention, one kernel with both products in bfloat16 on AMX
+// tiles (6.9 ms a layer at 8 × 384 tokens against the export's 22.3).
+// bench rerank --int8 on scifact pairs, same machine: int8 / float32 fast
+// 1.72×, balanced 3.11×, accurate 3.06× (90.0 vs 29.0 and 43.5 vs 14.2
+// pairs/s). Float32 keeps float32 attention; given the same bfloat16
+// attention it runs 1.2× faster (balanced, 29.4–29.6 → 35.1–36.2 pairs/s
+// in two rounds), so of int8's 3.1× about 2.5× is the integer products and
+// the rest the attention kernel. Fast (hidden 128, two layers, the last
+// narrowed to [CLS]) stays below 2.5×: its DynamicQuantizeMatMuls, with K
+// = 128, run at about a fifth of the AMX rate (1.4 GOP in 2.3 ms for 8 ×
+// 384 tokens), and the embeddings, norms and GELU cost both models alike.
 //
 // # Fidelity, and generated weights
 //
