@@ -60,6 +60,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 		rep.Notes = append(rep.Notes, "fusion: what models/fuse did to the graph hybrank's sessions run: on the CPU each residual Add and the layer normalisation after it "+
 			"(and the bias Add before it) as one com.microsoft SkipLayerNormalization, which ONNX Runtime's own optimiser skips for a dynamic sequence length; "+
 			"on the CPU and CUDA \"first token\": the last layer computed for [CLS] only past its keys and values (all the head reads; gflops counts that work); "+
+			"\"attention bf16\" (int8 graphs on a CPU with AMX-BF16): each layer's self-attention as hybrank's own ai.hybrank.Attention kernel, both products in bfloat16 on AMX tiles, softmax in float32 (float32 graphs keep float32 attention); "+
 			"\"off\" with --no-fusion, \"none\" where nothing applied. The peer runs the file as it is.")
 	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeFP16 {
