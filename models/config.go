@@ -157,7 +157,11 @@ type Config struct {
 	// and values (bench/results/first_token.md). float32 and float16
 	// scores are the same to float rounding; an int8 model's narrowed
 	// products quantize their activations over the rows they compute, so
-	// its scores move by about the int8 noise. A file these rewrites
+	// its scores move by about the int8 noise. On a CPU with AMX-BF16 an
+	// int8 model's self-attention also runs as one kernel with both
+	// products in bfloat16 (fuse.AttentionBF16: int8 balanced 3.1× float32
+	// instead of 1.9×, bench/results/rerank_int8_profile.md); float32
+	// models keep float32 attention. A file these rewrites
 	// cannot read (external data) loads unchanged, and so does one whose
 	// rewritten copy the runtime refuses or fails to run on a probe batch
 	// at load (logged).

@@ -19,8 +19,9 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// OpDomain is the ONNX domain of hybrank's custom operators, which every
-// CPU session of this package can run (customop.c):
+// hybrank's custom operators, in the domain onnxpb.HybrankDomain
+// ("ai.hybrank"), which every CPU session of this package registers
+// (hybrank_ops.c):
 //
 //	ai.hybrank.Attention(q [B,Sq,H], k [B,Sk,H], v [B,Sk,H], mask: B×Sk additive) → [B,Sq,H]
 //	  attributes num_heads (int), scale (float), bf16 (int, 0 or 1)
@@ -28,7 +29,6 @@ import (
 // a BERT layer's self-attention after its Q, K and V projections in one
 // kernel (package models/fuse writes it). bf16 = 1 computes its two
 // products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
-const OpDomain = "ai.hybrank"
 
 var (
 	opsMu   sync.Mutex
@@ -69,7 +69,7 @@ func sessionOptionsLayoutKnown() bool {
 	return t.NumField() == 1 && t.Field(0).Type.Kind() == reflect.Pointer && t.Size() == unsafe.Sizeof(uintptr(0))
 }
 
-// registerCustomOps adds OpDomain to opts.
+// registerCustomOps adds the ai.hybrank domain to opts.
 func registerCustomOps(opts *ort.SessionOptions) error {
 	opsMu.Lock()
 	defer opsMu.Unlock()
@@ -90,7 +90,7 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// CustomOps reports whether CPU sessions can run OpDomain's operators
+// CustomOps reports whether CPU sessions can run the ai.hybrank operators
 // (after Init), and if not, why.
 func CustomOps() error {
 	opsMu.Lock()

@@ -169,7 +169,11 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
           }
     }
 
-  tilecfg cfg;
+  // The thread's tile configuration is saved and given back at the end:
+  // the runtime's own AMX kernels (MLAS) load theirs once per thread and
+  // may count on it staying loaded.
+  tilecfg saved, cfg;
+  _tile_storeconfig(&saved);
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
   for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
@@ -257,7 +261,10 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
     }
     for (long r = 0; r < 16 && qb * 16 + r < sq; r++) memcpy(o + (qb * 16 + r) * H, c + r * dh, dh * 4);
   }
-  _tile_release();
+  if (saved.palette != 0)
+    _tile_loadconfig(&saved);
+  else
+    _tile_release();
   free(mem);
   return 0;
 }

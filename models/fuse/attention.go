@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
-	"github.com/hybrank/hybrank/onnx"
 )
 
 // intProducts are the operators of a graph whose weight products run in
@@ -22,18 +21,18 @@ var intProducts = []string{"DynamicQuantizeMatMul", "MatMulInteger", "MatMulInte
 //
 // with every intermediate value read only along that chain — becomes one
 // ai.hybrank.Attention(q, k, v, mask) node with bf16 = 1 (package onnx's
-// OpDomain): both products in bfloat16 on AMX tiles, the softmax in
-// float32, the scores of 16 queries at a time in cache instead of the
-// batch × heads × seq² tensors the chain writes and reads four times. It
-// returns how many it fused.
+// operator, domain onnxpb.HybrankDomain): both products in bfloat16 on AMX
+// tiles, the softmax in float32, the scores of 16 queries at a time in
+// cache instead of the batch × heads × seq² tensors the chain writes and
+// reads four times. It returns how many it fused.
 //
 // Only graphs whose weight products already run in int8 are rewritten
 // (DynamicQuantizeMatMul, MatMulInteger…): their activations carry 8-bit
 // rounding, which bfloat16's 8-bit mantissa in attention adds little to; a
 // float32 graph keeps its float32 attention (0, nil). Head sizes other
 // than 32 and 64 are left as they are. The caller must load the result in
-// a session that registers OpDomain (package onnx's CPU sessions do) on a
-// CPU where onnx.AttentionBF16 holds. A graph with subgraphs is left as it
+// a session that registers that domain (package onnx's CPU sessions do)
+// on a CPU where onnx.AttentionBF16 holds. A graph with subgraphs is left as it
 // was; an invalid graph is refused.
 func AttentionBF16(m *onnxpb.Model) (int, error) {
 	if m == nil || m.Graph == nil {
@@ -53,7 +52,7 @@ func AttentionBF16(m *onnxpb.Model) (int, error) {
 	fused := 0
 	for i := range g.Nodes {
 		if a, ok := f.attention(i); ok {
-			f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: "Attention", Domain: onnx.OpDomain,
+			f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: "Attention", Domain: onnxpb.HybrankDomain,
 				Inputs: []string{a.q, a.k, a.v, a.mask}, Outputs: []string{g.Nodes[a.last].Outputs[0]},
 				Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", a.heads), onnxpb.AttrFloat("scale", a.scale), onnxpb.AttrInt("bf16", 1)}}
 			for _, d := range a.drop {
@@ -67,8 +66,8 @@ func AttentionBF16(m *onnxpb.Model) (int, error) {
 	}
 	nodes, vi, opsets := g.Nodes, g.ValueInfo, m.ExtraOpsets
 	f.commit()
-	if !m.UsesOpset(onnx.OpDomain) {
-		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnx.OpDomain, Version: 1})
+	if !m.UsesOpset(onnxpb.HybrankDomain) {
+		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
 	}
 	if err := g.Validate(); err != nil {
 		g.Nodes, g.ValueInfo, m.ExtraOpsets = nodes, vi, opsets
