@@ -30,11 +30,13 @@ import (
 // kernel (package models/fuse writes it). bf16 = 1 computes its two
 // products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
 
+// opsMu guards the custom operators' state: set once by initCustomOps,
+// read by every CPU session's registration.
 var (
 	opsMu   sync.Mutex
 	opsErr  error // why the custom operators are unavailable; nil once ready
-	opsInit bool
-	opsAMX  bool
+	opsInit bool  // initCustomOps has run
+	opsAMX  bool  // the bfloat16 tile path may run
 )
 
 // initCustomOps finds the runtime's C API in the library at path and
