@@ -70,7 +70,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeInt8 {
 		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize (default config: per-output-channel symmetric 7-bit weights in com.microsoft DynamicQuantizeMatMul, "+
-			"activations quantized per tensor on every call by the runtime; classifier and pooler kept in float32), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
+			"activations quantized per tensor on every call by the runtime; classifier and pooler kept in float32; on a CPU with AMX-BF16 each layer's attention in bfloat16, \"attention bf16\" in the fusion column), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
 			"The checks compare pairs/s and the per-query Spearman correlation of the two models' scores over each query's candidate list. The CPU flags in the header decide which integer kernels ONNX Runtime runs (AVX512-VNNI/AVX-VNNI/AMX when present, else AVX2 vpmaddubsw).")
 	}
 	if slices.ContainsFunc(res.Quant, func(q QuantRow) bool { return q.Weights == modeldir.WeightsRandomHead }) {
