@@ -434,13 +434,10 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 		if err != nil {
 			return err
 		}
-		row, scores, md, err := measureReal(ctx, cfg, p, dir, text, pairs)
+		row, scores, md, err := addReal(ctx, cfg, res, p, dir, data, text, pairs)
 		if err != nil {
 			return fmt.Errorf("rerank %s on %s: %w", p, ds.Name, err)
 		}
-		row.Data = data
-		res.Rows = append(res.Rows, row)
-		report.Log(cfg.Log, row)
 		if cfg.Batching.Enabled {
 			rows, err := batchingRows(ctx, cfg, p, dir, text, row)
 			if err != nil {
@@ -449,12 +446,9 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 			res.Rows = append(res.Rows, rows...)
 		}
 		if cfg.Quant.Enabled {
-			qrow, cmp, err := quantRow(ctx, cfg, p, dir, text, pairs, row, scores)
-			if err != nil {
+			if err := addQuant(ctx, cfg, res, p, dir, text, pairs, row, scores); err != nil {
 				return fmt.Errorf("rerank %s %s: %w", p, cfg.Quant.Type, err)
 			}
-			res.Rows, res.Quant = append(res.Rows, qrow), append(res.Quant, cmp)
-			report.Log(cfg.Log, qrow)
 		}
 		if peer == nil {
 			continue
@@ -476,20 +470,39 @@ func runReal(ctx context.Context, cfg Config, res *Result) error {
 	// cross-encoder's), no peer.
 	for _, dir := range cfg.Quant.Encoders {
 		name := filepath.Base(filepath.Clean(dir))
-		row, scores, _, err := measureReal(ctx, cfg, name, dir, text, pairs)
+		row, scores, _, err := addReal(ctx, cfg, res, name, dir, data, text, pairs)
 		if err != nil {
 			return fmt.Errorf("rerank %s on %s: %w", dir, ds.Name, err)
 		}
-		row.Data = data
-		res.Rows = append(res.Rows, row)
-		report.Log(cfg.Log, row)
-		qrow, cmp, err := quantRow(ctx, cfg, name, dir, text, pairs, row, scores)
-		if err != nil {
+		if err := addQuant(ctx, cfg, res, name, dir, text, pairs, row, scores); err != nil {
 			return fmt.Errorf("rerank %s %s: %w", dir, cfg.Quant.Type, err)
 		}
-		res.Rows, res.Quant = append(res.Rows, qrow), append(res.Quant, cmp)
-		report.Log(cfg.Log, qrow)
 	}
+	return nil
+}
+
+// addReal measures model dir (profile or name p) on the real pairs and
+// adds its row, described as data, to res.
+func addReal(ctx context.Context, cfg Config, res *Result, p, dir, data string, text throughput.Text, pairs []models.Pair) (throughput.Row, []float32, models.ModelDir, error) {
+	row, scores, md, err := measureReal(ctx, cfg, p, dir, text, pairs)
+	if err != nil {
+		return row, nil, md, err
+	}
+	row.Data = data
+	res.Rows = append(res.Rows, row)
+	report.Log(cfg.Log, row)
+	return row, scores, md, nil
+}
+
+// addQuant measures dir's quantized copy after its float32 row (scores in
+// pair order) and adds the row and the comparison to res.
+func addQuant(ctx context.Context, cfg Config, res *Result, p, dir string, text throughput.Text, pairs []models.Pair, fp32 throughput.Row, scores []float32) error {
+	qrow, cmp, err := quantRow(ctx, cfg, p, dir, text, pairs, fp32, scores)
+	if err != nil {
+		return err
+	}
+	res.Rows, res.Quant = append(res.Rows, qrow), append(res.Quant, cmp)
+	report.Log(cfg.Log, qrow)
 	return nil
 }
 
