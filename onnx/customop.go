@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package onnx
 
 /*
@@ -68,7 +70,8 @@ func initCustomOps(path string) {
 // reads (onnxruntime_go has no call to add an operator domain).
 func sessionOptionsLayoutKnown() bool {
 	t := reflect.TypeFor[ort.SessionOptions]()
-	return t.NumField() == 1 && t.Field(0).Type.Kind() == reflect.Pointer && t.Size() == unsafe.Sizeof(uintptr(0))
+	return t.NumField() == 1 && t.Field(0).Type.Kind() == reflect.Pointer && t.Size() == unsafe.Sizeof(uintptr(0)) &&
+		t.Field(0).Type.Elem().Name() == "_Ctype_struct_OrtSessionOptions"
 }
 
 // registerCustomOps adds the ai.hybrank domain to opts.

@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 // hybrank's custom operators for ONNX Runtime's CPU provider (domain
 // "ai.hybrank"), registered on a session's options by customop.go.
 //
@@ -88,9 +90,11 @@ static inline uint16_t bf16(float f) {
 
 #define TARGET_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 
-// exp512 is e^x for 16 floats: 2^n · 2^f with n = round(x·log2 e) and a
-// degree-7 Taylor polynomial for 2^f, |f| ≤ 0.5 (relative error < 1e-7);
-// x below −87 (a masked key) gives 0.
+// exp512 is e^x for 16 floats: 2^n · e^g with n = round(x·log2 e), g =
+// (x·log2 e − n)·ln 2, |g| ≤ 0.35, and e^g by its degree-7 Taylor
+// polynomial (error < 1e-8, plus about |x|·2⁻²⁴ from rounding x·log2 e:
+// far below the bfloat16 products around it); x below −87 (a masked key)
+// gives 0.
 TARGET_AMX static inline __m512 exp512(__m512 x) {
   __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
   x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
@@ -182,14 +186,14 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
   __m512 scale = _mm512_set1_ps(j->scale);
   for (long qb = 0; qb < sq16 / 16; qb++) {
     const uint16_t *qa = qp + qb * 16 * dh;
-    // Scores: tile 0 accumulates, 1 and 2 hold Q, 3 and 4 hold K.
+    // Scores: tile 0 accumulates, 1 and 2 hold this block's Q, 3 and 4 K.
+    _tile_loadd(1, qa, dh * 2);
+    if (ndb == 2) _tile_loadd(2, qa + 32, dh * 2);
     for (long kb = 0; kb < sk32 / 16; kb++) {
       _tile_zero(0);
-      _tile_loadd(1, qa, dh * 2);
       _tile_loadd(3, kp + (kb * ndb) * 512, 64);
       _tile_dpbf16ps(0, 1, 3);
       if (ndb == 2) {
-        _tile_loadd(2, qa + 32, dh * 2);
         _tile_loadd(4, kp + (kb * ndb + 1) * 512, 64);
         _tile_dpbf16ps(0, 2, 4);
       }
@@ -318,7 +322,10 @@ static OrtStatus *attn_create(const OrtCustomOp *op, const OrtApi *a, const OrtK
     return st;
   }
   if ((st = api->KernelInfoGetAttribute_int64(info, "bf16", &kn->bf16))) {
-    api->ReleaseStatus(st); // optional
+    // Optional. The runtime reports a missing attribute and one of another
+    // type alike (ORT_FAIL); either way the float32 path, which is always
+    // right, runs.
+    api->ReleaseStatus(st);
     kn->bf16 = 0;
   }
   *kernel = kn;
@@ -355,15 +362,20 @@ static OrtStatus *attn_compute(void *kernel, OrtKernelContext *ctx) {
   if ((st = dims3(in[2], vd, "hybrank Attention: v must be float32 [batch, sequence, hidden]"))) return st;
   if (kd[0] != qd[0] || vd[0] != qd[0] || kd[2] != qd[2] || vd[2] != qd[2] || vd[1] != kd[1])
     return status("hybrank Attention: q, k and v disagree on batch, hidden size or key count");
+  // The mask: float32 [B, 1, …, 1, Sk] (a BERT export's [B, 1, 1, Sk]);
+  // one that broadcasts otherwise is refused, not read wrong.
   OrtTensorTypeAndShapeInfo *mi;
   if ((st = api->GetTensorTypeAndShape(in[3], &mi))) return st;
-  size_t mn = 0;
+  size_t mr = 0;
+  int64_t md[8];
   ONNXTensorElementDataType mt;
-  if (!(st = api->GetTensorShapeElementCount(mi, &mn))) st = api->GetTensorElementType(mi, &mt);
+  if (!(st = api->GetDimensionsCount(mi, &mr)) && !(st = api->GetTensorElementType(mi, &mt)) && mr >= 2 && mr <= 8)
+    st = api->GetDimensions(mi, md, mr);
   api->ReleaseTensorTypeAndShapeInfo(mi);
   if (st) return st;
-  if (mt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || (int64_t)mn != kd[0] * kd[1])
-    return status("hybrank Attention: mask must be float32 with batch x keys elements");
+  int mask_ok = mt == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT && mr >= 2 && mr <= 8 && md[0] == kd[0] && md[mr - 1] == kd[1];
+  for (size_t i = 1; mask_ok && i + 1 < mr; i++) mask_ok = md[i] == 1;
+  if (!mask_ok) return status("hybrank Attention: mask must be float32 [batch, 1, ..., 1, keys]");
   OrtValue *outv;
   if ((st = api->KernelContext_GetOutput(ctx, 0, qd, 3, &outv))) return st;
   attn_job j = {0};
@@ -374,6 +386,7 @@ static OrtStatus *attn_compute(void *kernel, OrtKernelContext *ctx) {
   if ((st = api->GetTensorMutableData(outv, (void **)&j.out))) return st;
   j.batch = qd[0], j.sq = qd[1], j.sk = kd[1], j.hidden = qd[2];
   j.heads = kn->heads, j.scale = kn->scale, j.bf16 = kn->bf16 != 0;
+  if (j.batch == 0 || j.sq == 0) return NULL; // nothing to compute: the output is empty
   const char *err = attn_check(&j);
   if (err) return status(err);
   if ((st = api->KernelContext_ParallelFor(ctx, attn_task, (size_t)(j.batch * j.heads), 0, &j))) return st;
@@ -454,9 +467,10 @@ static const char *message(OrtStatus *st) {
 
 const char *hybrank_ops_init(const char *path) {
   if (api) return NULL;
+  // Only the copy the process runs: a second one's OrtApi would register a
+  // domain it built on session options the first one built.
   void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) lib = dlopen(path, RTLD_NOW);
-  if (!lib) return "dlopen of the ONNX Runtime library failed";
+  if (!lib) return "the ONNX Runtime library at this path is not the one the process loaded";
   const OrtApiBase *(*base)(void) = (const OrtApiBase *(*)(void))dlsym(lib, "OrtGetApiBase");
   if (!base) return "the library has no OrtGetApiBase";
   const OrtApi *a = base()->GetApi(ORT_API_VERSION);

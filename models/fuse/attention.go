@@ -34,7 +34,12 @@ var intProducts = []string{"DynamicQuantizeMatMul", "MatMulInteger", "MatMulInte
 // a session that registers that domain (package onnx's CPU sessions do)
 // on a CPU where onnx.AttentionBF16 holds. A graph with subgraphs is left as it
 // was; an invalid graph is refused.
-func AttentionBF16(m *onnxpb.Model) (int, error) {
+func AttentionBF16(m *onnxpb.Model) (int, error) { return attention(m, 1) }
+
+// attention is AttentionBF16 writing the operator's bf16 attribute as
+// given: 0 selects its float32 path (the tests' way to check the rewrite's
+// wiring on any CPU).
+func attention(m *onnxpb.Model, bf16 int64) (int, error) {
 	if m == nil || m.Graph == nil {
 		return 0, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
 	}
@@ -54,7 +59,7 @@ func AttentionBF16(m *onnxpb.Model) (int, error) {
 		if a, ok := f.attention(i); ok {
 			f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: "Attention", Domain: onnxpb.HybrankDomain,
 				Inputs: []string{a.q, a.k, a.v, a.mask}, Outputs: []string{g.Nodes[a.last].Outputs[0]},
-				Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", a.heads), onnxpb.AttrFloat("scale", a.scale), onnxpb.AttrInt("bf16", 1)}}
+				Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", a.heads), onnxpb.AttrFloat("scale", a.scale), onnxpb.AttrInt("bf16", bf16)}}
 			for _, d := range a.drop {
 				f.drop[d] = true
 			}
@@ -105,36 +110,22 @@ func (f *fuser) attention(i int) (attn, bool) {
 	if add < 0 || !f.only(sm.Inputs[0], i) {
 		return a, false
 	}
-	// The scores side of the Add is a scaled MatMul; the other its mask.
 	if len(g.Nodes[add].Inputs) != 2 {
 		return a, false
 	}
-	scaled := -1
+	// One side of the Add is the scaled scores, the other the mask; a
+	// mask built by a Mul of its own (bertgen's) must not pass for the
+	// scores, so each side is followed to its MatMul.
+	mm := -1
+	var scaled int
 	for k := range 2 {
-		for _, op := range []string{"Div", "Mul"} {
-			if p := f.producer(g.Nodes[add].Inputs[k], op); p >= 0 && f.only(g.Nodes[add].Inputs[k], add) {
-				scaled, a.mask = p, g.Nodes[add].Inputs[1-k]
-			}
+		if sc, m, scale, ok := f.scores(g.Nodes[add].Inputs[k], add); ok {
+			scaled, mm, a.scale, a.mask = sc, m, scale, g.Nodes[add].Inputs[1-k]
+			break
 		}
 	}
-	if scaled < 0 {
+	if mm < 0 {
 		return a, false
-	}
-	sn := &g.Nodes[scaled]
-	mm, c := -1, float32(0)
-	for k := range 2 {
-		if v, ok := f.scalar(sn.Inputs[1-k]); ok && (k == 0 || sn.Is("Mul")) {
-			if p := f.producer(sn.Inputs[k], "MatMul"); p >= 0 && f.only(sn.Inputs[k], scaled) {
-				mm, c = p, v
-			}
-		}
-	}
-	if mm < 0 || c == 0 {
-		return a, false
-	}
-	a.scale = c
-	if sn.Is("Div") {
-		a.scale = 1 / c
 	}
 	qt, kt := g.Nodes[mm].Inputs[0], g.Nodes[mm].Inputs[1]
 	var qr, kr, vr, qtN, ktN, vtN int
@@ -162,7 +153,7 @@ func (f *fuser) attention(i int) (attn, bool) {
 	}
 	a.q, qtN, qr = split(qt, mm, []int64{0, 2, 1, 3})
 	a.k, ktN, kr = split(kt, mm, []int64{0, 2, 3, 1})
-	if !ok || len(g.Nodes[mm].Inputs) != 2 {
+	if !ok {
 		return a, false
 	}
 	// P·V, then the heads merged back.
@@ -188,6 +179,38 @@ func (f *fuser) attention(i int) (attn, bool) {
 	a.heads, a.last = heads, last
 	a.drop = []int{qr, qtN, kr, ktN, mm, scaled, add, i, vr, vtN, pv, ct}
 	return a, true
+}
+
+// scores matches v, read only by node reader, as MatMul(x, y) / c or
+// MatMul(x, y) · c (either order) with c a scalar constant, and returns
+// the Div or Mul node, the MatMul node and the scale (1/c for a Div).
+func (f *fuser) scores(v string, reader int) (scaled, mm int, scale float32, ok bool) {
+	g := f.g
+	if !f.only(v, reader) {
+		return -1, -1, 0, false
+	}
+	for _, op := range []string{"Div", "Mul"} {
+		sc := f.producer(v, op)
+		if sc < 0 || len(g.Nodes[sc].Inputs) != 2 {
+			continue
+		}
+		in := g.Nodes[sc].Inputs
+		for k := range 2 { // k: the MatMul's side; a Div's constant is its divisor
+			c, isConst := f.scalar(in[1-k])
+			if !isConst || c == 0 || (op == "Div" && k == 1) {
+				continue
+			}
+			m := f.producer(in[k], "MatMul")
+			if m < 0 || len(g.Nodes[m].Inputs) != 2 || !f.only(in[k], sc) {
+				continue
+			}
+			if op == "Div" {
+				c = 1 / c
+			}
+			return sc, m, c, true
+		}
+	}
+	return -1, -1, 0, false
 }
 
 // consumer returns the one node reading v when it is a default-domain op

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/berttest"
@@ -133,4 +134,135 @@ func TestAttentionBF16Runtime(t *testing.T) {
 			t.Errorf("%+v: bfloat16 attention moves a logit by %.3g, over 1 %% of their span %.3g", sh, diff, hi-lo)
 		}
 	}
+}
+
+// TestAttentionWiring checks what the rewrite passes the operator, on any
+// CPU with the custom operators: the attention rewritten with bf16 = 0
+// (the operator's float32 path) gives the unrewritten graph's logits to
+// float32 rounding, and the node has q, k, v and the mask in that order,
+// the heads and 1/√d. Variants an export may present: the scale as a Mul,
+// the scores as the Add's second operand, one layer (whose mask Mul then
+// has one reader, like the scores' Div).
+func TestAttentionWiring(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	if err := onnx.CustomOps(); err != nil {
+		t.Skipf("no custom operators here: %v", err)
+	}
+	layer := func(n onnxpb.Node, suffix string) bool { return strings.HasSuffix(n.Name, "/attention/self/"+suffix) }
+	for _, tc := range []struct {
+		name   string
+		layers int
+		edit   func(g *onnxpb.Graph)
+	}{
+		{"as exported", 3, nil},
+		{"scale as Mul", 3, func(g *onnxpb.Graph) {
+			inv := g.AddFloat32("inv_sqrt_d", nil, []float32{float32(1 / math.Sqrt(32))})
+			for i := range g.Nodes {
+				if layer(g.Nodes[i], "Div") {
+					g.Nodes[i].OpType, g.Nodes[i].Inputs = "Mul", []string{inv, g.Nodes[i].Inputs[0]}
+				}
+			}
+		}},
+		{"scores second", 3, func(g *onnxpb.Graph) {
+			for i := range g.Nodes {
+				if layer(g.Nodes[i], "Add") {
+					in := g.Nodes[i].Inputs
+					in[0], in[1] = in[1], in[0]
+				}
+			}
+		}},
+		{"one layer", 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := attentionConfig(128, 4)
+			cfg.Layers = tc.layers
+			w, err := bertgen.GenerateWeights(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range w.ClsW {
+				w.ClsW[i] *= 50
+			}
+			build := func(fused bool) string {
+				m, err := bertgen.BuildModel(w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.edit != nil {
+					tc.edit(m.Graph)
+				}
+				if _, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig()); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fuse.SkipLayerNorm(m); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := fuse.FirstToken(m); err != nil {
+					t.Fatal(err)
+				}
+				if fused {
+					n, err := fuse.AttentionWith(m, 0)
+					if err != nil || n != cfg.Layers {
+						t.Fatalf("rewrote %d attentions (%v), want %d", n, err, cfg.Layers)
+					}
+					checkAttentionNodes(t, m, cfg)
+				}
+				p := filepath.Join(t.TempDir(), "m.onnx")
+				if err := m.WriteFile(p); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			batch := berttest.Padded(11, 60, []int{60, 41, 7}, 1, cfg.VocabSize)
+			want, got := berttest.Run(t, build(false), bertgen.Logits, "", batch), berttest.Run(t, build(true), bertgen.Logits, "", batch)
+			lo, hi, diff := math.Inf(1), math.Inf(-1), 0.0
+			for i := range want {
+				lo, hi = min(lo, float64(want[i])), max(hi, float64(want[i]))
+				diff = max(diff, math.Abs(float64(got[i]-want[i])))
+			}
+			if diff > 1e-4*max(hi-lo, 1) || math.IsNaN(diff) || hi-lo < 0.1 {
+				t.Errorf("logits span %.4g, max |Δ| %.3g: want the float32 path to match", hi-lo, diff)
+			}
+		})
+	}
+}
+
+// checkAttentionNodes checks every ai.hybrank.Attention node of m: its
+// inputs are the query, key and value projections and the mask, its
+// attributes the config's heads and 1/√d.
+func checkAttentionNodes(t *testing.T, m *onnxpb.Model, cfg bertgen.Config) {
+	t.Helper()
+	idx := m.Graph.Index()
+	for _, n := range m.Graph.Nodes {
+		if n.OpType != "Attention" || n.Domain != onnxpb.HybrankDomain {
+			continue
+		}
+		for k, part := range []string{"/query/", "/key/", "/value/"} {
+			if p, ok := idx.Producer[n.Inputs[k]]; !ok || !strings.Contains(m.Graph.Nodes[p].Name, part) {
+				t.Errorf("%s: input %d is %q, want the %s projection", n.Name, k, n.Inputs[k], strings.Trim(part, "/"))
+			}
+		}
+		// bertgen's extended mask, or in the last layer FirstToken's Slice of
+		// it (of the axis that is 1 already).
+		if p, ok := idx.Producer[n.Inputs[3]]; !ok || m.Graph.Nodes[p].Name != "/Mul" && m.Graph.Nodes[p].Name != "/Mul/first_token" {
+			t.Errorf("%s: mask input %q, want the extended attention mask", n.Name, n.Inputs[3])
+		}
+		heads, _ := attr(t, n, "num_heads").Int()
+		scale, _ := attr(t, n, "scale").Float()
+		if heads != int64(cfg.Heads) || math.Abs(float64(scale)-1/math.Sqrt(float64(cfg.HeadDim()))) > 1e-6 {
+			t.Errorf("%s: num_heads %d, scale %g; want %d and 1/√%d", n.Name, heads, scale, cfg.Heads, cfg.HeadDim())
+		}
+	}
+}
+
+func attr(t *testing.T, n onnxpb.Node, name string) onnxpb.Attr {
+	t.Helper()
+	a, ok := n.Attr(name)
+	if !ok {
+		t.Fatalf("%s has no attribute %s", n.Name, name)
+	}
+	return a
 }

@@ -1,0 +1,5 @@
+package fuse
+
+// AttentionWith is AttentionBF16 writing bf16 = v: 0 runs the operator's
+// float32 path, on any CPU with the custom operators.
+var AttentionWith = attention
