@@ -69,13 +69,13 @@ func attention(m *onnxpb.Model, bf16 int64) (int, error) {
 	if fused == 0 {
 		return 0, nil
 	}
-	nodes, vi, opsets := g.Nodes, g.ValueInfo, m.ExtraOpsets
+	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
 	f.commit()
 	if !m.UsesOpset(onnxpb.HybrankDomain) {
 		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
 	}
 	if err := g.Validate(); err != nil {
-		g.Nodes, g.ValueInfo, m.ExtraOpsets = nodes, vi, opsets
+		g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets = nodes, vi, inits, opsets
 		return 0, fmt.Errorf("fuse: rewritten graph (a bug): %w", err)
 	}
 	return fused, nil

@@ -66,6 +66,12 @@ func TestAttentionBF16Graph(t *testing.T) {
 	if countOps(m, "Softmax") != 0 || countOps(m, "Attention") != cfg.Layers || !m.UsesOpset(onnxpb.HybrankDomain) {
 		t.Fatalf("%d Softmax and %d Attention nodes left, domain imported %v", countOps(m, "Softmax"), countOps(m, "Attention"), m.UsesOpset(onnxpb.HybrankDomain))
 	}
+	idx := m.Graph.Index()
+	for _, init := range m.Graph.Initializers {
+		if len(idx.Consumers[init.Name]) == 0 {
+			t.Errorf("initializer %s is read by no node after the rewrite", init.Name)
+		}
+	}
 
 	if n, err := fuse.AttentionBF16(build(cfg, false)); n != 0 || err != nil {
 		t.Errorf("float32 graph: AttentionBF16 = %d, %v; want it left alone", n, err)

@@ -80,7 +80,7 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 	if !rep.Changed() {
 		return Report{}, nil
 	}
-	nodes, vi, opsets := g.Nodes, g.ValueInfo, m.ExtraOpsets
+	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
 	f.commit() // new slices: the old ones restore the graph
 	if !m.UsesOpset(onnxpb.MSDomain) {
 		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.MSDomain, Version: 1})
@@ -88,7 +88,7 @@ func SkipLayerNorm(m *onnxpb.Model) (Report, error) {
 	// Checking costs a pass over the names and catches a bug before a
 	// session loads the graph.
 	if err := g.Validate(); err != nil {
-		g.Nodes, g.ValueInfo, m.ExtraOpsets = nodes, vi, opsets
+		g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets = nodes, vi, inits, opsets
 		return Report{}, fmt.Errorf("fuse: rewritten graph (a bug): %w", err)
 	}
 	return rep, nil
@@ -487,9 +487,10 @@ func (f *fuser) apply(i int, sk skip) {
 	// until commit, and the index keeps pointing at them.
 }
 
-// commit installs the fused node list, without the Constant nodes only
-// the fused nodes read (a spelled-out normalisation's exponent and
-// epsilon), and drops value_info hints for values that no longer exist.
+// commit installs the fused node list, without the Constant nodes and
+// initializers only the fused nodes read (a spelled-out normalisation's
+// exponent and epsilon, an attention's head shapes), and drops value_info
+// hints for values that no longer exist.
 func (f *fuser) commit() {
 	g := f.g
 	nodes := make([]onnxpb.Node, 0, len(g.Nodes)-len(f.drop))
@@ -518,6 +519,11 @@ func (f *fuser) commit() {
 		}
 		gone[n.Outputs[0]] = true
 		return true
+	})
+	// Likewise the initializers only fused nodes read (an attention's head
+	// shapes and scale); one a graph input may override stays.
+	g.Initializers = slices.DeleteFunc(slices.Clone(g.Initializers), func(t onnxpb.Tensor) bool {
+		return !read[t.Name] && f.idx.Consumers[t.Name] != nil && !f.idx.Inputs[t.Name]
 	})
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {
