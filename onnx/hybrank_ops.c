@@ -81,29 +81,23 @@ static int attn_f32(attn_job *j, long b, long h) {
   return 0;
 }
 
-// bf16 rounds to nearest even (the inputs are finite).
-static inline uint16_t bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  return (uint16_t)((x + 0x7FFF + ((x >> 16) & 1)) >> 16);
-}
-
 #define TARGET_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 
+// cvt16 rounds 16 floats to bfloat16 (nearest even).
+TARGET_AMX static inline __m256i cvt16(const float *x) { return (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x)); }
+
 // exp512 is e^x for 16 floats: 2^n · e^g with n = round(x·log2 e), g =
-// (x·log2 e − n)·ln 2, |g| ≤ 0.35, and e^g by its degree-7 Taylor
-// polynomial (error < 1e-8, plus about |x|·2⁻²⁴ from rounding x·log2 e:
-// far below the bfloat16 products around it); x below −87 (a masked key)
-// gives 0.
+// (x·log2 e − n)·ln 2, |g| ≤ 0.35, and e^g by its degree-5 Taylor
+// polynomial (relative error < 3e-6, plus about |x|·2⁻²⁴ from rounding
+// x·log2 e: far below the bfloat16 rounding of P, 2⁻⁹); x below −87 (a
+// masked key) gives 0.
 TARGET_AMX static inline __m512 exp512(__m512 x) {
   __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
   x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
   __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
   __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0.693147180559945309f)); // f·ln 2
-  __m512 p = _mm512_set1_ps(1.0f / 5040);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 720));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120));
+  __m512 p = _mm512_set1_ps(1.0f / 120);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
@@ -145,32 +139,30 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
   float *c = (float *)(pp + sn);
 
   // Q: row-major bfloat16, rows past sq zero.
-  for (long i = 0; i < sq16; i++)
-    for (long d = 0; d < dh; d++) qp[i * dh + d] = i < sq ? bf16(q[i * H + d]) : 0;
+  memset(qp, 0, (qn + 2 * kn) * 2); // Q, K and V: the padding rows stay zero
+  for (long i = 0; i < sq; i++)
+    for (long d = 0; d < dh; d += 16) _mm256_storeu_si256((__m256i *)(qp + i * dh + d), cvt16(q + i * H + d));
   // K as the B operand of Q·Kᵀ: per block of 16 keys and 32 dimensions, 16
-  // rows (dimension pairs) of 16 keys × 2.
-  for (long kb = 0; kb < sk32 / 16; kb++)
-    for (long db = 0; db < ndb; db++) {
-      uint16_t *t = kp + (kb * ndb + db) * 512;
-      for (long r = 0; r < 16; r++)
-        for (long n = 0; n < 16; n++)
-          for (long i = 0; i < 2; i++) {
-            long key = kb * 16 + n, d = db * 32 + 2 * r + i;
-            t[r * 32 + n * 2 + i] = key < sk ? bf16(k[key * H + d]) : 0;
-          }
-    }
+  // rows (dimension pairs) of 16 keys × 2: a key's row in bfloat16 is 16
+  // pairs, one 32-bit word per tile row.
+  for (long key = 0; key < sk; key++) {
+    uint32_t pairs[32];
+    for (long d = 0; d < dh; d += 16) _mm256_storeu_si256((__m256i *)(pairs + d / 2), cvt16(k + key * H + d));
+    uint32_t *t = (uint32_t *)(kp + (key / 16) * ndb * 512);
+    for (long db = 0; db < ndb; db++)
+      for (long r = 0; r < 16; r++) t[db * 256 + r * 16 + key % 16] = pairs[db * 16 + r];
+  }
   // V as the B operand of P·V: per block of 32 keys and 16 dimensions, 16
-  // rows (key pairs) of 16 dimensions × 2.
+  // rows (key pairs) of 16 dimensions × 2: two keys' rows interleaved.
   long nnb = dh / 16;
-  for (long kb = 0; kb < sk32 / 32; kb++)
+  __m512i inter = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3,
+                                   34, 2, 33, 1, 32, 0);
+  for (long key = 0; key < sk; key += 2)
     for (long nb = 0; nb < nnb; nb++) {
-      uint16_t *t = vp + (kb * nnb + nb) * 512;
-      for (long r = 0; r < 16; r++)
-        for (long n = 0; n < 16; n++)
-          for (long i = 0; i < 2; i++) {
-            long key = kb * 32 + 2 * r + i, d = nb * 16 + n;
-            t[r * 32 + n * 2 + i] = key < sk ? bf16(v[key * H + d]) : 0;
-          }
+      __m256i a = cvt16(v + key * H + nb * 16);
+      __m256i b = key + 1 < sk ? cvt16(v + (key + 1) * H + nb * 16) : _mm256_setzero_si256();
+      uint16_t *t = vp + ((key / 32) * nnb + nb) * 512 + (key % 32) / 2 * 32;
+      _mm512_storeu_si512(t, _mm512_permutex2var_epi16(_mm512_castsi256_si512(a), inter, _mm512_castsi256_si512(b)));
     }
 
   // The thread's tile configuration is saved and given back at the end:
@@ -199,7 +191,11 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
       }
       _tile_stored(0, s + kb * 16, sk32 * 4);
     }
-    // Softmax per row over the sk keys; P's padding keys are 0.
+    // Softmax per row over the sk keys, in two passes: scale, mask and
+    // maximum; then e^(x − max) rounded to bfloat16 into P (padding keys
+    // 0) and summed in float32. The division by the sum is left to the
+    // 16 × dh result.
+    float inv[16];
     for (long r = 0; r < 16; r++) {
       float *row = s + r * sk32;
       uint16_t *prow = pp + r * sk32;
@@ -218,23 +214,13 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
       }
       __m512 vmax = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
       __m512 sum = _mm512_setzero_ps();
-      for (t = 0; t + 16 <= sk; t += 16) {
-        __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(row + t), vmax));
-        _mm512_storeu_ps(row + t, e);
-        sum = _mm512_add_ps(sum, e);
-      }
-      if (t < sk) {
-        __m512 e = _mm512_maskz_mov_ps(tail, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + t), vmax)));
-        _mm512_mask_storeu_ps(row + t, tail, e);
-        sum = _mm512_add_ps(sum, e);
-      }
-      __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
       for (t = 0; t < sk32; t += 16) {
         __mmask16 live = t + 16 <= sk ? 0xFFFF : t < sk ? tail : 0;
-        __m512 p = _mm512_maskz_mul_ps(live, _mm512_maskz_loadu_ps(live, row + t), inv);
-        __m256bh pb = _mm512_cvtneps_pbh(p);
-        _mm256_storeu_si256((__m256i *)(prow + t), (__m256i)pb);
+        __m512 e = _mm512_maskz_mov_ps(live, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, row + t), vmax)));
+        sum = _mm512_add_ps(sum, e);
+        _mm256_storeu_si256((__m256i *)(prow + t), (__m256i)_mm512_cvtneps_pbh(e));
       }
+      inv[r] = 1.0f / _mm512_reduce_add_ps(sum);
     }
     // P·V: tiles 0–3 accumulate (dh / 16 of them), 4 holds P, 5 holds V.
     _tile_zero(0);
@@ -263,7 +249,10 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
       _tile_stored(2, c + 32, dh * 4);
       _tile_stored(3, c + 48, dh * 4);
     }
-    for (long r = 0; r < 16 && qb * 16 + r < sq; r++) memcpy(o + (qb * 16 + r) * H, c + r * dh, dh * 4);
+    for (long r = 0; r < 16 && qb * 16 + r < sq; r++) {
+      __m512 ir = _mm512_set1_ps(inv[r]);
+      for (long d = 0; d < dh; d += 16) _mm512_storeu_ps(o + (qb * 16 + r) * H + d, _mm512_mul_ps(_mm512_loadu_ps(c + r * dh + d), ir));
+    }
   }
   if (saved.palette != 0)
     _tile_loadconfig(&saved);
