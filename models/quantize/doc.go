@@ -148,10 +148,10 @@
 // Softmax, the Transposes: about 85 of int8's 163 ms), and models/fuse's
 // AttentionBF16 replaces it in int8 graphs with package onnx's
 // ai.hybrank.Attention, one kernel with both products in bfloat16 on AMX
-// tiles (6.9 ms a layer at 8 × 384 tokens against the export's 22.3).
-// bench rerank --int8 on scifact pairs, same machine, two runs: int8 /
-// float32 fast 1.72× and 1.86×, balanced 3.11× and 3.03×, accurate 3.06×
-// and 3.25× (balanced 88.3 vs 29.1 pairs/s in the second). Float32 keeps float32 attention; given the same bfloat16
+// tiles (5.3 ms a layer at 8 × 384 tokens against the export's 22.3).
+// bench rerank --int8 on scifact pairs, same machine, three runs: int8 /
+// float32 fast 1.72–1.86×, balanced 3.03–3.12×, accurate 3.06–3.25×
+// (balanced 92.7 vs 29.8 pairs/s in the last, bench/results/rerank.md). Float32 keeps float32 attention; given the same bfloat16
 // attention it runs 1.2× faster (balanced, 29.4–29.6 → 35.1–36.2 pairs/s
 // in two rounds), so of int8's 3.1× about 2.5× is the integer products and
 // the rest the attention kernel. Fast (hidden 128, two layers, the last
