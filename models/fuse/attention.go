@@ -229,11 +229,7 @@ func (f *fuser) consumer(v, op string) int {
 
 // perm reports whether Transpose node i has the permutation want.
 func (f *fuser) perm(i int, want []int64) bool {
-	p, ok := f.g.Nodes[i].Attr("perm")
-	if !ok {
-		return false
-	}
-	v, ok := p.Ints()
+	v, ok := attrInts(&f.g.Nodes[i], "perm")
 	return ok && slices.Equal(v, want)
 }
 

@@ -526,17 +526,7 @@ func (n *narrower) rewrite() int {
 				read[v] = true
 			}
 		}
-		g.Initializers = slices.DeleteFunc(slices.Clone(g.Initializers), func(t onnxpb.Tensor) bool {
-			if read[t.Name] || n.idx.Outputs[t.Name] || n.idx.Inputs[t.Name] {
-				return false
-			}
-			for _, r := range n.idx.Consumers[t.Name] {
-				if !n.drop[r] {
-					return false
-				}
-			}
-			return len(n.idx.Consumers[t.Name]) > 0
-		})
+		dropUnreadInitializers(g, n.idx, read)
 	}
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {

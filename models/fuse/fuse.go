@@ -521,10 +521,8 @@ func (f *fuser) commit() {
 		return true
 	})
 	// Likewise the initializers only fused nodes read (an attention's head
-	// shapes and scale); one a graph input may override stays.
-	g.Initializers = slices.DeleteFunc(slices.Clone(g.Initializers), func(t onnxpb.Tensor) bool {
-		return !read[t.Name] && f.idx.Consumers[t.Name] != nil && !f.idx.Inputs[t.Name]
-	})
+	// shapes and scale).
+	dropUnreadInitializers(g, f.idx, read)
 	vi := g.ValueInfo[:0:0]
 	for _, v := range g.ValueInfo {
 		if !gone[v.Name] {
@@ -532,6 +530,17 @@ func (f *fuser) commit() {
 		}
 	}
 	g.ValueInfo = vi
+}
+
+// dropUnreadInitializers removes from g the initializers that nodes read
+// before a rewrite (idx, the graph's index from before it) and none reads
+// now (read: the inputs of the rewritten graph's nodes), unless a graph
+// input may override one or it is a graph output. A rewrite's copy of
+// g.Initializers is made first: the old slice can restore the graph.
+func dropUnreadInitializers(g *onnxpb.Graph, idx *onnxpb.Index, read map[string]bool) {
+	g.Initializers = slices.DeleteFunc(slices.Clone(g.Initializers), func(t onnxpb.Tensor) bool {
+		return !read[t.Name] && len(idx.Consumers[t.Name]) > 0 && !idx.Inputs[t.Name] && !idx.Outputs[t.Name]
+	})
 }
 
 // Rewrites selects the rewrites WriteFile applies.
