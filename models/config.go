@@ -214,6 +214,15 @@ type Config struct {
 	// per source model and type (keyed by the ONNX file's sha256); ""
 	// means the user cache directory's hybrank/int8 or hybrank/fp16.
 	QuantizeCache string `json:"quantize_cache,omitempty"`
+	// Int8PerTensor keeps an int8 model's products in ONNX Runtime's
+	// DynamicQuantizeMatMul, one activation scale per tensor (the whole
+	// batch). By default, on a CPU with AMX-INT8, the fusion rewrite
+	// (fuse.QuantMatMulAMX) runs them as package onnx's QuantMatMul: one
+	// scale per token, so a pair's score no longer depends on its batch
+	// mates, with the integer products on AMX tiles (as fast or faster;
+	// bench/results/rerank_int8_profile.md). Ignored with DisableFusion,
+	// for float32 models and where the CPU lacks AMX-INT8.
+	Int8PerTensor bool `json:"int8_per_tensor,omitempty"`
 	// MaxDocs caps the documents of one Score call and the texts of one
 	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
 	// not capped (its caller, the server's batcher, bounds the size).
@@ -462,6 +471,9 @@ func (c Config) String() string {
 	}
 	if c.DisableFusion {
 		b.WriteString(" fusion=off")
+	}
+	if c.Int8PerTensor {
+		b.WriteString(" int8=per-tensor")
 	}
 	if c.DisableArena {
 		b.WriteString(" arena=off")

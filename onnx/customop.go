@@ -31,6 +31,15 @@ import (
 // a BERT layer's self-attention after its Q, K and V projections in one
 // kernel (package models/fuse writes it). bf16 = 1 computes its two
 // products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
+//
+//	ai.hybrank.QuantMatMul(a [...,K], b int8 [K,N], b_scale [N], bias [N]?, a_mul [K]?) → [...,N]
+//	  attribute amx (int, 0 or 1); b, b_scale, bias, a_mul initializers
+//
+// com.microsoft.DynamicQuantizeMatMul with one activation scale per row (a
+// token) instead of one per tensor, a_mul an optional per-channel factor
+// applied to a first (a smoothing of outlier channels, models/quantize's
+// Config.Smooth). amx = 1 runs the integer products on AMX-INT8 tiles
+// (QuantMatMulAMX); 0 is the plain reference, equal to the bit.
 
 // opsMu guards the custom operators' state: set once by initCustomOps,
 // read by every CPU session's registration.
@@ -38,7 +47,8 @@ var (
 	opsMu   sync.Mutex
 	opsErr  error // why the custom operators are unavailable; nil once ready
 	opsInit bool  // initCustomOps has run
-	opsAMX  bool  // the bfloat16 tile path may run
+	opsBF16 bool  // Attention's bfloat16 tile path may run
+	opsInt8 bool  // QuantMatMul's int8 tile path may run
 )
 
 // initCustomOps finds the runtime's C API in the library at path and
@@ -60,8 +70,10 @@ func initCustomOps(path string) {
 		opsErr = fmt.Errorf("onnx: custom operators: %s", C.GoString(msg))
 		return
 	}
-	if cpuid.CPU.Supports(cpuid.AMXTILE, cpuid.AMXBF16, cpuid.AVX512F, cpuid.AVX512BF16) && C.hybrank_ops_amx() == nil {
-		opsAMX = true
+	bf16 := cpuid.CPU.Supports(cpuid.AMXTILE, cpuid.AMXBF16, cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512BF16)
+	int8 := cpuid.CPU.Supports(cpuid.AMXTILE, cpuid.AMXINT8, cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL)
+	if (bf16 || int8) && C.hybrank_ops_amx(cbool(bf16), cbool(int8)) == nil {
+		opsBF16, opsInt8 = bf16, int8
 	}
 }
 
@@ -112,7 +124,23 @@ func CustomOps() error {
 func AttentionBF16() bool {
 	opsMu.Lock()
 	defer opsMu.Unlock()
-	return opsErr == nil && opsInit && opsAMX
+	return opsErr == nil && opsInit && opsBF16
+}
+
+// QuantMatMulAMX reports whether ai.hybrank.QuantMatMul can run with amx =
+// 1 here: a CPU with AMX-INT8 and AVX-512 BW, and a kernel that grants the
+// tile state.
+func QuantMatMulAMX() bool {
+	opsMu.Lock()
+	defer opsMu.Unlock()
+	return opsErr == nil && opsInit && opsInt8
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // attentionDirect runs the Attention kernel outside ONNX Runtime on
@@ -125,12 +153,34 @@ func attentionDirect(q, k, v, mask, out []float32, batch, sq, sk, hidden, heads 
 	if bf16 && !AttentionBF16() {
 		return errors.New("onnx: attention: no AMX-BF16 here")
 	}
-	b := C.int(0)
-	if bf16 {
-		b = 1
-	}
 	msg := C.hybrank_attention((*C.float)(&q[0]), (*C.float)(&k[0]), (*C.float)(&v[0]), (*C.float)(&mask[0]), (*C.float)(&out[0]),
-		C.long(batch), C.long(sq), C.long(sk), C.long(hidden), C.long(heads), C.float(scale), b)
+		C.long(batch), C.long(sq), C.long(sk), C.long(hidden), C.long(heads), C.float(scale), cbool(bf16))
+	if msg != nil {
+		return errors.New(C.GoString(msg))
+	}
+	return nil
+}
+
+// quantMatMulDirect runs the QuantMatMul kernel outside ONNX Runtime, on
+// one thread: a [m, k], b [k, n], bScale [n], bias [n] or nil, aMul [k] or
+// nil, y [m, n]. For the tests comparing its two paths.
+func quantMatMulDirect(a []float32, b []int8, bScale, bias, aMul, y []float32, m, k, n int, amx bool) error {
+	if m < 1 || len(a) != m*k || len(b) != k*n || len(bScale) != n || (bias != nil && len(bias) != n) ||
+		(aMul != nil && len(aMul) != k) || len(y) != m*n {
+		return fmt.Errorf("onnx: quant matmul: slice lengths do not match the shape")
+	}
+	if amx && !QuantMatMulAMX() {
+		return errors.New("onnx: quant matmul: no AMX-INT8 here")
+	}
+	var pBias, pMul *C.float
+	if bias != nil {
+		pBias = (*C.float)(&bias[0])
+	}
+	if aMul != nil {
+		pMul = (*C.float)(&aMul[0])
+	}
+	msg := C.hybrank_quant_matmul((*C.float)(&a[0]), (*C.int8_t)(&b[0]), (*C.float)(&bScale[0]), pBias, pMul, (*C.float)(&y[0]),
+		C.long(m), C.long(k), C.long(n), cbool(amx))
 	if msg != nil {
 		return errors.New(C.GoString(msg))
 	}

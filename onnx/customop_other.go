@@ -29,3 +29,6 @@ func AttentionBF16() bool { return false }
 func attentionDirect(q, k, v, mask, out []float32, batch, sq, sk, hidden, heads int, scale float32, bf16 bool) error {
 	return errNoCustomOps
 }
+
+// QuantMatMulAMX is false: no custom operators on this platform.
+func QuantMatMulAMX() bool { return false }

@@ -30,11 +30,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ortcapi/onnxruntime_c_api.h"
+#include "hybrank_internal.h"
 
-static const OrtApi *api;
+const OrtApi *hybrank_ort;
+int hybrank_amx_bf16, hybrank_amx_int8;
 static OrtCustomOpDomain *domain;
-static int amx_ready;
 
 // ---- the kernel ----------------------------------------------------------
 
@@ -106,14 +106,6 @@ TARGET_AMX static inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
 }
 
-// The tile configuration: palette 1, eight tiles of 16 rows × 64 bytes
-// (16 floats, or 32 bfloat16 values, or 16 pairs of them).
-typedef struct {
-  uint8_t palette, start_row, reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} tilecfg;
-
 // attn_amx: per block of 16 queries, Q·Kᵀ for all keys into a float32 row
 // block (tdpbf16ps, 16 × 16 scores a tile), softmax in float32 with the
 // mask, P rounded to bfloat16, P·V into dh / 16 accumulator tiles.
@@ -168,7 +160,7 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
   // The thread's tile configuration is saved and given back at the end:
   // the runtime's own AMX kernels (MLAS) load theirs once per thread and
   // may count on it staying loaded.
-  tilecfg saved, cfg;
+  hybrank_tilecfg saved, cfg;
   _tile_storeconfig(&saved);
   memset(&cfg, 0, sizeof cfg);
   cfg.palette = 1;
@@ -272,7 +264,7 @@ static void attn_task(void *p, size_t idx) {
 static const char *attn_check(attn_job *j) {
   if (j->heads <= 0 || j->hidden % j->heads != 0) return "hybrank Attention: hidden size not a multiple of num_heads";
   j->dh = j->hidden / j->heads;
-  if (j->bf16 && !amx_ready) return "hybrank Attention: bf16 = 1 needs AMX-BF16, which this CPU or kernel does not offer";
+  if (j->bf16 && !hybrank_amx_bf16) return "hybrank Attention: bf16 = 1 needs AMX-BF16, which this CPU or kernel does not offer";
   if (j->bf16 && j->dh != 32 && j->dh != 64) return "hybrank Attention: bf16 = 1 needs a head size of 32 or 64";
   if (j->sq < 1 || j->sk < 1) return "hybrank Attention: empty sequence";
   return NULL;
@@ -294,7 +286,7 @@ typedef struct {
   float scale;
 } attn_kernel;
 
-static OrtStatus *status(const char *msg) { return api->CreateStatus(ORT_INVALID_ARGUMENT, msg); }
+OrtStatus *hybrank_invalid(const char *msg) { return api->CreateStatus(ORT_INVALID_ARGUMENT, msg); }
 
 static OrtStatus *attn_create(const OrtCustomOp *op, const OrtApi *a, const OrtKernelInfo *info, void **kernel) {
   (void)op;
@@ -330,7 +322,7 @@ static OrtStatus *dims3(const OrtValue *val, int64_t d[3], const char *what) {
   ONNXTensorElementDataType t;
   if (!(st = api->GetDimensionsCount(info, &n)) && !(st = api->GetTensorElementType(info, &t))) {
     if (n != 3 || t != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
-      st = status(what);
+      st = hybrank_invalid(what);
     } else {
       st = api->GetDimensions(info, d, 3);
     }
@@ -350,7 +342,7 @@ static OrtStatus *attn_compute(void *kernel, OrtKernelContext *ctx) {
   if ((st = dims3(in[1], kd, "hybrank Attention: k must be float32 [batch, sequence, hidden]"))) return st;
   if ((st = dims3(in[2], vd, "hybrank Attention: v must be float32 [batch, sequence, hidden]"))) return st;
   if (kd[0] != qd[0] || vd[0] != qd[0] || kd[2] != qd[2] || vd[2] != qd[2] || vd[1] != kd[1])
-    return status("hybrank Attention: q, k and v disagree on batch, hidden size or key count");
+    return hybrank_invalid("hybrank Attention: q, k and v disagree on batch, hidden size or key count");
   // The mask: float32 [B, 1, …, 1, Sk] (a BERT export's [B, 1, 1, Sk]);
   // one that broadcasts otherwise is refused, not read wrong.
   OrtTensorTypeAndShapeInfo *mi;
@@ -364,7 +356,7 @@ static OrtStatus *attn_compute(void *kernel, OrtKernelContext *ctx) {
   if (st) return st;
   int mask_ok = mt == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT && mr >= 2 && mr <= 8 && md[0] == kd[0] && md[mr - 1] == kd[1];
   for (size_t i = 1; mask_ok && i + 1 < mr; i++) mask_ok = md[i] == 1;
-  if (!mask_ok) return status("hybrank Attention: mask must be float32 [batch, 1, ..., 1, keys]");
+  if (!mask_ok) return hybrank_invalid("hybrank Attention: mask must be float32 [batch, 1, ..., 1, keys]");
   OrtValue *outv;
   if ((st = api->KernelContext_GetOutput(ctx, 0, qd, 3, &outv))) return st;
   attn_job j = {0};
@@ -377,7 +369,7 @@ static OrtStatus *attn_compute(void *kernel, OrtKernelContext *ctx) {
   j.heads = kn->heads, j.scale = kn->scale, j.bf16 = kn->bf16 != 0;
   if (j.batch == 0 || j.sq == 0) return NULL; // nothing to compute: the output is empty
   const char *err = attn_check(&j);
-  if (err) return status(err);
+  if (err) return hybrank_invalid(err);
   if ((st = api->KernelContext_ParallelFor(ctx, attn_task, (size_t)(j.batch * j.heads), 0, &j))) return st;
   return j.failed ? api->CreateStatus(ORT_FAIL, "hybrank Attention: out of memory") : NULL;
 }
@@ -387,7 +379,7 @@ static const char *attn_name(const OrtCustomOp *op) {
   (void)op;
   return "Attention";
 }
-static const char *cpu_provider(const OrtCustomOp *op) {
+const char *hybrank_cpu_provider(const OrtCustomOp *op) {
   (void)op;
   return "CPUExecutionProvider";
 }
@@ -400,25 +392,25 @@ static size_t four(const OrtCustomOp *op) {
   (void)op;
   return 4;
 }
-static size_t one(const OrtCustomOp *op) {
+size_t hybrank_one(const OrtCustomOp *op) {
   (void)op;
   return 1;
 }
-static OrtCustomOpInputOutputCharacteristic required(const OrtCustomOp *op, size_t i) {
+OrtCustomOpInputOutputCharacteristic hybrank_required(const OrtCustomOp *op, size_t i) {
   (void)op;
   (void)i;
   return INPUT_OUTPUT_REQUIRED;
 }
-static OrtMemType default_mem(const OrtCustomOp *op, size_t i) {
+OrtMemType hybrank_default_mem(const OrtCustomOp *op, size_t i) {
   (void)op;
   (void)i;
   return OrtMemTypeDefault;
 }
-static int arity_one(const OrtCustomOp *op) {
+int hybrank_arity_one(const OrtCustomOp *op) {
   (void)op;
   return 1;
 }
-static int homogeneous(const OrtCustomOp *op) {
+int hybrank_homogeneous(const OrtCustomOp *op) {
   (void)op;
   return 1;
 }
@@ -428,19 +420,19 @@ static int homogeneous(const OrtCustomOp *op) {
 static OrtCustomOp attention_op = {
     .version = 16,
     .GetName = attn_name,
-    .GetExecutionProviderType = cpu_provider,
+    .GetExecutionProviderType = hybrank_cpu_provider,
     .GetInputType = float_type,
     .GetInputTypeCount = four,
     .GetOutputType = float_type,
-    .GetOutputTypeCount = one,
+    .GetOutputTypeCount = hybrank_one,
     .KernelDestroy = attn_destroy,
-    .GetInputCharacteristic = required,
-    .GetOutputCharacteristic = required,
-    .GetInputMemoryType = default_mem,
-    .GetVariadicInputMinArity = arity_one,
-    .GetVariadicInputHomogeneity = homogeneous,
-    .GetVariadicOutputMinArity = arity_one,
-    .GetVariadicOutputHomogeneity = homogeneous,
+    .GetInputCharacteristic = hybrank_required,
+    .GetOutputCharacteristic = hybrank_required,
+    .GetInputMemoryType = hybrank_default_mem,
+    .GetVariadicInputMinArity = hybrank_arity_one,
+    .GetVariadicInputHomogeneity = hybrank_homogeneous,
+    .GetVariadicOutputMinArity = hybrank_arity_one,
+    .GetVariadicOutputHomogeneity = hybrank_homogeneous,
     .CreateKernelV2 = attn_create,
     .KernelComputeV2 = attn_compute,
 };
@@ -470,11 +462,13 @@ const char *hybrank_ops_init(const char *path) {
     a->ReleaseStatus(st);
     return "CreateCustomOpDomain failed";
   }
-  if ((st = a->CustomOpDomain_Add(d, &attention_op))) {
-    a->ReleaseStatus(st);
-    a->ReleaseCustomOpDomain(d);
-    return "CustomOpDomain_Add failed";
-  }
+  OrtCustomOp *ops[] = {&attention_op, &hybrank_quant_matmul_op};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if ((st = a->CustomOpDomain_Add(d, ops[i]))) {
+      a->ReleaseStatus(st);
+      a->ReleaseCustomOpDomain(d);
+      return "CustomOpDomain_Add failed";
+    }
   api = a, domain = d; // kept for the process's life: sessions refer to it
   return NULL;
 }
@@ -485,9 +479,9 @@ const char *hybrank_ops_register(void *opts) {
   return st ? message(st) : NULL;
 }
 
-const char *hybrank_ops_amx(void) {
+const char *hybrank_ops_amx(int bf16, int int8) {
   // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA (Linux 5.16+).
   if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return "the kernel refused the AMX tile state";
-  amx_ready = 1;
+  hybrank_amx_bf16 = bf16, hybrank_amx_int8 = int8;
   return NULL;
 }

@@ -5,6 +5,7 @@
 #define HYBRANK_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 // hybrank_ops_init finds the OrtApi of the ONNX Runtime library at path,
 // which the process has loaded already.
@@ -14,12 +15,21 @@ const char *hybrank_ops_init(const char *path);
 const char *hybrank_ops_register(void *session_options);
 
 // hybrank_ops_amx asks the kernel for the AMX tile state (Linux
-// arch_prctl); only then may an op run its bfloat16 tiles.
-const char *hybrank_ops_amx(void);
+// arch_prctl); only then may an op use tiles: bfloat16 ones if bf16 (the
+// CPU has AMX-BF16 and AVX512-BF16), int8 ones if int8 (AMX-INT8 and
+// AVX512-BW).
+const char *hybrank_ops_amx(int bf16, int int8);
 
 // hybrank_attention runs the Attention kernel outside a session, one
 // (batch, head) after the other: for the tests that compare its two paths.
 const char *hybrank_attention(const float *q, const float *k, const float *v, const float *mask, float *out,
                               long batch, long sq, long sk, long hidden, long heads, float scale, int bf16);
+
+// hybrank_quant_matmul runs the QuantMatMul kernel outside a session on
+// one thread: y[m, n] = Σ_k q(a[m, :]·a_mul)[k] · b[k, n] · b_scale[n] + bias[n]
+// with a row's activations quantized to uint8 per row (a_mul and bias may
+// be NULL); amx selects the tile path. For the tests.
+const char *hybrank_quant_matmul(const float *a, const int8_t *b, const float *b_scale, const float *bias, const float *a_mul,
+                                 float *y, long m, long k, long n, int amx);
 
 #endif

@@ -18,6 +18,14 @@ from quantized operands in one of these modes:
              provider has none that is fast; see models/quantize's doc)
   none/B     weights only, activations float32
   tensor/f, token/f   activations only, weights float32
+  smooth/B   per token after SmoothQuant's migration: each input channel j
+             divided by s_j = amax(x_j)^a / amax(w_j)^(1-a) (a = --alpha,
+             amax(x_j) over --calib-queries other queries' pairs in
+             float32) and the weights' column j multiplied by it
+  lnsmooth/B smooth/B with amax(x_j) estimated from the weights alone where
+             a LayerNorm feeds the layer (|gamma_j|·--ln-c + |beta_j|),
+             s_j = 1 elsewhere: no calibration data
+  bf16       both operands rounded to bfloat16 (round to nearest even)
 
 and prints per query the float32 score range and each mode's Spearman
 correlation with float32, then each mode's worst and mean. Rounding is
@@ -59,11 +67,18 @@ def quant_weight(w, bits):
     return np.round(w / s) * s
 
 
+def bf16(x):
+    """Round float32 to bfloat16 (nearest even) and back."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
 def quant_act(x, mode):
     """Asymmetric uint8 with the range widened to include 0, dequantized."""
     if mode in ("none", "fp32"):
         return x
-    axis = None if mode == "tensor" else -1
+    axis = None if mode == "tensor" else -1  # token, smooth
     lo = np.minimum(x.min(axis=axis, keepdims=True), 0)
     hi = np.maximum(x.max(axis=axis, keepdims=True), 0)
     s = (hi - lo) / 255
@@ -84,9 +99,25 @@ class Model:
         self.pooler_b = rng.normal(0, 0.01, h).astype(np.float32)
         self.cls_w = rng.normal(0, 0.02, h).astype(np.float32)
         self.qw = {}
+        self.calib = None   # name -> per input channel amax, while calibrating
+        self.smooth = {}    # name -> s
+        self.alpha = 0.5
+        self.ln_c = 3.0
 
     def linear(self, x, name, mode):
         w, b = self.w[name + ".weight"], self.w[name + ".bias"]
+        if self.calib is not None:
+            a = np.abs(x).max(axis=0)
+            self.calib[name] = np.maximum(self.calib.get(name, a), a)
+        if mode == "bf16":
+            return bf16(x) @ bf16(w).T + b
+        if mode.startswith("smooth/") or mode.startswith("lnsmooth/"):
+            key = (name, mode)
+            if key not in self.qw:
+                s = self.smooth[name] if mode.startswith("smooth/") else self.ln_smooth(name)
+                self.qw[key] = (1 / s, quant_weight(w * s, int(mode.split("/")[1])))
+            inv, wq = self.qw[key]
+            return quant_act(x * inv, "token") @ wq.T + b
         if mode != "fp32":
             act, bits = mode.split("/")
             if bits != "f":
@@ -96,6 +127,20 @@ class Model:
                 w = self.qw[key]
             x = quant_act(x, act)
         return x @ w.T + b
+
+    def ln_smooth(self, name):
+        """s from the feeding LayerNorm's gamma and beta (1 where none feeds)."""
+        w = self.w[name + ".weight"]
+        l = int(name.split(".")[2])
+        if ".attention.self." in name:
+            ln = "embeddings.LayerNorm" if l == 0 else f"encoder.layer.{l - 1}.output.LayerNorm"
+        elif name.endswith("intermediate.dense"):
+            ln = f"encoder.layer.{l}.attention.output.LayerNorm"
+        else:
+            return np.ones(w.shape[1], dtype=np.float32)
+        amax = np.abs(self.w[ln + ".weight"]) * self.ln_c + np.abs(self.w[ln + ".bias"])
+        wmax = np.abs(w).max(axis=0)
+        return np.maximum(amax, 1e-5) ** self.alpha / np.maximum(wmax, 1e-5) ** (1 - self.alpha)
 
     @staticmethod
     def layer_norm(x, g, b, eps=1e-12):
@@ -137,6 +182,9 @@ def main():
     ap.add_argument("--queries", type=int, default=10)
     ap.add_argument("--top-k", type=int, default=32)
     ap.add_argument("--modes", default="tensor/7,token/7")
+    ap.add_argument("--alpha", type=float, default=0.5, help="SmoothQuant migration strength")
+    ap.add_argument("--ln-c", type=float, default=3.0, help="lnsmooth/B: amax_j = |gamma_j|·c + |beta_j|")
+    ap.add_argument("--calib-queries", type=int, default=3, help="queries after the measured ones that calibrate smooth/B")
     args = ap.parse_args()
 
     import bm25s
@@ -161,6 +209,18 @@ def main():
     tok = Tokenizer.from_file(args.tokenizer)
     tok.enable_truncation(512)
     modes = args.modes.split(",")
+    model.alpha, model.ln_c = args.alpha, args.ln_c
+    if any(m.startswith("smooth/") for m in modes):
+        model.calib, model.alpha = {}, args.alpha
+        for q in qids[args.queries:args.queries + args.calib_queries]:
+            docs, _ = retriever.retrieve(bm25s.tokenize([queries[q]], stopwords="en", show_progress=False), k=args.top_k, show_progress=False)
+            for d in docs[0]:
+                e = tok.encode(queries[q], texts[d])
+                model.score(np.array(e.ids), np.array(e.type_ids), "fp32")
+        for name, amax in model.calib.items():
+            wmax = np.abs(model.w[name + ".weight"]).max(axis=0)
+            model.smooth[name] = np.maximum(amax, 1e-5) ** args.alpha / np.maximum(wmax, 1e-5) ** (1 - args.alpha)
+        model.calib = None
     res = {m: [] for m in modes}
     for q in qids[:args.queries]:
         docs, _ = retriever.retrieve(bm25s.tokenize([queries[q]], stopwords="en", show_progress=False), k=args.top_k, show_progress=False)

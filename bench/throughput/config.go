@@ -23,8 +23,8 @@ type Spec struct {
 	Models modeldir.Source `json:"models"`
 
 	// Provider, Threads (intra-op), PoolSize, GraphOptimization,
-	// DisableFusion, DisableArena and DisableSpinning are passed to the
-	// model (see models.Config).
+	// DisableFusion, DisableArena, DisableSpinning and Int8PerTensor are
+	// passed to the model (see models.Config).
 	Provider          string `json:"provider"`
 	Threads           int    `json:"threads"`
 	PoolSize          int    `json:"pool_size"`
@@ -32,6 +32,7 @@ type Spec struct {
 	DisableFusion     bool   `json:"disable_fusion,omitempty"`
 	DisableArena      bool   `json:"disable_arena,omitempty"`
 	DisableSpinning   bool   `json:"disable_spinning,omitempty"`
+	Int8PerTensor     bool   `json:"int8_per_tensor,omitempty"`
 
 	// BatchTokens is models.Config.MaxBatchTokens and Batching its
 	// Batching ("" = the default, cost-model planning; "tokens" = batches
@@ -119,6 +120,7 @@ func (s Spec) ModelConfig(dir string, kind models.Kind) models.Config {
 	mc.DisableFusion = s.DisableFusion
 	mc.DisableArena = s.DisableArena
 	mc.DisableSpinning = s.DisableSpinning
+	mc.Int8PerTensor = s.Int8PerTensor
 	mc.MaxBatchTokens = s.BatchTokens
 	mc.Batching = s.Batching
 	mc.Quantize, mc.QuantizeCache = s.Quantize, s.QuantizeCache

@@ -21,11 +21,14 @@ type Report struct {
 	// AttentionBF16 is how many self-attentions WriteFile's
 	// AttentionBF16 fused (int8 graphs only).
 	AttentionBF16 int `json:"attention_bf16,omitempty"`
+	// QuantMatMul is how many DynamicQuantizeMatMuls WriteFile's
+	// QuantMatMulAMX rewrote (per-token int8 on AMX tiles).
+	QuantMatMul int `json:"quant_matmul,omitempty"`
 }
 
 // Changed reports whether the rewrite changed anything.
 func (r Report) Changed() bool {
-	return r.SkipLayerNorm > 0 || r.FirstToken.Nodes > 0 || r.AttentionBF16 > 0
+	return r.SkipLayerNorm > 0 || r.FirstToken.Nodes > 0 || r.AttentionBF16 > 0 || r.QuantMatMul > 0
 }
 
 // String is a short summary of what changed, e.g. "12 SkipLayerNorm (12
@@ -42,6 +45,9 @@ func (r Report) String() string {
 	}
 	if r.AttentionBF16 > 0 {
 		parts = append(parts, fmt.Sprintf("%d attention bf16", r.AttentionBF16))
+	}
+	if r.QuantMatMul > 0 {
+		parts = append(parts, fmt.Sprintf("%d per-token int8 MatMul", r.QuantMatMul))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -554,6 +560,9 @@ const (
 	// RewriteAttentionBF16 applies AttentionBF16 (int8 graphs; for a
 	// session on a CPU where onnx.AttentionBF16 holds).
 	RewriteAttentionBF16
+	// RewriteQuantMatMulAMX applies QuantMatMulAMX (int8 graphs; for a
+	// session on a CPU where onnx.QuantMatMulAMX holds).
+	RewriteQuantMatMulAMX
 
 	// ForCPU is what package models/ort applies for ONNX Runtime's CPU
 	// provider: both.
@@ -565,7 +574,7 @@ const (
 )
 
 // WriteFile reads the ONNX model at src, applies the rewrites r selects
-// (SkipLayerNorm, then FirstToken, then AttentionBF16) and writes the result to dst, unless none
+// (SkipLayerNorm, then FirstToken, AttentionBF16, QuantMatMulAMX) and writes the result to dst, unless none
 // changes anything (a zero Report, dst untouched). Models this package cannot read (external data, among
 // others: onnxpb.ErrUnsupported) are errors; callers load such files
 // unchanged. It holds the decoded model in memory, about twice the file's
@@ -588,6 +597,11 @@ func WriteFile(src, dst string, r Rewrites) (Report, error) {
 	}
 	if r&RewriteAttentionBF16 != 0 {
 		if rep.AttentionBF16, err = AttentionBF16(m); err != nil {
+			return Report{}, err
+		}
+	}
+	if r&RewriteQuantMatMulAMX != 0 { // after AttentionBF16, which looks for int8 products by their ONNX Runtime names
+		if rep.QuantMatMul, err = QuantMatMulAMX(m); err != nil {
 			return Report{}, err
 		}
 	}

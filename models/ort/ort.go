@@ -118,6 +118,9 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		if onnx.AttentionBF16() {
 			cpu |= fuse.RewriteAttentionBF16 // int8 graphs only: their attention in bfloat16 on AMX tiles
 		}
+		if onnx.QuantMatMulAMX() && !cfg.Int8PerTensor {
+			cpu |= fuse.RewriteQuantMatMulAMX // int8 graphs only: one activation scale per token, AMX-INT8 tiles
+		}
 		model.ForCPU = rewrite(0, cpu, "the CPU")
 		model.ForCUDA = rewrite(1, fuse.ForCUDA, "CUDA")
 	}

@@ -1,0 +1,246 @@
+package fuse_test
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/hybrank/hybrank/internal/berttest"
+	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/fuse"
+	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx"
+)
+
+// int8Model is a small int8 cross-encoder (quantize's default form) with a
+// score spread the comparisons can see; floatModel its float32 source.
+func int8Model(t *testing.T) (*onnxpb.Model, bertgen.Config) {
+	m, cfg := floatModel(t)
+	if _, err := quantize.Rewrite(context.Background(), m, quantize.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	return m, cfg
+}
+
+func floatModel(t *testing.T) (*onnxpb.Model, bertgen.Config) {
+	t.Helper()
+	cfg := attentionConfig(128, 4)
+	w, err := bertgen.GenerateWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.ClsW {
+		w.ClsW[i] *= 50
+	}
+	m, err := bertgen.BuildModel(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, cfg
+}
+
+// TestQuantMatMulGraph: every DynamicQuantizeMatMul of an int8 graph becomes
+// an ai.hybrank.QuantMatMul reading the same weights, scales and bias (after
+// SkipLayerNorm, FirstToken and the attention rewrite, as models/ort
+// applies them); a float32 graph, and a product whose weights are a graph
+// input, are left alone.
+func TestQuantMatMulGraph(t *testing.T) {
+	m, _ := int8Model(t)
+	before := map[string][]string{} // output → DynamicQuantizeMatMul inputs
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "DynamicQuantizeMatMul" {
+			before[n.Outputs[0]] = n.Inputs
+		}
+	}
+	for _, f := range []func(*onnxpb.Model) (fuse.Report, error){fuse.SkipLayerNorm,
+		func(m *onnxpb.Model) (fuse.Report, error) { _, err := fuse.FirstToken(m); return fuse.Report{}, err },
+		func(m *onnxpb.Model) (fuse.Report, error) {
+			_, err := fuse.AttentionWith(m, 0)
+			return fuse.Report{}, err
+		}} {
+		if _, err := f(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := fuse.QuantMatMulAMX(m)
+	if err != nil || n != len(before) || n == 0 {
+		t.Fatalf("QuantMatMulAMX = %d, %v; want all %d products", n, err, len(before))
+	}
+	if countOps(m, "DynamicQuantizeMatMul") != 0 || countOps(m, "QuantMatMul") != n || !m.UsesOpset(onnxpb.HybrankDomain) {
+		t.Fatalf("%d DynamicQuantizeMatMul, %d QuantMatMul left", countOps(m, "DynamicQuantizeMatMul"), countOps(m, "QuantMatMul"))
+	}
+	for _, nd := range m.Graph.Nodes {
+		if nd.OpType != "QuantMatMul" {
+			continue
+		}
+		old := append(slices.Clone(before[nd.Outputs[0]]), "", "")
+		// a as it was, or FirstToken's narrowing of it in the last layer.
+		if want := []string{old[1], old[2], old[4], ""}; nd.Inputs[0] != old[0] && nd.Inputs[0] != old[0]+"/first_token" || !slices.Equal(nd.Inputs[1:], want) {
+			t.Errorf("%s: inputs %q, want %q", nd.Name, nd.Inputs, want)
+		}
+		if amx, _ := attr(t, nd, "amx").Int(); amx != 1 {
+			t.Errorf("%s: amx = %d", nd.Name, amx)
+		}
+	}
+
+	if n, err := fuse.QuantMatMulAMX(berttest.Model(t, attentionConfig(128, 4))); n != 0 || err != nil {
+		t.Errorf("float32 graph: QuantMatMulAMX = %d, %v; want it left alone", n, err)
+	}
+	m, _ = int8Model(t)
+	i := slices.IndexFunc(m.Graph.Nodes, func(n onnxpb.Node) bool { return n.OpType == "DynamicQuantizeMatMul" })
+	w := m.Graph.Nodes[i].Inputs[1]
+	m.Graph.Initializers = slices.DeleteFunc(m.Graph.Initializers, func(t onnxpb.Tensor) bool { return t.Name == w })
+	m.Graph.AddInput(w, onnxpb.Int8, onnxpb.Fixed(128), onnxpb.Fixed(128))
+	if n, err := fuse.QuantMatMulAMX(m); n != len(before)-1 || err != nil {
+		t.Errorf("one weight a graph input: QuantMatMulAMX = %d, %v; want %d", n, err, len(before)-1)
+	}
+}
+
+// smoothed puts a Mul by a constant per-channel vector before every
+// DynamicQuantizeMatMul of m (as a smoothing quantizer writes them); with
+// visible, each Mul's output is also a graph output, which keeps the
+// rewrite from folding it.
+func smoothed(m *onnxpb.Model, visible bool) {
+	g := m.Graph
+	rng := rand.New(rand.NewPCG(5, 6))
+	var nodes []onnxpb.Node
+	for _, n := range g.Nodes {
+		if n.OpType == "DynamicQuantizeMatMul" {
+			k := int(g.Index().Constant(n.Inputs[1]).Dims[0])
+			c := make([]float32, k)
+			for i := range c {
+				c[i] = float32(0.5 + rng.Float64())
+			}
+			out := n.Name + "/smoothed"
+			nodes = append(nodes, onnxpb.Node{Name: n.Name + "/smooth", OpType: "Mul", Inputs: []string{n.Inputs[0], g.AddFloat32(n.Name+"/smooth_c", []int64{int64(k)}, c)}, Outputs: []string{out}})
+			n.Inputs = slices.Clone(n.Inputs)
+			n.Inputs[0] = out
+			if visible {
+				g.AddOutput(out, onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(int64(k)))
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	g.Nodes = nodes
+}
+
+// TestQuantMatMulWiring checks what the rewrite passes the operator, on any
+// CPU with the custom operators (amx = 0, the reference path): a smoothing
+// Mul folded into a_mul gives the same logits, to the bit, as the Mul left
+// in the graph; a sequence scores the same alone as inside a padded batch
+// (one activation scale per token: what DynamicQuantizeMatMul cannot do);
+// and the scores stay within a few per cent of the float32 model's.
+func TestQuantMatMulWiring(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	if err := onnx.CustomOps(); err != nil {
+		t.Skipf("custom operators unavailable: %v", err)
+	}
+	dir := t.TempDir()
+	write := func(name string, m *onnxpb.Model) string {
+		p := filepath.Join(dir, name)
+		if err := m.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rewrite := func(m *onnxpb.Model, want int) *onnxpb.Model {
+		n, err := fuse.QuantMatMulWith(m, 0)
+		if err != nil || n != want {
+			t.Fatalf("rewrote %d products (%v), want %d", n, err, want)
+		}
+		return m
+	}
+	m, cfg := int8Model(t)
+	products := countOps(m, "DynamicQuantizeMatMul")
+	plain := write("plain.onnx", m)
+	perToken := write("token.onnx", rewrite(m, products))
+
+	folded, kept := func() *onnxpb.Model { m, _ := int8Model(t); smoothed(m, false); return m }(), func() *onnxpb.Model { m, _ := int8Model(t); smoothed(m, true); return m }()
+	rewrite(folded, products)
+	rewrite(kept, products)
+	if countOps(folded, "Mul") != countOps(kept, "Mul")-products {
+		t.Errorf("folded graph has %d Mul nodes, the kept one %d: want %d fewer", countOps(folded, "Mul"), countOps(kept, "Mul"), products)
+	}
+	for _, n := range folded.Graph.Nodes {
+		if n.OpType == "QuantMatMul" && n.Inputs[4] == "" {
+			t.Errorf("%s: no a_mul after folding", n.Name)
+		}
+	}
+	batch := berttest.Padded(11, 60, []int{60, 41, 7}, 1, cfg.VocabSize)
+	if a, b := berttest.Run(t, write("folded.onnx", folded), bertgen.Logits, "", batch), berttest.Run(t, write("kept.onnx", kept), bertgen.Logits, "", batch); !slices.Equal(a, b) {
+		t.Errorf("a_mul folded: logits %v, with the Mul kept %v", a, b)
+	}
+
+	// Sequence 1 (41 tokens) alone, then in the padded batch.
+	alone := berttest.Padded(11, 41, []int{41}, 1, cfg.VocabSize)
+	copy(alone.IDs, batch.IDs[60:101])
+	copy(alone.TypeIDs, batch.TypeIDs[60:101])
+	for _, c := range []struct {
+		path  string
+		exact bool
+	}{{plain, false}, {perToken, true}} {
+		in, one := berttest.Run(t, c.path, bertgen.Logits, "", batch)[1], berttest.Run(t, c.path, bertgen.Logits, "", alone)[0]
+		t.Logf("per token %v: alone %.6f, in the batch %.6f", c.exact, one, in)
+		if c.exact && math.Abs(float64(one-in)) > 1e-4*max(1, math.Abs(float64(one))) {
+			t.Errorf("per-token scales: sequence scores %.6f alone, %.6f in a padded batch", one, in)
+		}
+	}
+
+	float := write("float.onnx", func() *onnxpb.Model { m, _ := floatModel(t); return m }())
+	want, got := berttest.Run(t, float, bertgen.Logits, "", batch), berttest.Run(t, perToken, bertgen.Logits, "", batch)
+	lo, hi, diff := math.Inf(1), math.Inf(-1), 0.0
+	for i := range want {
+		lo, hi = min(lo, float64(want[i])), max(hi, float64(want[i]))
+		diff = max(diff, math.Abs(float64(got[i]-want[i])))
+	}
+	t.Logf("float32 logits span %.4g, per-token int8 max |Δ| %.3g", hi-lo, diff)
+	if diff > 0.05*(hi-lo) || math.IsNaN(diff) || hi-lo < 0.1 {
+		t.Errorf("per-token int8 moves a logit by %.3g, over 5 %% of the float32 span %.3g", diff, hi-lo)
+	}
+}
+
+// TestQuantMatMulRuntime: with AMX-INT8, the tile path gives the reference
+// path's logits to the bit, through WriteFile as models/ort calls it.
+func TestQuantMatMulRuntime(t *testing.T) {
+	lib := testenv.NeedORT(t)
+	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
+		t.Fatal(err)
+	}
+	if !onnx.QuantMatMulAMX() {
+		t.Skip("no AMX-INT8 on this CPU (or the kernel withholds the tile state): the rewrite is not applied here")
+	}
+	m, cfg := int8Model(t)
+	dir := t.TempDir()
+	plain, amx, ref := filepath.Join(dir, "int8.onnx"), filepath.Join(dir, "amx.onnx"), filepath.Join(dir, "ref.onnx")
+	if err := m.WriteFile(plain); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := fuse.WriteFile(plain, amx, fuse.ForCPU|fuse.RewriteQuantMatMulAMX)
+	if err != nil || rep.QuantMatMul == 0 {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	if _, err := fuse.SkipLayerNorm(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fuse.FirstToken(m); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := fuse.QuantMatMulWith(m, 0); err != nil || n != rep.QuantMatMul {
+		t.Fatalf("reference rewrite: %d, %v; want %d", n, err, rep.QuantMatMul)
+	}
+	if err := m.WriteFile(ref); err != nil {
+		t.Fatal(err)
+	}
+	batch := berttest.Padded(3, 100, []int{100, 77, 40, 9}, 1, cfg.VocabSize)
+	if a, b := berttest.Run(t, amx, bertgen.Logits, "", batch), berttest.Run(t, ref, bertgen.Logits, "", batch); !slices.Equal(a, b) {
+		t.Errorf("AMX logits %v, reference %v", a, b)
+	}
+}

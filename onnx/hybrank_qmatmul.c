@@ -1,0 +1,422 @@
+//go:build linux && amd64
+
+// ai.hybrank.QuantMatMul(a, b, b_scale, bias, a_mul) -> y
+//   a float32 [..., K]; b int8 [K, N]; b_scale float32 [N] (or one value);
+//   bias float32 [N] and a_mul float32 [K] optional. b, b_scale, bias and
+//   a_mul must be initializers: the kernel reads and packs them once, when
+//   the session builds it. y float32 [..., N]. Per row m of a (a token):
+//     x = a[m, :] · a_mul                       (element-wise; a_mul absent: 1)
+//     lo = min(x, 0), hi = max(x, 0), s = (hi − lo) / 255 (1 if 0),
+//     z = clamp(round(−lo / s), 0, 255)
+//     q[k] = clamp(round(x[k] / s) + z, 0, 255)          (uint8)
+//     y[m, n] = (Σ_k q[k]·b[k, n] − z·Σ_k b[k, n]) · (s·b_scale[n]) + bias[n]
+//   (round: to nearest even; x / s computed as x · (1 / s)). That is
+//   com.microsoft.DynamicQuantizeMatMul with one activation scale per row
+//   instead of one per tensor: a token's codes no longer depend on the
+//   largest value anywhere in the batch, nor on its batch mates. a_mul is
+//   where a smoothing of the activations' channels (SmoothQuant; models/
+//   quantize writes the matching weights) is folded in.
+//   Attribute amx = 1 runs the integer products on AMX tiles (tdpbusd, u8 ×
+//   s8 summed in int32), 32 rows × 32 columns a step, one block of 32 rows
+//   per task on the session's intra-op threads, each block quantized into
+//   a cache-resident buffer first; 0 (the default) plain loops: the
+//   reference, which computes the same integers and the same float
+//   epilogue, so the two paths agree to the bit.
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hybrank_internal.h"
+#include "hybrank_ops.h"
+
+typedef struct {
+  long k, n, k64, n16; // K and N, padded to the tiles' 64 and 16
+  int amx;
+  int8_t *b;        // amx 0: b as given, [K, N]
+  int8_t *packed;   // amx 1: per block of 16 columns, K64 / 64 tiles of 16 rows (4 k each) × 16 columns × 4 bytes
+  int32_t *colsum;  // [N16] Σ_k b[k, n]
+  float *scale;     // [N16] b_scale
+  float *bias;      // [N16] (zeros when absent)
+  float *mul;       // [K] or NULL
+} qmm;
+
+typedef struct {
+  const qmm *w;
+  const float *a;
+  float *y;
+  long m;
+  int failed;
+} qmm_job;
+
+// ---- quantization of one row -------------------------------------------------
+
+// qrow_ref quantizes x = a · mul (mul may be NULL) into q[0..k), per the
+// definition above; the reference.
+static void qrow_ref(const float *a, const float *mul, long k, uint8_t *q, float *s, int32_t *z) {
+  float lo = 0, hi = 0;
+  for (long i = 0; i < k; i++) {
+    float x = mul ? a[i] * mul[i] : a[i];
+    lo = fminf(lo, x), hi = fmaxf(hi, x);
+  }
+  float sc = (hi - lo) / 255.0f;
+  if (sc == 0) sc = 1;
+  float inv = 1.0f / sc;
+  int32_t zp = (int32_t)nearbyintf(-lo * inv);
+  zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+  for (long i = 0; i < k; i++) {
+    float x = mul ? a[i] * mul[i] : a[i];
+    int32_t v = (int32_t)nearbyintf(x * inv) + zp;
+    q[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+  }
+  *s = sc, *z = zp;
+}
+
+#define TARGET_AMXI __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")))
+
+// qrow_avx is qrow_ref in AVX-512, to the bit.
+TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8_t *q, float *s, int32_t *z) {
+  __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+  for (long i = 0; i < k; i += 16) {
+    __mmask16 live = i + 16 <= k ? 0xFFFF : (__mmask16)((1u << (k - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(live, a + i);
+    if (mul) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(live, mul + i));
+    lo = _mm512_min_ps(lo, x), hi = _mm512_max_ps(hi, x); // the masked lanes are 0, inside [lo, hi]
+  }
+  float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
+  float sc = (h - l) / 255.0f;
+  if (sc == 0) sc = 1;
+  float inv = 1.0f / sc;
+  int32_t zp = (int32_t)nearbyintf(-l * inv);
+  zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+  __m512 vinv = _mm512_set1_ps(inv);
+  __m512i vz = _mm512_set1_epi32(zp), v0 = _mm512_setzero_si512(), v255 = _mm512_set1_epi32(255);
+  for (long i = 0; i < k; i += 16) {
+    __mmask16 live = i + 16 <= k ? 0xFFFF : (__mmask16)((1u << (k - i)) - 1);
+    __m512 x = _mm512_maskz_loadu_ps(live, a + i);
+    if (mul) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(live, mul + i));
+    __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x, vinv)), vz);
+    v = _mm512_min_epi32(_mm512_max_epi32(v, v0), v255);
+    _mm512_mask_cvtepi32_storeu_epi8(q + i, live, v);
+  }
+  *s = sc, *z = zp;
+}
+
+// ---- the products ----------------------------------------------------------------
+
+static float epilogue(int32_t acc, int32_t z, int32_t colsum, float s, float scale, float bias) {
+  return fmaf((float)(acc - z * colsum), s * scale, bias);
+}
+
+static int qmm_ref(const qmm_job *j, long m0, long rows) {
+  const qmm *w = j->w;
+  uint8_t *q = malloc((size_t)w->k);
+  if (!q) return -1;
+  for (long r = 0; r < rows; r++) {
+    float s;
+    int32_t z;
+    qrow_ref(j->a + (m0 + r) * w->k, w->mul, w->k, q, &s, &z);
+    float *y = j->y + (m0 + r) * w->n;
+    for (long n = 0; n < w->n; n++) {
+      int32_t acc = 0;
+      for (long i = 0; i < w->k; i++) acc += (int32_t)q[i] * (int32_t)w->b[i * w->n + n];
+      y[n] = epilogue(acc, z, w->colsum[n], s, w->scale[n], w->bias[n]);
+    }
+  }
+  free(q);
+  return 0;
+}
+
+// qmm_amx: rows m0 … m0 + rows (at most 32) quantized into q (32 × K64
+// bytes, rows and columns past the data zero), then per pair of column
+// blocks four accumulator tiles (0, 1: rows 0–15; 2, 3: rows 16–31), A in
+// tiles 4 and 5, B in 6 and 7, stored to a 32 × 32 int32 block and scaled.
+TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
+  const qmm *w = j->w;
+  long k64 = w->k64, kt = k64 / 64, nb16 = w->n16 / 16;
+  size_t qbytes = (size_t)32 * k64;
+  uint8_t *mem = aligned_alloc(64, qbytes + 32 * 32 * 4);
+  if (!mem) return -1;
+  uint8_t *q = mem;
+  int32_t *acc = (int32_t *)(mem + qbytes);
+  float s[32];
+  int32_t z[32];
+  memset(q, 0, qbytes);
+  for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, q + r * k64, &s[r], &z[r]);
+  int lower = rows > 16; // rows 16–31 hold data
+
+  hybrank_tilecfg saved, cfg;
+  _tile_storeconfig(&saved);
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+
+  for (long nb = 0; nb < nb16; nb += 2) {
+    int two = nb + 1 < nb16;
+    const int8_t *b0 = w->packed + nb * kt * 1024, *b1 = b0 + kt * 1024;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long kb = 0; kb < kt; kb++) {
+      _tile_loadd(4, q + kb * 64, k64);
+      _tile_loadd(6, b0 + kb * 1024, 64);
+      _tile_dpbusd(0, 4, 6);
+      if (lower) {
+        _tile_loadd(5, q + 16 * k64 + kb * 64, k64);
+        _tile_dpbusd(2, 5, 6);
+      }
+      if (two) {
+        _tile_loadd(7, b1 + kb * 1024, 64);
+        _tile_dpbusd(1, 4, 7);
+        if (lower) _tile_dpbusd(3, 5, 7);
+      }
+    }
+    _tile_stored(0, acc, 128);
+    _tile_stored(1, acc + 16, 128);
+    _tile_stored(2, acc + 16 * 32, 128);
+    _tile_stored(3, acc + 16 * 32 + 16, 128);
+    for (long r = 0; r < rows; r++) {
+      __m512i vz = _mm512_set1_epi32(z[r]);
+      __m512 vs = _mm512_set1_ps(s[r]);
+      float *y = j->y + (m0 + r) * w->n;
+      for (long c = 0; c < (two ? 2 : 1); c++) {
+        long n = (nb + c) * 16;
+        __mmask16 live = n + 16 <= w->n ? 0xFFFF : (__mmask16)((1u << (w->n - n)) - 1);
+        __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 32 + c * 16), _mm512_mullo_epi32(vz, _mm512_loadu_si512(w->colsum + n)));
+        __m512 out = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(vs, _mm512_loadu_ps(w->scale + n)), _mm512_loadu_ps(w->bias + n));
+        _mm512_mask_storeu_ps(y + n, live, out);
+      }
+    }
+  }
+  if (saved.palette != 0)
+    _tile_loadconfig(&saved);
+  else
+    _tile_release();
+  free(mem);
+  return 0;
+}
+
+static void qmm_task(void *p, size_t idx) {
+  qmm_job *j = p;
+  long m0 = (long)idx * 32, rows = j->m - m0 < 32 ? j->m - m0 : 32;
+  int rc = j->w->amx ? qmm_amx(j, m0, rows) : qmm_ref(j, m0, rows);
+  if (rc != 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+// ---- weights -----------------------------------------------------------------------
+
+static void qmm_free(qmm *w) {
+  if (!w) return;
+  free(w->b);
+  free(w->packed);
+  free(w->colsum);
+  free(w->scale);
+  free(w->bias);
+  free(w->mul);
+  free(w);
+}
+
+// qmm_new copies and (amx) packs the operands; scale has n or 1 values,
+// bias n or none, mul k or none.
+static const char *qmm_new(const int8_t *b, const float *scale, long nscale, const float *bias, const float *mul, long k, long n,
+                           int amx, qmm **out) {
+  if (k < 1 || n < 1) return "hybrank QuantMatMul: b must be int8 [K, N] with K, N > 0";
+  if (k > 65536) return "hybrank QuantMatMul: K above 65536 (the int32 sums could overflow)";
+  if (nscale != n && nscale != 1) return "hybrank QuantMatMul: b_scale must have N values or one";
+  if (amx && !hybrank_amx_int8) return "hybrank QuantMatMul: amx = 1 needs AMX-INT8, which this CPU or kernel does not offer";
+  qmm *w = calloc(1, sizeof *w);
+  if (!w) return "hybrank QuantMatMul: out of memory";
+  w->k = k, w->n = n, w->amx = amx;
+  w->k64 = (k + 63) / 64 * 64, w->n16 = (n + 15) / 16 * 16;
+  w->colsum = calloc((size_t)w->n16, sizeof(int32_t));
+  w->scale = calloc((size_t)w->n16, sizeof(float));
+  w->bias = calloc((size_t)w->n16, sizeof(float));
+  if (mul) w->mul = malloc((size_t)k * sizeof(float));
+  if (amx)
+    w->packed = aligned_alloc(64, (size_t)w->n16 * w->k64);
+  else
+    w->b = malloc((size_t)k * n);
+  if (!w->colsum || !w->scale || !w->bias || (mul && !w->mul) || (amx ? !w->packed : !w->b)) {
+    qmm_free(w);
+    return "hybrank QuantMatMul: out of memory";
+  }
+  if (mul) memcpy(w->mul, mul, (size_t)k * sizeof(float));
+  for (long c = 0; c < n; c++) {
+    w->scale[c] = scale[nscale == 1 ? 0 : c];
+    w->bias[c] = bias ? bias[c] : 0;
+    int32_t sum = 0;
+    for (long i = 0; i < k; i++) sum += b[i * n + c];
+    w->colsum[c] = sum;
+  }
+  if (!amx) {
+    memcpy(w->b, b, (size_t)k * n);
+  } else {
+    // Tile (column block cb, k block kb): row r holds k = kb·64 + 4r … +3
+    // of the block's 16 columns, 4 bytes a column.
+    long kt = w->k64 / 64;
+    memset(w->packed, 0, (size_t)w->n16 * w->k64);
+    for (long i = 0; i < k; i++)
+      for (long c = 0; c < n; c++) {
+        long cb = c / 16, kb = i / 64, r = (i % 64) / 4;
+        w->packed[(cb * kt + kb) * 1024 + r * 64 + (c % 16) * 4 + i % 4] = b[i * n + c];
+      }
+  }
+  *out = w;
+  return NULL;
+}
+
+const char *hybrank_quant_matmul(const float *a, const int8_t *b, const float *b_scale, const float *bias, const float *a_mul,
+                                 float *y, long m, long k, long n, int amx) {
+  qmm *w;
+  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, &w);
+  if (err) return err;
+  qmm_job j = {w, a, y, m, 0};
+  for (long t = 0; t < (m + 31) / 32; t++) qmm_task(&j, (size_t)t);
+  qmm_free(w);
+  return j.failed ? "hybrank QuantMatMul: out of memory" : NULL;
+}
+
+// ---- the operator ----------------------------------------------------------------
+
+// constant reads input i of the node being built, an initializer: *val
+// NULL when the node leaves that (optional) input out.
+static OrtStatus *constant(const OrtKernelInfo *info, size_t i, const OrtValue **val, const char *what) {
+  *val = NULL;
+  size_t count = 0;
+  OrtStatus *st = api->KernelInfo_GetInputCount(info, &count);
+  if (st || i >= count) return st;
+  char name[256];
+  size_t size = sizeof name;
+  if ((st = api->KernelInfo_GetInputName(info, i, name, &size))) return st;
+  if (name[0] == 0) return NULL;
+  int is_const = 0;
+  if ((st = api->KernelInfoGetConstantInput_tensor(info, i, &is_const, val))) return st;
+  if (!is_const) return hybrank_invalid(what);
+  return NULL;
+}
+
+// shape reads a tensor's element type and dimensions (at most 8).
+static OrtStatus *shape(const OrtValue *val, ONNXTensorElementDataType *t, int64_t d[8], size_t *rank) {
+  OrtTensorTypeAndShapeInfo *info;
+  OrtStatus *st = api->GetTensorTypeAndShape(val, &info);
+  if (st) return st;
+  if (!(st = api->GetTensorElementType(info, t)) && !(st = api->GetDimensionsCount(info, rank))) {
+    if (*rank > 8)
+      st = hybrank_invalid("hybrank QuantMatMul: rank above 8");
+    else
+      st = api->GetDimensions(info, d, *rank);
+  }
+  api->ReleaseTensorTypeAndShapeInfo(info);
+  return st;
+}
+
+static int64_t elements(const int64_t *d, size_t rank) {
+  int64_t n = 1;
+  for (size_t i = 0; i < rank; i++) n *= d[i];
+  return n;
+}
+
+static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKernelInfo *info, void **kernel) {
+  (void)op;
+  (void)a;
+  int64_t amx = 0;
+  OrtStatus *st = api->KernelInfoGetAttribute_int64(info, "amx", &amx);
+  if (st) api->ReleaseStatus(st), amx = 0; // optional: the reference path
+  const OrtValue *v[5] = {0};
+  static const char *notconst[5] = {0, "hybrank QuantMatMul: b must be an initializer", "hybrank QuantMatMul: b_scale must be an initializer",
+                                    "hybrank QuantMatMul: bias must be an initializer", "hybrank QuantMatMul: a_mul must be an initializer"};
+  for (size_t i = 1; i < 5; i++)
+    if ((st = constant(info, i, &v[i], notconst[i]))) return st;
+  if (!v[1] || !v[2]) return hybrank_invalid("hybrank QuantMatMul: b and b_scale are required");
+  ONNXTensorElementDataType t[5];
+  int64_t d[5][8];
+  size_t rank[5] = {0};
+  for (size_t i = 1; i < 5; i++)
+    if (v[i] && (st = shape(v[i], &t[i], d[i], &rank[i]))) return st;
+  if (t[1] != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 || rank[1] != 2) return hybrank_invalid("hybrank QuantMatMul: b must be int8 [K, N]");
+  long k = (long)d[1][0], n = (long)d[1][1];
+  int64_t ns = elements(d[2], rank[2]);
+  if (t[2] != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || (ns != n && ns != 1))
+    return hybrank_invalid("hybrank QuantMatMul: b_scale must be float32 with N values or one");
+  if (v[3] && (t[3] != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || elements(d[3], rank[3]) != n))
+    return hybrank_invalid("hybrank QuantMatMul: bias must be float32 with N values");
+  if (v[4] && (t[4] != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || elements(d[4], rank[4]) != k))
+    return hybrank_invalid("hybrank QuantMatMul: a_mul must be float32 with K values");
+  void *p[5] = {0};
+  for (size_t i = 1; i < 5; i++)
+    if (v[i] && (st = api->GetTensorMutableData((OrtValue *)v[i], &p[i]))) return st;
+  qmm *w;
+  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, &w);
+  if (err) return hybrank_invalid(err);
+  *kernel = w;
+  return NULL;
+}
+
+static OrtStatus *qmm_compute(void *kernel, OrtKernelContext *ctx) {
+  qmm *w = kernel;
+  const OrtValue *in;
+  OrtStatus *st = api->KernelContext_GetInput(ctx, 0, &in);
+  if (st) return st;
+  ONNXTensorElementDataType t;
+  int64_t d[8];
+  size_t rank = 0;
+  if ((st = shape(in, &t, d, &rank))) return st;
+  if (t != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || rank < 1 || d[rank - 1] != w->k)
+    return hybrank_invalid("hybrank QuantMatMul: a must be float32 [..., K]");
+  qmm_job j = {w, NULL, NULL, (long)elements(d, rank - 1), 0};
+  d[rank - 1] = w->n;
+  OrtValue *outv;
+  if ((st = api->KernelContext_GetOutput(ctx, 0, d, rank, &outv))) return st;
+  if (j.m == 0) return NULL;
+  if ((st = api->GetTensorMutableData((OrtValue *)in, (void **)&j.a))) return st;
+  if ((st = api->GetTensorMutableData(outv, (void **)&j.y))) return st;
+  if ((st = api->KernelContext_ParallelFor(ctx, qmm_task, (size_t)((j.m + 31) / 32), 0, &j))) return st;
+  return j.failed ? api->CreateStatus(ORT_FAIL, "hybrank QuantMatMul: out of memory") : NULL;
+}
+
+static void qmm_destroy(void *kernel) { qmm_free(kernel); }
+static const char *qmm_name(const OrtCustomOp *op) {
+  (void)op;
+  return "QuantMatMul";
+}
+static ONNXTensorElementDataType qmm_type(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  return i == 1 ? ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8 : ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+static ONNXTensorElementDataType qmm_out_type(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  (void)i;
+  return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+static size_t five(const OrtCustomOp *op) {
+  (void)op;
+  return 5;
+}
+static OrtCustomOpInputOutputCharacteristic qmm_input(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  return i < 3 ? INPUT_OUTPUT_REQUIRED : INPUT_OUTPUT_OPTIONAL;
+}
+
+OrtCustomOp hybrank_quant_matmul_op = {
+    .version = 16,
+    .GetName = qmm_name,
+    .GetExecutionProviderType = hybrank_cpu_provider,
+    .GetInputType = qmm_type,
+    .GetInputTypeCount = five,
+    .GetOutputType = qmm_out_type,
+    .GetOutputTypeCount = hybrank_one,
+    .KernelDestroy = qmm_destroy,
+    .GetInputCharacteristic = qmm_input,
+    .GetOutputCharacteristic = hybrank_required,
+    .GetInputMemoryType = hybrank_default_mem,
+    .GetVariadicInputMinArity = hybrank_arity_one,
+    .GetVariadicInputHomogeneity = hybrank_homogeneous,
+    .GetVariadicOutputMinArity = hybrank_arity_one,
+    .GetVariadicOutputHomogeneity = hybrank_homogeneous,
+    .CreateKernelV2 = qmm_create,
+    .KernelComputeV2 = qmm_compute,
+};

@@ -1,0 +1,220 @@
+//go:build linux && amd64
+
+package onnx
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/hybrank/hybrank/models/onnxpb"
+)
+
+// quantMatMulRef is ai.hybrank.QuantMatMul's definition in float64 (the
+// quantization itself in float32, as defined): each row of a·aMul
+// quantized to uint8 with its own scale and zero point, dequantized, and
+// multiplied by the dequantized weights.
+func quantMatMulRef(a []float32, b []int8, bScale, bias, aMul []float32, m, k, n int) []float64 {
+	y := make([]float64, m*n)
+	x := make([]float32, k)
+	for r := range m {
+		lo, hi := float32(0), float32(0)
+		for i := range k {
+			x[i] = a[r*k+i]
+			if aMul != nil {
+				x[i] *= aMul[i]
+			}
+			lo, hi = min(lo, x[i]), max(hi, x[i])
+		}
+		s := (hi - lo) / 255
+		if s == 0 {
+			s = 1
+		}
+		inv := 1 / s
+		z := min(max(float32(math.RoundToEven(float64(-lo*inv))), 0), 255)
+		for c := range n {
+			acc := 0.0
+			for i := range k {
+				q := min(max(float32(math.RoundToEven(float64(x[i]*inv)))+z, 0), 255)
+				acc += float64(q-z) * float64(s) * float64(b[i*n+c]) * float64(bScale[c])
+			}
+			if bias != nil {
+				acc += float64(bias[c])
+			}
+			y[r*n+c] = acc
+		}
+	}
+	return y
+}
+
+type qmmCase struct {
+	a, bScale, bias, aMul []float32
+	b                     []int8
+}
+
+// newQMMCase draws activations with a few outlier channels and tokens (as a
+// BERT layer's are), a row of zeros, and 7-bit weight codes.
+func newQMMCase(m, k, n int, withBias, withMul bool, seed uint64) qmmCase {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	c := qmmCase{a: make([]float32, m*k), b: make([]int8, k*n), bScale: make([]float32, n)}
+	for i := range c.a {
+		c.a[i] = float32(rng.NormFloat64())
+		if i%k == 7 || i%k == k-1 {
+			c.a[i] *= 20 // outlier channels
+		}
+	}
+	if m > 2 {
+		clear(c.a[k : 2*k]) // an all-zero row
+		for i := 2 * k; i < 3*k; i++ {
+			c.a[i] = float32(rng.Float64()) // an all-positive row
+		}
+	}
+	for i := range c.b {
+		c.b[i] = int8(rng.IntN(127) - 63)
+	}
+	for i := range c.bScale {
+		c.bScale[i] = float32(0.001 + 0.01*rng.Float64())
+	}
+	if withBias {
+		c.bias = make([]float32, n)
+		for i := range c.bias {
+			c.bias[i] = float32(rng.NormFloat64())
+		}
+	}
+	if withMul {
+		c.aMul = make([]float32, k)
+		for i := range c.aMul {
+			c.aMul[i] = float32(0.25 + rng.Float64())
+		}
+	}
+	return c
+}
+
+var qmmShapes = []struct{ m, k, n int }{
+	{1, 64, 16},
+	{3, 100, 40},   // K and N off the tiles' 64 and 16
+	{17, 128, 48},  // one row past a half block; an odd number of column blocks
+	{32, 384, 384}, // whole blocks
+	{70, 384, 1536},
+	{45, 1536, 384},
+}
+
+// TestQuantMatMulKernel holds the reference path to the definition (float64
+// sums of the same codes: 1e-5 of the rms) and the AMX tile path to the
+// reference, to the bit: same integers, same float epilogue.
+func TestQuantMatMulKernel(t *testing.T) {
+	initRuntime(t)
+	for _, sh := range qmmShapes {
+		for _, opt := range [][2]bool{{false, false}, {true, false}, {true, true}} {
+			c := newQMMCase(sh.m, sh.k, sh.n, opt[0], opt[1], uint64(sh.m*sh.k+sh.n))
+			want := quantMatMulRef(c.a, c.b, c.bScale, c.bias, c.aMul, sh.m, sh.k, sh.n)
+			ref := make([]float32, sh.m*sh.n)
+			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, ref, sh.m, sh.k, sh.n, false); err != nil {
+				t.Fatal(err)
+			}
+			if maxDiff, _, rms := errorsOf(ref, want); maxDiff > 1e-5*max(rms, 1) {
+				t.Errorf("%+v bias %v a_mul %v: reference max |Δ| %.3g, rms %.3g", sh, opt[0], opt[1], maxDiff, rms)
+			}
+			if !QuantMatMulAMX() {
+				continue
+			}
+			got := make([]float32, sh.m*sh.n)
+			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, got, sh.m, sh.k, sh.n, true); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+					t.Errorf("%+v bias %v a_mul %v: AMX y[%d] = %v, reference %v", sh, opt[0], opt[1], i, got[i], ref[i])
+					break
+				}
+			}
+		}
+	}
+	if !QuantMatMulAMX() {
+		t.Logf("no AMX-INT8 here: tile path not run")
+	}
+}
+
+// TestQuantMatMulPerRow: a row's result does not depend on the other rows
+// (per-token scales), unlike a per-tensor quantization's.
+func TestQuantMatMulPerRow(t *testing.T) {
+	initRuntime(t)
+	c := newQMMCase(8, 128, 32, true, false, 3)
+	all := make([]float32, 8*32)
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, all, 8, 128, 32, false); err != nil {
+		t.Fatal(err)
+	}
+	one := make([]float32, 32)
+	if err := quantMatMulDirect(c.a[5*128:6*128], c.b, c.bScale, c.bias, nil, one, 1, 128, 32, false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(one, all[5*32:6*32]) {
+		t.Errorf("row 5 alone %v, in the batch %v", one[:4], all[5*32:5*32+4])
+	}
+}
+
+// TestQuantMatMulOp runs ai.hybrank.QuantMatMul inside a session (3-D
+// input, intra-op threads, both paths where AMX-INT8 is here) against the
+// direct reference; b as a graph input instead of an initializer is
+// refused when the session is built.
+func TestQuantMatMulOp(t *testing.T) {
+	initRuntime(t)
+	const bt, s, k, n = 2, 37, 384, 1536
+	c := newQMMCase(bt*s, k, n, true, true, 11)
+	want := make([]float32, bt*s*n)
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, want, bt*s, k, n, false); err != nil {
+		t.Fatal(err)
+	}
+	build := func(amx int64, bInput bool) string {
+		g := onnxpb.NewGraph("qmm")
+		g.AddInput("a", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(k))
+		raw := make([]byte, len(c.b))
+		for i, v := range c.b {
+			raw[i] = byte(v)
+		}
+		if bInput {
+			g.AddInput("w", onnxpb.Int8, onnxpb.Fixed(k), onnxpb.Fixed(n))
+		} else {
+			g.AddRaw("w", onnxpb.Int8, []int64{k, n}, raw)
+		}
+		g.AddFloat32("w_scale", []int64{n}, c.bScale)
+		g.AddFloat32("bias", []int64{n}, c.bias)
+		g.AddFloat32("a_mul", []int64{k}, c.aMul)
+		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
+			Inputs: []string{"a", "w", "w_scale", "bias", "a_mul"}, Outputs: []string{"y"}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx)}})
+		g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(n))
+		m := onnxpb.NewModel(g)
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+		path := filepath.Join(t.TempDir(), "qmm.onnx")
+		if err := m.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := DefaultSessionConfig()
+	cfg.Provider, cfg.IntraOpThreads = ProviderCPU, 2
+	for _, amx := range []int64{0, 1} {
+		if amx == 1 && !QuantMatMulAMX() {
+			continue
+		}
+		sess, err := NewSession(build(amx, false), []string{"a"}, []string{"y"}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := sess.Run(context.Background(), []Input{{Name: "a", Shape: []int64{bt, s, k}, Float32: c.a}})
+		sess.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(out[0].Shape, []int64{bt, s, n}) || !slices.Equal(out[0].Float32, want) {
+			t.Errorf("amx=%d: shape %v, output differs from the reference", amx, out[0].Shape)
+		}
+	}
+	if sess, err := NewSession(build(0, true), []string{"a", "w"}, []string{"y"}, cfg); err == nil {
+		sess.Close()
+		t.Error("b as a graph input: session built")
+	}
+}
