@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/hybrank/hybrank/bench/modeldir"
+	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/catalog"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/quantize"
 )
 
@@ -92,6 +96,22 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 	if err != nil || kind == "" || len(args) != 1 || out == "" {
 		return fmt.Errorf("usage: bench models --quantize int8|fp16 SRC --out DST")
 	}
+	if cfg.Type == quantize.TypeInt8 {
+		// As models/ort's own int8 copies: the CPU's weight width, the
+		// activations smoothed by calibration on the float32 model.
+		md, err := models.OpenModelDir(args[0])
+		if err != nil {
+			return err
+		}
+		kind := models.KindEmbedder
+		if slices.ContainsFunc(md.Config.Architectures, func(a string) bool { return strings.HasSuffix(a, "ForSequenceClassification") }) {
+			kind = models.KindCrossEncoder
+		}
+		cfg.WeightBits = ort.Int8WeightBits()
+		if cfg.Smooth, err = ort.Smoothing(ctx, args[0], kind, cfg, ""); err != nil {
+			return err
+		}
+	}
 	rep, err := quantize.Dir(ctx, args[0], out, cfg)
 	if err != nil {
 		return err
@@ -101,7 +121,7 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 			out, rep.Converted, rep.Clamped, rep.ModelBytesIn, rep.ModelBytesOut)
 		return nil
 	}
-	fmt.Fprintf(cl.stdout, "%s: %d layers int8 (%s, %d-bit weights), %d kept float32, model %d -> %d bytes\n",
-		out, len(rep.Nodes), rep.Config.Form, rep.Config.WeightBits, len(rep.Skipped), rep.ModelBytesIn, rep.ModelBytesOut)
+	fmt.Fprintf(cl.stdout, "%s: %d layers int8 (%s, %d-bit weights, %d activations smoothed), %d kept float32, model %d -> %d bytes\n",
+		out, len(rep.Nodes), rep.Config.Form, rep.Config.WeightBits, rep.Smoothed, len(rep.Skipped), rep.ModelBytesIn, rep.ModelBytesOut)
 	return nil
 }

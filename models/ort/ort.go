@@ -56,7 +56,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, err
 	}
 	if cfg.Quantize != "" {
-		if dir, err = quantizedDir(context.Background(), dir, md, cfg); err != nil {
+		if dir, err = quantizedDir(context.Background(), dir, md, kind, cfg); err != nil {
 			return nil, err
 		}
 		if md, err = models.OpenModelDir(dir); err != nil {

@@ -12,21 +12,39 @@ import (
 	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/klauspost/cpuid/v2"
 )
 
+// Int8WeightBits is the weight code width of the int8 copies hybrank makes
+// on this CPU: 8 where the runtime's integer kernels sum in 32 bits (AVX-512
+// VNNI, AVX-VNNI, AMX-INT8: exact with 8-bit codes, and package onnx's
+// QuantMatMul), else 7 (quantize.Config.WeightBits: vpmaddubsw's 16-bit
+// pair sums would saturate). The copy records it; a copy of the other
+// width is made again.
+func Int8WeightBits() int {
+	if cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI) || cpuid.CPU.Supports(cpuid.AMXINT8) {
+		return 8
+	}
+	return 7
+}
+
 // quantizedDir returns the directory to load for cfg.Quantize ("int8" or
-// "fp16"): dir itself when its model already is of that type (a
+// "fp16"; an int8 copy with Int8WeightBits codes and its activations
+// smoothed (Smoothing) by calibration on the float32 model of modelKind): dir itself when its model already is of that type (a
 // models/quantize marker, or for int8 nothing left to quantize, as in an
 // int8 export), else a converted copy in the cache, named by the model
 // file and the files copied with it (quantize.SourceDigest), written on
 // first use (into a temporary folder renamed into place, so a crash or a
 // concurrent load never sees half a copy; such folders left by a killed
 // process are swept after staleAfter).
-func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg models.Config) (string, error) {
+func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind models.Kind, cfg models.Config) (string, error) {
 	kind := quantize.Type(cfg.Quantize)
 	qcfg, err := quantize.ConfigFor(kind)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", models.ErrInvalidConfig, err)
+	}
+	if kind == quantize.TypeInt8 {
+		qcfg.WeightBits = Int8WeightBits()
 	}
 	m, ok, err := quantize.ReadMarker(dir)
 	switch {
@@ -72,7 +90,8 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 	}
 	current := func() bool {
 		m, ok, err := quantize.ReadMarker(dst)
-		return err == nil && ok && m.SourceModelSHA256 == sum && m.Layout == quantize.MarkerLayout && m.Of() == kind
+		return err == nil && ok && m.SourceModelSHA256 == sum && m.Layout == quantize.MarkerLayout && m.Of() == kind &&
+			(kind != quantize.TypeInt8 || m.Report.Config.WeightBits == qcfg.WeightBits && m.Report.Config.Smooth != nil)
 	}
 	if current() {
 		return dst, nil
@@ -86,6 +105,11 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, cfg model
 		return "", fmt.Errorf("quantize: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	if kind == quantize.TypeInt8 {
+		if qcfg.Smooth, err = Smoothing(ctx, dir, modelKind, qcfg, cfg.LibraryPath); err != nil {
+			return "", fmt.Errorf("quantize %s %s: calibrating the smoothing: %w", kind, dir, err)
+		}
+	}
 	if _, err := quantize.Dir(ctx, dir, tmp, qcfg); err != nil {
 		if errors.Is(err, quantize.ErrAlreadyInt8) && kind == quantize.TypeInt8 {
 			return dir, nil // already int8 (an int8 export without our marker)

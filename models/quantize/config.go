@@ -3,6 +3,7 @@ package quantize
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 )
@@ -86,6 +87,56 @@ type Config struct {
 	// token per sequence, so there is no speed to gain, and the score
 	// comes straight out of it. ExcludeFFN() adds the feed-forward layers.
 	Exclude []string `json:"exclude"`
+	// Smooth, when set, migrates the activations' outlier channels into
+	// the weights before quantizing (SmoothQuant; see Smooth). nil: no
+	// migration. models/ort sets it, measured on calibration text, for
+	// the int8 copies it makes.
+	Smooth *Smooth `json:"smooth,omitempty"`
+}
+
+// Smooth is a SmoothQuant migration (Xiao et al., 2023) measured on
+// calibration inputs. For each activation a that quantized products read
+// and AMax describes, channel j is divided by
+//
+//	s_j = amax_j^α / wmax_j^(1−α)
+//
+// (amax_j: the largest |a_j| seen in calibration; wmax_j: the largest
+// |W[j][n]| over every weight that reads a) by one Mul in front of the
+// products, and row j of those weights is multiplied by s_j before it is
+// quantized. In exact arithmetic the products do not change; in int8 the
+// channels that carry a BERT's outliers (one LayerNorm channel at 20–30
+// where a token's other values stay under 5) shrink, so an activation
+// scale fits the rest, and the weights, whose per-column scales have room,
+// take the difference. ONNX Runtime runs the Mul before
+// DynamicQuantizeMatMul; package models/fuse folds it into package onnx's
+// QuantMatMul (its a_mul), where it costs a multiply per element in the
+// quantization pass.
+type Smooth struct {
+	// Alpha is the migration strength α, in (0, 1] (SmoothQuant's and
+	// hybrank's: 0.5).
+	Alpha float64 `json:"alpha"`
+	// AMax holds per activation (a value name in the graph; Activations
+	// lists the candidates) the largest magnitude of each of its channels
+	// over the calibration inputs. Activations it lacks, or whose length
+	// is not the weights' K, are not smoothed.
+	AMax map[string][]float32 `json:"-"`
+	// Source says what AMax was measured on; recorded in the report.
+	Source string `json:"source,omitempty"`
+}
+
+// validate checks Alpha and that every AMax value is finite and ≥ 0.
+func (s *Smooth) validate() error {
+	if !(s.Alpha > 0 && s.Alpha <= 1) {
+		return fmt.Errorf("%w: smooth alpha %v (want 0 < alpha <= 1)", ErrBadConfig, s.Alpha)
+	}
+	for name, v := range s.AMax {
+		for _, x := range v {
+			if !(x >= 0) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("%w: smooth amax of %q holds %v", ErrBadConfig, name, x)
+			}
+		}
+	}
+	return nil
 }
 
 // FP16Config converts to float16 (TypeFP16).
@@ -133,6 +184,11 @@ func (c Config) Validate() error {
 	}
 	if c.Form != FormFused && c.Form != FormStandard {
 		return fmt.Errorf("%w: form %q (want %q or %q)", ErrBadConfig, c.Form, FormFused, FormStandard)
+	}
+	if c.Smooth != nil {
+		if err := c.Smooth.validate(); err != nil {
+			return err
+		}
 	}
 	_, err := c.excludes()
 	return err

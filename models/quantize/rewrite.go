@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
@@ -30,6 +31,9 @@ type Report struct {
 	Converted       int   `json:"converted,omitempty"`
 	WeightBytesFP16 int64 `json:"weight_bytes_fp16,omitempty"`
 	Clamped         int   `json:"clamped,omitempty"`
+	// Smoothed is the number of activations a Config.Smooth migration
+	// divided by their channel factors (one Mul each).
+	Smoothed int `json:"smoothed,omitempty"`
 	// ModelBytesIn and ModelBytesOut are the ONNX file sizes before and
 	// after; set by Dir only.
 	ModelBytesIn  int64 `json:"model_bytes_in,omitempty"`
@@ -46,6 +50,10 @@ type NodeReport struct {
 	// BiasFolded: the Add of a bias that followed the MatMul became the
 	// fused operator's bias input (FormFused only).
 	BiasFolded bool `json:"bias_folded,omitempty"`
+	// Smoothed: the weight was quantized after a Config.Smooth migration
+	// (rows multiplied by their channel factors; MaxAbsError and
+	// MaxAbsWeight are of the migrated weight).
+	Smoothed bool `json:"smoothed,omitempty"`
 	// MaxAbsError is max |w − dequantized w|; MaxAbsWeight is max |w|.
 	MaxAbsError  float32 `json:"max_abs_error"`
 	MaxAbsWeight float32 `json:"max_abs_weight"`
@@ -132,6 +140,8 @@ type rewriter struct {
 	folded   map[int]bool          // indices of bias Adds folded away
 	gone     map[string]bool       // values no longer produced
 	replaced map[string]bool       // float32 weights that were quantized
+	smooth   map[string][]float32  // Config.Smooth: activation → s, per channel
+	smoothed map[string]string     // activation → its Mul's output, once written
 	nodes    []onnxpb.Node         // the new node list
 	newInits []onnxpb.Tensor
 }
@@ -139,6 +149,7 @@ type rewriter struct {
 type weightKey struct {
 	name       string
 	transposed bool
+	smoothedBy string // the activation whose channel factors scaled its rows, or ""
 }
 
 type qweight struct {
@@ -150,7 +161,7 @@ func newRewriter(g *onnxpb.Graph, cfg Config) *rewriter {
 	r := &rewriter{
 		g: g, cfg: cfg, rep: Report{Config: cfg}, idx: g.Index(), names: map[string]bool{},
 		weights: map[weightKey]qweight{}, dql: map[string][3]string{}, folded: map[int]bool{},
-		gone: map[string]bool{}, replaced: map[string]bool{},
+		gone: map[string]bool{}, replaced: map[string]bool{}, smooth: map[string][]float32{}, smoothed: map[string]string{},
 	}
 	for name := range r.idx.Inputs {
 		r.names[name] = true
@@ -193,6 +204,9 @@ type candidate struct {
 }
 
 func (r *rewriter) run(ctx context.Context) error {
+	if r.cfg.Smooth != nil {
+		r.smoothFactors()
+	}
 	for i := range r.g.Nodes {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -321,6 +335,80 @@ func (r *rewriter) foldableBias(out string, n int) (string, int) {
 	return other, cons[0]
 }
 
+// candidates lists the nodes Rewrite would quantize, in graph order,
+// without changing anything.
+func (r *rewriter) candidates() []*candidate {
+	var res []*candidate
+	for i := range r.g.Nodes {
+		if c, _ := r.match(&r.g.Nodes[i]); c != nil {
+			res = append(res, c)
+		}
+	}
+	return res
+}
+
+// smoothFactors computes Config.Smooth's s for every activation that
+// quantized products read and AMax describes (the K of its every reader).
+func (r *rewriter) smoothFactors() {
+	byAct := map[string][]*candidate{}
+	var order []string
+	for _, c := range r.candidates() {
+		if byAct[c.a] == nil {
+			order = append(order, c.a)
+		}
+		byAct[c.a] = append(byAct[c.a], c)
+	}
+	alpha := r.cfg.Smooth.Alpha
+	for _, a := range order {
+		amax := r.cfg.Smooth.AMax[a]
+		cs := byAct[a]
+		if len(amax) == 0 || slices.ContainsFunc(cs, func(c *candidate) bool { return c.k != len(amax) }) {
+			continue
+		}
+		wmax := make([]float64, len(amax))
+		for _, c := range cs {
+			w := r.idx.Initializers[c.weight].Float32
+			for j := range c.k {
+				for col := range c.n {
+					v := w[j*c.n+col] // K×N as stored
+					if c.transposed {
+						v = w[col*c.k+j] // stored N×K
+					}
+					wmax[j] = max(wmax[j], math.Abs(float64(v)))
+				}
+			}
+		}
+		s := make([]float32, len(amax))
+		for j := range s {
+			s[j] = float32(math.Pow(max(float64(amax[j]), 1e-5), alpha) / math.Pow(max(wmax[j], 1e-5), 1-alpha))
+		}
+		r.smooth[a] = s
+	}
+}
+
+// input returns the activation c's product reads: c.a, or with a
+// Config.Smooth migration the output of the Mul by 1/s, which it writes
+// before the first product that reads it.
+func (r *rewriter) input(c *candidate) string {
+	s := r.smooth[c.a]
+	if s == nil {
+		return c.a
+	}
+	if out, ok := r.smoothed[c.a]; ok {
+		return out
+	}
+	inv := make([]float32, len(s))
+	for j, v := range s {
+		inv[j] = 1 / v
+	}
+	out, name := r.unique(c.a+"_smoothed"), r.unique(c.a+"_smooth_inverse")
+	r.newInits = append(r.newInits, onnxpb.Tensor{Name: name, Dims: []int64{int64(len(inv))}, Float32: inv})
+	r.nodes = append(r.nodes, onnxpb.Node{Name: c.a + "_smooth_Mul", OpType: "Mul", Inputs: []string{c.a, name}, Outputs: []string{out}})
+	r.smoothed[c.a] = out
+	r.rep.Smoothed++
+	return out
+}
+
 // quantize replaces node n (matched as c) with its int8 form.
 func (r *rewriter) quantize(n *onnxpb.Node, c *candidate) error {
 	qw, err := r.weight(c)
@@ -329,14 +417,15 @@ func (r *rewriter) quantize(n *onnxpb.Node, c *candidate) error {
 	}
 	r.rep.Nodes = append(r.rep.Nodes, NodeReport{
 		Node: n.Name, OpType: n.OpType, Weight: c.weight, K: c.k, N: c.n, BiasFolded: c.addIdx >= 0,
-		MaxAbsError: qw.errAbs, MaxAbsWeight: qw.maxAbs,
+		Smoothed: r.smooth[c.a] != nil, MaxAbsError: qw.errAbs, MaxAbsWeight: qw.maxAbs,
 	})
+	a := r.input(c)
 	if c.addIdx >= 0 {
 		r.folded[c.addIdx] = true
 		r.gone[n.Outputs[0]] = true
 	}
 	if r.cfg.Form == FormFused {
-		in := []string{c.a, qw.q, qw.scale}
+		in := []string{a, qw.q, qw.scale}
 		if c.bias != "" {
 			in = append(in, "", c.bias) // no zero point: symmetric
 		}
@@ -345,12 +434,12 @@ func (r *rewriter) quantize(n *onnxpb.Node, c *candidate) error {
 	}
 	// FormStandard, as quantize_dynamic writes it: one DynamicQuantizeLinear
 	// per activation, shared by the MatMuls that read it (Q, K and V).
-	aq, ok := r.dql[c.a]
+	aq, ok := r.dql[a]
 	if !ok {
-		aq = [3]string{r.unique(c.a + "_quantized"), r.unique(c.a + "_scale"), r.unique(c.a + "_zero_point")}
-		r.dql[c.a] = aq
-		r.nodes = append(r.nodes, onnxpb.Node{Name: c.a + "_DynamicQuantizeLinear", OpType: "DynamicQuantizeLinear",
-			Inputs: []string{c.a}, Outputs: aq[:]})
+		aq = [3]string{r.unique(a + "_quantized"), r.unique(a + "_scale"), r.unique(a + "_zero_point")}
+		r.dql[a] = aq
+		r.nodes = append(r.nodes, onnxpb.Node{Name: a + "_DynamicQuantizeLinear", OpType: "DynamicQuantizeLinear",
+			Inputs: []string{a}, Outputs: aq[:]})
 	}
 	mmi, scale, cast := r.unique(c.out+"_MatMulInteger"), r.unique(c.out+"_output_scale"), r.unique(c.out+"_cast")
 	y := c.out
@@ -372,7 +461,11 @@ func (r *rewriter) quantize(n *onnxpb.Node, c *candidate) error {
 
 // weight quantizes c's weight once per (name, transposition).
 func (r *rewriter) weight(c *candidate) (qweight, error) {
-	key := weightKey{c.weight, c.transposed}
+	s := r.smooth[c.a]
+	key := weightKey{c.weight, c.transposed, ""}
+	if s != nil {
+		key.smoothedBy = c.a
+	}
 	if qw, ok := r.weights[key]; ok {
 		return qw, nil
 	}
@@ -381,6 +474,15 @@ func (r *rewriter) weight(c *candidate) (qweight, error) {
 	if c.transposed {
 		w = transpose(w, c.n, c.k) // stored N×K, used as K×N
 		base += "_transposed"
+	}
+	if s != nil { // row j times s_j (a copy: the initializer stays as it was)
+		w = slices.Clone(w)
+		for j := range c.k {
+			for col := range c.n {
+				w[j*c.n+col] *= s[j]
+			}
+		}
+		base += "_smoothed"
 	}
 	m, err := QuantizeMatrix(w, c.k, c.n, r.cfg.WeightBits)
 	if err != nil {
@@ -400,6 +502,34 @@ func (r *rewriter) weight(c *candidate) (qweight, error) {
 	}
 	r.rep.WeightBytesInt8 += int64(len(m.Q)) + 4*int64(len(m.Scale))
 	return qw, nil
+}
+
+// Activation is an input of quantized products: a value name and its
+// channel count (the weights' K).
+type Activation struct {
+	Name string
+	K    int
+}
+
+// Activations lists, in graph order and each once, the activations that
+// Rewrite with cfg would quantize: the A inputs of the MatMul and Gemm
+// nodes it rewrites. A Config.Smooth's AMax is measured on them.
+func Activations(m *onnxpb.Model, cfg Config) ([]Activation, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if m == nil || m.Graph == nil {
+		return nil, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
+	}
+	r := newRewriter(m.Graph, cfg)
+	r.exclude, _ = cfg.excludes()
+	var res []Activation
+	for _, c := range r.candidates() {
+		if !slices.ContainsFunc(res, func(a Activation) bool { return a.Name == c.a }) {
+			res = append(res, Activation{c.a, c.k})
+		}
+	}
+	return res, nil
 }
 
 // commit installs the new nodes and initializers in the graph.
