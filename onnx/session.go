@@ -55,6 +55,12 @@ type SessionConfig struct {
 	DisableSpinning bool `json:"disable_spinning"`
 	// CUDADeviceID is the GPU used by the CUDA provider.
 	CUDADeviceID int `json:"cuda_device_id"`
+	// ProfilePrefix, when set, turns on ONNX Runtime's profiler: each
+	// session writes a Chrome-trace JSON of every operator's run
+	// (PREFIX_<date>.json in the working directory, or under PREFIX's
+	// folder) when it is closed. For diagnosis (bench/peers/ort_profile.py
+	// reads such traces); it slows every run.
+	ProfilePrefix string `json:"profile_prefix,omitempty"`
 }
 
 // DefaultSessionConfig returns Provider "auto", one pooled session, ONNX
@@ -319,6 +325,11 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 		}
 		if err := opts.AddSessionConfigEntry("session.inter_op.allow_spinning", "0"); err != nil {
 			return nil, fmt.Errorf("onnx: disable spinning: %w", err)
+		}
+	}
+	if cfg.ProfilePrefix != "" {
+		if err := opts.EnableProfiling(cfg.ProfilePrefix); err != nil {
+			return nil, fmt.Errorf("onnx: enable profiling: %w", err)
 		}
 	}
 	if cuda {
