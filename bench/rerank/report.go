@@ -69,8 +69,9 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"The checks compare pairs/s (reported) and the per-query Spearman correlation of the two models' scores over each query's candidate list.")
 	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeInt8 {
-		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize (default config: per-output-channel symmetric 7-bit weights in com.microsoft DynamicQuantizeMatMul, "+
-			"activations quantized per tensor on every call by the runtime; classifier and pooler kept in float32; on a CPU with AMX-BF16 each layer's attention in bfloat16, \"attention bf16\" in the fusion column), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
+		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize as models.Config.Quantize makes it (per-output-channel symmetric weights, 8-bit where the CPU's integer kernels sum in 32 bits (VNNI, AMX), else 7-bit, in com.microsoft DynamicQuantizeMatMul; "+
+			"each quantized activation smoothed (SmoothQuant, alpha 0.5: channel j divided by s_j = amax_j^0.5 / wmax_j^0.5, the weight rows multiplied by it) with amax measured on hybrank's built-in calibration pairs; classifier and pooler kept in float32), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
+			"On a CPU with AMX-INT8 the products run as hybrank's ai.hybrank.QuantMatMul, activations quantized per token (\"per-token int8 MatMul\" in the fusion column; --int8-per-tensor keeps the runtime's kernel, one scale for the whole batch); with AMX-BF16 each layer's attention runs in bfloat16 (\"attention bf16\"). "+
 			"The checks compare pairs/s and the per-query Spearman correlation of the two models' scores over each query's candidate list. The CPU flags in the header decide which integer kernels ONNX Runtime runs (AVX512-VNNI/AVX-VNNI/AMX when present, else AVX2 vpmaddubsw).")
 	}
 	if slices.ContainsFunc(res.Quant, func(q QuantRow) bool { return q.Weights == modeldir.WeightsRandomHead }) {

@@ -12,6 +12,7 @@ import (
 	"github.com/hybrank/hybrank/models/catalog"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx"
 )
 
 func init() {
@@ -98,7 +99,8 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 	}
 	if cfg.Type == quantize.TypeInt8 {
 		// As models/ort's own int8 copies: the CPU's weight width, the
-		// activations smoothed by calibration on the float32 model.
+		// activations smoothed by calibration on the float32 model where
+		// the products will run per token.
 		md, err := models.OpenModelDir(args[0])
 		if err != nil {
 			return err
@@ -108,8 +110,13 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 			kind = models.KindCrossEncoder
 		}
 		cfg.WeightBits = ort.Int8WeightBits()
-		if cfg.Smooth, err = ort.Smoothing(ctx, args[0], kind, cfg, ""); err != nil {
+		if err := onnx.Init(onnx.RuntimeConfig{}); err != nil {
 			return err
+		}
+		if ort.SmoothInt8(false) {
+			if cfg.Smooth, err = ort.Smoothing(ctx, args[0], kind, cfg, ""); err != nil {
+				return err
+			}
 		}
 	}
 	rep, err := quantize.Dir(ctx, args[0], out, cfg)

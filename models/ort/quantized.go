@@ -12,8 +12,21 @@ import (
 	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx"
 	"github.com/klauspost/cpuid/v2"
 )
+
+// SmoothInt8 reports whether the int8 copies hybrank makes here are
+// smoothed (Smoothing): when their products run with one activation scale
+// per token, that is when package onnx's QuantMatMul can run here
+// (onnx.QuantMatMulAMX, so after onnx.Init) and perTensor
+// (models.Config.Int8PerTensor) does not keep the runtime's kernel. With
+// one scale per tensor the migration does not pay: the larger weight rows
+// coarsen every column's steps and the batch's outlier tokens still set
+// the activations' (a trained encoder on scifact lists: mean per-query
+// Spearman 0.969 smoothed against 0.98 without, worst 0.957 both;
+// bench/results/rerank_int8_profile.md).
+func SmoothInt8(perTensor bool) bool { return onnx.QuantMatMulAMX() && !perTensor }
 
 // Int8WeightBits is the weight code width of the int8 copies hybrank makes
 // on this CPU: 8 where the runtime's integer kernels sum in 32 bits (AVX-512
@@ -29,8 +42,9 @@ func Int8WeightBits() int {
 }
 
 // quantizedDir returns the directory to load for cfg.Quantize ("int8" or
-// "fp16"; an int8 copy with Int8WeightBits codes and its activations
-// smoothed (Smoothing) by calibration on the float32 model of modelKind): dir itself when its model already is of that type (a
+// "fp16"; an int8 copy with Int8WeightBits codes, its activations
+// smoothed (Smoothing, calibrated on the float32 model of modelKind) where
+// SmoothInt8): dir itself when its model already is of that type (a
 // models/quantize marker, or for int8 nothing left to quantize, as in an
 // int8 export), else a converted copy in the cache, named by the model
 // file and the files copied with it (quantize.SourceDigest), written on
@@ -43,8 +57,13 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", models.ErrInvalidConfig, err)
 	}
+	smooth := false
 	if kind == quantize.TypeInt8 {
 		qcfg.WeightBits = Int8WeightBits()
+		if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
+			return "", err
+		}
+		smooth = SmoothInt8(cfg.Int8PerTensor)
 	}
 	m, ok, err := quantize.ReadMarker(dir)
 	switch {
@@ -91,7 +110,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 	current := func() bool {
 		m, ok, err := quantize.ReadMarker(dst)
 		return err == nil && ok && m.SourceModelSHA256 == sum && m.Layout == quantize.MarkerLayout && m.Of() == kind &&
-			(kind != quantize.TypeInt8 || m.Report.Config.WeightBits == qcfg.WeightBits && m.Report.Config.Smooth != nil)
+			(kind != quantize.TypeInt8 || m.Report.Config.WeightBits == qcfg.WeightBits && (m.Report.Config.Smooth != nil) == smooth)
 	}
 	if current() {
 		return dst, nil
@@ -105,7 +124,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 		return "", fmt.Errorf("quantize: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if kind == quantize.TypeInt8 {
+	if smooth {
 		if qcfg.Smooth, err = Smoothing(ctx, dir, modelKind, qcfg, cfg.LibraryPath); err != nil {
 			return "", fmt.Errorf("quantize %s %s: calibrating the smoothing: %w", kind, dir, err)
 		}

@@ -30,8 +30,10 @@ func TestQuantizeInt8Option(t *testing.T) {
 	}
 	if mk, ok, err := quantize.ReadMarker(copies[0]); err != nil || !ok {
 		t.Fatalf("copy %s has no quantize marker (%v)", copies[0], err)
-	} else if c := mk.Report.Config; c.WeightBits != ort.Int8WeightBits() || c.Smooth == nil || c.Smooth.Source == "" || mk.Report.Smoothed == 0 {
-		t.Errorf("copy made with %d-bit weights (want %d), smoothing %+v, %d activations smoothed", c.WeightBits, ort.Int8WeightBits(), c.Smooth, mk.Report.Smoothed)
+	} else if c := mk.Report.Config; c.WeightBits != ort.Int8WeightBits() || (c.Smooth != nil) != ort.SmoothInt8(false) ||
+		c.Smooth != nil && (c.Smooth.Source == "" || mk.Report.Smoothed == 0) {
+		t.Errorf("copy made with %d-bit weights (want %d), smoothing %+v (want it: %v), %d activations smoothed",
+			c.WeightBits, ort.Int8WeightBits(), c.Smooth, ort.SmoothInt8(false), mk.Report.Smoothed)
 	}
 	// The marker is written last by a quantization (the directory itself
 	// changes: the cost cache beside the model is rewritten at Close).

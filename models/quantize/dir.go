@@ -168,7 +168,10 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 	if cfg.Type != TypeFP16 {
 		marker.Type = TypeInt8
 		marker.Weights = fmt.Sprintf("int8 per output channel, symmetric (codes ±%d, %d-bit range), no zero point", QMax(cfg.WeightBits), cfg.WeightBits)
-		marker.Activations = "uint8 per tensor, asymmetric, min/max computed by the runtime on every call (dynamic)"
+		marker.Activations = "uint8 per tensor, asymmetric, min/max computed by the runtime on every call (dynamic); per token where models/fuse runs the products as package onnx's QuantMatMul (AMX-INT8)"
+		if cfg.Smooth != nil {
+			marker.Activations += fmt.Sprintf("; smoothed (SmoothQuant, alpha %g) for %d activations, calibrated on %s", cfg.Smooth.Alpha, rep.Smoothed, cfg.Smooth.Source)
+		}
 	}
 	b, err := json.MarshalIndent(marker, "", "  ")
 	if err != nil {
