@@ -4,6 +4,7 @@
 #ifndef HYBRANK_INTERNAL_H
 #define HYBRANK_INTERNAL_H
 
+#include <immintrin.h>
 #include <stdint.h>
 
 #include "ortcapi/onnxruntime_c_api.h"
@@ -35,6 +36,28 @@ typedef struct {
   uint16_t colsb[16];
   uint8_t rows[16];
 } hybrank_tilecfg;
+
+#define HYBRANK_AVX512 __attribute__((target("avx512f")))
+
+// exp512 is e^x for 16 floats: 2^n · e^g with n = round(x·log2 e), g =
+// (x·log2 e − n)·ln 2, |g| ≤ 0.35, and e^g by its degree-5 Taylor
+// polynomial (relative error < 3e-6, plus about |x|·2⁻²⁴ from rounding
+// x·log2 e: far below the bfloat16 rounding of P, 2⁻⁹); x below −87 (a
+// masked key) gives 0.
+HYBRANK_AVX512 static inline __m512 exp512(__m512 x) {
+  __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0.693147180559945309f)); // f·ln 2
+  __m512 p = _mm512_set1_ps(1.0f / 120);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(live, _mm512_scalef_ps(p, n));
+}
 
 // The operators besides Attention (hybrank_ops.c registers them all).
 extern OrtCustomOp hybrank_quant_matmul_op;

@@ -16,6 +16,9 @@
 //   largest value anywhere in the batch, nor on its batch mates. a_mul is
 //   where a smoothing of the activations' channels (SmoothQuant; models/
 //   quantize writes the matching weights) is folded in.
+//   Attribute gelu = 1 applies GELU (erf form, x · (1 + erf(x / √2)) / 2) to
+//   y in the epilogue: the export's Div, Erf, Add, Mul, Mul after a
+//   feed-forward layer's first product, in the same pass.
 //   Attribute amx = 1 runs the integer products on AMX tiles (tdpbusd, u8 ×
 //   s8 summed in int32), 32 rows × 32 columns a step, one block of 32 rows
 //   per task on the session's intra-op threads, each block quantized into
@@ -34,7 +37,7 @@
 
 typedef struct {
   long k, n, k64, n16; // K and N, padded to the tiles' 64 and 16
-  int amx;
+  int amx, gelu;
   int8_t *b;        // amx 0: b as given, [K, N]
   int8_t *packed;   // amx 1: per block of 16 columns, K64 / 64 tiles of 16 rows (4 k each) × 16 columns × 4 bytes
   int32_t *colsum;  // [N16] Σ_k b[k, n]
@@ -106,8 +109,27 @@ TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8
 
 // ---- the products ----------------------------------------------------------------
 
-static float epilogue(int32_t acc, int32_t z, int32_t colsum, float s, float scale, float bias) {
-  return fmaf((float)(acc - z * colsum), s * scale, bias);
+static float epilogue(int32_t acc, int32_t z, int32_t colsum, float s, float scale, float bias, int gelu) {
+  float y = fmaf((float)(acc - z * colsum), s * scale, bias);
+  return gelu ? 0.5f * y * (1.0f + erff(y * 0.70710678118654752f)) : y;
+}
+
+// gelu512 is GELU in the erf form for 16 floats, erf by Abramowitz and
+// Stegun 7.1.26 (absolute error ≤ 1.5e-7): erf|u| = 1 − t·p(t)·e^(−u²),
+// t = 1 / (1 + 0.3275911·|u|).
+HYBRANK_AVX512 static inline __m512 gelu512(__m512 y) {
+  __m512 u = _mm512_mul_ps(y, _mm512_set1_ps(0.70710678118654752f));
+  __m512 a = _mm512_abs_ps(u);
+  __m512 t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  p = _mm512_mul_ps(p, t);
+  __m512 e = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(p, exp512(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a))));
+  e = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(e), _mm512_and_si512(_mm512_castps_si512(u), _mm512_set1_epi32((int)0x80000000))));
+  return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), y), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
 static int qmm_ref(const qmm_job *j, long m0, long rows) {
@@ -122,7 +144,7 @@ static int qmm_ref(const qmm_job *j, long m0, long rows) {
     for (long n = 0; n < w->n; n++) {
       int32_t acc = 0;
       for (long i = 0; i < w->k; i++) acc += (int32_t)q[i] * (int32_t)w->b[i * w->n + n];
-      y[n] = epilogue(acc, z, w->colsum[n], s, w->scale[n], w->bias[n]);
+      y[n] = epilogue(acc, z, w->colsum[n], s, w->scale[n], w->bias[n], w->gelu);
     }
   }
   free(q);
@@ -188,6 +210,7 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
         __mmask16 live = n + 16 <= w->n ? 0xFFFF : (__mmask16)((1u << (w->n - n)) - 1);
         __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 32 + c * 16), _mm512_mullo_epi32(vz, _mm512_loadu_si512(w->colsum + n)));
         __m512 out = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(vs, _mm512_loadu_ps(w->scale + n)), _mm512_loadu_ps(w->bias + n));
+        if (w->gelu) out = gelu512(out);
         _mm512_mask_storeu_ps(y + n, live, out);
       }
     }
@@ -223,14 +246,14 @@ static void qmm_free(qmm *w) {
 // qmm_new copies and (amx) packs the operands; scale has n or 1 values,
 // bias n or none, mul k or none.
 static const char *qmm_new(const int8_t *b, const float *scale, long nscale, const float *bias, const float *mul, long k, long n,
-                           int amx, qmm **out) {
+                           int amx, int gelu, qmm **out) {
   if (k < 1 || n < 1) return "hybrank QuantMatMul: b must be int8 [K, N] with K, N > 0";
   if (k > 65536) return "hybrank QuantMatMul: K above 65536 (the int32 sums could overflow)";
   if (nscale != n && nscale != 1) return "hybrank QuantMatMul: b_scale must have N values or one";
   if (amx && !hybrank_amx_int8) return "hybrank QuantMatMul: amx = 1 needs AMX-INT8, which this CPU or kernel does not offer";
   qmm *w = calloc(1, sizeof *w);
   if (!w) return "hybrank QuantMatMul: out of memory";
-  w->k = k, w->n = n, w->amx = amx;
+  w->k = k, w->n = n, w->amx = amx, w->gelu = gelu;
   w->k64 = (k + 63) / 64 * 64, w->n16 = (n + 15) / 16 * 16;
   w->colsum = calloc((size_t)w->n16, sizeof(int32_t));
   w->scale = calloc((size_t)w->n16, sizeof(float));
@@ -270,9 +293,9 @@ static const char *qmm_new(const int8_t *b, const float *scale, long nscale, con
 }
 
 const char *hybrank_quant_matmul(const float *a, const int8_t *b, const float *b_scale, const float *bias, const float *a_mul,
-                                 float *y, long m, long k, long n, int amx) {
+                                 float *y, long m, long k, long n, int amx, int gelu) {
   qmm *w;
-  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, &w);
+  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, gelu, &w);
   if (err) return err;
   qmm_job j = {w, a, y, m, 0};
   for (long t = 0; t < (m + 31) / 32; t++) qmm_task(&j, (size_t)t);
@@ -323,9 +346,10 @@ static int64_t elements(const int64_t *d, size_t rank) {
 static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKernelInfo *info, void **kernel) {
   (void)op;
   (void)a;
-  int64_t amx = 0;
+  int64_t amx = 0, gelu = 0;
   OrtStatus *st = api->KernelInfoGetAttribute_int64(info, "amx", &amx);
   if (st) api->ReleaseStatus(st), amx = 0; // optional: the reference path
+  if ((st = api->KernelInfoGetAttribute_int64(info, "gelu", &gelu))) api->ReleaseStatus(st), gelu = 0; // optional: none
   const OrtValue *v[5] = {0};
   static const char *notconst[5] = {0, "hybrank QuantMatMul: b must be an initializer", "hybrank QuantMatMul: b_scale must be an initializer",
                                     "hybrank QuantMatMul: bias must be an initializer", "hybrank QuantMatMul: a_mul must be an initializer"};
@@ -350,7 +374,7 @@ static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKe
   for (size_t i = 1; i < 5; i++)
     if (v[i] && (st = api->GetTensorMutableData((OrtValue *)v[i], &p[i]))) return st;
   qmm *w;
-  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, &w);
+  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, gelu != 0, &w);
   if (err) return hybrank_invalid(err);
   *kernel = w;
   return NULL;

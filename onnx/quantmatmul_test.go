@@ -102,32 +102,45 @@ var qmmShapes = []struct{ m, k, n int }{
 	{45, 1536, 384},
 }
 
+// gelu64 is GELU's erf form in float64.
+func gelu64(y []float64) {
+	for i, v := range y {
+		y[i] = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+	}
+}
+
 // TestQuantMatMulKernel holds the reference path to the definition (float64
 // sums of the same codes: 1e-5 of the rms) and the AMX tile path to the
-// reference, to the bit: same integers, same float epilogue.
+// reference: to the bit (same integers, same float epilogue), and with
+// GELU to its polynomial erf's error (1.5e-7, here 1e-6 of max(1, |y|)).
 func TestQuantMatMulKernel(t *testing.T) {
 	initRuntime(t)
 	for _, sh := range qmmShapes {
-		for _, opt := range [][2]bool{{false, false}, {true, false}, {true, true}} {
+		for _, opt := range [][3]bool{{false, false, false}, {true, false, false}, {true, true, false}, {true, true, true}} {
 			c := newQMMCase(sh.m, sh.k, sh.n, opt[0], opt[1], uint64(sh.m*sh.k+sh.n))
+			gelu := opt[2]
 			want := quantMatMulRef(c.a, c.b, c.bScale, c.bias, c.aMul, sh.m, sh.k, sh.n)
+			if gelu {
+				gelu64(want)
+			}
 			ref := make([]float32, sh.m*sh.n)
-			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, ref, sh.m, sh.k, sh.n, false); err != nil {
+			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, ref, sh.m, sh.k, sh.n, false, gelu); err != nil {
 				t.Fatal(err)
 			}
 			if maxDiff, _, rms := errorsOf(ref, want); maxDiff > 1e-5*max(rms, 1) {
-				t.Errorf("%+v bias %v a_mul %v: reference max |Δ| %.3g, rms %.3g", sh, opt[0], opt[1], maxDiff, rms)
+				t.Errorf("%+v bias %v a_mul %v gelu %v: reference max |Δ| %.3g, rms %.3g", sh, opt[0], opt[1], gelu, maxDiff, rms)
 			}
 			if !QuantMatMulAMX() {
 				continue
 			}
 			got := make([]float32, sh.m*sh.n)
-			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, got, sh.m, sh.k, sh.n, true); err != nil {
+			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, got, sh.m, sh.k, sh.n, true, gelu); err != nil {
 				t.Fatal(err)
 			}
 			for i := range got {
-				if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
-					t.Errorf("%+v bias %v a_mul %v: AMX y[%d] = %v, reference %v", sh, opt[0], opt[1], i, got[i], ref[i])
+				if gelu && math.Abs(float64(got[i]-ref[i])) > 1e-6*max(1, math.Abs(float64(ref[i]))) ||
+					!gelu && math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+					t.Errorf("%+v bias %v a_mul %v gelu %v: AMX y[%d] = %v, reference %v", sh, opt[0], opt[1], gelu, i, got[i], ref[i])
 					break
 				}
 			}
@@ -144,11 +157,11 @@ func TestQuantMatMulPerRow(t *testing.T) {
 	initRuntime(t)
 	c := newQMMCase(8, 128, 32, true, false, 3)
 	all := make([]float32, 8*32)
-	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, all, 8, 128, 32, false); err != nil {
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, all, 8, 128, 32, false, false); err != nil {
 		t.Fatal(err)
 	}
 	one := make([]float32, 32)
-	if err := quantMatMulDirect(c.a[5*128:6*128], c.b, c.bScale, c.bias, nil, one, 1, 128, 32, false); err != nil {
+	if err := quantMatMulDirect(c.a[5*128:6*128], c.b, c.bScale, c.bias, nil, one, 1, 128, 32, false, false); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(one, all[5*32:6*32]) {
@@ -165,10 +178,14 @@ func TestQuantMatMulOp(t *testing.T) {
 	const bt, s, k, n = 2, 37, 384, 1536
 	c := newQMMCase(bt*s, k, n, true, true, 11)
 	want := make([]float32, bt*s*n)
-	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, want, bt*s, k, n, false); err != nil {
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, want, bt*s, k, n, false, false); err != nil {
 		t.Fatal(err)
 	}
-	build := func(amx int64, bInput bool) string {
+	wantGelu := make([]float32, bt*s*n)
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, wantGelu, bt*s, k, n, false, true); err != nil {
+		t.Fatal(err)
+	}
+	build := func(amx int64, bInput bool, gelu int64) string {
 		g := onnxpb.NewGraph("qmm")
 		g.AddInput("a", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(k))
 		raw := make([]byte, len(c.b))
@@ -184,7 +201,7 @@ func TestQuantMatMulOp(t *testing.T) {
 		g.AddFloat32("bias", []int64{n}, c.bias)
 		g.AddFloat32("a_mul", []int64{k}, c.aMul)
 		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
-			Inputs: []string{"a", "w", "w_scale", "bias", "a_mul"}, Outputs: []string{"y"}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx)}})
+			Inputs: []string{"a", "w", "w_scale", "bias", "a_mul"}, Outputs: []string{"y"}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu)}})
 		g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(n))
 		m := onnxpb.NewModel(g)
 		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
@@ -200,20 +217,32 @@ func TestQuantMatMulOp(t *testing.T) {
 		if amx == 1 && !QuantMatMulAMX() {
 			continue
 		}
-		sess, err := NewSession(build(amx, false), []string{"a"}, []string{"y"}, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := sess.Run(context.Background(), []Input{{Name: "a", Shape: []int64{bt, s, k}, Float32: c.a}})
-		sess.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(out[0].Shape, []int64{bt, s, n}) || !slices.Equal(out[0].Float32, want) {
-			t.Errorf("amx=%d: shape %v, output differs from the reference", amx, out[0].Shape)
+		for _, gelu := range []int64{0, 1} {
+			sess, err := NewSession(build(amx, false, gelu), []string{"a"}, []string{"y"}, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := sess.Run(context.Background(), []Input{{Name: "a", Shape: []int64{bt, s, k}, Float32: c.a}})
+			sess.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, tol := want, 0.0
+			if gelu == 1 {
+				ref, tol = wantGelu, 1e-6
+			}
+			if !slices.Equal(out[0].Shape, []int64{bt, s, n}) {
+				t.Fatalf("amx=%d gelu=%d: shape %v", amx, gelu, out[0].Shape)
+			}
+			for i, v := range out[0].Float32 {
+				if math.Abs(float64(v-ref[i])) > tol*max(1, math.Abs(float64(ref[i]))) {
+					t.Errorf("amx=%d gelu=%d: y[%d] = %v, reference %v", amx, gelu, i, v, ref[i])
+					break
+				}
+			}
 		}
 	}
-	if sess, err := NewSession(build(0, true), []string{"a", "w"}, []string{"y"}, cfg); err == nil {
+	if sess, err := NewSession(build(0, true, 0), []string{"a", "w"}, []string{"y"}, cfg); err == nil {
 		sess.Close()
 		t.Error("b as a graph input: session built")
 	}

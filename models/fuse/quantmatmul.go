@@ -2,6 +2,7 @@ package fuse
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
@@ -17,7 +18,11 @@ import (
 // the integer products on AMX-INT8 tiles. Where a is Mul(x, c) with c a
 // constant float32 [K] (models/quantize's smoothing) and every reader of
 // a is rewritten, the Mul goes too: the operator takes x and c as a_mul.
-// It returns how many it rewrote.
+// Where the product's output feeds only an export's GELU (y · 0.5 · (1 +
+// erf(y / √2)): Div or Mul by the constant, Erf, Add 1, Mul by y, Mul by
+// 0.5, in either operand order), the GELU goes into the operator as well
+// (gelu = 1), computed in its epilogue. It returns how many products it
+// rewrote.
 //
 // The caller must load the result in a session that registers the domain
 // (package onnx's CPU sessions do) on a CPU where onnx.QuantMatMulAMX
@@ -75,20 +80,30 @@ func quantMatMul(m *onnxpb.Model, amx int64) (int, error) {
 	if len(found) == 0 {
 		return 0, nil
 	}
+	folded := map[int][2]string{} // smoothing Mul node → its x and c
 	for _, mt := range found {
 		n := &g.Nodes[mt.node]
 		a, aMul := n.Inputs[0], ""
-		if p := f.producer(a, "Mul"); p >= 0 && !f.idx.Outputs[a] && !f.drop[p] && f.allRewritten(a, rewritten) {
-			if x, c, ok := pair(&g.Nodes[p], func(v string) bool { _, ok := f.vector(v, mt.k); return ok }); ok {
-				a, aMul = x, c
-				f.drop[p] = true
+		if p := f.producer(a, "Mul"); p >= 0 {
+			if xc, ok := folded[p]; ok { // a Mul another match took already
+				a, aMul = xc[0], xc[1]
+			} else if !f.idx.Outputs[a] && !f.drop[p] && f.allRewritten(a, rewritten) {
+				if x, c, ok := pair(&g.Nodes[p], func(v string) bool { _, ok := f.vector(v, mt.k); return ok }); ok {
+					a, aMul = x, c
+					f.drop[p], folded[p] = true, [2]string{x, c}
+				}
 			}
-		} else if p >= 0 && f.drop[p] { // a Mul another match took already
-			x, c, _ := pair(&g.Nodes[p], func(v string) bool { _, ok := f.vector(v, mt.k); return ok })
-			a, aMul = x, c
+		}
+		out, gelu := n.Outputs[0], int64(0)
+		if chain, last, ok := f.gelu(out); ok {
+			out, gelu = g.Nodes[last].Outputs[0], 1
+			for _, d := range chain {
+				f.drop[d] = true
+			}
 		}
 		f.replace[mt.node] = onnxpb.Node{Name: n.Name + "_hybrank_QuantMatMul", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
-			Inputs: []string{a, mt.b, mt.s, mt.bias, aMul}, Outputs: []string{n.Outputs[0]}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx)}}
+			Inputs: []string{a, mt.b, mt.s, mt.bias, aMul}, Outputs: []string{out},
+			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu)}}
 	}
 	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
 	f.commit()
@@ -100,6 +115,62 @@ func quantMatMul(m *onnxpb.Model, amx int64) (int, error) {
 		return 0, fmt.Errorf("fuse: rewritten graph (a bug): %w", err)
 	}
 	return len(found), nil
+}
+
+// gelu matches the erf GELU an export writes after y: Div(y, √2) or
+// Mul(y, 1/√2), Erf, Add(·, 1), Mul(y, ·), Mul(·, 0.5), operands of the
+// Add and the Muls in either order, every value read only along the chain
+// (y by the Div and the first Mul). It returns the chain's nodes and the
+// last one.
+func (f *fuser) gelu(y string) (chain []int, last int, ok bool) {
+	g := f.g
+	c := f.idx.Consumers[y]
+	if len(c) != 2 || f.idx.Outputs[y] {
+		return nil, -1, false
+	}
+	near := func(v string, want float64) bool {
+		x, ok := f.scalar(v)
+		return ok && math.Abs(float64(x)-want) <= 1e-4*want
+	}
+	var scale, mul1 int = -1, -1
+	for _, i := range c {
+		n := &g.Nodes[i]
+		switch {
+		case n.Is("Div") && len(n.Inputs) == 2 && n.Inputs[0] == y && near(n.Inputs[1], math.Sqrt2):
+			scale = i
+		case n.Is("Mul") && len(n.Inputs) == 2 && (n.Inputs[0] == y && near(n.Inputs[1], 1/math.Sqrt2) || n.Inputs[1] == y && near(n.Inputs[0], 1/math.Sqrt2)):
+			scale = i
+		case n.Is("Mul") && len(n.Inputs) == 2:
+			mul1 = i
+		}
+	}
+	if scale < 0 || mul1 < 0 || len(g.Nodes[scale].Outputs) != 1 {
+		return nil, -1, false
+	}
+	erf := f.consumer(g.Nodes[scale].Outputs[0], "Erf")
+	if erf < 0 {
+		return nil, -1, false
+	}
+	add := f.consumer(g.Nodes[erf].Outputs[0], "Add")
+	if add < 0 {
+		return nil, -1, false
+	}
+	if _, _, ok := pair(&g.Nodes[add], func(v string) bool { return near(v, 1) }); !ok {
+		return nil, -1, false
+	}
+	m1 := &g.Nodes[mul1]
+	if len(m1.Outputs) != 1 || !(m1.Inputs[0] == y && m1.Inputs[1] == g.Nodes[add].Outputs[0] || m1.Inputs[1] == y && m1.Inputs[0] == g.Nodes[add].Outputs[0]) ||
+		!f.only(g.Nodes[add].Outputs[0], mul1) {
+		return nil, -1, false
+	}
+	mul2 := f.consumer(m1.Outputs[0], "Mul")
+	if mul2 < 0 {
+		return nil, -1, false
+	}
+	if _, _, ok := pair(&g.Nodes[mul2], func(v string) bool { return near(v, 0.5) }); !ok {
+		return nil, -1, false
+	}
+	return []int{scale, erf, add, mul1, mul2}, mul2, true
 }
 
 // allRewritten reports whether every reader of v is a node in rewritten.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/berttest"
@@ -47,14 +48,15 @@ func floatModel(t *testing.T) (*onnxpb.Model, bertgen.Config) {
 // TestQuantMatMulGraph: every DynamicQuantizeMatMul of an int8 graph becomes
 // an ai.hybrank.QuantMatMul reading the same weights, scales and bias (after
 // SkipLayerNorm, FirstToken and the attention rewrite, as models/ort
-// applies them); a float32 graph, and a product whose weights are a graph
-// input, are left alone.
+// applies them), each layer's GELU folded into its first feed-forward
+// product; a float32 graph, and a product whose weights are a graph input,
+// are left alone.
 func TestQuantMatMulGraph(t *testing.T) {
-	m, _ := int8Model(t)
-	before := map[string][]string{} // output → DynamicQuantizeMatMul inputs
+	m, cfg := int8Model(t)
+	before := map[string][]string{} // node name → DynamicQuantizeMatMul inputs
 	for _, n := range m.Graph.Nodes {
 		if n.OpType == "DynamicQuantizeMatMul" {
-			before[n.Outputs[0]] = n.Inputs
+			before[n.Name+"_hybrank_QuantMatMul"] = n.Inputs
 		}
 	}
 	for _, f := range []func(*onnxpb.Model) (fuse.Report, error){fuse.SkipLayerNorm,
@@ -74,11 +76,21 @@ func TestQuantMatMulGraph(t *testing.T) {
 	if countOps(m, "DynamicQuantizeMatMul") != 0 || countOps(m, "QuantMatMul") != n || !m.UsesOpset(onnxpb.HybrankDomain) {
 		t.Fatalf("%d DynamicQuantizeMatMul, %d QuantMatMul left", countOps(m, "DynamicQuantizeMatMul"), countOps(m, "QuantMatMul"))
 	}
+	if countOps(m, "Erf") != 0 {
+		t.Errorf("%d Erf nodes left: GELU not folded", countOps(m, "Erf"))
+	}
+	gelus := 0
 	for _, nd := range m.Graph.Nodes {
 		if nd.OpType != "QuantMatMul" {
 			continue
 		}
-		old := append(slices.Clone(before[nd.Outputs[0]]), "", "")
+		if g, _ := attr(t, nd, "gelu").Int(); g == 1 {
+			gelus++
+			if !strings.Contains(nd.Name, "intermediate") {
+				t.Errorf("%s: GELU folded into a product that is not a first feed-forward layer", nd.Name)
+			}
+		}
+		old := append(slices.Clone(before[nd.Name]), "", "", "", "", "")
 		// a as it was, or FirstToken's narrowing of it in the last layer.
 		if want := []string{old[1], old[2], old[4], ""}; nd.Inputs[0] != old[0] && nd.Inputs[0] != old[0]+"/first_token" || !slices.Equal(nd.Inputs[1:], want) {
 			t.Errorf("%s: inputs %q, want %q", nd.Name, nd.Inputs, want)
@@ -88,6 +100,9 @@ func TestQuantMatMulGraph(t *testing.T) {
 		}
 	}
 
+	if gelus != cfg.Layers {
+		t.Errorf("GELU folded into %d products, want one a layer (%d)", gelus, cfg.Layers)
+	}
 	if n, err := fuse.QuantMatMulAMX(berttest.Model(t, attentionConfig(128, 4))); n != 0 || err != nil {
 		t.Errorf("float32 graph: QuantMatMulAMX = %d, %v; want it left alone", n, err)
 	}
@@ -208,7 +223,10 @@ func TestQuantMatMulWiring(t *testing.T) {
 }
 
 // TestQuantMatMulRuntime: with AMX-INT8, the tile path gives the reference
-// path's logits to the bit, through WriteFile as models/ort calls it.
+// path's logits, through WriteFile as models/ort calls it, to 1e-3 of
+// their span: the GELU polynomial rounds differently from erff, and that
+// can move a later per-token code by a step (TestQuantMatMulKernel holds
+// the products to the bit).
 func TestQuantMatMulRuntime(t *testing.T) {
 	lib := testenv.NeedORT(t)
 	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: lib}); err != nil {
@@ -240,7 +258,14 @@ func TestQuantMatMulRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := berttest.Padded(3, 100, []int{100, 77, 40, 9}, 1, cfg.VocabSize)
-	if a, b := berttest.Run(t, amx, bertgen.Logits, "", batch), berttest.Run(t, ref, bertgen.Logits, "", batch); !slices.Equal(a, b) {
-		t.Errorf("AMX logits %v, reference %v", a, b)
+	a, b := berttest.Run(t, amx, bertgen.Logits, "", batch), berttest.Run(t, ref, bertgen.Logits, "", batch)
+	lo, hi := slices.Min(b), slices.Max(b)
+	for i := range a {
+		// The GELU polynomial's 1e-7 can move the next layer's per-token
+		// code by one step, and a logit by about 1e-5 of their span.
+		if math.Abs(float64(a[i]-b[i])) > 1e-3*float64(hi-lo) {
+			t.Errorf("AMX logits %v, reference %v", a, b)
+			break
+		}
 	}
 }
