@@ -145,9 +145,13 @@
 // BERT's [batch, sequence, hidden] is: the runtime refuses to run other
 // ranks (a graph normalising rank-4 tensors would load and then fail to
 // run; models.Config.DisableFusion is the way out). γ and β must have
-// more than one element. The
-// embeddings' normalisation (over word, position and token-type
-// embeddings) does not match and stays as it is. An unset epsilon is
+// more than one element. The embeddings' normalisation fuses too: there r
+// is the sum of the word and token-type embeddings (Gathers of stored 2-D
+// tables by graph inputs, so of the full shape; or one of them alone) and
+// x the position embeddings, [1, S, H], which skip broadcasts. ONNX
+// Runtime 1.29's LayerNormalization kernel took 0.47 ms for that one node
+// on 4 × 376 tokens of width 128 where SkipLayerNormalization takes 0.06
+// (fast profile, 2 threads, Intel Xeon, 2026-11-27). An unset epsilon is
 // written as LayerNormalization's default, 1e-5 (SkipLayerNormalization's
 // own default is 1e-12). The real exports of `make models` (all-MiniLM-L6-v2
 // at opsets 14 and 17, bge-small-en-v1.5 and e5-small-v2 at 11, and their

@@ -233,6 +233,40 @@ func pair(n *onnxpb.Node, isC func(string) bool) (a, c string, ok bool) {
 	return "", "", false
 }
 
+// isEmbedded reports whether v is a token embedding of the full [batch,
+// sequence, hidden] shape: a Gather (axis 0) of a 2-D float32 table stored
+// in the model by indices that are a graph input (input_ids,
+// token_type_ids), or the Add of two such. The embeddings' normalisation
+// over that sum and the position embeddings ([1, S, H], which the fused
+// node's skip may broadcast) fuses like a layer's.
+func (f *fuser) isEmbedded(v string) bool {
+	p, ok := f.idx.Producer[v]
+	if !ok {
+		return false
+	}
+	n := &f.g.Nodes[p]
+	if n.Is("Add") && len(n.Inputs) == 2 && n.Inputs[0] != v && n.Inputs[1] != v {
+		return f.isGathered(n.Inputs[0]) && f.isGathered(n.Inputs[1])
+	}
+	return f.isGathered(v)
+}
+
+// isGathered is isEmbedded's Gather.
+func (f *fuser) isGathered(v string) bool {
+	p := f.producer(v, "Gather")
+	if p < 0 {
+		return false
+	}
+	n := &f.g.Nodes[p]
+	if ax, ok := n.Attr("axis"); ok {
+		if a, _ := ax.Int(); a != 0 {
+			return false
+		}
+	}
+	t := f.idx.Constant(n.Inputs[0])
+	return len(n.Inputs) == 2 && t != nil && t.DataType() == onnxpb.Float32 && len(t.Dims) == 2 && f.idx.Inputs[n.Inputs[1]]
+}
+
 // isNormalised reports whether v is the output of a layer normalisation
 // (or of a SkipLayerNormalization this rewrite makes): a residual stream
 // of the full [batch, seq, hidden] shape.
@@ -448,9 +482,9 @@ func (f *fuser) match(i int) (skip, bool) {
 		return skip{}, false
 	}
 	switch {
-	case f.isNormalised(b):
+	case f.isNormalised(b) || f.isEmbedded(b):
 		sk.sublayer, sk.stream = a, b
-	case f.isNormalised(a):
+	case f.isNormalised(a) || f.isEmbedded(a):
 		sk.sublayer, sk.stream = b, a
 	default:
 		return skip{}, false

@@ -171,9 +171,10 @@ func TestCrossEncoderMatchesReference(t *testing.T) {
 				t.Fatalf("provider %q", ce.Provider())
 			}
 			// Two layers: each one's attention and feed-forward blocks
-			// end in a residual LayerNormalization, fused on the CPU; the
-			// last layer computes [CLS] only past its keys and values.
-			wantFusion := "4 SkipLayerNorm (4 with bias), first token: 22 nodes (6 MatMul)"
+			// end in a residual LayerNormalization, fused on the CPU, and
+			// so does the embeddings'; the last layer computes [CLS] only
+			// past its keys and values.
+			wantFusion := "5 SkipLayerNorm (4 with bias), first token: 22 nodes (6 MatMul)"
 			if tc.noFusion {
 				wantFusion = "off"
 			}
