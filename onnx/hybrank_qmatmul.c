@@ -312,10 +312,9 @@ static OrtStatus *constant(const OrtKernelInfo *info, size_t i, const OrtValue *
   size_t count = 0;
   OrtStatus *st = api->KernelInfo_GetInputCount(info, &count);
   if (st || i >= count) return st;
-  char name[256];
-  size_t size = sizeof name;
-  if ((st = api->KernelInfo_GetInputName(info, i, name, &size))) return st;
-  if (name[0] == 0) return NULL;
+  size_t size = 0; // with no buffer: the name's length with its terminator
+  if ((st = api->KernelInfo_GetInputName(info, i, NULL, &size))) return st;
+  if (size <= 1) return NULL; // "": the input is left out
   int is_const = 0;
   if ((st = api->KernelInfoGetConstantInput_tensor(info, i, &is_const, val))) return st;
   if (!is_const) return hybrank_invalid(what);
