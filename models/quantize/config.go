@@ -112,8 +112,8 @@ type Config struct {
 // QuantMatMul (its a_mul), where it costs a multiply per element in the
 // quantization pass.
 type Smooth struct {
-	// Alpha is the migration strength α, in (0, 1] (SmoothQuant's and
-	// hybrank's: 0.5).
+	// Alpha is the migration strength α, in (0, 1] (SmoothQuant's
+	// default 0.5; models/ort's copies use 0.75, ort.SmoothAlpha).
 	Alpha float64 `json:"alpha"`
 	// AMax holds per activation (a value name in the graph; Activations
 	// lists the candidates) the largest magnitude of each of its channels
