@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ortcapi/onnxruntime_c_api.h"
 
@@ -36,6 +37,28 @@ typedef struct {
   uint16_t colsb[16];
   uint8_t rows[16];
 } hybrank_tilecfg;
+
+#define HYBRANK_AMX_TILE __attribute__((target("amx-tile")))
+
+// hybrank_tiles_begin saves the thread's tile configuration into saved and
+// loads hybrank's; hybrank_tiles_end gives the saved one back (or releases
+// the tiles if there was none). The runtime's own AMX kernels (MLAS) load
+// theirs once per thread and may count on it staying loaded.
+HYBRANK_AMX_TILE static inline void hybrank_tiles_begin(hybrank_tilecfg *saved) {
+  hybrank_tilecfg cfg;
+  _tile_storeconfig(saved);
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+  _tile_loadconfig(&cfg);
+}
+
+HYBRANK_AMX_TILE static inline void hybrank_tiles_end(const hybrank_tilecfg *saved) {
+  if (saved->palette != 0)
+    _tile_loadconfig(saved);
+  else
+    _tile_release();
+}
 
 #define HYBRANK_AVX512 __attribute__((target("avx512f")))
 

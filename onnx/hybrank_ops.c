@@ -137,15 +137,8 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
       _mm512_storeu_si512(t, _mm512_permutex2var_epi16(_mm512_castsi256_si512(a), inter, _mm512_castsi256_si512(b)));
     }
 
-  // The thread's tile configuration is saved and given back at the end:
-  // the runtime's own AMX kernels (MLAS) load theirs once per thread and
-  // may count on it staying loaded.
-  hybrank_tilecfg saved, cfg;
-  _tile_storeconfig(&saved);
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
+  hybrank_tilecfg saved;
+  hybrank_tiles_begin(&saved);
 
   __m512 scale = _mm512_set1_ps(j->scale);
   for (long qb = 0; qb < sq16 / 16; qb++) {
@@ -226,10 +219,7 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
       for (long d = 0; d < dh; d += 16) _mm512_storeu_ps(o + (qb * 16 + r) * H + d, _mm512_mul_ps(_mm512_loadu_ps(c + r * dh + d), ir));
     }
   }
-  if (saved.palette != 0)
-    _tile_loadconfig(&saved);
-  else
-    _tile_release();
+  hybrank_tiles_end(&saved);
   free(mem);
   return 0;
 }

@@ -169,12 +169,8 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
   for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, q + r * k64, &s[r], &z[r]);
   int lower = rows > 16; // rows 16–31 hold data
 
-  hybrank_tilecfg saved, cfg;
-  _tile_storeconfig(&saved);
-  memset(&cfg, 0, sizeof cfg);
-  cfg.palette = 1;
-  for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-  _tile_loadconfig(&cfg);
+  hybrank_tilecfg saved;
+  hybrank_tiles_begin(&saved);
 
   for (long nb = 0; nb < nb16; nb += 2) {
     int two = nb + 1 < nb16;
@@ -215,10 +211,7 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
       }
     }
   }
-  if (saved.palette != 0)
-    _tile_loadconfig(&saved);
-  else
-    _tile_release();
+  hybrank_tiles_end(&saved);
   free(mem);
   return 0;
 }

@@ -40,6 +40,35 @@ func AttentionBF16(m *onnxpb.Model) (int, error) { return attention(m, 1) }
 // given: 0 selects its float32 path (the tests' way to check the rewrite's
 // wiring on any CPU).
 func attention(m *onnxpb.Model, bf16 int64) (int, error) {
+	return rewriteHybrank(m, func(f *fuser) int {
+		g := f.g
+		if !slices.ContainsFunc(g.Nodes, func(n onnxpb.Node) bool {
+			return slices.Contains(intProducts, n.OpType) && (n.Domain == onnxpb.MSDomain || onnxpb.IsDefaultDomain(n.Domain))
+		}) {
+			return 0
+		}
+		fused := 0
+		for i := range g.Nodes {
+			if a, ok := f.attention(i); ok {
+				f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: "Attention", Domain: onnxpb.HybrankDomain,
+					Inputs: []string{a.q, a.k, a.v, a.mask}, Outputs: []string{g.Nodes[a.last].Outputs[0]},
+					Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", a.heads), onnxpb.AttrFloat("scale", a.scale), onnxpb.AttrInt("bf16", bf16)}}
+				for _, d := range a.drop {
+					f.drop[d] = true
+				}
+				fused++
+			}
+		}
+		return fused
+	})
+}
+
+// rewriteHybrank runs one rewrite into package onnx's operators: it checks
+// m, gives match a fuser over its graph (nothing for a graph with
+// subgraphs), and when match reports changes commits them, imports
+// onnxpb.HybrankDomain and checks the result (restoring m if that fails:
+// a bug). It returns match's count.
+func rewriteHybrank(m *onnxpb.Model, match func(f *fuser) int) (int, error) {
 	if m == nil || m.Graph == nil {
 		return 0, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
 	}
@@ -47,26 +76,13 @@ func attention(m *onnxpb.Model, bf16 int64) (int, error) {
 	if err := g.Validate(); err != nil {
 		return 0, fmt.Errorf("fuse: input graph: %w", err)
 	}
-	if g.HasSubgraphs() || !slices.ContainsFunc(g.Nodes, func(n onnxpb.Node) bool {
-		return slices.Contains(intProducts, n.OpType) && (n.Domain == onnxpb.MSDomain || onnxpb.IsDefaultDomain(n.Domain))
-	}) {
+	if g.HasSubgraphs() {
 		return 0, nil
 	}
 	f := newFuser(g)
 	f.opset = m.Opset
-	fused := 0
-	for i := range g.Nodes {
-		if a, ok := f.attention(i); ok {
-			f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: "Attention", Domain: onnxpb.HybrankDomain,
-				Inputs: []string{a.q, a.k, a.v, a.mask}, Outputs: []string{g.Nodes[a.last].Outputs[0]},
-				Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", a.heads), onnxpb.AttrFloat("scale", a.scale), onnxpb.AttrInt("bf16", bf16)}}
-			for _, d := range a.drop {
-				f.drop[d] = true
-			}
-			fused++
-		}
-	}
-	if fused == 0 {
+	n := match(f)
+	if n == 0 {
 		return 0, nil
 	}
 	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
@@ -78,7 +94,7 @@ func attention(m *onnxpb.Model, bf16 int64) (int, error) {
 		g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets = nodes, vi, inits, opsets
 		return 0, fmt.Errorf("fuse: rewritten graph (a bug): %w", err)
 	}
-	return fused, nil
+	return n, nil
 }
 
 // attn is one matched attention: its inputs, the chain's nodes (last, the

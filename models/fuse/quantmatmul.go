@@ -1,7 +1,6 @@
 package fuse
 
 import (
-	"fmt"
 	"math"
 	"slices"
 
@@ -34,17 +33,12 @@ func QuantMatMulAMX(m *onnxpb.Model) (int, error) { return quantMatMul(m, 1) }
 // given: 0 selects its reference path (the tests' way to check the
 // rewrite's wiring on any CPU).
 func quantMatMul(m *onnxpb.Model, amx int64) (int, error) {
-	if m == nil || m.Graph == nil {
-		return 0, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
-	}
-	g := m.Graph
-	if err := g.Validate(); err != nil {
-		return 0, fmt.Errorf("fuse: input graph: %w", err)
-	}
-	if g.HasSubgraphs() {
-		return 0, nil
-	}
-	f := newFuser(g)
+	return rewriteHybrank(m, func(f *fuser) int { return f.quantMatMuls(amx) })
+}
+
+// quantMatMuls is QuantMatMulAMX's match over f's graph.
+func (f *fuser) quantMatMuls(amx int64) int {
+	g := f.g
 	type match struct {
 		node       int
 		b, s, bias string
@@ -78,7 +72,7 @@ func quantMatMul(m *onnxpb.Model, amx int64) (int, error) {
 		rewritten[i] = true
 	}
 	if len(found) == 0 {
-		return 0, nil
+		return 0
 	}
 	folded := map[int][2]string{} // smoothing Mul node → its x and c
 	for _, mt := range found {
@@ -105,16 +99,7 @@ func quantMatMul(m *onnxpb.Model, amx int64) (int, error) {
 			Inputs: []string{a, mt.b, mt.s, mt.bias, aMul}, Outputs: []string{out},
 			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu)}}
 	}
-	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
-	f.commit()
-	if !m.UsesOpset(onnxpb.HybrankDomain) {
-		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
-	}
-	if err := g.Validate(); err != nil {
-		g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets = nodes, vi, inits, opsets
-		return 0, fmt.Errorf("fuse: rewritten graph (a bug): %w", err)
-	}
-	return len(found), nil
+	return len(found)
 }
 
 // gelu matches the erf GELU an export writes after y: Div(y, √2) or
