@@ -24,7 +24,8 @@
 //   per task on the session's intra-op threads, each block quantized into
 //   a cache-resident buffer first; 0 (the default) plain loops: the
 //   reference, which computes the same integers and the same float
-//   epilogue, so the two paths agree to the bit.
+//   epilogue, so the two paths agree to the bit (with gelu = 1, to the
+//   AVX-512 erf polynomial's 1.5e-7: the reference calls erff).
 
 #include <immintrin.h>
 #include <math.h>
@@ -65,7 +66,7 @@ static void qrow_ref(const float *a, const float *mul, long k, uint8_t *q, float
     lo = fminf(lo, x), hi = fmaxf(hi, x);
   }
   float sc = (hi - lo) / 255.0f;
-  if (sc == 0) sc = 1;
+  if (!(sc >= 1e-30f)) sc = 1; // 0, subnormal (1/sc would overflow) or NaN
   float inv = 1.0f / sc;
   int32_t zp = (int32_t)nearbyintf(-lo * inv);
   zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
@@ -90,7 +91,7 @@ TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8
   }
   float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
   float sc = (h - l) / 255.0f;
-  if (sc == 0) sc = 1;
+  if (!(sc >= 1e-30f)) sc = 1; // as qrow_ref
   float inv = 1.0f / sc;
   int32_t zp = (int32_t)nearbyintf(-l * inv);
   zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
@@ -128,7 +129,7 @@ HYBRANK_AVX512 static inline __m512 gelu512(__m512 y) {
   p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
   p = _mm512_mul_ps(p, t);
   __m512 e = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_mul_ps(p, exp512(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), a), a))));
-  e = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(e), _mm512_and_si512(_mm512_castps_si512(u), _mm512_set1_epi32((int)0x80000000))));
+  e = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_abs_ps(e)), _mm512_and_si512(_mm512_castps_si512(u), _mm512_set1_epi32((int)0x80000000))));
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), y), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 

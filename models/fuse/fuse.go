@@ -233,25 +233,34 @@ func pair(n *onnxpb.Node, isC func(string) bool) (a, c string, ok bool) {
 	return "", "", false
 }
 
-// isEmbedded reports whether v is a token embedding of the full [batch,
-// sequence, hidden] shape: a Gather (axis 0) of a 2-D float32 table stored
-// in the model by indices that are a graph input (input_ids,
-// token_type_ids), or the Add of two such. The embeddings' normalisation
-// over that sum and the position embeddings ([1, S, H], which the fused
-// node's skip may broadcast) fuses like a layer's.
-func (f *fuser) isEmbedded(v string) bool {
+// embedded says whether v is a token embedding of the full [batch,
+// sequence, hidden] shape: 1 for a Gather (axis 0) of a 2-D float32 table
+// stored in the model by indices that are a graph input (input_ids,
+// token_type_ids), 2 for the Add of two such, 0 otherwise. The
+// embeddings' normalisation over that sum and the position embeddings
+// ([1, S, H], which the fused node's skip may broadcast, and whose indices
+// are usually a stored range, so 0) fuses like a layer's; when both sides
+// score alike (position_ids a graph input too, and no token types) the
+// normalisation is left alone.
+func (f *fuser) embedded(v string) int {
 	p, ok := f.idx.Producer[v]
 	if !ok {
-		return false
+		return 0
 	}
 	n := &f.g.Nodes[p]
 	if n.Is("Add") && len(n.Inputs) == 2 && n.Inputs[0] != v && n.Inputs[1] != v {
-		return f.isGathered(n.Inputs[0]) && f.isGathered(n.Inputs[1])
+		if f.isGathered(n.Inputs[0]) && f.isGathered(n.Inputs[1]) {
+			return 2
+		}
+		return 0
 	}
-	return f.isGathered(v)
+	if f.isGathered(v) {
+		return 1
+	}
+	return 0
 }
 
-// isGathered is isEmbedded's Gather.
+// isGathered is embedded's Gather.
 func (f *fuser) isGathered(v string) bool {
 	p := f.producer(v, "Gather")
 	if p < 0 {
@@ -481,12 +490,16 @@ func (f *fuser) match(i int) (skip, bool) {
 	if ix.Initializers[a] != nil || ix.Initializers[b] != nil || ix.Inputs[a] || ix.Inputs[b] || a == b {
 		return skip{}, false
 	}
-	switch {
-	case f.isNormalised(b) || f.isEmbedded(b):
+	switch ea, eb := f.embedded(a), f.embedded(b); {
+	case f.isNormalised(b):
 		sk.sublayer, sk.stream = a, b
-	case f.isNormalised(a) || f.isEmbedded(a):
+	case f.isNormalised(a):
 		sk.sublayer, sk.stream = b, a
-	default:
+	case eb > ea: // the sum of two token embeddings over one, or one over none
+		sk.sublayer, sk.stream = a, b
+	case ea > eb:
+		sk.sublayer, sk.stream = b, a
+	default: // which side has the full shape is not known
 		return skip{}, false
 	}
 	sk.drop = append(sk.drop, p)

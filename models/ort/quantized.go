@@ -63,7 +63,8 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 		if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
 			return "", err
 		}
-		smooth = SmoothInt8(cfg.Int8PerTensor)
+		// Without the fusion the runtime's per-tensor kernel runs them.
+		smooth = SmoothInt8(cfg.Int8PerTensor || cfg.DisableFusion)
 	}
 	m, ok, err := quantize.ReadMarker(dir)
 	switch {
@@ -106,11 +107,25 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 		// One QuantizeCache may hold both types: their names tell them
 		// apart.
 		dst += "-" + string(kind)
+	} else {
+		// And the int8 copies of different weight widths and smoothing
+		// (a load with Int8PerTensor must not replace a copy another load
+		// is reading).
+		dst += fmt.Sprintf("-w%d", qcfg.WeightBits)
+		if smooth {
+			dst += fmt.Sprintf("-s%g", SmoothAlpha)
+		}
 	}
 	current := func() bool {
 		m, ok, err := quantize.ReadMarker(dst)
-		return err == nil && ok && m.SourceModelSHA256 == sum && m.Layout == quantize.MarkerLayout && m.Of() == kind &&
-			(kind != quantize.TypeInt8 || m.Report.Config.WeightBits == qcfg.WeightBits && (m.Report.Config.Smooth != nil) == smooth)
+		if err != nil || !ok || m.SourceModelSHA256 != sum || m.Layout != quantize.MarkerLayout || m.Of() != kind {
+			return false
+		}
+		if kind != quantize.TypeInt8 {
+			return true
+		}
+		c := m.Report.Config
+		return c.WeightBits == qcfg.WeightBits && (c.Smooth != nil) == smooth && (c.Smooth == nil || c.Smooth.Alpha == SmoothAlpha)
 	}
 	if current() {
 		return dst, nil

@@ -271,3 +271,45 @@ func TestQuantizedCopyCacheInsideModel(t *testing.T) {
 		t.Fatalf("three loads left %v, want one copy", copies)
 	}
 }
+
+// TestQuantizedCopyPerConfig: a load with Int8PerTensor wants an unsmoothed
+// copy where the default one is smoothed (AMX-INT8); it gets a folder of
+// its own, and the default copy stays where another load may be reading
+// it. Where neither is smoothed both loads share one copy.
+func TestQuantizedCopyPerConfig(t *testing.T) {
+	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
+	cache := t.TempDir()
+	load := func(perTensor bool) {
+		cfg := quantizedConfig(dir, models.QuantizeInt8, cache)
+		cfg.Int8PerTensor = perTensor
+		ce, err := ort.NewCrossEncoder(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ce.Close()
+		if err := ce.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load(false)
+	first, _ := filepath.Glob(filepath.Join(cache, "*"))
+	load(true)
+	load(false)
+	all, _ := filepath.Glob(filepath.Join(cache, "*"))
+	want := 1
+	if ort.SmoothInt8(false) {
+		want = 2
+	}
+	if len(first) != 1 || len(all) != want {
+		t.Fatalf("copies %v after the default load, %v after both (want %d)", first, all, want)
+	}
+	for _, c := range all {
+		mk, ok, err := quantize.ReadMarker(c)
+		if err != nil || !ok {
+			t.Fatalf("%s: marker %v %v", c, ok, err)
+		}
+		if smoothed := mk.Report.Config.Smooth != nil; smoothed != (c == first[0] && ort.SmoothInt8(false)) {
+			t.Errorf("%s: smoothed %v", c, smoothed)
+		}
+	}
+}
