@@ -32,8 +32,8 @@ func SmoothInt8(perTensor bool) bool { return onnx.QuantMatMulAMX() && !perTenso
 // on this CPU: 8 where the runtime's integer kernels sum in 32 bits (AVX-512
 // VNNI, AVX-VNNI, AMX-INT8: exact with 8-bit codes, and package onnx's
 // QuantMatMul), else 7 (quantize.Config.WeightBits: vpmaddubsw's 16-bit
-// pair sums would saturate). The copy records it; a copy of the other
-// width is made again.
+// pair sums would saturate). The copy records it and is named by it
+// (…-w8), so copies of either width live side by side.
 func Int8WeightBits() int {
 	if cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI) || cpuid.CPU.Supports(cpuid.AMXINT8) {
 		return 8
