@@ -25,6 +25,31 @@ func attentionConfig(hidden, heads int) bertgen.Config {
 	return cfg
 }
 
+// spreadWeights are generated weights for cfg with the classifier scaled
+// up: a logit spread the comparisons can see.
+func spreadWeights(t *testing.T, cfg bertgen.Config) *bertgen.Weights {
+	t.Helper()
+	w, err := bertgen.GenerateWeights(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.ClsW {
+		w.ClsW[i] *= 50
+	}
+	return w
+}
+
+// spanDiff returns the span of want (max − min) and the largest |got −
+// want|.
+func spanDiff(want, got []float32) (span, diff float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range want {
+		lo, hi = min(lo, float64(want[i])), max(hi, float64(want[i]))
+		diff = max(diff, math.Abs(float64(got[i]-want[i])))
+	}
+	return hi - lo, diff
+}
+
 // countOps counts the nodes of op type in m.
 func countOps(m *onnxpb.Model, op string) int {
 	n := 0
@@ -101,14 +126,7 @@ func TestAttentionBF16Runtime(t *testing.T) {
 	}
 	for _, sh := range []struct{ hidden, heads int }{{128, 4}, {128, 2}} {
 		cfg := attentionConfig(sh.hidden, sh.heads)
-		w, err := bertgen.GenerateWeights(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range w.ClsW {
-			w.ClsW[i] *= 50 // a score spread the comparison can see
-		}
-		m, err := bertgen.BuildModel(w)
+		m, err := bertgen.BuildModel(spreadWeights(t, cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,15 +147,10 @@ func TestAttentionBF16Runtime(t *testing.T) {
 			t.Fatalf("%+v: report %+v, %v; want %d attentions", sh, rep, err, cfg.Layers)
 		}
 		batch := berttest.Padded(3, 100, []int{100, 77, 40, 9}, 1, cfg.VocabSize)
-		want, got := berttest.Run(t, ref, bertgen.Logits, "", batch), berttest.Run(t, bf, bertgen.Logits, "", batch)
-		lo, hi, diff := math.Inf(1), math.Inf(-1), 0.0
-		for i := range want {
-			lo, hi = min(lo, float64(want[i])), max(hi, float64(want[i]))
-			diff = max(diff, math.Abs(float64(got[i]-want[i])))
-		}
-		t.Logf("%+v: logits span %.4g, max |Δ| %.3g", sh, hi-lo, diff)
-		if diff > 0.01*(hi-lo) || math.IsNaN(diff) {
-			t.Errorf("%+v: bfloat16 attention moves a logit by %.3g, over 1 %% of their span %.3g", sh, diff, hi-lo)
+		span, diff := spanDiff(berttest.Run(t, ref, bertgen.Logits, "", batch), berttest.Run(t, bf, bertgen.Logits, "", batch))
+		t.Logf("%+v: logits span %.4g, max |Δ| %.3g", sh, span, diff)
+		if diff > 0.01*span || math.IsNaN(diff) {
+			t.Errorf("%+v: bfloat16 attention moves a logit by %.3g, over 1 %% of their span %.3g", sh, diff, span)
 		}
 	}
 }
@@ -185,13 +198,7 @@ func TestAttentionWiring(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := attentionConfig(128, 4)
 			cfg.Layers = tc.layers
-			w, err := bertgen.GenerateWeights(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range w.ClsW {
-				w.ClsW[i] *= 50
-			}
+			w := spreadWeights(t, cfg)
 			build := func(fused bool) string {
 				m, err := bertgen.BuildModel(w)
 				if err != nil {
@@ -223,14 +230,9 @@ func TestAttentionWiring(t *testing.T) {
 				return p
 			}
 			batch := berttest.Padded(11, 60, []int{60, 41, 7}, 1, cfg.VocabSize)
-			want, got := berttest.Run(t, build(false), bertgen.Logits, "", batch), berttest.Run(t, build(true), bertgen.Logits, "", batch)
-			lo, hi, diff := math.Inf(1), math.Inf(-1), 0.0
-			for i := range want {
-				lo, hi = min(lo, float64(want[i])), max(hi, float64(want[i]))
-				diff = max(diff, math.Abs(float64(got[i]-want[i])))
-			}
-			if diff > 1e-4*max(hi-lo, 1) || math.IsNaN(diff) || hi-lo < 0.1 {
-				t.Errorf("logits span %.4g, max |Δ| %.3g: want the float32 path to match", hi-lo, diff)
+			span, diff := spanDiff(berttest.Run(t, build(false), bertgen.Logits, "", batch), berttest.Run(t, build(true), bertgen.Logits, "", batch))
+			if diff > 1e-4*max(span, 1) || math.IsNaN(diff) || span < 0.1 {
+				t.Errorf("logits span %.4g, max |Δ| %.3g: want the float32 path to match", span, diff)
 			}
 		})
 	}

@@ -102,7 +102,6 @@ func Rewrite(ctx context.Context, m *onnxpb.Model, cfg Config) (Report, error) {
 		return Report{}, fmt.Errorf("%w: opset %d has no DynamicQuantizeLinear (needs 11); use %s", onnxpb.ErrUnsupported, m.Opset, FormFused)
 	}
 	r := newRewriter(m.Graph, cfg)
-	r.exclude, _ = cfg.excludes() // valid: checked by Validate
 	if err := r.run(ctx); err != nil {
 		return Report{}, err
 	}
@@ -163,6 +162,7 @@ func newRewriter(g *onnxpb.Graph, cfg Config) *rewriter {
 		weights: map[weightKey]qweight{}, dql: map[string][3]string{}, folded: map[int]bool{},
 		gone: map[string]bool{}, replaced: map[string]bool{}, smooth: map[string][]float32{}, smoothed: map[string]string{},
 	}
+	r.exclude, _ = cfg.excludes() // valid: the callers ran cfg.Validate
 	for name := range r.idx.Inputs {
 		r.names[name] = true
 	}
@@ -522,7 +522,6 @@ func Activations(m *onnxpb.Model, cfg Config) ([]Activation, error) {
 		return nil, fmt.Errorf("%w: model has no graph", onnxpb.ErrInvalidGraph)
 	}
 	r := newRewriter(m.Graph, cfg)
-	r.exclude, _ = cfg.excludes()
 	var res []Activation
 	for _, c := range r.candidates() {
 		if !slices.ContainsFunc(res, func(a Activation) bool { return a.Name == c.a }) {
