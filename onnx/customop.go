@@ -33,14 +33,15 @@ import (
 // products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
 //
 //	ai.hybrank.QuantMatMul(a [...,K], b int8 [K,N], b_scale [N], bias [N]?, a_mul [K]?) → [...,N]
-//	  attributes amx, gelu (int, 0 or 1); b, b_scale, bias, a_mul initializers
+//	  attributes amx, gelu (int, 0 or 1), a_bits (8 or 16); b, b_scale, bias, a_mul initializers
 //
 // com.microsoft.DynamicQuantizeMatMul with one activation scale per row (a
 // token) instead of one per tensor, a_mul an optional per-channel factor
 // applied to a first (a smoothing of outlier channels, models/quantize's
 // Config.Smooth). amx = 1 runs the integer products on AMX-INT8 tiles
 // (QuantMatMulAMX); 0 is the plain reference, equal to the bit. gelu = 1
-// applies GELU (erf form) to the result in the same pass.
+// applies GELU (erf form) to the result in the same pass. a_bits = 16
+// quantizes each row to 16 bits (two integer products).
 
 // opsMu guards the custom operators' state: set once by initCustomOps,
 // read by every CPU session's registration.
@@ -164,8 +165,10 @@ func attentionDirect(q, k, v, mask, out []float32, batch, sq, sk, hidden, heads 
 
 // quantMatMulDirect runs the QuantMatMul kernel outside ONNX Runtime, on
 // one thread: a [m, k], b [k, n], bScale [n], bias [n] or nil, aMul [k] or
-// nil, y [m, n], GELU after if gelu. For the tests comparing its two paths.
-func quantMatMulDirect(a []float32, b []int8, bScale, bias, aMul, y []float32, m, k, n int, amx, gelu bool) error {
+// nil, y [m, n], activations quantized to aBits (8 or 16) bits, GELU after
+// if gelu; the weights packed once, the product run reps times. For the
+// tests comparing its two paths, and the kernel's benchmark.
+func quantMatMulDirect(a []float32, b []int8, bScale, bias, aMul, y []float32, m, k, n int, amx, gelu bool, aBits, reps int) error {
 	if m < 1 || len(a) != m*k || len(b) != k*n || len(bScale) != n || (bias != nil && len(bias) != n) ||
 		(aMul != nil && len(aMul) != k) || len(y) != m*n {
 		return fmt.Errorf("onnx: quant matmul: slice lengths do not match the shape")
@@ -181,7 +184,7 @@ func quantMatMulDirect(a []float32, b []int8, bScale, bias, aMul, y []float32, m
 		pMul = (*C.float)(&aMul[0])
 	}
 	msg := C.hybrank_quant_matmul((*C.float)(&a[0]), (*C.int8_t)(&b[0]), (*C.float)(&bScale[0]), pBias, pMul, (*C.float)(&y[0]),
-		C.long(m), C.long(k), C.long(n), cbool(amx), cbool(gelu))
+		C.long(m), C.long(k), C.long(n), cbool(amx), cbool(gelu), C.int(aBits), C.long(reps))
 	if msg != nil {
 		return errors.New(C.GoString(msg))
 	}

@@ -143,7 +143,7 @@ func TestAttentionKernel(t *testing.T) {
 	}
 }
 
-func initRuntime(t *testing.T) {
+func initRuntime(t testing.TB) {
 	t.Helper()
 	lib := testenv.NeedORT(t)
 	if err := Init(RuntimeConfig{LibraryPath: lib}); err != nil {
@@ -206,5 +206,27 @@ func TestAttentionOp(t *testing.T) {
 		if _, err := s.Run(context.Background(), in(c.mask, []int64{1, 1, 2, 40})); err == nil {
 			t.Errorf("bf16=%d: a [1, 1, 2, 40] mask ran", bf16)
 		}
+	}
+}
+
+// BenchmarkAttentionKernel times the tile path on one thread outside a
+// session: balanced's heads (12 × 32) and fast's (2 × 64) over 4 × 376
+// tokens, and a narrowed last layer's one query row.
+func BenchmarkAttentionKernel(b *testing.B) {
+	initRuntime(b)
+	if !AttentionBF16() {
+		b.Skip("no AMX-BF16 here")
+	}
+	for _, sh := range []struct{ sq, hidden, heads int }{{376, 384, 12}, {376, 128, 2}, {1, 384, 12}, {1, 128, 2}} {
+		c := newAttentionCase(4, sh.sq, 376, sh.hidden, sh.heads, 1)
+		out := make([]float32, len(c.q))
+		scale := float32(1 / math.Sqrt(float64(sh.hidden/sh.heads)))
+		b.Run(fmt.Sprintf("4x%dx376/%dx%d", sh.sq, sh.heads, sh.hidden/sh.heads), func(b *testing.B) {
+			for b.Loop() {
+				if err := attentionDirect(c.q, c.k, c.v, c.mask, out, 4, sh.sq, 376, sh.hidden, sh.heads, scale, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

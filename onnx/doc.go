@@ -69,7 +69,10 @@
 // rows, the integer products run on AMX tiles (tdpbusd, u8 × s8 summed in
 // int32, 32 × 32 outputs a step against weights packed into tile order
 // when the session builds the kernel), and the epilogue subtracts the zero
-// point's column sums and applies both scales and the bias. Attribute amx
+// point's column sums and applies both scales and the bias. Attribute
+// a_bits = 16 quantizes a row to 16 bits instead and runs the products on
+// the codes' two bytes (two integer products; the
+// default models/fuse writes: TestQuantMatMulWide). Attribute amx
 // = 0 runs plain loops on the same integers and the same float epilogue:
 // the two paths agree to the bit (TestQuantMatMulKernel, which also holds
 // the reference to a float64 definition). Per-token scales make a pair's

@@ -19,6 +19,13 @@
 //   Attribute gelu = 1 applies GELU (erf form, x · (1 + erf(x / √2)) / 2) to
 //   y in the epilogue: the export's Div, Erf, Add, Mul, Mul after a
 //   feed-forward layer's first product, in the same pass.
+//   Attribute a_bits = 16 quantizes each row to 16 bits instead (uint16, s =
+//   (hi − lo) / 65535, z and q clamped to [0, 65535]) and computes the
+//   product from the codes' two bytes, q = 256·q_hi + q_lo, z likewise:
+//     y[m, n] = fma(256, I_hi, I_lo) · (s·b_scale[n]) + bias[n],
+//     I_x = (float)(Σ_k q_x[k]·b[k, n] − z_x·Σ_k b[k, n])      (int32 sums)
+//   two integer products where 8 bits take one, for a product whose
+//   activations 8 bits resolve too coarsely (models/fuse chooses which).
 //   Attribute amx = 1 runs the integer products on AMX tiles (tdpbusd, u8 ×
 //   s8 summed in int32), 32 rows × 32 columns a step, one block of 32 rows
 //   per task on the session's intra-op threads, each block quantized into
@@ -38,7 +45,7 @@
 
 typedef struct {
   long k, n, k64, n16; // K and N, padded to the tiles' 64 and 16
-  int amx, gelu;
+  int amx, gelu, wide; // wide: a_bits = 16
   int8_t *b;        // amx 0: b as given, [K, N]
   int8_t *packed;   // amx 1: per block of 16 columns, K64 / 64 tiles of 16 rows (4 k each) × 16 columns × 4 bytes
   int32_t *colsum;  // [N16] Σ_k b[k, n]
@@ -57,31 +64,34 @@ typedef struct {
 
 // ---- quantization of one row -------------------------------------------------
 
-// qrow_ref quantizes x = a · mul (mul may be NULL) into q[0..k), per the
-// definition above; the reference.
-static void qrow_ref(const float *a, const float *mul, long k, uint8_t *q, float *s, int32_t *z) {
+// qrow_ref quantizes x = a · mul (mul may be NULL) into q[0..k) with codes
+// 0 … top (255 or 65535), per the definition above; the reference.
+static void qrow_ref(const float *a, const float *mul, long k, int32_t top, int32_t *q, float *s, int32_t *z) {
   float lo = 0, hi = 0;
   for (long i = 0; i < k; i++) {
     float x = mul ? a[i] * mul[i] : a[i];
     lo = fminf(lo, x), hi = fmaxf(hi, x);
   }
-  float sc = (hi - lo) / 255.0f;
+  float sc = (hi - lo) / (float)top;
   if (!(sc >= 1e-30f)) sc = 1; // 0, subnormal (1/sc would overflow) or NaN
   float inv = 1.0f / sc;
   int32_t zp = (int32_t)nearbyintf(-lo * inv);
-  zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+  zp = zp < 0 ? 0 : zp > top ? top : zp;
   for (long i = 0; i < k; i++) {
     float x = mul ? a[i] * mul[i] : a[i];
     int32_t v = (int32_t)nearbyintf(x * inv) + zp;
-    q[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+    q[i] = v < 0 ? 0 : v > top ? top : v;
   }
   *s = sc, *z = zp;
 }
 
 #define TARGET_AMXI __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")))
 
-// qrow_avx is qrow_ref in AVX-512, to the bit.
-TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8_t *q, float *s, int32_t *z) {
+// qrow_avx is qrow_ref in AVX-512, to the bit, writing the codes as bytes:
+// with lo NULL, 8-bit codes into q; else 16-bit codes' high bytes into q
+// and low bytes into lo.
+TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8_t *q, uint8_t *lo8, float *s, int32_t *z) {
+  int32_t top = lo8 ? 65535 : 255;
   __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
   for (long i = 0; i < k; i += 16) {
     __mmask16 live = i + 16 <= k ? 0xFFFF : (__mmask16)((1u << (k - i)) - 1);
@@ -90,19 +100,23 @@ TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8
     lo = _mm512_min_ps(lo, x), hi = _mm512_max_ps(hi, x); // the masked lanes are 0, inside [lo, hi]
   }
   float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
-  float sc = (h - l) / 255.0f;
+  float sc = (h - l) / (float)top;
   if (!(sc >= 1e-30f)) sc = 1; // as qrow_ref
   float inv = 1.0f / sc;
   int32_t zp = (int32_t)nearbyintf(-l * inv);
-  zp = zp < 0 ? 0 : zp > 255 ? 255 : zp;
+  zp = zp < 0 ? 0 : zp > top ? top : zp;
   __m512 vinv = _mm512_set1_ps(inv);
-  __m512i vz = _mm512_set1_epi32(zp), v0 = _mm512_setzero_si512(), v255 = _mm512_set1_epi32(255);
+  __m512i vz = _mm512_set1_epi32(zp), v0 = _mm512_setzero_si512(), vtop = _mm512_set1_epi32(top);
   for (long i = 0; i < k; i += 16) {
     __mmask16 live = i + 16 <= k ? 0xFFFF : (__mmask16)((1u << (k - i)) - 1);
     __m512 x = _mm512_maskz_loadu_ps(live, a + i);
     if (mul) x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(live, mul + i));
     __m512i v = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(x, vinv)), vz);
-    v = _mm512_min_epi32(_mm512_max_epi32(v, v0), v255);
+    v = _mm512_min_epi32(_mm512_max_epi32(v, v0), vtop);
+    if (lo8) {
+      _mm512_mask_cvtepi32_storeu_epi8(lo8 + i, live, _mm512_and_si512(v, _mm512_set1_epi32(255)));
+      v = _mm512_srli_epi32(v, 8);
+    }
     _mm512_mask_cvtepi32_storeu_epi8(q + i, live, v);
   }
   *s = sc, *z = zp;
@@ -110,8 +124,11 @@ TARGET_AMXI static void qrow_avx(const float *a, const float *mul, long k, uint8
 
 // ---- the products ----------------------------------------------------------------
 
-static float epilogue(int32_t acc, int32_t z, int32_t colsum, float s, float scale, float bias, int gelu) {
-  float y = fmaf((float)(acc - z * colsum), s * scale, bias);
+// epilogue finishes one output from the integer sum(s): acc alone (8-bit
+// codes, lo NULL) or acc the high bytes' and *lo the low bytes' (16-bit).
+static float epilogue(int32_t acc, const int32_t *lo, int32_t z, int32_t colsum, float s, float scale, float bias, int gelu) {
+  float v = lo ? fmaf(256.0f, (float)(acc - (z >> 8) * colsum), (float)(*lo - (z & 255) * colsum)) : (float)(acc - z * colsum);
+  float y = fmaf(v, s * scale, bias);
   return gelu ? 0.5f * y * (1.0f + erff(y * 0.70710678118654752f)) : y;
 }
 
@@ -135,17 +152,23 @@ HYBRANK_AVX512 static inline __m512 gelu512(__m512 y) {
 
 static int qmm_ref(const qmm_job *j, long m0, long rows) {
   const qmm *w = j->w;
-  uint8_t *q = malloc((size_t)w->k);
+  int32_t *q = malloc((size_t)w->k * sizeof(int32_t));
   if (!q) return -1;
   for (long r = 0; r < rows; r++) {
     float s;
     int32_t z;
-    qrow_ref(j->a + (m0 + r) * w->k, w->mul, w->k, q, &s, &z);
+    qrow_ref(j->a + (m0 + r) * w->k, w->mul, w->k, w->wide ? 65535 : 255, q, &s, &z);
     float *y = j->y + (m0 + r) * w->n;
     for (long n = 0; n < w->n; n++) {
-      int32_t acc = 0;
-      for (long i = 0; i < w->k; i++) acc += (int32_t)q[i] * (int32_t)w->b[i * w->n + n];
-      y[n] = epilogue(acc, z, w->colsum[n], s, w->scale[n], w->bias[n], w->gelu);
+      int32_t acc = 0, lo = 0;
+      for (long i = 0; i < w->k; i++) {
+        int32_t b = w->b[i * w->n + n];
+        if (w->wide)
+          acc += (q[i] >> 8) * b, lo += (q[i] & 255) * b;
+        else
+          acc += q[i] * b;
+      }
+      y[n] = epilogue(acc, w->wide ? &lo : NULL, z, w->colsum[n], s, w->scale[n], w->bias[n], w->gelu);
     }
   }
   free(q);
@@ -167,7 +190,7 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
   float s[32];
   int32_t z[32];
   memset(q, 0, qbytes);
-  for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, q + r * k64, &s[r], &z[r]);
+  for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, q + r * k64, NULL, &s[r], &z[r]);
   int lower = rows > 16; // rows 16–31 hold data
 
   hybrank_tilecfg saved;
@@ -217,10 +240,73 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
   return 0;
 }
 
+// qmm_amx_wide is qmm_amx for 16-bit codes: rows quantized into their
+// high bytes (hi) and low bytes (lo), then per column block four
+// accumulator tiles (0, 1: the high bytes' rows 0–15 and 16–31; 2, 3: the
+// low bytes'), A in tiles 4 (high) and 5 (low), B in 6: two products where
+// qmm_amx does one.
+TARGET_AMXI static int qmm_amx_wide(const qmm_job *j, long m0, long rows) {
+  const qmm *w = j->w;
+  long k64 = w->k64, kt = k64 / 64, nb16 = w->n16 / 16;
+  size_t qbytes = (size_t)32 * k64;
+  uint8_t *mem = aligned_alloc(64, 2 * qbytes + 2 * 32 * 16 * 4);
+  if (!mem) return -1;
+  uint8_t *hi = mem, *lo = mem + qbytes;
+  int32_t *acc = (int32_t *)(mem + 2 * qbytes), *accl = acc + 32 * 16;
+  float s[32];
+  int32_t z[32];
+  memset(mem, 0, 2 * qbytes);
+  for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, hi + r * k64, lo + r * k64, &s[r], &z[r]);
+  int lower = rows > 16;
+
+  hybrank_tilecfg saved;
+  hybrank_tiles_begin(&saved);
+
+  for (long nb = 0; nb < nb16; nb++) {
+    const int8_t *b0 = w->packed + nb * kt * 1024;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (long kb = 0; kb < kt; kb++) {
+      _tile_loadd(6, b0 + kb * 1024, 64);
+      _tile_loadd(4, hi + kb * 64, k64);
+      _tile_dpbusd(0, 4, 6);
+      _tile_loadd(5, lo + kb * 64, k64);
+      _tile_dpbusd(2, 5, 6);
+      if (lower) {
+        _tile_loadd(4, hi + 16 * k64 + kb * 64, k64);
+        _tile_dpbusd(1, 4, 6);
+        _tile_loadd(5, lo + 16 * k64 + kb * 64, k64);
+        _tile_dpbusd(3, 5, 6);
+      }
+    }
+    _tile_stored(0, acc, 64);
+    _tile_stored(1, acc + 16 * 16, 64);
+    _tile_stored(2, accl, 64);
+    _tile_stored(3, accl + 16 * 16, 64);
+    long n = nb * 16;
+    __mmask16 live = n + 16 <= w->n ? 0xFFFF : (__mmask16)((1u << (w->n - n)) - 1);
+    __m512i cs = _mm512_loadu_si512(w->colsum + n);
+    __m512 sc = _mm512_loadu_ps(w->scale + n), bias = _mm512_loadu_ps(w->bias + n);
+    for (long r = 0; r < rows; r++) {
+      __m512i vh = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 16), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] >> 8), cs));
+      __m512i vl = _mm512_sub_epi32(_mm512_loadu_si512(accl + r * 16), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] & 255), cs));
+      __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(256.0f), _mm512_cvtepi32_ps(vh), _mm512_cvtepi32_ps(vl));
+      __m512 out = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(s[r]), sc), bias);
+      if (w->gelu) out = gelu512(out);
+      _mm512_mask_storeu_ps(j->y + (m0 + r) * w->n + n, live, out);
+    }
+  }
+  hybrank_tiles_end(&saved);
+  free(mem);
+  return 0;
+}
+
 static void qmm_task(void *p, size_t idx) {
   qmm_job *j = p;
   long m0 = (long)idx * 32, rows = j->m - m0 < 32 ? j->m - m0 : 32;
-  int rc = j->w->amx ? qmm_amx(j, m0, rows) : qmm_ref(j, m0, rows);
+  int rc = !j->w->amx ? qmm_ref(j, m0, rows) : j->w->wide ? qmm_amx_wide(j, m0, rows) : qmm_amx(j, m0, rows);
   if (rc != 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 }
 
@@ -238,16 +324,17 @@ static void qmm_free(qmm *w) {
 }
 
 // qmm_new copies and (amx) packs the operands; scale has n or 1 values,
-// bias n or none, mul k or none.
+// bias n or none, mul k or none; abits is 8 or 16.
 static const char *qmm_new(const int8_t *b, const float *scale, long nscale, const float *bias, const float *mul, long k, long n,
-                           int amx, int gelu, qmm **out) {
+                           int amx, int gelu, int abits, qmm **out) {
   if (k < 1 || n < 1) return "hybrank QuantMatMul: b must be int8 [K, N] with K, N > 0";
   if (k > 65536) return "hybrank QuantMatMul: K above 65536 (the int32 sums could overflow)";
   if (nscale != n && nscale != 1) return "hybrank QuantMatMul: b_scale must have N values or one";
+  if (abits != 8 && abits != 16) return "hybrank QuantMatMul: a_bits must be 8 or 16";
   if (amx && !hybrank_amx_int8) return "hybrank QuantMatMul: amx = 1 needs AMX-INT8, which this CPU or kernel does not offer";
   qmm *w = calloc(1, sizeof *w);
   if (!w) return "hybrank QuantMatMul: out of memory";
-  w->k = k, w->n = n, w->amx = amx, w->gelu = gelu;
+  w->k = k, w->n = n, w->amx = amx, w->gelu = gelu, w->wide = abits == 16;
   w->k64 = (k + 63) / 64 * 64, w->n16 = (n + 15) / 16 * 16;
   w->colsum = calloc((size_t)w->n16, sizeof(int32_t));
   w->scale = calloc((size_t)w->n16, sizeof(float));
@@ -287,12 +374,13 @@ static const char *qmm_new(const int8_t *b, const float *scale, long nscale, con
 }
 
 const char *hybrank_quant_matmul(const float *a, const int8_t *b, const float *b_scale, const float *bias, const float *a_mul,
-                                 float *y, long m, long k, long n, int amx, int gelu) {
+                                 float *y, long m, long k, long n, int amx, int gelu, int abits, long reps) {
   qmm *w;
-  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, gelu, &w);
+  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, gelu, abits, &w);
   if (err) return err;
   qmm_job j = {w, a, y, m, 0};
-  for (long t = 0; t < (m + 31) / 32; t++) qmm_task(&j, (size_t)t);
+  for (long rep = 0; rep < reps; rep++)
+    for (long t = 0; t < (m + 31) / 32; t++) qmm_task(&j, (size_t)t);
   qmm_free(w);
   return j.failed ? "hybrank QuantMatMul: out of memory" : NULL;
 }
@@ -339,10 +427,11 @@ static int64_t elements(const int64_t *d, size_t rank) {
 static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKernelInfo *info, void **kernel) {
   (void)op;
   (void)a;
-  int64_t amx = 0, gelu = 0;
+  int64_t amx = 0, gelu = 0, abits = 8;
   OrtStatus *st = api->KernelInfoGetAttribute_int64(info, "amx", &amx);
   if (st) api->ReleaseStatus(st), amx = 0; // optional: the reference path
   if ((st = api->KernelInfoGetAttribute_int64(info, "gelu", &gelu))) api->ReleaseStatus(st), gelu = 0; // optional: none
+  if ((st = api->KernelInfoGetAttribute_int64(info, "a_bits", &abits))) api->ReleaseStatus(st), abits = 8; // optional: 8
   const OrtValue *v[5] = {0};
   static const char *notconst[5] = {0, "hybrank QuantMatMul: b must be an initializer", "hybrank QuantMatMul: b_scale must be an initializer",
                                     "hybrank QuantMatMul: bias must be an initializer", "hybrank QuantMatMul: a_mul must be an initializer"};
@@ -367,7 +456,7 @@ static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKe
   for (size_t i = 1; i < 5; i++)
     if (v[i] && (st = api->GetTensorMutableData((OrtValue *)v[i], &p[i]))) return st;
   qmm *w;
-  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, gelu != 0, &w);
+  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, gelu != 0, (int)abits, &w);
   if (err) return hybrank_invalid(err);
   *kernel = w;
   return NULL;

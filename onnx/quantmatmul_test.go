@@ -4,6 +4,7 @@ package onnx
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -15,9 +16,10 @@ import (
 
 // quantMatMulRef is ai.hybrank.QuantMatMul's definition in float64 (the
 // quantization itself in float32, as defined): each row of a·aMul
-// quantized to uint8 with its own scale and zero point, dequantized, and
-// multiplied by the dequantized weights.
-func quantMatMulRef(a []float32, b []int8, bScale, bias, aMul []float32, m, k, n int) []float64 {
+// quantized to codes 0 … 2^aBits − 1 with its own scale and zero point,
+// dequantized, and multiplied by the dequantized weights.
+func quantMatMulRef(a []float32, b []int8, bScale, bias, aMul []float32, m, k, n, aBits int) []float64 {
+	top := float32(int(1)<<aBits - 1)
 	y := make([]float64, m*n)
 	x := make([]float32, k)
 	for r := range m {
@@ -29,16 +31,16 @@ func quantMatMulRef(a []float32, b []int8, bScale, bias, aMul []float32, m, k, n
 			}
 			lo, hi = min(lo, x[i]), max(hi, x[i])
 		}
-		s := (hi - lo) / 255
+		s := (hi - lo) / top
 		if s == 0 {
 			s = 1
 		}
 		inv := 1 / s
-		z := min(max(float32(math.RoundToEven(float64(-lo*inv))), 0), 255)
+		z := min(max(float32(math.RoundToEven(float64(-lo*inv))), 0), top)
 		for c := range n {
 			acc := 0.0
 			for i := range k {
-				q := min(max(float32(math.RoundToEven(float64(x[i]*inv)))+z, 0), 255)
+				q := min(max(float32(math.RoundToEven(float64(x[i]*inv)))+z, 0), top)
 				acc += float64(q-z) * float64(s) * float64(b[i*n+c]) * float64(bScale[c])
 			}
 			if bias != nil {
@@ -112,35 +114,40 @@ func gelu64(y []float64) {
 // TestQuantMatMulKernel holds the reference path to the definition (float64
 // sums of the same codes: 1e-5 of the rms) and the AMX tile path to the
 // reference: to the bit (same integers, same float epilogue), and with
-// GELU to its polynomial erf's error (1.5e-7, here 1e-6 of max(1, |y|)).
+// GELU to its polynomial erf's error (1.5e-7, here 1e-6 of max(1, |y|));
+// with 8- and 16-bit activation codes.
 func TestQuantMatMulKernel(t *testing.T) {
 	initRuntime(t)
 	for _, sh := range qmmShapes {
-		for _, opt := range [][3]bool{{false, false, false}, {true, false, false}, {true, true, false}, {true, true, true}} {
+		for _, opt := range [][4]bool{{false, false, false, false}, {true, false, false, false}, {true, true, false, false}, {true, true, true, false},
+			{false, false, false, true}, {true, true, false, true}, {true, true, true, true}} {
 			c := newQMMCase(sh.m, sh.k, sh.n, opt[0], opt[1], uint64(sh.m*sh.k+sh.n))
-			gelu := opt[2]
-			want := quantMatMulRef(c.a, c.b, c.bScale, c.bias, c.aMul, sh.m, sh.k, sh.n)
+			gelu, bits := opt[2], 8
+			if opt[3] {
+				bits = 16
+			}
+			want := quantMatMulRef(c.a, c.b, c.bScale, c.bias, c.aMul, sh.m, sh.k, sh.n, bits)
 			if gelu {
 				gelu64(want)
 			}
 			ref := make([]float32, sh.m*sh.n)
-			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, ref, sh.m, sh.k, sh.n, false, gelu); err != nil {
+			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, ref, sh.m, sh.k, sh.n, false, gelu, bits, 1); err != nil {
 				t.Fatal(err)
 			}
 			if maxDiff, _, rms := errorsOf(ref, want); maxDiff > 1e-5*max(rms, 1) {
-				t.Errorf("%+v bias %v a_mul %v gelu %v: reference max |Δ| %.3g, rms %.3g", sh, opt[0], opt[1], gelu, maxDiff, rms)
+				t.Errorf("%+v bias %v a_mul %v gelu %v a_bits %d: reference max |Δ| %.3g, rms %.3g", sh, opt[0], opt[1], gelu, bits, maxDiff, rms)
 			}
 			if !QuantMatMulAMX() {
 				continue
 			}
 			got := make([]float32, sh.m*sh.n)
-			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, got, sh.m, sh.k, sh.n, true, gelu); err != nil {
+			if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, got, sh.m, sh.k, sh.n, true, gelu, bits, 1); err != nil {
 				t.Fatal(err)
 			}
 			for i := range got {
 				if gelu && math.Abs(float64(got[i]-ref[i])) > 1e-6*max(1, math.Abs(float64(ref[i]))) ||
 					!gelu && math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
-					t.Errorf("%+v bias %v a_mul %v gelu %v: AMX y[%d] = %v, reference %v", sh, opt[0], opt[1], gelu, i, got[i], ref[i])
+					t.Errorf("%+v bias %v a_mul %v gelu %v a_bits %d: AMX y[%d] = %v, reference %v", sh, opt[0], opt[1], gelu, bits, i, got[i], ref[i])
 					break
 				}
 			}
@@ -157,11 +164,11 @@ func TestQuantMatMulPerRow(t *testing.T) {
 	initRuntime(t)
 	c := newQMMCase(8, 128, 32, true, false, 3)
 	all := make([]float32, 8*32)
-	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, all, 8, 128, 32, false, false); err != nil {
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, all, 8, 128, 32, false, false, 8, 1); err != nil {
 		t.Fatal(err)
 	}
 	one := make([]float32, 32)
-	if err := quantMatMulDirect(c.a[5*128:6*128], c.b, c.bScale, c.bias, nil, one, 1, 128, 32, false, false); err != nil {
+	if err := quantMatMulDirect(c.a[5*128:6*128], c.b, c.bScale, c.bias, nil, one, 1, 128, 32, false, false, 8, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(one, all[5*32:6*32]) {
@@ -169,23 +176,56 @@ func TestQuantMatMulPerRow(t *testing.T) {
 	}
 }
 
+// TestQuantMatMulWide: 16-bit activation codes take the product far closer
+// to float32 activations (the same 8-bit weights) than 8-bit codes do: what
+// a_bits = 16 is for.
+func TestQuantMatMulWide(t *testing.T) {
+	initRuntime(t)
+	const m, k, n = 24, 1536, 384
+	c := newQMMCase(m, k, n, true, true, 5)
+	exact := make([]float64, m*n) // float activations, dequantized weights
+	for r := range m {
+		for j := range n {
+			acc := float64(c.bias[j])
+			for i := range k {
+				acc += float64(c.a[r*k+i]*c.aMul[i]) * float64(c.b[i*n+j]) * float64(c.bScale[j])
+			}
+			exact[r*n+j] = acc
+		}
+	}
+	rms := map[int]float64{}
+	for _, bits := range []int{8, 16} {
+		y := make([]float32, m*n)
+		if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, y, m, k, n, false, false, bits, 1); err != nil {
+			t.Fatal(err)
+		}
+		_, rms[bits], _ = errorsOf(y, exact)
+	}
+	if !(rms[16] < rms[8]/50) {
+		t.Errorf("rms error against float activations: 16-bit codes %.3g, 8-bit %.3g (want under a fiftieth)", rms[16], rms[8])
+	}
+}
+
 // TestQuantMatMulOp runs ai.hybrank.QuantMatMul inside a session (3-D
-// input, intra-op threads, both paths where AMX-INT8 is here) against the
-// direct reference; b as a graph input instead of an initializer is
-// refused when the session is built.
+// input, intra-op threads, both paths where AMX-INT8 is here, with GELU,
+// with 16-bit activation codes) against the direct reference; b as a graph
+// input instead of an initializer is refused when the session is built, as
+// is an a_bits other than 8 or 16.
 func TestQuantMatMulOp(t *testing.T) {
 	initRuntime(t)
 	const bt, s, k, n = 2, 37, 384, 1536
 	c := newQMMCase(bt*s, k, n, true, true, 11)
-	want := make([]float32, bt*s*n)
-	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, want, bt*s, k, n, false, false); err != nil {
-		t.Fatal(err)
+	type variant struct{ gelu, bits int64 }
+	variants := []variant{{0, 8}, {1, 8}, {1, 16}}
+	want := map[variant][]float32{}
+	for _, v := range variants {
+		y := make([]float32, bt*s*n)
+		if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, y, bt*s, k, n, false, v.gelu == 1, int(v.bits), 1); err != nil {
+			t.Fatal(err)
+		}
+		want[v] = y
 	}
-	wantGelu := make([]float32, bt*s*n)
-	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, wantGelu, bt*s, k, n, false, true); err != nil {
-		t.Fatal(err)
-	}
-	build := func(amx int64, bInput bool, gelu int64) string {
+	build := func(amx int64, bInput bool, v variant) string {
 		g := onnxpb.NewGraph("qmm")
 		g.AddInput("a", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(k))
 		raw := make([]byte, len(c.b))
@@ -201,7 +241,8 @@ func TestQuantMatMulOp(t *testing.T) {
 		g.AddFloat32("bias", []int64{n}, c.bias)
 		g.AddFloat32("a_mul", []int64{k}, c.aMul)
 		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
-			Inputs: []string{"a", "w", "w_scale", "bias", "a_mul"}, Outputs: []string{"y"}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu)}})
+			Inputs: []string{"a", "w", "w_scale", "bias", "a_mul"}, Outputs: []string{"y"},
+			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", v.gelu), onnxpb.AttrInt("a_bits", v.bits)}})
 		g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(n))
 		m := onnxpb.NewModel(g)
 		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
@@ -217,8 +258,8 @@ func TestQuantMatMulOp(t *testing.T) {
 		if amx == 1 && !QuantMatMulAMX() {
 			continue
 		}
-		for _, gelu := range []int64{0, 1} {
-			sess, err := NewSession(build(amx, false, gelu), []string{"a"}, []string{"y"}, cfg)
+		for _, v := range variants {
+			sess, err := NewSession(build(amx, false, v), []string{"a"}, []string{"y"}, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,23 +268,50 @@ func TestQuantMatMulOp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ref, tol := want, 0.0
-			if gelu == 1 {
-				ref, tol = wantGelu, 1e-6
+			ref, tol := want[v], 0.0
+			if v.gelu == 1 {
+				tol = 1e-6
 			}
 			if !slices.Equal(out[0].Shape, []int64{bt, s, n}) {
-				t.Fatalf("amx=%d gelu=%d: shape %v", amx, gelu, out[0].Shape)
+				t.Fatalf("amx=%d %+v: shape %v", amx, v, out[0].Shape)
 			}
-			for i, v := range out[0].Float32 {
-				if math.Abs(float64(v-ref[i])) > tol*max(1, math.Abs(float64(ref[i]))) {
-					t.Errorf("amx=%d gelu=%d: y[%d] = %v, reference %v", amx, gelu, i, v, ref[i])
+			for i, y := range out[0].Float32 {
+				if math.Abs(float64(y-ref[i])) > tol*max(1, math.Abs(float64(ref[i]))) {
+					t.Errorf("amx=%d %+v: y[%d] = %v, reference %v", amx, v, i, y, ref[i])
 					break
 				}
 			}
 		}
 	}
-	if sess, err := NewSession(build(0, true, 0), []string{"a", "w"}, []string{"y"}, cfg); err == nil {
+	if sess, err := NewSession(build(0, false, variant{0, 12}), []string{"a"}, []string{"y"}, cfg); err == nil {
+		sess.Close()
+		t.Error("a_bits 12: session built")
+	}
+	if sess, err := NewSession(build(0, true, variant{0, 8}), []string{"a", "w"}, []string{"y"}, cfg); err == nil {
 		sess.Close()
 		t.Error("b as a graph input: session built")
+	}
+}
+
+// BenchmarkQuantMatMulKernel times the AMX path on one thread outside a
+// session (no runtime dispatch): fast's shapes (hidden 128) over 4 × 376
+// tokens, 8- and 16-bit activation codes.
+func BenchmarkQuantMatMulKernel(b *testing.B) {
+	initRuntime(b)
+	if !QuantMatMulAMX() {
+		b.Skip("no AMX-INT8 here")
+	}
+	for _, sh := range []struct{ m, k, n int }{{1504, 128, 128}, {1504, 128, 512}, {1504, 512, 128}, {1504, 384, 384}, {1504, 1536, 384}} {
+		for _, bits := range []int{8, 16} {
+			c := newQMMCase(sh.m, sh.k, sh.n, true, true, 1)
+			y := make([]float32, sh.m*sh.n)
+			b.Run(fmt.Sprintf("%dx%dx%d/a%d", sh.m, sh.k, sh.n, bits), func(b *testing.B) {
+				// The weights packed once (a session does it when it builds
+				// the kernel), the product b.N times.
+				if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, c.aMul, y, sh.m, sh.k, sh.n, true, false, bits, b.N); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }
