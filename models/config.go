@@ -226,6 +226,15 @@ type Config struct {
 	// bench/results/rerank_int8_profile.md). Ignored with DisableFusion,
 	// for float32 models and where the CPU lacks AMX-INT8.
 	Int8PerTensor bool `json:"int8_per_tensor,omitempty"`
+	// Int8ActivationBits is the width of the per-token activation codes
+	// where QuantMatMul runs an int8 model's products (AMX-INT8, not
+	// Int8PerTensor): 0 or 16, the default, quantizes each token's
+	// activations to 16 bits and runs each product on the codes' two bytes
+	// (8-bit weights; within 0.994 worst per-query Spearman of float32 on a
+	// trained encoder, bench/results/rerank_int8_profile.md); 8 runs one
+	// 8-bit product, faster, on smoothed copies (SmoothQuant, calibrated at
+	// quantization), about 0.988 worst.
+	Int8ActivationBits int `json:"int8_activation_bits,omitempty"`
 	// MaxDocs caps the documents of one Score call and the texts of one
 	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
 	// not capped (its caller, the server's batcher, bounds the size).
@@ -392,6 +401,8 @@ func (c Config) Validate() error {
 		return bad("CalibrationMillis %d (want 0..%d)", c.CalibrationMillis, maxCalibrationMillis)
 	case !ValidQuantize(c.Quantize):
 		return bad("quantize %q (want \"\", %q or %q)", c.Quantize, QuantizeInt8, QuantizeFP16)
+	case c.Int8ActivationBits != 0 && c.Int8ActivationBits != 8 && c.Int8ActivationBits != 16:
+		return bad("Int8ActivationBits %d (want 0, 8 or 16)", c.Int8ActivationBits)
 	}
 	return nil
 }
@@ -477,6 +488,9 @@ func (c Config) String() string {
 	}
 	if c.Int8PerTensor {
 		b.WriteString(" int8=per-tensor")
+	}
+	if c.Int8ActivationBits == 8 {
+		b.WriteString(" int8=a8")
 	}
 	if c.DisableArena {
 		b.WriteString(" arena=off")

@@ -33,6 +33,8 @@ type Spec struct {
 	DisableArena      bool   `json:"disable_arena,omitempty"`
 	DisableSpinning   bool   `json:"disable_spinning,omitempty"`
 	Int8PerTensor     bool   `json:"int8_per_tensor,omitempty"`
+	// Int8ActivationBits is models.Config.Int8ActivationBits.
+	Int8ActivationBits int `json:"int8_activation_bits,omitempty"`
 
 	// BatchTokens is models.Config.MaxBatchTokens and Batching its
 	// Batching ("" = the default, cost-model planning; "tokens" = batches
@@ -121,6 +123,7 @@ func (s Spec) ModelConfig(dir string, kind models.Kind) models.Config {
 	mc.DisableArena = s.DisableArena
 	mc.DisableSpinning = s.DisableSpinning
 	mc.Int8PerTensor = s.Int8PerTensor
+	mc.Int8ActivationBits = s.Int8ActivationBits
 	mc.MaxBatchTokens = s.BatchTokens
 	mc.Batching = s.Batching
 	mc.Quantize, mc.QuantizeCache = s.Quantize, s.QuantizeCache

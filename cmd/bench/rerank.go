@@ -65,6 +65,7 @@ func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, d
 	fs.BoolVar(&cfg.DisableArena, "no-arena", false, "disable the runtime's CPU memory arena")
 	fs.BoolVar(&cfg.DisableSpinning, "no-spin", false, "stop intra-op threads from busy-waiting between operators")
 	fs.BoolVar(&cfg.Int8PerTensor, "int8-per-tensor", false, "int8 models: keep ONNX Runtime's DynamicQuantizeMatMul (one activation scale per batch) instead of hybrank's per-token QuantMatMul on AMX-INT8")
+	fs.IntVar(&cfg.Int8ActivationBits, "int8-activation-bits", 0, "int8 models on AMX-INT8: the per-token activation codes, 16 (0: the default) or 8 (faster, smoothed copies; models.Config.Int8ActivationBits)")
 	fs.IntVar(&cfg.BatchTokens, "batch-tokens", cfg.BatchTokens, "max padded tokens per runtime call")
 	fs.IntVar(&cfg.Pairs, "pairs", cfg.Pairs, unit+" per call")
 	fs.StringVar(&cfg.Data, "data", "", "BEIR dataset folder for real text cut to --doc-tokens (e.g. ../shared/datasets/scifact); default: vocabulary words")

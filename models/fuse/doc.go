@@ -27,7 +27,11 @@
 // per-query Spearman 0.957 per tensor, 0.981 per token, 0.990 per token
 // with 8-bit weights and smoothing (bench/results/rerank_int8_profile.md);
 // and the AMX kernel is faster than the runtime's (int8 balanced 3.1× →
-// 3.7–3.9× float32).
+// 3.7–3.9× float32). What was left of the gap came from two places, each
+// now computed wider: the second feed-forward product's 8-bit activations
+// (16-bit codes there, a_bits = 16) and V's bfloat16 rounding in attention
+// (V split in two halves, AttentionBF16's bf16 = 2): worst per-query
+// Spearman 0.990–0.991.
 //
 // # AttentionBF16
 //

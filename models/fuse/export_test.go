@@ -4,6 +4,6 @@ package fuse
 // float32 path, on any CPU with the custom operators.
 var AttentionWith = attention
 
-// QuantMatMulWith is QuantMatMulAMX writing amx = v: 0 runs the operator's
+// QuantMatMulWith is QuantMatMulAMX writing amx = v (and a_bits): 0 runs the operator's
 // reference path, on any CPU with the custom operators.
 var QuantMatMulWith = quantMatMul

@@ -608,8 +608,12 @@ const (
 	// session on a CPU where onnx.AttentionBF16 holds).
 	RewriteAttentionBF16
 	// RewriteQuantMatMulAMX applies QuantMatMulAMX (int8 graphs; for a
-	// session on a CPU where onnx.QuantMatMulAMX holds).
+	// session on a CPU where onnx.QuantMatMulAMX holds), 16-bit
+	// activation codes.
 	RewriteQuantMatMulAMX
+	// QuantMatMulA8 makes RewriteQuantMatMulAMX write 8-bit activation
+	// codes.
+	QuantMatMulA8
 
 	// ForCPU is what package models/ort applies for ONNX Runtime's CPU
 	// provider: both.
@@ -648,7 +652,11 @@ func WriteFile(src, dst string, r Rewrites) (Report, error) {
 		}
 	}
 	if r&RewriteQuantMatMulAMX != 0 { // after AttentionBF16, which looks for int8 products by their ONNX Runtime names
-		if rep.QuantMatMul, err = QuantMatMulAMX(m); err != nil {
+		bits := int64(16)
+		if r&QuantMatMulA8 != 0 {
+			bits = 8
+		}
+		if rep.QuantMatMul, err = QuantMatMulAMX(m, bits); err != nil {
 			return Report{}, err
 		}
 	}

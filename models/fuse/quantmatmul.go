@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -20,24 +21,29 @@ import (
 // Where the product's output feeds only an export's GELU (y · 0.5 · (1 +
 // erf(y / √2)): Div or Mul by the constant, Erf, Add 1, Mul by y, Mul by
 // 0.5, in either operand order), the GELU goes into the operator as well
-// (gelu = 1), computed in its epilogue. It returns how many products it
-// rewrote.
+// (gelu = 1), computed in its epilogue. Every product gets a_bits = aBits:
+// 16 (two integer products on the codes' two bytes; what a trained
+// encoder's ranking needs, bench/results/rerank_int8_profile.md) or 8. It
+// returns how many products it rewrote.
 //
 // The caller must load the result in a session that registers the domain
 // (package onnx's CPU sessions do) on a CPU where onnx.QuantMatMulAMX
 // holds. A graph with subgraphs is left as it was; an invalid graph is
-// refused.
-func QuantMatMulAMX(m *onnxpb.Model) (int, error) { return quantMatMul(m, 1) }
+// refused; an aBits other than 8 or 16 is an error.
+func QuantMatMulAMX(m *onnxpb.Model, aBits int64) (int, error) { return quantMatMul(m, 1, aBits) }
 
 // quantMatMul is QuantMatMulAMX writing the operator's amx attribute as
 // given: 0 selects its reference path (the tests' way to check the
 // rewrite's wiring on any CPU).
-func quantMatMul(m *onnxpb.Model, amx int64) (int, error) {
-	return rewriteHybrank(m, func(f *fuser) int { return f.quantMatMuls(amx) })
+func quantMatMul(m *onnxpb.Model, amx, aBits int64) (int, error) {
+	if aBits != 8 && aBits != 16 {
+		return 0, fmt.Errorf("fuse: QuantMatMul activation bits %d (want 8 or 16)", aBits)
+	}
+	return rewriteHybrank(m, func(f *fuser) int { return f.quantMatMuls(amx, aBits) })
 }
 
 // quantMatMuls is QuantMatMulAMX's match over f's graph.
-func (f *fuser) quantMatMuls(amx int64) int {
+func (f *fuser) quantMatMuls(amx, aBits int64) int {
 	g := f.g
 	type match struct {
 		node       int
@@ -97,7 +103,7 @@ func (f *fuser) quantMatMuls(amx int64) int {
 		}
 		f.replace[mt.node] = onnxpb.Node{Name: n.Name + "_hybrank_QuantMatMul", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
 			Inputs: []string{a, mt.b, mt.s, mt.bias, aMul}, Outputs: []string{out},
-			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu)}}
+			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu), onnxpb.AttrInt("a_bits", aBits)}}
 	}
 	return len(found)
 }

@@ -120,6 +120,9 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		}
 		if onnx.QuantMatMulAMX() && !cfg.Int8PerTensor {
 			cpu |= fuse.RewriteQuantMatMulAMX // int8 graphs only: one activation scale per token, AMX-INT8 tiles
+			if cfg.Int8ActivationBits == 8 {
+				cpu |= fuse.QuantMatMulA8
+			}
 		}
 		model.ForCPU = rewrite(0, cpu, "the CPU")
 		model.ForCUDA = rewrite(1, fuse.ForCUDA, "CUDA")

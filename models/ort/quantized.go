@@ -16,17 +16,21 @@ import (
 	"github.com/klauspost/cpuid/v2"
 )
 
-// SmoothInt8 reports whether the int8 copies hybrank makes here are
-// smoothed (Smoothing): when their products run with one activation scale
-// per token, that is when package onnx's QuantMatMul can run here
-// (onnx.QuantMatMulAMX, so after onnx.Init) and perTensor
-// (models.Config.Int8PerTensor) does not keep the runtime's kernel. With
-// one scale per tensor the migration does not pay: the larger weight rows
-// coarsen every column's steps and the batch's outlier tokens still set
-// the activations' (a trained encoder on scifact lists: mean per-query
-// Spearman 0.969 smoothed against 0.98 without, worst 0.957 both;
-// bench/results/rerank_int8_profile.md).
-func SmoothInt8(perTensor bool) bool { return onnx.QuantMatMulAMX() && !perTensor }
+// SmoothInt8 reports whether the int8 copies hybrank makes for cfg here
+// are smoothed (Smoothing): when their products run with one 8-bit
+// activation scale per token, that is when package onnx's QuantMatMul can
+// run here (onnx.QuantMatMulAMX, so after onnx.Init), the fusion runs
+// (not DisableFusion), cfg does not keep the runtime's kernel
+// (Int8PerTensor) and asks for 8-bit codes (Int8ActivationBits 8). With
+// 16-bit codes the activations need no help and the migration only
+// coarsens the weights (a trained encoder: worst per-query Spearman 0.994
+// unsmoothed, 0.991 smoothed); with one scale per tensor it does not pay
+// either: the larger weight rows coarsen every column's steps and the
+// batch's outlier tokens still set the activations' (mean 0.969 smoothed
+// against 0.98 without; bench/results/rerank_int8_profile.md).
+func SmoothInt8(cfg models.Config) bool {
+	return onnx.QuantMatMulAMX() && !cfg.Int8PerTensor && !cfg.DisableFusion && cfg.Int8ActivationBits == 8
+}
 
 // Int8WeightBits is the weight code width of the int8 copies hybrank makes
 // on this CPU: 8 where the runtime's integer kernels sum in 32 bits (AVX-512
@@ -63,8 +67,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 		if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
 			return "", err
 		}
-		// Without the fusion the runtime's per-tensor kernel runs them.
-		smooth = SmoothInt8(cfg.Int8PerTensor || cfg.DisableFusion)
+		smooth = SmoothInt8(cfg)
 	}
 	m, ok, err := quantize.ReadMarker(dir)
 	switch {

@@ -30,10 +30,10 @@ func TestQuantizeInt8Option(t *testing.T) {
 	}
 	if mk, ok, err := quantize.ReadMarker(copies[0]); err != nil || !ok {
 		t.Fatalf("copy %s has no quantize marker (%v)", copies[0], err)
-	} else if c := mk.Report.Config; c.WeightBits != ort.Int8WeightBits() || (c.Smooth != nil) != ort.SmoothInt8(false) ||
+	} else if c := mk.Report.Config; c.WeightBits != ort.Int8WeightBits() || (c.Smooth != nil) != ort.SmoothInt8(models.Config{}) ||
 		c.Smooth != nil && (c.Smooth.Source == "" || mk.Report.Smoothed == 0) {
 		t.Errorf("copy made with %d-bit weights (want %d), smoothing %+v (want it: %v), %d activations smoothed",
-			c.WeightBits, ort.Int8WeightBits(), c.Smooth, ort.SmoothInt8(false), mk.Report.Smoothed)
+			c.WeightBits, ort.Int8WeightBits(), c.Smooth, ort.SmoothInt8(models.Config{}), mk.Report.Smoothed)
 	}
 	// The marker is written last by a quantization (the directory itself
 	// changes: the cost cache beside the model is rewritten at Close).
@@ -272,16 +272,18 @@ func TestQuantizedCopyCacheInsideModel(t *testing.T) {
 	}
 }
 
-// TestQuantizedCopyPerConfig: a load with Int8PerTensor wants an unsmoothed
-// copy where the default one is smoothed (AMX-INT8); it gets a folder of
-// its own, and the default copy stays where another load may be reading
-// it. Where neither is smoothed both loads share one copy.
+// TestQuantizedCopyPerConfig: a load with 8-bit activation codes wants a
+// smoothed copy where the default one (16-bit codes, or per tensor) is
+// not (AMX-INT8); it gets a folder of its own, and the default copy stays
+// where another load may be reading it. Where neither is smoothed every
+// load shares one copy.
 func TestQuantizedCopyPerConfig(t *testing.T) {
 	dir := generated(t, smallConfig(bertgen.CrossEncoder)).dir
 	cache := t.TempDir()
-	load := func(perTensor bool) {
+	a8 := func(c *models.Config) { c.Int8ActivationBits = 8 }
+	load := func(opt func(*models.Config)) {
 		cfg := quantizedConfig(dir, models.QuantizeInt8, cache)
-		cfg.Int8PerTensor = perTensor
+		opt(&cfg)
 		ce, err := ort.NewCrossEncoder(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -291,24 +293,26 @@ func TestQuantizedCopyPerConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	load(false)
+	load(func(*models.Config) {})
 	first, _ := filepath.Glob(filepath.Join(cache, "*"))
-	load(true)
-	load(false)
+	load(a8)
+	load(func(c *models.Config) { c.Int8PerTensor = true })
+	load(func(*models.Config) {})
 	all, _ := filepath.Glob(filepath.Join(cache, "*"))
+	smoothA8 := ort.SmoothInt8(models.Config{Int8ActivationBits: 8})
 	want := 1
-	if ort.SmoothInt8(false) {
+	if smoothA8 {
 		want = 2
 	}
-	if len(first) != 1 || len(all) != want {
-		t.Fatalf("copies %v after the default load, %v after both (want %d)", first, all, want)
+	if len(first) != 1 || len(all) != want || ort.SmoothInt8(models.Config{}) {
+		t.Fatalf("copies %v after the default load, %v after all (want %d)", first, all, want)
 	}
 	for _, c := range all {
 		mk, ok, err := quantize.ReadMarker(c)
 		if err != nil || !ok {
 			t.Fatalf("%s: marker %v %v", c, ok, err)
 		}
-		if smoothed := mk.Report.Config.Smooth != nil; smoothed != (c == first[0] && ort.SmoothInt8(false)) {
+		if smoothed := mk.Report.Config.Smooth != nil; smoothed != (c != first[0] && smoothA8) {
 			t.Errorf("%s: smoothed %v", c, smoothed)
 		}
 	}

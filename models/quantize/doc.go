@@ -247,7 +247,9 @@
 // (Smoothing: 24 built-in query/passage pairs through the float32 model,
 // every quantized activation's channel maxima, about a second) and makes
 // its int8 copies with it and with 8-bit weights (VNNI and AMX sum in 32
-// bits) only where the products run per token (ort.SmoothInt8). A
+// bits) only where the products run per token with 8-bit codes
+// (ort.SmoothInt8; models.Config.Int8ActivationBits 8: since session 30
+// the default codes are 16 bits, which need no smoothing, below). A
 // trained encoder under a random head (all-MiniLM-L6-v2's, balanced's
 // shape) on 10 scifact queries × BM25 top 32, bench rerank --int8, worst /
 // mean per-query Spearman against float32: per tensor 0.957 / 0.982;
@@ -267,6 +269,21 @@
 // a mean of 0.89–0.94 to 0.978–0.991 (bench/results/dense_real_int8_pertoken.md).
 // Generated weights stay below 0.99 (0.89–0.94 worst): their scores over
 // a list spread over about 1e-3 of a logit, so any rounding reorders them.
+//
+// 16-bit activation codes (session 30) closed what was left: QuantMatMul
+// with a_bits = 16 quantizes each token to 16 bits and runs the product on
+// the codes' two bytes against the same 8-bit weights (two integer
+// products). Where the error of 8-bit codes sat (numpy, bfloat16 in one
+// kind of product at a time, α 0.75, worst over 10 lists: all 8-bit
+// 0.9916, the second feed-forward product 0.9963, the first 0.9912, Q/K/V
+// 0.9923, attention's output 0.9927) pointed at the second feed-forward
+// product, but on the trained encoder over 30 lists that product alone in
+// 16 bits left the worst at 0.988–0.989; every product in 16 bits,
+// unsmoothed: 0.9941 / 0.9975 (smoothed 0.9912 / 0.9962: the migration
+// only coarsens the weights once the activations have 16 bits), and
+// generated weights pass too (0.993–0.998). That is models/ort's default
+// (models.Config.Int8ActivationBits); 8-bit codes on smoothed copies stay
+// an option.
 //
 // # float16 (Config.Type TypeFP16)
 //
