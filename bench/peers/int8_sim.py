@@ -26,6 +26,13 @@ from quantized operands in one of these modes:
              a LayerNorm feeds the layer (|gamma_j|·--ln-c + |beta_j|),
              s_j = 1 elsewhere: no calibration data
   bf16       both operands rounded to bfloat16 (round to nearest even)
+  M+bf16:P   mode M, but the layers of kind P (q, k, v, o: attention's
+             query, key, value, output; f1, f2: the feed-forward's first and
+             second products; several joined by '.') in bf16, or with
+             M+fp32:P in float32: where the error of M comes from;
+             M+a16:P: activations quantized per token to 16 bits (uint16)
+             and M's 8-bit weights (smoothed as M smooths them),
+             M+a16n:P the same with unsmoothed 8-bit weights
 
 and prints per query the float32 score range and each mode's Spearman
 correlation with float32, then each mode's worst and mean. Rounding is
@@ -74,17 +81,17 @@ def bf16(x):
     return u.astype(np.uint32).view(np.float32)
 
 
-def quant_act(x, mode):
-    """Asymmetric uint8 with the range widened to include 0, dequantized."""
+def quant_act(x, mode, top=255):
+    """Asymmetric uint8 (uint16: top 65535) with the range widened to include 0, dequantized."""
     if mode in ("none", "fp32"):
         return x
     axis = None if mode == "tensor" else -1  # token, smooth
     lo = np.minimum(x.min(axis=axis, keepdims=True), 0)
     hi = np.maximum(x.max(axis=axis, keepdims=True), 0)
-    s = (hi - lo) / 255
+    s = (hi - lo) / top
     s[s == 0] = 1
     zp = np.round(-lo / s)
-    return (np.clip(np.round(x / s) + zp, 0, 255) - zp) * s
+    return (np.clip(np.round(x / s) + zp, 0, top) - zp) * s
 
 
 class Model:
@@ -104,8 +111,23 @@ class Model:
         self.alpha = 0.5
         self.ln_c = 3.0
 
+    KINDS = {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+             "o": "attention.output.dense", "f1": "intermediate.dense", "f2": "output.dense"}
+
     def linear(self, x, name, mode):
         w, b = self.w[name + ".weight"], self.w[name + ".bias"]
+        if "+" in mode:
+            mode, over = mode.split("+")
+            form, kinds = over.split(":")
+            if any(name.split(".", 3)[3] == self.KINDS[k] for k in kinds.split(".")):
+                if form.startswith("a16"):
+                    key = (name, form, mode)
+                    if key not in self.qw:
+                        s = self.smooth[name] if form == "a16" and mode.startswith("smooth/") else np.ones(w.shape[1], np.float32)
+                        self.qw[key] = (1 / s, quant_weight(w * s, 8))
+                    inv, wq = self.qw[key]
+                    return quant_act(x * inv, "token", 65535) @ wq.T + b
+                mode = form
         if self.calib is not None:
             a = np.abs(x).max(axis=0)
             self.calib[name] = np.maximum(self.calib.get(name, a), a)
