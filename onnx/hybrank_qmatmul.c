@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-// ai.hybrank.QuantMatMul(a, b, b_scale, bias, a_mul) -> y
+// ai.hybrank.QuantMatMul(a, b, b_scale, bias, a_mul) -> y (y0, y1, y2 with split)
 //   a float32 [..., K]; b int8 [K, N]; b_scale float32 [N] (or one value);
 //   bias float32 [N] and a_mul float32 [K] optional. b, b_scale, bias and
 //   a_mul must be initializers: the kernel reads and packs them once, when
@@ -26,6 +26,10 @@
 //     I_x = (float)(Σ_k q_x[k]·b[k, n] − z_x·Σ_k b[k, n])      (int32 sums)
 //   two integer products where 8 bits take one, for a product whose
 //   activations 8 bits resolve too coarsely (models/fuse chooses which).
+//   Attribute split = [N0, N1, …] (at most three; each but the last a
+//   multiple of 16, summing to N) hands y out as that many outputs, columns
+//   N0, then N1…: one product, one quantization of a, for the Q, K and V
+//   projections of one input (models/fuse groups them).
 //   Attribute amx = 1 runs the integer products on AMX tiles (tdpbusd, u8 ×
 //   s8 summed in int32), 32 rows × 32 columns a step, one block of 32 rows
 //   per task on the session's intra-op threads, each block quantized into
@@ -43,8 +47,12 @@
 #include "hybrank_internal.h"
 #include "hybrank_ops.h"
 
+#define QMM_MAX_OUT 3
+
 typedef struct {
   long k, n, k64, n16; // K and N, padded to the tiles' 64 and 16
+  int nout;            // outputs: columns off[o] … off[o + 1] − 1 go to output o
+  long off[QMM_MAX_OUT + 1];
   int amx, gelu, wide; // wide: a_bits = 16
   int8_t *b;        // amx 0: b as given, [K, N]
   int8_t *packed;   // amx 1: per block of 16 columns, K64 / 64 tiles of 16 rows (4 k each) × 16 columns × 4 bytes
@@ -57,10 +65,20 @@ typedef struct {
 typedef struct {
   const qmm *w;
   const float *a;
-  float *y;
+  float *y[QMM_MAX_OUT];
   long m;
   int failed;
 } qmm_job;
+
+// out_at is where column c of row m lands (output o's row m, column c −
+// off[o]); *left is how many columns that output has from c on.
+static inline float *out_at(const qmm_job *j, long m, long c, long *left) {
+  const qmm *w = j->w;
+  int o = 0;
+  while (c >= w->off[o + 1]) o++;
+  *left = w->off[o + 1] - c;
+  return j->y[o] + m * (w->off[o + 1] - w->off[o]) + (c - w->off[o]);
+}
 
 // ---- quantization of one row -------------------------------------------------
 
@@ -158,7 +176,6 @@ static int qmm_ref(const qmm_job *j, long m0, long rows) {
     float s;
     int32_t z;
     qrow_ref(j->a + (m0 + r) * w->k, w->mul, w->k, w->wide ? 65535 : 255, q, &s, &z);
-    float *y = j->y + (m0 + r) * w->n;
     for (long n = 0; n < w->n; n++) {
       int32_t acc = 0, lo = 0;
       for (long i = 0; i < w->k; i++) {
@@ -168,7 +185,8 @@ static int qmm_ref(const qmm_job *j, long m0, long rows) {
         else
           acc += q[i] * b;
       }
-      y[n] = epilogue(acc, w->wide ? &lo : NULL, z, w->colsum[n], s, w->scale[n], w->bias[n], w->gelu);
+      long left;
+      *out_at(j, m0 + r, n, &left) = epilogue(acc, w->wide ? &lo : NULL, z, w->colsum[n], s, w->scale[n], w->bias[n], w->gelu);
     }
   }
   free(q);
@@ -224,14 +242,14 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
     for (long r = 0; r < rows; r++) {
       __m512i vz = _mm512_set1_epi32(z[r]);
       __m512 vs = _mm512_set1_ps(s[r]);
-      float *y = j->y + (m0 + r) * w->n;
       for (long c = 0; c < (two ? 2 : 1); c++) {
-        long n = (nb + c) * 16;
-        __mmask16 live = n + 16 <= w->n ? 0xFFFF : (__mmask16)((1u << (w->n - n)) - 1);
+        long n = (nb + c) * 16, left;
+        float *y = out_at(j, m0 + r, n, &left);
+        __mmask16 live = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
         __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 32 + c * 16), _mm512_mullo_epi32(vz, _mm512_loadu_si512(w->colsum + n)));
         __m512 out = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(vs, _mm512_loadu_ps(w->scale + n)), _mm512_loadu_ps(w->bias + n));
         if (w->gelu) out = gelu512(out);
-        _mm512_mask_storeu_ps(y + n, live, out);
+        _mm512_mask_storeu_ps(y, live, out);
       }
     }
   }
@@ -241,61 +259,68 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
 }
 
 // qmm_amx_wide is qmm_amx for 16-bit codes: rows quantized into their
-// high bytes (hi) and low bytes (lo), then per column block four
-// accumulator tiles (0, 1: the high bytes' rows 0–15 and 16–31; 2, 3: the
-// low bytes'), A in tiles 4 (high) and 5 (low), B in 6: two products where
-// qmm_amx does one.
+// high bytes (hi) and low bytes (lo), then per pair of column blocks and
+// per 16 rows four accumulator tiles (0, 1: the high bytes' products with
+// the two blocks; 2, 3: the low bytes'), A in tiles 4 (high) and 5 (low), B
+// in 6 and 7: two products where qmm_amx does one, four tile loads to
+// four products.
 TARGET_AMXI static int qmm_amx_wide(const qmm_job *j, long m0, long rows) {
   const qmm *w = j->w;
   long k64 = w->k64, kt = k64 / 64, nb16 = w->n16 / 16;
   size_t qbytes = (size_t)32 * k64;
-  uint8_t *mem = aligned_alloc(64, 2 * qbytes + 2 * 32 * 16 * 4);
+  uint8_t *mem = aligned_alloc(64, 2 * qbytes + 2 * 16 * 32 * 4);
   if (!mem) return -1;
   uint8_t *hi = mem, *lo = mem + qbytes;
-  int32_t *acc = (int32_t *)(mem + 2 * qbytes), *accl = acc + 32 * 16;
+  int32_t *acc = (int32_t *)(mem + 2 * qbytes), *accl = acc + 16 * 32; // [16 rows][32 columns] each
   float s[32];
   int32_t z[32];
   memset(mem, 0, 2 * qbytes);
   for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, hi + r * k64, lo + r * k64, &s[r], &z[r]);
-  int lower = rows > 16;
 
   hybrank_tilecfg saved;
   hybrank_tiles_begin(&saved);
 
-  for (long nb = 0; nb < nb16; nb++) {
-    const int8_t *b0 = w->packed + nb * kt * 1024;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    for (long kb = 0; kb < kt; kb++) {
-      _tile_loadd(6, b0 + kb * 1024, 64);
-      _tile_loadd(4, hi + kb * 64, k64);
-      _tile_dpbusd(0, 4, 6);
-      _tile_loadd(5, lo + kb * 64, k64);
-      _tile_dpbusd(2, 5, 6);
-      if (lower) {
-        _tile_loadd(4, hi + 16 * k64 + kb * 64, k64);
-        _tile_dpbusd(1, 4, 6);
-        _tile_loadd(5, lo + 16 * k64 + kb * 64, k64);
-        _tile_dpbusd(3, 5, 6);
+  for (long nb = 0; nb < nb16; nb += 2) {
+    int two = nb + 1 < nb16;
+    const int8_t *b0 = w->packed + nb * kt * 1024, *b1 = b0 + kt * 1024;
+    for (long r0 = 0; r0 < rows; r0 += 16) {
+      const uint8_t *h = hi + r0 * k64, *l = lo + r0 * k64;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (long kb = 0; kb < kt; kb++) {
+        _tile_loadd(4, h + kb * 64, k64);
+        _tile_loadd(5, l + kb * 64, k64);
+        _tile_loadd(6, b0 + kb * 1024, 64);
+        _tile_dpbusd(0, 4, 6);
+        _tile_dpbusd(2, 5, 6);
+        if (two) {
+          _tile_loadd(7, b1 + kb * 1024, 64);
+          _tile_dpbusd(1, 4, 7);
+          _tile_dpbusd(3, 5, 7);
+        }
       }
-    }
-    _tile_stored(0, acc, 64);
-    _tile_stored(1, acc + 16 * 16, 64);
-    _tile_stored(2, accl, 64);
-    _tile_stored(3, accl + 16 * 16, 64);
-    long n = nb * 16;
-    __mmask16 live = n + 16 <= w->n ? 0xFFFF : (__mmask16)((1u << (w->n - n)) - 1);
-    __m512i cs = _mm512_loadu_si512(w->colsum + n);
-    __m512 sc = _mm512_loadu_ps(w->scale + n), bias = _mm512_loadu_ps(w->bias + n);
-    for (long r = 0; r < rows; r++) {
-      __m512i vh = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 16), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] >> 8), cs));
-      __m512i vl = _mm512_sub_epi32(_mm512_loadu_si512(accl + r * 16), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] & 255), cs));
-      __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(256.0f), _mm512_cvtepi32_ps(vh), _mm512_cvtepi32_ps(vl));
-      __m512 out = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(s[r]), sc), bias);
-      if (w->gelu) out = gelu512(out);
-      _mm512_mask_storeu_ps(j->y + (m0 + r) * w->n + n, live, out);
+      _tile_stored(0, acc, 128);
+      _tile_stored(1, acc + 16, 128);
+      _tile_stored(2, accl, 128);
+      _tile_stored(3, accl + 16, 128);
+      for (long c = 0; c < (two ? 2 : 1); c++) {
+        long n = (nb + c) * 16;
+        __m512i cs = _mm512_loadu_si512(w->colsum + n);
+        __m512 sc = _mm512_loadu_ps(w->scale + n), bias = _mm512_loadu_ps(w->bias + n);
+        for (long r = r0; r < rows && r < r0 + 16; r++) {
+          long i = (r - r0) * 32 + c * 16;
+          __m512i vh = _mm512_sub_epi32(_mm512_loadu_si512(acc + i), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] >> 8), cs));
+          __m512i vl = _mm512_sub_epi32(_mm512_loadu_si512(accl + i), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] & 255), cs));
+          __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(256.0f), _mm512_cvtepi32_ps(vh), _mm512_cvtepi32_ps(vl));
+          __m512 out = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(s[r]), sc), bias);
+          if (w->gelu) out = gelu512(out);
+          long left;
+          float *y = out_at(j, m0 + r, n, &left);
+          _mm512_mask_storeu_ps(y, left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1), out);
+        }
+      }
     }
   }
   hybrank_tiles_end(&saved);
@@ -324,17 +349,28 @@ static void qmm_free(qmm *w) {
 }
 
 // qmm_new copies and (amx) packs the operands; scale has n or 1 values,
-// bias n or none, mul k or none; abits is 8 or 16.
+// bias n or none, mul k or none; abits is 8 or 16; split has nsplit output
+// widths (0: one output of n).
 static const char *qmm_new(const int8_t *b, const float *scale, long nscale, const float *bias, const float *mul, long k, long n,
-                           int amx, int gelu, int abits, qmm **out) {
+                           int amx, int gelu, int abits, const int64_t *split, size_t nsplit, qmm **out) {
   if (k < 1 || n < 1) return "hybrank QuantMatMul: b must be int8 [K, N] with K, N > 0";
   if (k > 65536) return "hybrank QuantMatMul: K above 65536 (the int32 sums could overflow)";
   if (nscale != n && nscale != 1) return "hybrank QuantMatMul: b_scale must have N values or one";
   if (abits != 8 && abits != 16) return "hybrank QuantMatMul: a_bits must be 8 or 16";
+  if (nsplit > QMM_MAX_OUT) return "hybrank QuantMatMul: split has more than three outputs";
+  long off[QMM_MAX_OUT + 1] = {0, n};
+  for (size_t o = 0; o < nsplit; o++) {
+    if (split[o] < 1 || (o + 1 < nsplit && split[o] % 16 != 0))
+      return "hybrank QuantMatMul: split widths must be positive, each but the last a multiple of 16";
+    off[o + 1] = off[o] + (long)split[o];
+  }
+  if (nsplit > 0 && off[nsplit] != n) return "hybrank QuantMatMul: split widths must sum to N";
   if (amx && !hybrank_amx_int8) return "hybrank QuantMatMul: amx = 1 needs AMX-INT8, which this CPU or kernel does not offer";
   qmm *w = calloc(1, sizeof *w);
   if (!w) return "hybrank QuantMatMul: out of memory";
   w->k = k, w->n = n, w->amx = amx, w->gelu = gelu, w->wide = abits == 16;
+  w->nout = nsplit > 0 ? (int)nsplit : 1;
+  memcpy(w->off, off, sizeof off);
   w->k64 = (k + 63) / 64 * 64, w->n16 = (n + 15) / 16 * 16;
   w->colsum = calloc((size_t)w->n16, sizeof(int32_t));
   w->scale = calloc((size_t)w->n16, sizeof(float));
@@ -376,9 +412,9 @@ static const char *qmm_new(const int8_t *b, const float *scale, long nscale, con
 const char *hybrank_quant_matmul(const float *a, const int8_t *b, const float *b_scale, const float *bias, const float *a_mul,
                                  float *y, long m, long k, long n, int amx, int gelu, int abits, long reps) {
   qmm *w;
-  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, gelu, abits, &w);
+  const char *err = qmm_new(b, b_scale, n, bias, a_mul, k, n, amx, gelu, abits, NULL, 0, &w);
   if (err) return err;
-  qmm_job j = {w, a, y, m, 0};
+  qmm_job j = {w, a, {y}, m, 0};
   for (long rep = 0; rep < reps; rep++)
     for (long t = 0; t < (m + 31) / 32; t++) qmm_task(&j, (size_t)t);
   qmm_free(w);
@@ -432,6 +468,11 @@ static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKe
   if (st) api->ReleaseStatus(st), amx = 0; // optional: the reference path
   if ((st = api->KernelInfoGetAttribute_int64(info, "gelu", &gelu))) api->ReleaseStatus(st), gelu = 0; // optional: none
   if ((st = api->KernelInfoGetAttribute_int64(info, "a_bits", &abits))) api->ReleaseStatus(st), abits = 8; // optional: 8
+  int64_t split[QMM_MAX_OUT];
+  size_t nsplit = 0; // optional: one output
+  if ((st = api->KernelInfoGetAttributeArray_int64(info, "split", NULL, &nsplit))) api->ReleaseStatus(st), nsplit = 0;
+  if (nsplit > QMM_MAX_OUT) return hybrank_invalid("hybrank QuantMatMul: split has more than three outputs");
+  if (nsplit > 0 && (st = api->KernelInfoGetAttributeArray_int64(info, "split", split, &nsplit))) return st;
   const OrtValue *v[5] = {0};
   static const char *notconst[5] = {0, "hybrank QuantMatMul: b must be an initializer", "hybrank QuantMatMul: b_scale must be an initializer",
                                     "hybrank QuantMatMul: bias must be an initializer", "hybrank QuantMatMul: a_mul must be an initializer"};
@@ -456,7 +497,7 @@ static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKe
   for (size_t i = 1; i < 5; i++)
     if (v[i] && (st = api->GetTensorMutableData((OrtValue *)v[i], &p[i]))) return st;
   qmm *w;
-  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, gelu != 0, (int)abits, &w);
+  const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, gelu != 0, (int)abits, split, nsplit, &w);
   if (err) return hybrank_invalid(err);
   *kernel = w;
   return NULL;
@@ -473,13 +514,18 @@ static OrtStatus *qmm_compute(void *kernel, OrtKernelContext *ctx) {
   if ((st = shape(in, &t, d, &rank))) return st;
   if (t != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || rank < 1 || d[rank - 1] != w->k)
     return hybrank_invalid("hybrank QuantMatMul: a must be float32 [..., K]");
-  qmm_job j = {w, NULL, NULL, (long)elements(d, rank - 1), 0};
-  d[rank - 1] = w->n;
-  OrtValue *outv;
-  if ((st = api->KernelContext_GetOutput(ctx, 0, d, rank, &outv))) return st;
+  qmm_job j = {w, NULL, {NULL}, (long)elements(d, rank - 1), 0};
+  size_t nout = 0;
+  if ((st = api->KernelContext_GetOutputCount(ctx, &nout))) return st;
+  if (nout != (size_t)w->nout) return hybrank_invalid("hybrank QuantMatMul: the node's outputs do not match its split");
+  for (int o = 0; o < w->nout; o++) {
+    d[rank - 1] = w->off[o + 1] - w->off[o];
+    OrtValue *outv;
+    if ((st = api->KernelContext_GetOutput(ctx, (size_t)o, d, rank, &outv))) return st;
+    if (j.m > 0 && (st = api->GetTensorMutableData(outv, (void **)&j.y[o]))) return st;
+  }
   if (j.m == 0) return NULL;
   if ((st = api->GetTensorMutableData((OrtValue *)in, (void **)&j.a))) return st;
-  if ((st = api->GetTensorMutableData(outv, (void **)&j.y))) return st;
   if ((st = api->KernelContext_ParallelFor(ctx, qmm_task, (size_t)((j.m + 31) / 32), 0, &j))) return st;
   return j.failed ? api->CreateStatus(ORT_FAIL, "hybrank QuantMatMul: out of memory") : NULL;
 }
@@ -506,6 +552,14 @@ static OrtCustomOpInputOutputCharacteristic qmm_input(const OrtCustomOp *op, siz
   (void)op;
   return i < 3 ? INPUT_OUTPUT_REQUIRED : INPUT_OUTPUT_OPTIONAL;
 }
+static size_t qmm_outputs(const OrtCustomOp *op) {
+  (void)op;
+  return QMM_MAX_OUT;
+}
+static OrtCustomOpInputOutputCharacteristic qmm_output(const OrtCustomOp *op, size_t i) {
+  (void)op;
+  return i == 0 ? INPUT_OUTPUT_REQUIRED : INPUT_OUTPUT_OPTIONAL;
+}
 
 OrtCustomOp hybrank_quant_matmul_op = {
     .version = 16,
@@ -514,10 +568,10 @@ OrtCustomOp hybrank_quant_matmul_op = {
     .GetInputType = qmm_type,
     .GetInputTypeCount = five,
     .GetOutputType = qmm_out_type,
-    .GetOutputTypeCount = hybrank_one,
+    .GetOutputTypeCount = qmm_outputs,
     .KernelDestroy = qmm_destroy,
     .GetInputCharacteristic = qmm_input,
-    .GetOutputCharacteristic = hybrank_required,
+    .GetOutputCharacteristic = qmm_output,
     .GetInputMemoryType = hybrank_default_mem,
     .GetVariadicInputMinArity = hybrank_arity_one,
     .GetVariadicInputHomogeneity = hybrank_homogeneous,

@@ -301,7 +301,7 @@ func BenchmarkQuantMatMulKernel(b *testing.B) {
 	if !QuantMatMulAMX() {
 		b.Skip("no AMX-INT8 here")
 	}
-	for _, sh := range []struct{ m, k, n int }{{1504, 128, 128}, {1504, 128, 512}, {1504, 512, 128}, {1504, 384, 384}, {1504, 1536, 384}} {
+	for _, sh := range []struct{ m, k, n int }{{1504, 128, 128}, {1504, 128, 384}, {1504, 128, 512}, {1504, 512, 128}, {1504, 384, 384}, {1504, 384, 1152}, {1504, 1536, 384}} {
 		for _, bits := range []int{8, 16} {
 			c := newQMMCase(sh.m, sh.k, sh.n, true, true, 1)
 			y := make([]float32, sh.m*sh.n)
@@ -312,6 +312,81 @@ func BenchmarkQuantMatMulKernel(b *testing.B) {
 					b.Fatal(err)
 				}
 			})
+		}
+	}
+}
+
+// TestQuantMatMulSplit: with split, one product hands its columns out as
+// several outputs, each equal to the same columns of the one-output
+// product (both paths); a split that does not sum to N, or whose first
+// width is not a multiple of 16, is refused when the session is built.
+func TestQuantMatMulSplit(t *testing.T) {
+	initRuntime(t)
+	const m, k, n = 45, 128, 384
+	c := newQMMCase(m, k, n, true, false, 13)
+	want := make([]float32, m*n)
+	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, want, m, k, n, false, false, 16, 1); err != nil {
+		t.Fatal(err)
+	}
+	build := func(amx int64, split []int64) string {
+		g := onnxpb.NewGraph("qmm")
+		g.AddInput("a", onnxpb.Float32, onnxpb.Symbolic("m"), onnxpb.Fixed(k))
+		raw := make([]byte, len(c.b))
+		for i, v := range c.b {
+			raw[i] = byte(v)
+		}
+		g.AddRaw("w", onnxpb.Int8, []int64{k, n}, raw)
+		g.AddFloat32("w_scale", []int64{n}, c.bScale)
+		g.AddFloat32("bias", []int64{n}, c.bias)
+		var outs []string
+		for i, w := range split {
+			outs = append(outs, fmt.Sprintf("y%d", i))
+			g.AddOutput(outs[i], onnxpb.Float32, onnxpb.Symbolic("m"), onnxpb.Fixed(w))
+		}
+		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
+			Inputs: []string{"a", "w", "w_scale", "bias"}, Outputs: outs,
+			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("a_bits", 16), onnxpb.AttrInts("split", split...)}})
+		mod := onnxpb.NewModel(g)
+		mod.ExtraOpsets = append(mod.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+		path := filepath.Join(t.TempDir(), "qmm.onnx")
+		if err := mod.WriteFile(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cfg := DefaultSessionConfig()
+	cfg.Provider, cfg.IntraOpThreads = ProviderCPU, 2
+	split := []int64{128, 64, 192}
+	for _, amx := range []int64{0, 1} {
+		if amx == 1 && !QuantMatMulAMX() {
+			continue
+		}
+		sess, err := NewSession(build(amx, split), []string{"a"}, []string{"y0", "y1", "y2"}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := sess.Run(context.Background(), []Input{{Name: "a", Shape: []int64{m, k}, Float32: c.a}})
+		sess.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := 0
+		for o, w := range split {
+			if !slices.Equal(out[o].Shape, []int64{m, w}) {
+				t.Fatalf("amx=%d: output %d shape %v", amx, o, out[o].Shape)
+			}
+			for r := range m {
+				if got, ref := out[o].Float32[r*int(w):(r+1)*int(w)], want[r*n+off:r*n+off+int(w)]; !slices.Equal(got, ref) {
+					t.Fatalf("amx=%d: output %d row %d: %v…, want %v…", amx, o, r, got[:2], ref[:2])
+				}
+			}
+			off += int(w)
+		}
+	}
+	for _, bad := range [][]int64{{128, 64, 100}, {120, 264}} {
+		if sess, err := NewSession(build(0, bad), []string{"a"}, []string{"y0"}, cfg); err == nil {
+			sess.Close()
+			t.Errorf("split %v: session built", bad)
 		}
 	}
 }
