@@ -81,11 +81,13 @@ func rewriteHybrank(m *onnxpb.Model, match func(f *fuser) int) (int, error) {
 	}
 	f := newFuser(g)
 	f.opset = m.Opset
+	// What a failed rewrite restores (a match may add initializers).
+	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
 	n := match(f)
 	if n == 0 {
+		g.Initializers = inits
 		return 0, nil
 	}
-	nodes, vi, inits, opsets := g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets
 	f.commit()
 	if !m.UsesOpset(onnxpb.HybrankDomain) {
 		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})

@@ -23,8 +23,12 @@ import (
 // 0.5, in either operand order), the GELU goes into the operator as well
 // (gelu = 1), computed in its epilogue. Every product gets a_bits = aBits:
 // 16 (two integer products on the codes' two bytes; what a trained
-// encoder's ranking needs, bench/results/rerank_int8_profile.md) or 8. It
-// returns how many products it rewrote.
+// encoder's ranking needs, bench/results/rerank_int8_profile.md) or 8.
+// Products that read the same activations with the same a_mul and no GELU
+// (a layer's Q, K and V projections), up to three whose N are multiples of
+// 16, become one operator over their weights side by side whose split
+// attribute hands each its own output: the activations are quantized once
+// instead of three times. It returns how many products it rewrote.
 //
 // The caller must load the result in a session that registers the domain
 // (package onnx's CPU sessions do) on a CPU where onnx.QuantMatMulAMX
@@ -45,12 +49,7 @@ func quantMatMul(m *onnxpb.Model, amx, aBits int64) (int, error) {
 // quantMatMuls is QuantMatMulAMX's match over f's graph.
 func (f *fuser) quantMatMuls(amx, aBits int64) int {
 	g := f.g
-	type match struct {
-		node       int
-		b, s, bias string
-		k          int64
-	}
-	var found []match
+	var found []qmmMatch
 	rewritten := map[int]bool{}
 	for i := range g.Nodes {
 		n := &g.Nodes[i]
@@ -74,7 +73,7 @@ func (f *fuser) quantMatMuls(amx, aBits int64) int {
 				continue
 			}
 		}
-		found = append(found, match{node: i, b: in[1], s: in[2], bias: in[4], k: k})
+		found = append(found, qmmMatch{node: i, b: in[1], s: in[2], bias: in[4], k: k, n: nn})
 		rewritten[i] = true
 	}
 	if len(found) == 0 {
@@ -104,6 +103,26 @@ func (f *fuser) quantMatMuls(amx, aBits int64) int {
 		f.replace[mt.node] = onnxpb.Node{Name: n.Name + "_hybrank_QuantMatMul", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
 			Inputs: []string{a, mt.b, mt.s, mt.bias, aMul}, Outputs: []string{out},
 			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu), onnxpb.AttrInt("a_bits", aBits)}}
+	}
+	// Group the products by what they read; a group of two or three
+	// becomes one operator with split outputs.
+	var order [][2]string
+	groups := map[[2]string][]qmmMatch{}
+	for _, mt := range found {
+		r := f.replace[mt.node]
+		if mt.n%16 != 0 || f.geluAttr(r) {
+			continue
+		}
+		key := [2]string{r.Inputs[0], r.Inputs[4]}
+		if groups[key] == nil {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], mt)
+	}
+	for _, key := range order {
+		for ms := groups[key]; len(ms) >= 2; ms = ms[min(len(ms), 3):] {
+			f.splitProducts(ms[:min(len(ms), 3)])
+		}
 	}
 	return len(found)
 }
@@ -182,4 +201,70 @@ func (f *fuser) zeros(name string) bool {
 		return !slices.ContainsFunc(t.Raw, func(b byte) bool { return b != 0 })
 	}
 	return false
+}
+
+// qmmMatch is one DynamicQuantizeMatMul QuantMatMulAMX rewrites: its node,
+// its weights, scale and bias, K and N.
+type qmmMatch struct {
+	node       int
+	b, s, bias string
+	k, n       int64
+}
+
+// geluAttr reports whether a rewritten QuantMatMul has GELU folded in.
+func (f *fuser) geluAttr(n onnxpb.Node) bool {
+	a, ok := n.Attr("gelu")
+	v, _ := a.Int()
+	return ok && v != 0
+}
+
+// splitProducts turns the rewritten products ms (their f.replace nodes,
+// reading the same a and a_mul, no GELU, each N a multiple of 16) into one
+// QuantMatMul over their weights side by side ([K, ΣN], int8, row by
+// row), scales and biases (zeros where a product has none), with split =
+// their N and their outputs in order, in place of the first; the others
+// are dropped.
+func (f *fuser) splitProducts(ms []qmmMatch) {
+	k := ms[0].k
+	var total int64
+	for _, mt := range ms {
+		if mt.k != k {
+			return
+		}
+		total += mt.n
+	}
+	w := make([]byte, k*total)
+	scale, bias := make([]float32, 0, total), make([]float32, 0, total)
+	split, outs := make([]int64, len(ms)), make([]string, len(ms))
+	off := int64(0)
+	for j, mt := range ms {
+		b := f.idx.Constant(mt.b)
+		for i := range k {
+			copy(w[i*total+off:i*total+off+mt.n], b.Raw[i*mt.n:(i+1)*mt.n])
+		}
+		off += mt.n
+		if s := f.idx.Constant(mt.s).Float32; len(s) == 1 {
+			for range mt.n {
+				scale = append(scale, s[0])
+			}
+		} else {
+			scale = append(scale, s...)
+		}
+		if t, ok := f.vector(mt.bias, mt.n); ok && mt.bias != "" {
+			bias = append(bias, t.Float32...)
+		} else {
+			bias = append(bias, make([]float32, mt.n)...)
+		}
+		split[j], outs[j] = mt.n, f.replace[mt.node].Outputs[0]
+	}
+	first := f.replace[ms[0].node]
+	name := first.Name + "_split"
+	node := onnxpb.Node{Name: name, OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
+		Inputs: []string{first.Inputs[0], f.g.AddRaw(name+"/b", onnxpb.Int8, []int64{k, total}, w),
+			f.g.AddFloat32(name+"/b_scale", []int64{total}, scale), f.g.AddFloat32(name+"/bias", []int64{total}, bias), first.Inputs[4]},
+		Outputs: outs, Attrs: append(slices.Clone(first.Attrs), onnxpb.AttrInts("split", split...))}
+	f.replace[ms[0].node] = node
+	for _, mt := range ms[1:] {
+		f.drop[mt.node] = true
+	}
 }

@@ -43,15 +43,21 @@ func floatModel(t *testing.T) (*onnxpb.Model, bertgen.Config) {
 // SkipLayerNorm, FirstToken and the attention rewrite, as models/ort
 // applies them), each layer's GELU folded into its first feed-forward
 // product, each with the activation codes asked for (16 bits; 8 on a
-// second graph; any other width refused); a float32 graph, and a product
+// second graph; any other width refused); the products reading one input
+// (Q, K and V; K and V in the narrowed last layer) become one with split
+// outputs over their weights side by side; a float32 graph, and a product
 // whose weights are a graph input, are left alone.
 func TestQuantMatMulGraph(t *testing.T) {
 	m, cfg := int8Model(t)
-	before := map[string][]string{} // node name → DynamicQuantizeMatMul inputs
+	before, byName := map[string][]string{}, map[string][]string{} // output, node name → DynamicQuantizeMatMul inputs
 	for _, n := range m.Graph.Nodes {
 		if n.OpType == "DynamicQuantizeMatMul" {
-			before[n.Name+"_hybrank_QuantMatMul"] = n.Inputs
+			before[n.Outputs[0]], byName[n.Name+"_hybrank_QuantMatMul"] = n.Inputs, n.Inputs
 		}
+	}
+	raw := map[string][]byte{}
+	for _, t := range m.Graph.Initializers {
+		raw[t.Name] = t.Raw
 	}
 	for _, f := range []func(*onnxpb.Model) (fuse.Report, error){fuse.SkipLayerNorm,
 		func(m *onnxpb.Model) (fuse.Report, error) { _, err := fuse.FirstToken(m); return fuse.Report{}, err },
@@ -67,17 +73,19 @@ func TestQuantMatMulGraph(t *testing.T) {
 	if err != nil || n != len(before) || n == 0 {
 		t.Fatalf("QuantMatMulAMX = %d, %v; want all %d products", n, err, len(before))
 	}
-	if countOps(m, "DynamicQuantizeMatMul") != 0 || countOps(m, "QuantMatMul") != n || !m.UsesOpset(onnxpb.HybrankDomain) {
-		t.Fatalf("%d DynamicQuantizeMatMul, %d QuantMatMul left", countOps(m, "DynamicQuantizeMatMul"), countOps(m, "QuantMatMul"))
+	if countOps(m, "DynamicQuantizeMatMul") != 0 || !m.UsesOpset(onnxpb.HybrankDomain) {
+		t.Fatalf("%d DynamicQuantizeMatMul left", countOps(m, "DynamicQuantizeMatMul"))
 	}
 	if countOps(m, "Erf") != 0 {
 		t.Errorf("%d Erf nodes left: GELU not folded", countOps(m, "Erf"))
 	}
-	gelus := 0
+	gelus, splits, outputs := 0, 0, 0
+	idx := m.Graph.Index()
 	for _, nd := range m.Graph.Nodes {
 		if nd.OpType != "QuantMatMul" {
 			continue
 		}
+		outputs += len(nd.Outputs)
 		if g, _ := attr(t, nd, "gelu").Int(); g == 1 {
 			gelus++
 			if !strings.Contains(nd.Name, "intermediate") {
@@ -87,16 +95,47 @@ func TestQuantMatMulGraph(t *testing.T) {
 		if b, _ := attr(t, nd, "a_bits").Int(); b != 16 {
 			t.Errorf("%s: a_bits = %d", nd.Name, b)
 		}
-		old := append(slices.Clone(before[nd.Name]), "", "", "", "", "")
-		// a as it was, or FirstToken's narrowing of it in the last layer.
-		if want := []string{old[1], old[2], old[4], ""}; nd.Inputs[0] != old[0] && nd.Inputs[0] != old[0]+"/first_token" || !slices.Equal(nd.Inputs[1:], want) {
-			t.Errorf("%s: inputs %q, want %q", nd.Name, nd.Inputs, want)
-		}
 		if amx, _ := attr(t, nd, "amx").Int(); amx != 1 {
 			t.Errorf("%s: amx = %d", nd.Name, amx)
 		}
+		if len(nd.Outputs) == 1 {
+			old := append(slices.Clone(byName[nd.Name]), "", "", "", "", "")
+			// a as it was, or FirstToken's narrowing of it in the last layer.
+			if want := []string{old[1], old[2], old[4], ""}; nd.Inputs[0] != old[0] && nd.Inputs[0] != old[0]+"/first_token" || !slices.Equal(nd.Inputs[1:], want) {
+				t.Errorf("%s: inputs %q, want %q", nd.Name, nd.Inputs, want)
+			}
+			continue
+		}
+		// Split: each output an original product of the same a, the
+		// weights theirs side by side.
+		splits++
+		w := idx.Constant(nd.Inputs[1])
+		total := w.Dims[1]
+		var off int64
+		for o, out := range nd.Outputs {
+			old := before[out]
+			if old == nil || old[0] != nd.Inputs[0] && old[0]+"/first_token" != nd.Inputs[0] {
+				t.Fatalf("%s: output %s is no product of %s (%q)", nd.Name, out, nd.Inputs[0], old)
+			}
+			b := raw[old[1]]
+			nn := int64(len(b)) / w.Dims[0]
+			if sp, _ := attr(t, nd, "split").Ints(); sp[o] != nn {
+				t.Errorf("%s: split %v, output %d has %d columns", nd.Name, sp, o, nn)
+			}
+			for i := range w.Dims[0] {
+				if !slices.Equal(w.Raw[i*total+off:i*total+off+nn], b[i*nn:(i+1)*nn]) {
+					t.Fatalf("%s: weight row %d of output %d differs", nd.Name, i, o)
+				}
+			}
+			off += nn
+		}
 	}
-
+	if outputs != n {
+		t.Errorf("QuantMatMul outputs %d, want one a product (%d)", outputs, n)
+	}
+	if splits != cfg.Layers {
+		t.Errorf("%d products with split outputs, want one a layer (%d)", splits, cfg.Layers)
+	}
 	if gelus != cfg.Layers {
 		t.Errorf("GELU folded into %d products, want one a layer (%d)", gelus, cfg.Layers)
 	}
