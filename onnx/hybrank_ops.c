@@ -17,7 +17,10 @@
 //   tiles (float32 accumulation, float32 softmax): for int8 models, whose
 //   other products are quantized already; 0 (the default) computes in
 //   float32, plainly: the reference the tests hold the tile path to.
-//   Head size a multiple of 32 up to 64 for bf16.
+//   Head size a multiple of 32 up to 64 for bf16. Fewer than 16 query rows
+//   (a narrowed last layer's [CLS]) skip the tiles for a float32 AVX-512
+//   path: packing K and V into bfloat16 tiles costs more than one row's
+//   products.
 
 #include "hybrank_ops.h"
 
@@ -224,10 +227,50 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
   return 0;
 }
 
+// attn_rows is the path for a few query rows (a narrowed last layer's one
+// [CLS] row): float32 in AVX-512, q·k per key and P·V as one FMA per key
+// and 16 dimensions, with none of the tile path's packing of K and V into
+// bfloat16, which for one row costs more than the products (a head size
+// that is a multiple of 16).
+HYBRANK_AVX512 static int attn_rows(attn_job *j, long b, long h) {
+  long H = j->hidden, dh = j->dh, sk = j->sk;
+  const float *k = j->k + b * sk * H + h * dh;
+  const float *v = j->v + b * sk * H + h * dh;
+  const float *m = j->mask + b * sk;
+  float *s = aligned_alloc(64, (size_t)(sk + 15) / 16 * 64);
+  if (!s) return -1;
+  for (long i = 0; i < j->sq; i++) {
+    const float *q = j->q + (b * j->sq + i) * H + h * dh;
+    float *o = j->out + (b * j->sq + i) * H + h * dh;
+    float mx = -INFINITY;
+    for (long t = 0; t < sk; t++) {
+      __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), _mm512_loadu_ps(k + t * H));
+      for (long d = 16; d < dh; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + t * H + d), acc);
+      s[t] = _mm512_reduce_add_ps(acc) * j->scale + m[t];
+      mx = s[t] > mx ? s[t] : mx;
+    }
+    __m512 vmax = _mm512_set1_ps(mx), sum = _mm512_setzero_ps();
+    for (long t = 0; t < sk; t += 16) {
+      __mmask16 live = t + 16 <= sk ? 0xFFFF : (__mmask16)((1u << (sk - t)) - 1);
+      __m512 e = _mm512_maskz_mov_ps(live, exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(live, s + t), vmax)));
+      _mm512_mask_storeu_ps(s + t, live, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (long d = 0; d < dh; d += 16) {
+      __m512 acc = _mm512_setzero_ps();
+      for (long t = 0; t < sk; t++) acc = _mm512_fmadd_ps(_mm512_set1_ps(s[t]), _mm512_loadu_ps(v + t * H + d), acc);
+      _mm512_storeu_ps(o + d, _mm512_mul_ps(acc, inv));
+    }
+  }
+  free(s);
+  return 0;
+}
+
 static void attn_task(void *p, size_t idx) {
   attn_job *j = p;
   long b = (long)idx / j->heads, h = (long)idx % j->heads;
-  int rc = j->bf16 ? attn_amx(j, b, h) : attn_f32(j, b, h);
+  int rc = !j->bf16 ? attn_f32(j, b, h) : j->sq < 16 ? attn_rows(j, b, h) : attn_amx(j, b, h);
   if (rc != 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 }
 
