@@ -61,6 +61,9 @@ type Config struct {
 	// (models.Config.Quantize: converted once into the user cache unless
 	// the directories already are); "" loads them as they are.
 	Quantize string
+	// Int8ActivationBits is models.Config.Int8ActivationBits for int8
+	// models (0: 16-bit per-token codes where the CPU has AMX-INT8).
+	Int8ActivationBits int
 	// IndexDir serves /search and /documents from an engine stored there
 	// (created if missing); Close writes a snapshot to it.
 	IndexDir string
@@ -187,7 +190,7 @@ func (c Config) embedConfig() models.Config {
 // is the largest call the server makes (a request or a merged batch).
 func (c Config) modelConfig(mc models.Config, dir string, maxDocs int) models.Config {
 	mc.Dir, mc.Provider, mc.IntraOpThreads, mc.PoolSize, mc.MaxDocs = dir, c.Provider, c.Threads, c.Pool, maxDocs
-	mc.Quantize = c.Quantize
+	mc.Quantize, mc.Int8ActivationBits = c.Quantize, c.Int8ActivationBits
 	mc.Sigmoid = false // the server applies the sigmoid (TEI raw_scores needs logits)
 	return mc
 }

@@ -43,6 +43,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Threads, "threads", c.Threads, "intra-op threads per model (0: runtime default)")
 	fs.IntVar(&c.CacheMB, "cache-mb", c.CacheMB, "LRU cache of rerank scores and query embeddings, MiB per model (0: none)")
 	fs.StringVar(&c.Quantize, "quantize", c.Quantize, `"int8": load both models with int8 weights (for the CPU), "fp16": as float16 models (for --provider cuda); converted once into the user cache unless the model directories already are`)
+	fs.IntVar(&c.Int8ActivationBits, "int8-activation-bits", c.Int8ActivationBits, "int8 models on a CPU with AMX-INT8: per-token activation codes, 16 (0: the default) or 8 (faster, smoothed copies, a little further from float32)")
 	fs.StringVar(&c.IndexDir, "index", c.IndexDir, "engine directory for /search and /documents (created if missing; snapshot written on shutdown)")
 	fs.BoolVar(&c.MemoryIndex, "memory-index", c.MemoryIndex, "serve /search and /documents from an in-memory engine (lost on exit)")
 	fs.IntVar(&s.MaxDocuments, "max-documents", s.MaxDocuments, "documents per rerank request")
