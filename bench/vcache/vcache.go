@@ -17,14 +17,19 @@ import (
 	"sync"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/klauspost/cpuid/v2"
 )
 
 // Key is what decides a model's vectors: the ONNX file's bytes, the
 // tokenizer's files (tokenizer.json and vocab.txt, as present) and its
 // lowercasing, the resolved pooling, normalisation and prompts
 // (models.ModelDir.Embedding), the sequence length, the character cap and
-// the quantization. Two configurations with the same Key embed every text
-// identically.
+// the quantization: for int8, also how models/ort computes it (per tensor
+// or per token, the activation codes, the fusion switch, and the CPU
+// features its choice of weight width and kernel depends on, AMX-INT8 and
+// VNNI), with int8Form naming the arithmetic's generation so that copies
+// made by an older hybrank miss. Two configurations with the same Key embed
+// every text identically.
 func Key(md models.ModelDir, mc models.Config) (string, error) {
 	h := sha256.New()
 	for _, p := range []string{md.ONNXPath, md.TokenizerJSON, md.VocabTxt} {
@@ -49,8 +54,17 @@ func Key(md models.ModelDir, mc models.Config) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%s\x00%t", st, md.SequenceLength(mc), mc.MaxChars, mc.Quantize, md.LowerCase)
+	if mc.Quantize == models.QuantizeInt8 {
+		fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%t\x00%t\x00%t", int8Form, mc.Int8PerTensor, mc.Int8ActivationBits, mc.DisableFusion,
+			cpuid.CPU.Supports(cpuid.AMXINT8), cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI))
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// int8Form names the generation of models/ort's int8 arithmetic: bump it
+// when a change there moves int8 vectors (session 30: 16-bit activation
+// codes and unsmoothed copies by default).
+const int8Form = "int8-2"
 
 // Stats counts what an Embedder served from the cache (Hits) and what it
 // computed (Misses), in texts.

@@ -226,3 +226,38 @@ func TestKeyCoversTokenizer(t *testing.T) {
 		t.Error("tokenizer.json is not in the key")
 	}
 }
+
+// TestKeyCoversInt8Arithmetic: how an int8 model computes (per tensor, the
+// activation codes, the fusion switch) is in the key; for a float32 model
+// those switches change nothing and leave it.
+func TestKeyCoversInt8Arithmetic(t *testing.T) {
+	dir := t.TempDir()
+	onnxPath := filepath.Join(dir, "model.onnx")
+	if err := os.WriteFile(onnxPath, []byte("graph"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md := models.ModelDir{Dir: dir, ONNXPath: onnxPath}
+	key := func(mc models.Config) string {
+		k, err := Key(md, mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	int8 := models.Config{Quantize: models.QuantizeInt8}
+	seen := map[string]string{key(models.Config{}): "float32", key(int8): "int8"}
+	for name, mc := range map[string]models.Config{
+		"per tensor":  {Quantize: models.QuantizeInt8, Int8PerTensor: true},
+		"8-bit codes": {Quantize: models.QuantizeInt8, Int8ActivationBits: 8},
+		"no fusion":   {Quantize: models.QuantizeInt8, DisableFusion: true},
+	} {
+		k := key(mc)
+		if other, ok := seen[k]; ok {
+			t.Errorf("%s: same key as %s", name, other)
+		}
+		seen[k] = name
+	}
+	if key(models.Config{Int8ActivationBits: 8}) != key(models.Config{}) {
+		t.Error("a float32 model's key moved with an int8-only setting")
+	}
+}
