@@ -193,6 +193,29 @@ static int qmm_ref(const qmm_job *j, long m0, long rows) {
   return 0;
 }
 
+// qblock allocates a tile path's scratch (aligned): a zeroed block of 32 ×
+// K64 code bytes (two with wide: the 16-bit codes' high bytes, then their
+// low bytes) and extra bytes after it, and quantizes rows m0 … m0 + rows
+// into it (scales and zero points into s and z). NULL when out of memory.
+TARGET_AMXI static uint8_t *qblock(const qmm_job *j, long m0, long rows, int wide, size_t extra, float s[32], int32_t z[32]) {
+  const qmm *w = j->w;
+  size_t qbytes = (size_t)32 * w->k64, codes = qbytes * (wide ? 2 : 1);
+  uint8_t *mem = aligned_alloc(64, codes + extra);
+  if (!mem) return NULL;
+  memset(mem, 0, codes);
+  for (long r = 0; r < rows; r++)
+    qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, mem + r * w->k64, wide ? mem + qbytes + r * w->k64 : NULL, &s[r], &z[r]);
+  return mem;
+}
+
+// store16 writes 16 results of row m from column n (a column block's
+// first) to their output, the columns past its width masked off.
+TARGET_AMXI static inline void store16(const qmm_job *j, long m, long n, __m512 out) {
+  long left;
+  float *y = out_at(j, m, n, &left);
+  _mm512_mask_storeu_ps(y, left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1), out);
+}
+
 // qmm_amx: rows m0 … m0 + rows (at most 32) quantized into q (32 × K64
 // bytes, rows and columns past the data zero), then per pair of column
 // blocks four accumulator tiles (0, 1: rows 0–15; 2, 3: rows 16–31), A in
@@ -200,15 +223,11 @@ static int qmm_ref(const qmm_job *j, long m0, long rows) {
 TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
   const qmm *w = j->w;
   long k64 = w->k64, kt = k64 / 64, nb16 = w->n16 / 16;
-  size_t qbytes = (size_t)32 * k64;
-  uint8_t *mem = aligned_alloc(64, qbytes + 32 * 32 * 4);
-  if (!mem) return -1;
-  uint8_t *q = mem;
-  int32_t *acc = (int32_t *)(mem + qbytes);
   float s[32];
   int32_t z[32];
-  memset(q, 0, qbytes);
-  for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, q + r * k64, NULL, &s[r], &z[r]);
+  uint8_t *q = qblock(j, m0, rows, 0, 32 * 32 * 4, s, z);
+  if (!q) return -1;
+  int32_t *acc = (int32_t *)(q + 32 * k64);
   int lower = rows > 16; // rows 16–31 hold data
 
   hybrank_tilecfg saved;
@@ -243,18 +262,16 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
       __m512i vz = _mm512_set1_epi32(z[r]);
       __m512 vs = _mm512_set1_ps(s[r]);
       for (long c = 0; c < (two ? 2 : 1); c++) {
-        long n = (nb + c) * 16, left;
-        float *y = out_at(j, m0 + r, n, &left);
-        __mmask16 live = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1);
+        long n = (nb + c) * 16;
         __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 32 + c * 16), _mm512_mullo_epi32(vz, _mm512_loadu_si512(w->colsum + n)));
         __m512 out = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(vs, _mm512_loadu_ps(w->scale + n)), _mm512_loadu_ps(w->bias + n));
         if (w->gelu) out = gelu512(out);
-        _mm512_mask_storeu_ps(y, live, out);
+        store16(j, m0 + r, n, out);
       }
     }
   }
   hybrank_tiles_end(&saved);
-  free(mem);
+  free(q);
   return 0;
 }
 
@@ -267,15 +284,12 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
 TARGET_AMXI static int qmm_amx_wide(const qmm_job *j, long m0, long rows) {
   const qmm *w = j->w;
   long k64 = w->k64, kt = k64 / 64, nb16 = w->n16 / 16;
-  size_t qbytes = (size_t)32 * k64;
-  uint8_t *mem = aligned_alloc(64, 2 * qbytes + 2 * 16 * 32 * 4);
-  if (!mem) return -1;
-  uint8_t *hi = mem, *lo = mem + qbytes;
-  int32_t *acc = (int32_t *)(mem + 2 * qbytes), *accl = acc + 16 * 32; // [16 rows][32 columns] each
   float s[32];
   int32_t z[32];
-  memset(mem, 0, 2 * qbytes);
-  for (long r = 0; r < rows; r++) qrow_avx(j->a + (m0 + r) * w->k, w->mul, w->k, hi + r * k64, lo + r * k64, &s[r], &z[r]);
+  uint8_t *mem = qblock(j, m0, rows, 1, 2 * 16 * 32 * 4, s, z);
+  if (!mem) return -1;
+  uint8_t *hi = mem, *lo = mem + 32 * k64;
+  int32_t *acc = (int32_t *)(mem + 2 * 32 * k64), *accl = acc + 16 * 32; // [16 rows][32 columns] each
 
   hybrank_tilecfg saved;
   hybrank_tiles_begin(&saved);
@@ -316,9 +330,7 @@ TARGET_AMXI static int qmm_amx_wide(const qmm_job *j, long m0, long rows) {
           __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(256.0f), _mm512_cvtepi32_ps(vh), _mm512_cvtepi32_ps(vl));
           __m512 out = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(s[r]), sc), bias);
           if (w->gelu) out = gelu512(out);
-          long left;
-          float *y = out_at(j, m0 + r, n, &left);
-          _mm512_mask_storeu_ps(y, left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1), out);
+          store16(j, m0 + r, n, out);
         }
       }
     }
