@@ -162,8 +162,10 @@ type Config struct {
 	// products in bfloat16 (fuse.AttentionBF16: int8 balanced 3.1× float32
 	// instead of 1.9×, bench/results/rerank_int8_profile.md); float32
 	// models keep float32 attention. With AMX-INT8 an int8 model's weight
-	// products run per token in package onnx's QuantMatMul, GELU included
-	// (fuse.QuantMatMulAMX; Int8PerTensor keeps the runtime's kernel). The
+	// products run per token in package onnx's QuantMatMul, GELU included,
+	// activations in 16-bit codes (Int8ActivationBits), a layer's Q, K and
+	// V as one product (fuse.QuantMatMulAMX; Int8PerTensor keeps the
+	// runtime's kernel). The
 	// embeddings' normalisation is fused too. A file these rewrites
 	// cannot read (external data) loads unchanged, and so does one whose
 	// rewritten copy the runtime refuses or fails to run on a probe batch
