@@ -33,7 +33,7 @@ import (
 // products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
 //
 //	ai.hybrank.QuantMatMul(a [...,K], b int8 [K,N], b_scale [N], bias [N]?, a_mul [K]?) → [...,N]
-//	  attributes amx, gelu (int, 0 or 1), a_bits (8 or 16); b, b_scale, bias, a_mul initializers
+//	  attributes amx, gelu (int, 0 or 1), a_bits (8 or 16), split (ints); b, b_scale, bias, a_mul initializers
 //
 // com.microsoft.DynamicQuantizeMatMul with one activation scale per row (a
 // token) instead of one per tensor, a_mul an optional per-channel factor
@@ -41,7 +41,9 @@ import (
 // Config.Smooth). amx = 1 runs the integer products on AMX-INT8 tiles
 // (QuantMatMulAMX); 0 is the plain reference, equal to the bit. gelu = 1
 // applies GELU (erf form) to the result in the same pass. a_bits = 16
-// quantizes each row to 16 bits (two integer products).
+// quantizes each row to 16 bits (two integer products). split = [N0, N1,
+// N2] hands the columns out as up to three outputs (one product for a
+// layer's Q, K and V).
 
 // opsMu guards the custom operators' state: set once by initCustomOps,
 // read by every CPU session's registration.
@@ -172,6 +174,9 @@ func quantMatMulDirect(a []float32, b []int8, bScale, bias, aMul, y []float32, m
 	if m < 1 || len(a) != m*k || len(b) != k*n || len(bScale) != n || (bias != nil && len(bias) != n) ||
 		(aMul != nil && len(aMul) != k) || len(y) != m*n {
 		return fmt.Errorf("onnx: quant matmul: slice lengths do not match the shape")
+	}
+	if reps < 1 || aBits != 8 && aBits != 16 {
+		return fmt.Errorf("onnx: quant matmul: reps %d, a_bits %d (want ≥ 1, and 8 or 16)", reps, aBits)
 	}
 	if amx && !QuantMatMulAMX() {
 		return errors.New("onnx: quant matmul: no AMX-INT8 here")

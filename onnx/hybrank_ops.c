@@ -17,10 +17,12 @@
 //   tiles (float32 accumulation, float32 softmax): for int8 models, whose
 //   other products are quantized already; 0 (the default) computes in
 //   float32, plainly: the reference the tests hold the tile path to.
-//   Head size a multiple of 32 up to 64 for bf16. Fewer than 16 query rows
-//   (a narrowed last layer's [CLS]) skip the tiles for a float32 AVX-512
-//   path: packing K and V into bfloat16 tiles costs more than one row's
-//   products.
+//   Head size a multiple of 32 up to 64 for bf16. One query row (a
+//   narrowed last layer's [CLS]; a real sequence has at least two tokens,
+//   so no batch of full sequences takes this path, and a sequence's result
+//   does not depend on its batch's padding) skips the tiles for a float32
+//   AVX-512 path: packing K and V into bfloat16 tiles costs more than one
+//   row's products.
 
 #include "hybrank_ops.h"
 
@@ -227,8 +229,8 @@ TARGET_AMX static int attn_amx(attn_job *j, long b, long h) {
   return 0;
 }
 
-// attn_rows is the path for a few query rows (a narrowed last layer's one
-// [CLS] row): float32 in AVX-512, q·k per key and P·V as one FMA per key
+// attn_rows is the path for one query row (a narrowed last layer's [CLS];
+// it loops over sq rows all the same): float32 in AVX-512, q·k per key and P·V as one FMA per key
 // and 16 dimensions, with none of the tile path's packing of K and V into
 // bfloat16, which for one row costs more than the products (a head size
 // that is a multiple of 16).
@@ -270,7 +272,7 @@ HYBRANK_AVX512 static int attn_rows(attn_job *j, long b, long h) {
 static void attn_task(void *p, size_t idx) {
   attn_job *j = p;
   long b = (long)idx / j->heads, h = (long)idx % j->heads;
-  int rc = !j->bf16 ? attn_f32(j, b, h) : j->sq < 16 ? attn_rows(j, b, h) : attn_amx(j, b, h);
+  int rc = !j->bf16 ? attn_f32(j, b, h) : j->sq == 1 ? attn_rows(j, b, h) : attn_amx(j, b, h);
   if (rc != 0) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
 }
 

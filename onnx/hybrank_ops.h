@@ -27,8 +27,8 @@ const char *hybrank_attention(const float *q, const float *k, const float *v, co
 
 // hybrank_quant_matmul runs the QuantMatMul kernel outside a session on
 // one thread: y[m, n] = Σ_k q(a[m, :]·a_mul)[k] · b[k, n] · b_scale[n] + bias[n]
-// with a row's activations quantized to uint8 per row (a_mul and bias may
-// be NULL) to abits (8 or 16) bits, then GELU if gelu; amx selects the tile
+// with a row's activations quantized per row (a_mul and bias may be NULL)
+// to abits (8 or 16) bits, then GELU if gelu; amx selects the tile
 // path; the weights are packed once and the product run reps times. For
 // the tests and benchmarks.
 const char *hybrank_quant_matmul(const float *a, const int8_t *b, const float *b_scale, const float *bias, const float *a_mul,

@@ -24,14 +24,16 @@
 //   product from the codes' two bytes, q = 256·q_hi + q_lo, z likewise:
 //     y[m, n] = fma(256, I_hi, I_lo) · (s·b_scale[n]) + bias[n],
 //     I_x = (float)(Σ_k q_x[k]·b[k, n] − z_x·Σ_k b[k, n])      (int32 sums)
-//   two integer products where 8 bits take one, for a product whose
-//   activations 8 bits resolve too coarsely (models/fuse chooses which).
+//   two integer products where 8 bits take one (models/fuse writes 16 by
+//   default: 8-bit codes cost a trained encoder's ranking most of its
+//   int8 error).
 //   Attribute split = [N0, N1, …] (at most three; each but the last a
 //   multiple of 16, summing to N) hands y out as that many outputs, columns
 //   N0, then N1…: one product, one quantization of a, for the Q, K and V
 //   projections of one input (models/fuse groups them).
 //   Attribute amx = 1 runs the integer products on AMX tiles (tdpbusd, u8 ×
-//   s8 summed in int32), 32 rows × 32 columns a step, one block of 32 rows
+//   s8 summed in int32), 32 rows × 32 columns a step (16 × 32 with a_bits
+//   = 16), one block of 32 rows
 //   per task on the session's intra-op threads, each block quantized into
 //   a cache-resident buffer first; 0 (the default) plain loops: the
 //   reference, which computes the same integers and the same float
@@ -208,9 +210,14 @@ TARGET_AMXI static uint8_t *qblock(const qmm_job *j, long m0, long rows, int wid
   return mem;
 }
 
-// store16 writes 16 results of row m from column n (a column block's
-// first) to their output, the columns past its width masked off.
-TARGET_AMXI static inline void store16(const qmm_job *j, long m, long n, __m512 out) {
+// emit16 finishes 16 results of row m from column n (a column block's
+// first): v, the integer sums less the zero point's, times the row's scale
+// s and the columns' b_scale, plus bias, GELU if asked; then writes them to
+// their output, the columns past its width masked off.
+TARGET_AMXI static inline void emit16(const qmm_job *j, long m, long n, __m512 v, float s) {
+  const qmm *w = j->w;
+  __m512 out = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(s), _mm512_loadu_ps(w->scale + n)), _mm512_loadu_ps(w->bias + n));
+  if (w->gelu) out = gelu512(out);
   long left;
   float *y = out_at(j, m, n, &left);
   _mm512_mask_storeu_ps(y, left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1), out);
@@ -260,13 +267,10 @@ TARGET_AMXI static int qmm_amx(const qmm_job *j, long m0, long rows) {
     _tile_stored(3, acc + 16 * 32 + 16, 128);
     for (long r = 0; r < rows; r++) {
       __m512i vz = _mm512_set1_epi32(z[r]);
-      __m512 vs = _mm512_set1_ps(s[r]);
       for (long c = 0; c < (two ? 2 : 1); c++) {
         long n = (nb + c) * 16;
         __m512i v = _mm512_sub_epi32(_mm512_loadu_si512(acc + r * 32 + c * 16), _mm512_mullo_epi32(vz, _mm512_loadu_si512(w->colsum + n)));
-        __m512 out = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_mul_ps(vs, _mm512_loadu_ps(w->scale + n)), _mm512_loadu_ps(w->bias + n));
-        if (w->gelu) out = gelu512(out);
-        store16(j, m0 + r, n, out);
+        emit16(j, m0 + r, n, _mm512_cvtepi32_ps(v), s[r]);
       }
     }
   }
@@ -322,15 +326,11 @@ TARGET_AMXI static int qmm_amx_wide(const qmm_job *j, long m0, long rows) {
       for (long c = 0; c < (two ? 2 : 1); c++) {
         long n = (nb + c) * 16;
         __m512i cs = _mm512_loadu_si512(w->colsum + n);
-        __m512 sc = _mm512_loadu_ps(w->scale + n), bias = _mm512_loadu_ps(w->bias + n);
         for (long r = r0; r < rows && r < r0 + 16; r++) {
           long i = (r - r0) * 32 + c * 16;
           __m512i vh = _mm512_sub_epi32(_mm512_loadu_si512(acc + i), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] >> 8), cs));
           __m512i vl = _mm512_sub_epi32(_mm512_loadu_si512(accl + i), _mm512_mullo_epi32(_mm512_set1_epi32(z[r] & 255), cs));
-          __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(256.0f), _mm512_cvtepi32_ps(vh), _mm512_cvtepi32_ps(vl));
-          __m512 out = _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(s[r]), sc), bias);
-          if (w->gelu) out = gelu512(out);
-          store16(j, m0 + r, n, out);
+          emit16(j, m0 + r, n, _mm512_fmadd_ps(_mm512_set1_ps(256.0f), _mm512_cvtepi32_ps(vh), _mm512_cvtepi32_ps(vl)), s[r]);
         }
       }
     }
@@ -372,7 +372,7 @@ static const char *qmm_new(const int8_t *b, const float *scale, long nscale, con
   if (nsplit > QMM_MAX_OUT) return "hybrank QuantMatMul: split has more than three outputs";
   long off[QMM_MAX_OUT + 1] = {0, n};
   for (size_t o = 0; o < nsplit; o++) {
-    if (split[o] < 1 || (o + 1 < nsplit && split[o] % 16 != 0))
+    if (split[o] < 1 || split[o] > n || (o + 1 < nsplit && split[o] % 16 != 0))
       return "hybrank QuantMatMul: split widths must be positive, each but the last a multiple of 16";
     off[o + 1] = off[o] + (long)split[o];
   }
@@ -485,6 +485,9 @@ static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKe
   if ((st = api->KernelInfoGetAttributeArray_int64(info, "split", NULL, &nsplit))) api->ReleaseStatus(st), nsplit = 0;
   if (nsplit > QMM_MAX_OUT) return hybrank_invalid("hybrank QuantMatMul: split has more than three outputs");
   if (nsplit > 0 && (st = api->KernelInfoGetAttributeArray_int64(info, "split", split, &nsplit))) return st;
+  size_t nout = 0;
+  if ((st = api->KernelInfo_GetOutputCount(info, &nout))) return st;
+  if (nout != (nsplit > 0 ? nsplit : 1)) return hybrank_invalid("hybrank QuantMatMul: the node's outputs do not match its split");
   const OrtValue *v[5] = {0};
   static const char *notconst[5] = {0, "hybrank QuantMatMul: b must be an initializer", "hybrank QuantMatMul: b_scale must be an initializer",
                                     "hybrank QuantMatMul: bias must be an initializer", "hybrank QuantMatMul: a_mul must be an initializer"};
@@ -509,6 +512,7 @@ static OrtStatus *qmm_create(const OrtCustomOp *op, const OrtApi *a, const OrtKe
   for (size_t i = 1; i < 5; i++)
     if (v[i] && (st = api->GetTensorMutableData((OrtValue *)v[i], &p[i]))) return st;
   qmm *w;
+  if (abits != 8 && abits != 16) return hybrank_invalid("hybrank QuantMatMul: a_bits must be 8 or 16");
   const char *err = qmm_new(p[1], p[2], (long)ns, p[3], p[4], k, n, amx != 0, gelu != 0, (int)abits, split, nsplit, &w);
   if (err) return hybrank_invalid(err);
   *kernel = w;
@@ -534,6 +538,7 @@ static OrtStatus *qmm_compute(void *kernel, OrtKernelContext *ctx) {
     d[rank - 1] = w->off[o + 1] - w->off[o];
     OrtValue *outv;
     if ((st = api->KernelContext_GetOutput(ctx, (size_t)o, d, rank, &outv))) return st;
+    if (!outv) return hybrank_invalid("hybrank QuantMatMul: every output of a split must be connected");
     if (j.m > 0 && (st = api->GetTensorMutableData(outv, (void **)&j.y[o]))) return st;
   }
   if (j.m == 0) return NULL;

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
@@ -226,31 +227,8 @@ func TestQuantMatMulOp(t *testing.T) {
 		want[v] = y
 	}
 	build := func(amx int64, bInput bool, v variant) string {
-		g := onnxpb.NewGraph("qmm")
-		g.AddInput("a", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(k))
-		raw := make([]byte, len(c.b))
-		for i, v := range c.b {
-			raw[i] = byte(v)
-		}
-		if bInput {
-			g.AddInput("w", onnxpb.Int8, onnxpb.Fixed(k), onnxpb.Fixed(n))
-		} else {
-			g.AddRaw("w", onnxpb.Int8, []int64{k, n}, raw)
-		}
-		g.AddFloat32("w_scale", []int64{n}, c.bScale)
-		g.AddFloat32("bias", []int64{n}, c.bias)
-		g.AddFloat32("a_mul", []int64{k}, c.aMul)
-		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
-			Inputs: []string{"a", "w", "w_scale", "bias", "a_mul"}, Outputs: []string{"y"},
-			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", v.gelu), onnxpb.AttrInt("a_bits", v.bits)}})
-		g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("s"), onnxpb.Fixed(n))
-		m := onnxpb.NewModel(g)
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
-		path := filepath.Join(t.TempDir(), "qmm.onnx")
-		if err := m.WriteFile(path); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return qmmGraphWith(t, c, k, n, []string{"y"}, []int64{n}, bInput, true,
+			onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", v.gelu), onnxpb.AttrInt("a_bits", v.bits))
 	}
 	cfg := DefaultSessionConfig()
 	cfg.Provider, cfg.IntraOpThreads = ProviderCPU, 2
@@ -318,75 +296,115 @@ func BenchmarkQuantMatMulKernel(b *testing.B) {
 
 // TestQuantMatMulSplit: with split, one product hands its columns out as
 // several outputs, each equal to the same columns of the one-output
-// product (both paths); a split that does not sum to N, or whose first
-// width is not a multiple of 16, is refused when the session is built.
+// product (both paths, both code widths, a last output whose width is no
+// multiple of 16); a split that does not sum to N, whose first width is
+// not a multiple of 16, with four widths (the runtime's schema check), or
+// with fewer outputs than widths is refused when the session is built,
+// saying so.
 func TestQuantMatMulSplit(t *testing.T) {
 	initRuntime(t)
-	const m, k, n = 45, 128, 384
+	const m, k, n = 45, 128, 376
 	c := newQMMCase(m, k, n, true, false, 13)
-	want := make([]float32, m*n)
-	if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, want, m, k, n, false, false, 16, 1); err != nil {
-		t.Fatal(err)
-	}
-	build := func(amx int64, split []int64) string {
-		g := onnxpb.NewGraph("qmm")
-		g.AddInput("a", onnxpb.Float32, onnxpb.Symbolic("m"), onnxpb.Fixed(k))
-		raw := make([]byte, len(c.b))
-		for i, v := range c.b {
-			raw[i] = byte(v)
-		}
-		g.AddRaw("w", onnxpb.Int8, []int64{k, n}, raw)
-		g.AddFloat32("w_scale", []int64{n}, c.bScale)
-		g.AddFloat32("bias", []int64{n}, c.bias)
+	build := func(amx, bits int64, split []int64, outputs int) string {
 		var outs []string
-		for i, w := range split {
+		for i := range outputs {
 			outs = append(outs, fmt.Sprintf("y%d", i))
-			g.AddOutput(outs[i], onnxpb.Float32, onnxpb.Symbolic("m"), onnxpb.Fixed(w))
 		}
-		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
-			Inputs: []string{"a", "w", "w_scale", "bias"}, Outputs: outs,
-			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("a_bits", 16), onnxpb.AttrInts("split", split...)}})
-		mod := onnxpb.NewModel(g)
-		mod.ExtraOpsets = append(mod.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
-		path := filepath.Join(t.TempDir(), "qmm.onnx")
-		if err := mod.WriteFile(path); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return qmmGraph(t, c, k, n, outs, split, onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("a_bits", bits), onnxpb.AttrInts("split", split...))
 	}
 	cfg := DefaultSessionConfig()
 	cfg.Provider, cfg.IntraOpThreads = ProviderCPU, 2
-	split := []int64{128, 64, 192}
-	for _, amx := range []int64{0, 1} {
-		if amx == 1 && !QuantMatMulAMX() {
-			continue
-		}
-		sess, err := NewSession(build(amx, split), []string{"a"}, []string{"y0", "y1", "y2"}, cfg)
-		if err != nil {
+	split := []int64{128, 64, 184}
+	for _, bits := range []int64{8, 16} {
+		want := make([]float32, m*n)
+		if err := quantMatMulDirect(c.a, c.b, c.bScale, c.bias, nil, want, m, k, n, false, false, int(bits), 1); err != nil {
 			t.Fatal(err)
 		}
-		out, err := sess.Run(context.Background(), []Input{{Name: "a", Shape: []int64{m, k}, Float32: c.a}})
-		sess.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		off := 0
-		for o, w := range split {
-			if !slices.Equal(out[o].Shape, []int64{m, w}) {
-				t.Fatalf("amx=%d: output %d shape %v", amx, o, out[o].Shape)
+		for _, amx := range []int64{0, 1} {
+			if amx == 1 && !QuantMatMulAMX() {
+				continue
 			}
-			for r := range m {
-				if got, ref := out[o].Float32[r*int(w):(r+1)*int(w)], want[r*n+off:r*n+off+int(w)]; !slices.Equal(got, ref) {
-					t.Fatalf("amx=%d: output %d row %d: %v…, want %v…", amx, o, r, got[:2], ref[:2])
-				}
+			sess, err := NewSession(build(amx, bits, split, 3), []string{"a"}, []string{"y0", "y1", "y2"}, cfg)
+			if err != nil {
+				t.Fatal(err)
 			}
-			off += int(w)
-		}
-	}
-	for _, bad := range [][]int64{{128, 64, 100}, {120, 264}} {
-		if sess, err := NewSession(build(0, bad), []string{"a"}, []string{"y0"}, cfg); err == nil {
+			out, err := sess.Run(context.Background(), []Input{{Name: "a", Shape: []int64{m, k}, Float32: c.a}})
 			sess.Close()
-			t.Errorf("split %v: session built", bad)
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := 0
+			for o, w := range split {
+				if !slices.Equal(out[o].Shape, []int64{m, w}) {
+					t.Fatalf("amx=%d a_bits=%d: output %d shape %v", amx, bits, o, out[o].Shape)
+				}
+				for r := range m {
+					if got, ref := out[o].Float32[r*int(w):(r+1)*int(w)], want[r*n+off:r*n+off+int(w)]; !slices.Equal(got, ref) {
+						t.Fatalf("amx=%d a_bits=%d: output %d row %d: %v…, want %v…", amx, bits, o, r, got[:2], ref[:2])
+					}
+				}
+				off += int(w)
+			}
 		}
 	}
+	for _, bad := range []struct {
+		split   []int64
+		outputs int
+	}{{[]int64{128, 64, 100}, 3}, {[]int64{120, 256}, 2}, {[]int64{128, 64, 64, 120}, 4}, {split, 2}} {
+		outs := []string{"y0", "y1", "y2", "y3"}[:bad.outputs]
+		if sess, err := NewSession(build(0, 16, bad.split, bad.outputs), []string{"a"}, outs, cfg); err == nil {
+			sess.Close()
+			t.Errorf("split %v, %d outputs: session built", bad.split, bad.outputs)
+		} else if !strings.Contains(err.Error(), "split") && !strings.Contains(err.Error(), "output size") {
+			t.Errorf("split %v, %d outputs: %v, want it to name the split", bad.split, bad.outputs, err)
+		}
+	}
+}
+
+// qmmGraph writes a model of one QuantMatMul over case c's weights (an
+// initializer), scales and bias, input a [m, K] ([b, s, K] for the op
+// test's 3-D input), with the given outputs (widths per output) and
+// attributes, and returns its path.
+func qmmGraph(t *testing.T, c qmmCase, k, n int64, outs []string, widths []int64, attrs ...onnxpb.Attr) string {
+	return qmmGraphWith(t, c, k, n, outs, widths, false, false, attrs...)
+}
+
+// qmmGraphWith is qmmGraph with the weights as a graph input (bInput) and
+// a 3-D input with a_mul (threeD).
+func qmmGraphWith(t *testing.T, c qmmCase, k, n int64, outs []string, widths []int64, bInput, threeD bool, attrs ...onnxpb.Attr) string {
+	t.Helper()
+	g := onnxpb.NewGraph("qmm")
+	lead := []onnxpb.Dim{onnxpb.Symbolic("m")}
+	if threeD {
+		lead = []onnxpb.Dim{onnxpb.Symbolic("b"), onnxpb.Symbolic("s")}
+	}
+	g.AddInput("a", onnxpb.Float32, append(slices.Clone(lead), onnxpb.Fixed(k))...)
+	raw := make([]byte, len(c.b))
+	for i, v := range c.b {
+		raw[i] = byte(v)
+	}
+	if bInput {
+		g.AddInput("w", onnxpb.Int8, onnxpb.Fixed(k), onnxpb.Fixed(n))
+	} else {
+		g.AddRaw("w", onnxpb.Int8, []int64{k, n}, raw)
+	}
+	g.AddFloat32("w_scale", []int64{n}, c.bScale)
+	g.AddFloat32("bias", []int64{n}, c.bias)
+	inputs := []string{"a", "w", "w_scale", "bias"}
+	if threeD {
+		g.AddFloat32("a_mul", []int64{k}, c.aMul)
+		inputs = append(inputs, "a_mul")
+	}
+	g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain, Inputs: inputs, Outputs: outs, Attrs: attrs})
+	for i, o := range outs {
+		w := widths[min(i, len(widths)-1)]
+		g.AddOutput(o, onnxpb.Float32, append(slices.Clone(lead), onnxpb.Fixed(w))...)
+	}
+	m := onnxpb.NewModel(g)
+	m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+	path := filepath.Join(t.TempDir(), "qmm.onnx")
+	if err := m.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
