@@ -34,20 +34,21 @@ import (
 // (package onnx's CPU sessions do) on a CPU where onnx.QuantMatMulAMX
 // holds. A graph with subgraphs is left as it was; an invalid graph is
 // refused; an aBits other than 8 or 16 is an error.
-func QuantMatMulAMX(m *onnxpb.Model, aBits int64) (int, error) { return quantMatMul(m, 1, aBits) }
+func QuantMatMulAMX(m *onnxpb.Model, aBits int64) (int, error) { return quantMatMul(m, 1, aBits, true) }
 
 // quantMatMul is QuantMatMulAMX writing the operator's amx attribute as
 // given: 0 selects its reference path (the tests' way to check the
-// rewrite's wiring on any CPU).
-func quantMatMul(m *onnxpb.Model, amx, aBits int64) (int, error) {
+// rewrite's wiring on any CPU); group false leaves every product its own
+// operator (the tests' reference for the grouping).
+func quantMatMul(m *onnxpb.Model, amx, aBits int64, group bool) (int, error) {
 	if aBits != 8 && aBits != 16 {
 		return 0, fmt.Errorf("fuse: QuantMatMul activation bits %d (want 8 or 16)", aBits)
 	}
-	return rewriteHybrank(m, func(f *fuser) int { return f.quantMatMuls(amx, aBits) })
+	return rewriteHybrank(m, func(f *fuser) int { return f.quantMatMuls(amx, aBits, group) })
 }
 
 // quantMatMuls is QuantMatMulAMX's match over f's graph.
-func (f *fuser) quantMatMuls(amx, aBits int64) int {
+func (f *fuser) quantMatMuls(amx, aBits int64, group bool) int {
 	g := f.g
 	var found []qmmMatch
 	rewritten := map[int]bool{}
@@ -80,7 +81,7 @@ func (f *fuser) quantMatMuls(amx, aBits int64) int {
 		return 0
 	}
 	folded := map[int][2]string{} // smoothing Mul node → its x and c
-	for _, mt := range found {
+	for j, mt := range found {
 		n := &g.Nodes[mt.node]
 		a, aMul := n.Inputs[0], ""
 		if p := f.producer(a, "Mul"); p >= 0 {
@@ -96,6 +97,7 @@ func (f *fuser) quantMatMuls(amx, aBits int64) int {
 		out, gelu := n.Outputs[0], int64(0)
 		if chain, last, ok := f.gelu(out); ok {
 			out, gelu = g.Nodes[last].Outputs[0], 1
+			found[j].gelu = true
 			for _, d := range chain {
 				f.drop[d] = true
 			}
@@ -110,7 +112,7 @@ func (f *fuser) quantMatMuls(amx, aBits int64) int {
 	groups := map[[2]string][]qmmMatch{}
 	for _, mt := range found {
 		r := f.replace[mt.node]
-		if mt.n%16 != 0 || f.geluAttr(r) {
+		if !group || mt.n%16 != 0 || mt.gelu {
 			continue
 		}
 		key := [2]string{r.Inputs[0], r.Inputs[4]}
@@ -204,18 +206,12 @@ func (f *fuser) zeros(name string) bool {
 }
 
 // qmmMatch is one DynamicQuantizeMatMul QuantMatMulAMX rewrites: its node,
-// its weights, scale and bias, K and N.
+// its weights, scale and bias, K and N, and whether a GELU was folded in.
 type qmmMatch struct {
 	node       int
 	b, s, bias string
 	k, n       int64
-}
-
-// geluAttr reports whether a rewritten QuantMatMul has GELU folded in.
-func (f *fuser) geluAttr(n onnxpb.Node) bool {
-	a, ok := n.Attr("gelu")
-	v, _ := a.Int()
-	return ok && v != 0
+	gelu       bool
 }
 
 // splitProducts turns the rewritten products ms (their f.replace nodes,
@@ -258,7 +254,7 @@ func (f *fuser) splitProducts(ms []qmmMatch) {
 		split[j], outs[j] = mt.n, f.replace[mt.node].Outputs[0]
 	}
 	first := f.replace[ms[0].node]
-	name := first.Name + "_split"
+	name := outs[0] + "_hybrank_split" // value names are unique; node names need not be
 	node := onnxpb.Node{Name: name, OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
 		Inputs: []string{first.Inputs[0], f.g.AddRaw(name+"/b", onnxpb.Int8, []int64{k, total}, w),
 			f.g.AddFloat32(name+"/b_scale", []int64{total}, scale), f.g.AddFloat32(name+"/bias", []int64{total}, bias), first.Inputs[4]},

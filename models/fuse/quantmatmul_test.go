@@ -55,9 +55,9 @@ func TestQuantMatMulGraph(t *testing.T) {
 			before[n.Outputs[0]], byName[n.Name+"_hybrank_QuantMatMul"] = n.Inputs, n.Inputs
 		}
 	}
-	raw := map[string][]byte{}
+	raw, floats := map[string][]byte{}, map[string][]float32{}
 	for _, t := range m.Graph.Initializers {
-		raw[t.Name] = t.Raw
+		raw[t.Name], floats[t.Name] = t.Raw, t.Float32
 	}
 	for _, f := range []func(*onnxpb.Model) (fuse.Report, error){fuse.SkipLayerNorm,
 		func(m *onnxpb.Model) (fuse.Report, error) { _, err := fuse.FirstToken(m); return fuse.Report{}, err },
@@ -107,9 +107,9 @@ func TestQuantMatMulGraph(t *testing.T) {
 			continue
 		}
 		// Split: each output an original product of the same a, the
-		// weights theirs side by side.
+		// weights, scales and biases theirs side by side.
 		splits++
-		w := idx.Constant(nd.Inputs[1])
+		w, sc, bias := idx.Constant(nd.Inputs[1]), idx.Constant(nd.Inputs[2]).Float32, idx.Constant(nd.Inputs[3]).Float32
 		total := w.Dims[1]
 		var off int64
 		for o, out := range nd.Outputs {
@@ -126,6 +126,16 @@ func TestQuantMatMulGraph(t *testing.T) {
 				if !slices.Equal(w.Raw[i*total+off:i*total+off+nn], b[i*nn:(i+1)*nn]) {
 					t.Fatalf("%s: weight row %d of output %d differs", nd.Name, i, o)
 				}
+			}
+			wantScale, wantBias := floats[old[2]], make([]float32, nn)
+			if len(old) > 4 && old[4] != "" {
+				wantBias = floats[old[4]]
+			}
+			if len(wantScale) == 1 {
+				wantScale = slices.Repeat(wantScale, int(nn))
+			}
+			if !slices.Equal(sc[off:off+nn], wantScale) || !slices.Equal(bias[off:off+nn], wantBias) {
+				t.Errorf("%s: output %d's scales or bias differ from its product's", nd.Name, o)
 			}
 			off += nn
 		}
@@ -261,6 +271,19 @@ func TestQuantMatMulWiring(t *testing.T) {
 		if c.exact && math.Abs(float64(one-in)) > 1e-4*max(1, math.Abs(float64(one))) {
 			t.Errorf("per-token scales: sequence scores %.6f alone, %.6f in a padded batch", one, in)
 		}
+	}
+
+	// Grouping Q, K and V into one product changes no bit: the same codes,
+	// the same integer sums, the same epilogue.
+	mu, _ := int8Model(t)
+	if n, err := fuse.QuantMatMulUngrouped(mu, 0, 16); err != nil || n != products {
+		t.Fatalf("ungrouped rewrite: %d, %v", n, err)
+	}
+	if a, b := berttest.Run(t, perToken, bertgen.Logits, "", batch), berttest.Run(t, write("ungrouped.onnx", mu), bertgen.Logits, "", batch); !slices.Equal(a, b) {
+		t.Errorf("grouped logits %v, ungrouped %v", a, b)
+	}
+	if countOps(mu, "QuantMatMul") != products || countOps(m, "QuantMatMul") >= products {
+		t.Errorf("%d products: %d operators ungrouped, %d grouped", products, countOps(mu, "QuantMatMul"), countOps(m, "QuantMatMul"))
 	}
 
 	float := berttest.Run(t, write("float.onnx", func() *onnxpb.Model { m, _ := floatModel(t); return m }()), bertgen.Logits, "", batch)
