@@ -23,18 +23,17 @@ type Spec struct {
 	Models modeldir.Source `json:"models"`
 
 	// Provider, Threads (intra-op), PoolSize, GraphOptimization,
-	// DisableFusion, DisableArena, DisableSpinning and Int8PerTensor are
-	// passed to the model (see models.Config).
-	Provider          string `json:"provider"`
-	Threads           int    `json:"threads"`
-	PoolSize          int    `json:"pool_size"`
-	GraphOptimization string `json:"graph_optimization,omitempty"`
-	DisableFusion     bool   `json:"disable_fusion,omitempty"`
-	DisableArena      bool   `json:"disable_arena,omitempty"`
-	DisableSpinning   bool   `json:"disable_spinning,omitempty"`
-	Int8PerTensor     bool   `json:"int8_per_tensor,omitempty"`
-	// Int8ActivationBits is models.Config.Int8ActivationBits.
-	Int8ActivationBits int `json:"int8_activation_bits,omitempty"`
+	// DisableFusion, DisableArena, DisableSpinning, Int8PerTensor and
+	// Int8ActivationBits are passed to the model (see models.Config).
+	Provider           string `json:"provider"`
+	Threads            int    `json:"threads"`
+	PoolSize           int    `json:"pool_size"`
+	GraphOptimization  string `json:"graph_optimization,omitempty"`
+	DisableFusion      bool   `json:"disable_fusion,omitempty"`
+	DisableArena       bool   `json:"disable_arena,omitempty"`
+	DisableSpinning    bool   `json:"disable_spinning,omitempty"`
+	Int8PerTensor      bool   `json:"int8_per_tensor,omitempty"`
+	Int8ActivationBits int    `json:"int8_activation_bits,omitempty"`
 
 	// BatchTokens is models.Config.MaxBatchTokens and Batching its
 	// Batching ("" = the default, cost-model planning; "tokens" = batches

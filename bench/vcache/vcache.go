@@ -26,8 +26,8 @@ import (
 // (models.ModelDir.Embedding), the sequence length, the character cap and
 // the quantization: for int8, also how models/ort computes it (per tensor
 // or per token, the activation codes, the fusion switch, and the CPU
-// features its choice of weight width and kernel depends on, AMX-INT8 and
-// VNNI), with int8Form naming the arithmetic's generation so that copies
+// features its choice of weight width and kernels depends on, AMX-INT8,
+// AMX-BF16 and VNNI), with int8Form naming the arithmetic's generation so that copies
 // made by an older hybrank miss. Two configurations with the same Key embed
 // every text identically.
 func Key(md models.ModelDir, mc models.Config) (string, error) {
@@ -55,8 +55,13 @@ func Key(md models.ModelDir, mc models.Config) (string, error) {
 	}
 	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%s\x00%t", st, md.SequenceLength(mc), mc.MaxChars, mc.Quantize, md.LowerCase)
 	if mc.Quantize == models.QuantizeInt8 {
-		fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%t\x00%t\x00%t", int8Form, mc.Int8PerTensor, mc.Int8ActivationBits, mc.DisableFusion,
-			cpuid.CPU.Supports(cpuid.AMXINT8), cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI))
+		bits := mc.Int8ActivationBits
+		if bits == 0 {
+			bits = 16 // the default, the same arithmetic
+		}
+		fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%t\x00%t\x00%t\x00%t", int8Form, mc.Int8PerTensor, bits, mc.DisableFusion,
+			cpuid.CPU.Supports(cpuid.AMXINT8), cpuid.CPU.Supports(cpuid.AMXBF16),
+			cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -228,8 +228,9 @@ func TestKeyCoversTokenizer(t *testing.T) {
 }
 
 // TestKeyCoversInt8Arithmetic: how an int8 model computes (per tensor, the
-// activation codes, the fusion switch) is in the key; for a float32 model
-// those switches change nothing and leave it.
+// activation codes, the fusion switch) is in the key, the default codes
+// named or not alike; for a float32 model those switches change nothing
+// and leave it.
 func TestKeyCoversInt8Arithmetic(t *testing.T) {
 	dir := t.TempDir()
 	onnxPath := filepath.Join(dir, "model.onnx")
@@ -245,6 +246,12 @@ func TestKeyCoversInt8Arithmetic(t *testing.T) {
 		return k
 	}
 	int8 := models.Config{Quantize: models.QuantizeInt8}
+	if key(int8) == key(models.Config{}) {
+		t.Fatal("int8 and float32 share a key")
+	}
+	if key(int8) != key(models.Config{Quantize: models.QuantizeInt8, Int8ActivationBits: 16}) {
+		t.Error("16-bit codes, the default, named explicitly, moved the key")
+	}
 	seen := map[string]string{key(models.Config{}): "float32", key(int8): "int8"}
 	for name, mc := range map[string]models.Config{
 		"per tensor":  {Quantize: models.QuantizeInt8, Int8PerTensor: true},

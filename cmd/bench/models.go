@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -97,6 +98,9 @@ func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out
 	cfg, err := quantize.ConfigFor(quantize.Type(kind))
 	if err != nil || kind == "" || len(args) != 1 || out == "" {
 		return fmt.Errorf("usage: bench models --quantize int8|fp16 SRC --out DST")
+	}
+	if aBits != 0 && aBits != 8 && aBits != 16 {
+		return fmt.Errorf("%w: --int8-activation-bits %d (want 8 or 16)", bench.ErrBadOption, aBits)
 	}
 	if cfg.Type == quantize.TypeInt8 {
 		// As models/ort's own int8 copies: the CPU's weight width, the
