@@ -8,7 +8,9 @@ var AttentionWith = attention
 
 // QuantMatMulWith is QuantMatMulAMX writing amx = v (and a_bits): 0 runs the operator's
 // reference path, on any CPU with the custom operators.
-func QuantMatMulWith(m *onnxpb.Model, amx, aBits int64) (int, error) { return quantMatMul(m, amx, aBits, true) }
+func QuantMatMulWith(m *onnxpb.Model, amx, aBits int64) (int, error) {
+	return quantMatMul(m, amx, aBits, true)
+}
 
 // QuantMatMulUngrouped is QuantMatMulWith leaving every product its own
 // operator.
