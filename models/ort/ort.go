@@ -118,7 +118,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		if onnx.AttentionBF16() {
 			cpu |= fuse.RewriteAttentionBF16 // int8 graphs only: their attention in bfloat16 on AMX tiles
 		}
-		if onnx.QuantMatMulAMX() && !cfg.Int8PerTensor {
+		if perToken(cfg) {
 			cpu |= fuse.RewriteQuantMatMulAMX // int8 graphs only: one activation scale per token, AMX-INT8 tiles
 			if cfg.Int8ActivationBits == 8 {
 				cpu |= fuse.QuantMatMulA8

@@ -28,8 +28,14 @@ import (
 // either: the larger weight rows coarsen every column's steps and the
 // batch's outlier tokens still set the activations' (mean 0.969 smoothed
 // against 0.98 without; bench/results/rerank_int8_profile.md).
-func SmoothInt8(cfg models.Config) bool {
-	return onnx.QuantMatMulAMX() && !cfg.Int8PerTensor && !cfg.DisableFusion && cfg.Int8ActivationBits == 8
+func SmoothInt8(cfg models.Config) bool { return perToken(cfg) && cfg.Int8ActivationBits == 8 }
+
+// perToken reports whether cfg's int8 products run per token in package
+// onnx's QuantMatMul here: the CPU offers it (onnx.QuantMatMulAMX, after
+// onnx.Init), the fusion rewrites run and Int8PerTensor does not keep the
+// runtime's kernel.
+func perToken(cfg models.Config) bool {
+	return onnx.QuantMatMulAMX() && !cfg.Int8PerTensor && !cfg.DisableFusion
 }
 
 // Int8WeightBits is the weight code width of the int8 copies hybrank makes
