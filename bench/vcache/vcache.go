@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 	"github.com/klauspost/cpuid/v2"
 )
 
@@ -26,8 +27,8 @@ import (
 // (models.ModelDir.Embedding), the sequence length, the character cap and
 // the quantization: for int8, also how models/ort computes it (per tensor
 // or per token, the activation codes, the fusion switch, and the CPU
-// features its choice of weight width and kernels depends on, AMX-INT8,
-// AMX-BF16 and VNNI), with int8Form naming the arithmetic's generation so that copies
+// features its choice of kernels depends on, AMX-INT8 and AMX-BF16, and
+// the weight width it picks, ort.Int8WeightBits), with int8Form naming the arithmetic's generation so that copies
 // made by an older hybrank miss. Two configurations with the same Key embed
 // every text identically.
 func Key(md models.ModelDir, mc models.Config) (string, error) {
@@ -59,9 +60,8 @@ func Key(md models.ModelDir, mc models.Config) (string, error) {
 		if bits == 0 {
 			bits = 16 // the default, the same arithmetic
 		}
-		fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%t\x00%t\x00%t\x00%t", int8Form, mc.Int8PerTensor, bits, mc.DisableFusion,
-			cpuid.CPU.Supports(cpuid.AMXINT8), cpuid.CPU.Supports(cpuid.AMXBF16),
-			cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI))
+		fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%t\x00%t\x00%t\x00%d", int8Form, mc.Int8PerTensor, bits, mc.DisableFusion,
+			cpuid.CPU.Supports(cpuid.AMXINT8), cpuid.CPU.Supports(cpuid.AMXBF16), ort.Int8WeightBits())
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
