@@ -122,14 +122,8 @@ func BenchmarkScoreRealLengths(b *testing.B) {
 				cfg := cpuConfig(generated(b, p.cfg).dir, p.name)
 				cfg.IntraOpThreads = 2
 				cfg.Batching, cfg.MaxBatchTokens = mode.batching, mode.tokens
-				ce, err := ort.NewCrossEncoder(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
+				ce := loaded(b, cfg)
 				defer ce.Close()
-				if err := ce.Load(); err != nil {
-					b.Fatal(err)
-				}
 				ctx := context.Background()
 				var pairs, padded, batches int
 				b.ReportAllocs()

@@ -72,14 +72,7 @@ func TestQuantizeInt8Option(t *testing.T) {
 	// The quantized copy itself, named as Dir with Quantize int8, loads as it is.
 	cfg := cpuConfig(copies[0], models.ProfileFast)
 	cfg.Quantize, cfg.QuantizeCache = models.QuantizeInt8, t.TempDir()
-	ce, err := ort.NewCrossEncoder(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ce.Close()
-	if err := ce.Load(); err != nil {
-		t.Fatal(err)
-	}
+	defer loaded(t, cfg).Close()
 	if again, _ := filepath.Glob(filepath.Join(cfg.QuantizeCache, "*")); len(again) != 0 {
 		t.Fatalf("an int8 directory was quantized again: %v", again)
 	}
@@ -154,6 +147,20 @@ func quantizedConfig(dir, q, cache string) models.Config {
 	cfg := cpuConfig(dir, models.ProfileFast)
 	cfg.Quantize, cfg.QuantizeCache, cfg.Batching = q, cache, models.BatchingTokens
 	return cfg
+}
+
+// loaded returns a cross-encoder for cfg, loaded (the caller closes it).
+func loaded(t testing.TB, cfg models.Config) *ort.CrossEncoder {
+	t.Helper()
+	ce, err := ort.NewCrossEncoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ce.Load(); err != nil {
+		ce.Close()
+		t.Fatal(err)
+	}
+	return ce
 }
 
 // quantizedScores loads dir as q and scores four documents for one query.
@@ -284,14 +291,7 @@ func TestQuantizedCopyPerConfig(t *testing.T) {
 	load := func(opt func(*models.Config)) {
 		cfg := quantizedConfig(dir, models.QuantizeInt8, cache)
 		opt(&cfg)
-		ce, err := ort.NewCrossEncoder(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ce.Close()
-		if err := ce.Load(); err != nil {
-			t.Fatal(err)
-		}
+		loaded(t, cfg).Close()
 	}
 	load(func(*models.Config) {})
 	first, _ := filepath.Glob(filepath.Join(cache, "*"))
