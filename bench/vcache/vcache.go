@@ -67,8 +67,8 @@ func Key(md models.ModelDir, mc models.Config) (string, error) {
 }
 
 // int8Form names the generation of models/ort's int8 arithmetic: bump it
-// when a change there moves int8 vectors (session 30: 16-bit activation
-// codes and unsmoothed copies by default).
+// when a change there moves int8 vectors (int8-2, 2026-11-28: 16-bit
+// activation codes and unsmoothed copies by default, b988f35).
 const int8Form = "int8-2"
 
 // Stats counts what an Embedder served from the cache (Hits) and what it
