@@ -208,9 +208,12 @@ type Config struct {
 	// Quantize "int8" loads the model with int8 weights: a directory
 	// already quantized (by models/quantize, or an int8 export) is loaded
 	// as it is; otherwise models/quantize rewrites the float32 model once
-	// (per-channel int8 weights for the encoder's MatMul/Gemm, activations
-	// quantized dynamically by the runtime) into QuantizeCache and that
-	// copy is loaded. "fp16" does the same with a float16 copy (the whole
+	// (per-channel int8 weights for the encoder's MatMul/Gemm) into
+	// QuantizeCache and that copy is loaded. Activations are quantized on
+	// every call: on a CPU with AMX-INT8, by default, per token in 16-bit
+	// codes by package onnx's QuantMatMul (Int8ActivationBits,
+	// DisableFusion); otherwise, or with Int8PerTensor, per tensor by
+	// ONNX Runtime's DynamicQuantizeMatMul. "fp16" does the same with a float16 copy (the whole
 	// graph in float16, float32 inputs and outputs: for the CUDA provider;
 	// ONNX Runtime's x86 CPU provider has no float16 kernels for most of
 	// it). "" loads Dir as it is.

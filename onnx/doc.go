@@ -1,6 +1,8 @@
 // Package onnx runs ONNX models with ONNX Runtime (through
 // github.com/yalue/onnxruntime_go), and holds hybrank's own operators for
-// it (below). It is the only package of hybrank that uses cgo.
+// it (below). It uses cgo, as does models/hftok behind the build tag
+// hftokenizers; the engine, the server and the packages below them do not
+// (internal/layering tests it), so only programs that run models link it.
 //
 // # Setup
 //
@@ -47,8 +49,12 @@
 // (batch, head) per task on the session's intra-op threads (the API's
 // KernelContext_ParallelFor), the scores of 16 queries at a time in cache.
 // Its attribute bf16 = 1 computes Q·Kᵀ and P·V in bfloat16 on AMX tiles
-// (tdpbf16ps; float32 sums, softmax and mask in float32, AVX-512); 0 is a
-// plain float32 loop, the reference the tests hold the tile path to
+// (tdpbf16ps; float32 sums, softmax and mask in float32, AVX-512), except
+// for a single query row (a last layer narrowed to [CLS] by
+// fuse.FirstToken): that runs a float32 AVX-512 path, since packing K and
+// V into bfloat16 tiles costs more than one row's products; no batch of
+// whole sequences takes it (a real sequence has at least two tokens). 0 is
+// a plain float32 loop, the reference the tests hold the tile path to
 // (TestAttentionKernel: both against a float64 definition, float32 to
 // 1e-5 and bfloat16 to 3e-2 of the outputs' scale). Package models/fuse
 // writes it, with bf16 = 1, into int8 graphs (fuse.AttentionBF16) when
@@ -72,7 +78,10 @@
 // point's column sums and applies both scales and the bias. Attribute
 // a_bits = 16 quantizes a row to 16 bits instead and runs the products on
 // the codes' two bytes (two integer products; the
-// default models/fuse writes: TestQuantMatMulWide). Attribute amx
+// default models/fuse writes: TestQuantMatMulWide). Attribute gelu = 1
+// applies GELU (erf form) in the epilogue; split = [N0, N1, N2] hands the
+// columns out as up to three outputs (a layer's Q, K and V from one
+// quantization of their input). Attribute amx
 // = 0 runs plain loops on the same integers and the same float epilogue:
 // the two paths agree to the bit (TestQuantMatMulKernel, which also holds
 // the reference to a float64 definition). Per-token scales make a pair's
@@ -80,15 +89,10 @@
 // coarsening every other token's steps. models/fuse writes it over every
 // DynamicQuantizeMatMul when QuantMatMulAMX reports AMX-INT8.
 //
-// Speed (BenchmarkAttentionForms in models/quantize, one layer of 12
-// heads × 32, 2 threads, Intel Xeon with AMX, 2026-11-27): 8 × 384 tokens
-// with the padding mask 5.3 ms against 22.3 for the export's operators
-// (12.8 for the runtime's MultiHeadAttention, which cannot take the mask
-// on its fast path); one sequence of 384: 0.94 against 1.98 ms.
-// BenchmarkMatMulForms (same machine): one weight product over 8 × 384
-// tokens, QuantMatMul against DynamicQuantizeMatMul, 384 × 384 1.28 vs
-// 1.51 ms, 384 × 1536 3.65 vs 4.93, 1536 × 384 2.26 vs 2.78, fast's 128 ×
-// 512 1.39 vs 1.73 (float32: 4.3, 18.5, 13.2, 2.6).
+// BenchmarkAttentionForms and BenchmarkMatMulForms (package
+// models/quantize) and BenchmarkAttentionKernel and
+// BenchmarkQuantMatMulKernel (here) time the operators against the
+// runtime's; bench/results/rerank_int8_profile.md has the figures.
 //
 // # Input validation
 //

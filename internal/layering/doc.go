@@ -4,8 +4,12 @@
 //   - The retrieval engine, the server and the packages below them build
 //     without cgo, so a Go service that embeds the engine with its own
 //     embedder does not link ONNX Runtime. Only onnx/ (and models/ort,
-//     which wraps it, and internal/berttest, a helper of tests) use cgo;
-//     the graph rewriters models/onnxpb and models/fuse do not.
+//     which wraps it, and internal/berttest, a helper of tests) and
+//     models/hftok (Hugging Face tokenizers, with the build tag
+//     hftokenizers; a stub without it) use cgo; the graph rewriters
+//     models/onnxpb and models/fuse do not.
+//   - The README's Layout table names every package directory of the
+//     module, and every directory it names exists (TestReadmeLayout).
 //   - Commands link no test code: cmd/* do not depend on package testing.
 //   - bench/loadgen does not import the server, so that the server's tests
 //     can use it.

@@ -24,7 +24,8 @@ var intProducts = []string{"DynamicQuantizeMatMul", "MatMulInteger", "MatMulInte
 // operator, domain onnxpb.HybrankDomain): both products in bfloat16 on AMX
 // tiles, the softmax in float32, the scores of 16 queries at a time in
 // cache instead of the batch × heads × seq² tensors the chain writes and
-// reads four times. It returns how many it fused.
+// reads four times (a single query row, as in a layer FirstToken
+// narrowed, runs in float32). It returns how many it fused.
 //
 // Only graphs whose weight products already run in int8 are rewritten
 // (DynamicQuantizeMatMul, MatMulInteger…): their activations carry 8-bit

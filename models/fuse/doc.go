@@ -1,17 +1,34 @@
-// Package fuse rewrites a BERT-family ONNX graph into the fused operators
-// ONNX Runtime's CPU provider runs fastest, where the runtime's own graph
-// optimiser does not: SkipLayerNorm turns each residual Add and the
-// LayerNormalization after it (and the bias Add before it) into one
-// com.microsoft SkipLayerNormalization. And it drops work whose result is
-// never read: FirstToken narrows a cross-encoder's last layer to the one
-// token its classification head reads. And for int8 graphs on CPUs with
-// AMX-BF16, AttentionBF16 replaces each layer's self-attention chain with
-// package onnx's ai.hybrank.Attention kernel in bfloat16, and on CPUs
-// with AMX-INT8 QuantMatMulAMX runs every int8 product with one activation
-// scale per token (package onnx's ai.hybrank.QuantMatMul). Package
-// models/ort applies them (WriteFile) when it loads a model for the CPU,
-// into a temporary copy the runtime loads (models.Config.DisableFusion
-// turns them off; models.Config.Int8PerTensor the last one).
+// Package fuse rewrites a BERT-family ONNX graph at load so that ONNX
+// Runtime runs it faster, where the runtime's own graph optimiser does
+// not. Four rewrites, each a function over an onnxpb.Model:
+//
+//   - SkipLayerNorm turns each residual Add and the LayerNormalization
+//     after it (and the bias Add before it) into one com.microsoft
+//     SkipLayerNormalization (CPU kernels).
+//   - FirstToken narrows a cross-encoder's last layer to the one token its
+//     classification head reads (any provider).
+//   - AttentionBF16 replaces each self-attention chain of an int8 graph
+//     with package onnx's ai.hybrank.Attention kernel, both products in
+//     bfloat16 on AMX tiles (CPUs with AMX-BF16).
+//   - QuantMatMulAMX runs every int8 product of an int8 graph as package
+//     onnx's ai.hybrank.QuantMatMul: one activation scale per token,
+//     16-bit activation codes by default, a layer's Q, K and V as one
+//     product, GELU in its epilogue (CPUs with AMX-INT8).
+//
+// WriteFile applies the rewrites a Rewrites value selects to a file.
+// Package models/ort does so when it loads a model, into a temporary copy
+// the runtime loads: for the CPU provider ForCPU (SkipLayerNorm and
+// FirstToken), with RewriteAttentionBF16 and RewriteQuantMatMulAMX added
+// where the CPU has AMX-BF16 and AMX-INT8 (they change int8 graphs only);
+// for the CUDA provider ForCUDA (FirstToken).
+// models.Config.DisableFusion turns them all off, models.Config.Int8PerTensor
+// QuantMatMulAMX alone, and models.Config.Int8ActivationBits = 8 makes it
+// write 8-bit codes (QuantMatMulA8). A copy the runtime refuses or fails
+// to run on a probe batch falls back to the file (models/ort logs it).
+//
+// Measurements of each rewrite are in bench/results: fusion.md
+// (SkipLayerNorm), first_token.md and gpu.md (FirstToken),
+// rerank_int8_profile.md and rerank.md (AttentionBF16, QuantMatMulAMX).
 //
 // # QuantMatMulAMX
 //
@@ -19,21 +36,16 @@
 // scale: every token of every sequence in the batch. A BERT's activations
 // have a few tokens ([CLS], [SEP], punctuation) whose one or two channels
 // reach 20–30 where a median token stays under 5, and they set everybody's
-// step. package onnx's QuantMatMul takes the same weights, scales and bias
-// and quantizes per token; the rewrite also folds models/quantize's
-// smoothing Mul (a constant per-channel factor in front of the product,
-// read by nothing else) into the operator's a_mul. On scifact lists, a
-// trained encoder under a random head, int8 against float32: worst
-// per-query Spearman 0.957 per tensor, 0.981 per token, 0.990 per token
-// with 8-bit weights and smoothing (bench/results/rerank_int8_profile.md);
-// and the AMX kernel is faster than the runtime's (int8 balanced 3.1× →
-// 3.7–3.9× float32). What was left of the gap was the 8-bit activation
-// codes themselves: the rewrite now writes a_bits = 16 (each token in
-// 16-bit codes, the product on their two bytes) on unsmoothed copies, and
-// groups a layer's Q, K and V into one product with split outputs (one
-// quantization of their input): worst per-query Spearman 0.9941 on the
-// trained encoder, 0.993–0.998 on generated weights, int8 2.7–3.8×
-// float32.
+// step; a score also depends on its batch mates. Package onnx's QuantMatMul
+// takes the same weights, scales and bias and quantizes each token on its
+// own, in 16-bit codes by default (the product run on their two bytes);
+// 8-bit codes are faster and lose more of a trained encoder's ranking. The
+// rewrite also folds models/quantize's smoothing Mul (a constant
+// per-channel factor in front of the product, read by nothing else) into
+// the operator's a_mul and an export's GELU after a product into its
+// epilogue, and groups products that read the same activations (a layer's
+// Q, K and V) into one operator with split outputs, so those activations
+// are quantized once.
 //
 // # AttentionBF16
 //
@@ -42,19 +54,18 @@
 // Softmax, P·V, Transpose and Reshape back: four passes over the scores
 // tensor besides the two products, which ONNX Runtime's CPU provider runs
 // as separate kernels (its MultiHeadAttention takes a padding mask only on
-// its slow path). In an int8 model the weight products run on AMX at
-// about 3 TOP/s, and that float32 chain was what kept int8 under 2× float32
-// (bench/results/rerank_int8_profile.md). The fused kernel keeps 16
-// queries' scores in cache and does both products in bfloat16 tiles: on
-// scifact pairs int8 balanced and accurate went from 1.94× float32 to
-// 3.1× (bench/results/rerank.md). Float32 graphs keep their float32
-// attention: run in bfloat16 it would make them 1.2× faster and no longer
-// float32 (measured once, balanced, 2026-11-27), so the speed-up stays a
-// property of the quantized model, whose activations are rounded to 8 bits
-// anyway. Only chains whose values nothing else reads, with constant head
-// shapes and a head size of 32 or 64, are fused; the mask must have batch
-// × keys elements, which the kernel checks at run time (models/ort's load
-// probe falls back to the file if it does not).
+// its slow path). In an int8 model whose weight products run on AMX, that
+// float32 chain is most of what is left. The kernel keeps 16 queries'
+// scores in cache and does both products in bfloat16 tiles; a narrowed
+// last layer's single query row (FirstToken) runs a float32 path in the
+// same kernel instead, since packing K and V into tiles costs more than
+// one row's products. Float32 graphs keep their float32 attention: in
+// bfloat16 they would no longer be float32, so the speed-up stays a
+// property of the quantized model, whose activations are rounded anyway.
+// Only chains whose values nothing else reads, with constant head shapes
+// and a head size of 32 or 64, are fused; the mask must have batch × keys
+// elements, which the kernel checks at run time (models/ort's load probe
+// falls back to the file if it does not).
 //
 // # FirstToken
 //
@@ -105,21 +116,15 @@
 // compute, so int8 scores move a little (|Δ| 1e-5 against a logit span
 // of 0.02 on a generated model), towards float32's if anything.
 //
-// # Why
+// # Why SkipLayerNorm
 //
 // ONNX Runtime has this fusion (SkipLayerNormFusion, graph optimisation
 // "extended" and up), but it only fires when both inputs of the residual
 // Add have a static hidden size and a static sequence length in the
 // graph's shapes; exports for reranking and embedding declare the
 // sequence length dynamic, so the runtime keeps the Add and runs
-// LayerNormalization's own CPU kernel, which is slow: on an Intel Xeon
-// with AVX-512 and AMX, 2 threads, MiniLM-L6 (balanced) on 8 sequences ×
-// 384 tokens, the 13 LayerNormalizations took 34 ms of 355 and the 12
-// fused nodes that replace 12 of them (and their residual Adds) 7 ms
-// (bench/peers/ort_profile.py; bench/results/rerank_int8_profile.md). A
-// batch took 13 % less time in float32 and 17 % less in int8, with
-// float32 logits equal to 2e-7; the benchmarks' pairs/s and texts/s rose
-// by 7–31 % (bench/results/fusion.md).
+// LayerNormalization's own CPU kernel, which is slow. The fused graph's
+// float32 logits equal the file's to float rounding.
 //
 // # The pattern
 //
@@ -154,29 +159,27 @@
 // more than one element. The embeddings' normalisation fuses too: there r
 // is the sum of the word and token-type embeddings (Gathers of stored 2-D
 // tables by graph inputs, so of the full shape; or one of them alone) and
-// x the position embeddings, [1, S, H], which skip broadcasts. ONNX
-// Runtime 1.29's LayerNormalization kernel took 0.47 ms for that one node
-// on 4 × 376 tokens of width 128 where SkipLayerNormalization takes 0.06
-// (fast profile, 2 threads, Intel Xeon, 2026-11-27). An unset epsilon is
+// x the position embeddings, [1, S, H], which skip broadcasts. An unset epsilon is
 // written as LayerNormalization's default, 1e-5 (SkipLayerNormalization's
 // own default is 1e-12). The real exports of `make models` (all-MiniLM-L6-v2
 // at opsets 14 and 17, bge-small-en-v1.5 and e5-small-v2 at 11, and their
 // int8 copies) all fuse every layer (TestFusionRealModels in models/ort).
 //
 // The int8 models of package models/quantize fold their biases into
-// DynamicQuantizeMatMul, so there only the first form occurs; float16
-// models are left to the CUDA provider, which this package is not applied
-// for.
+// DynamicQuantizeMatMul, so there only the first form occurs. Float16
+// models run on the CUDA provider, for which models/ort applies
+// FirstToken only.
 //
 // # Cost at load
 //
-// WriteFile decodes and re-encodes the whole file: 0.36 s for a generated
-// MiniLM-L12 (133 MB) with both rewrites, 0.31 s with FirstToken alone,
-// on the 2-core Intel Xeon VM of 2026-11-27 (BenchmarkWriteFile). Every
-// load pays it again (the copy is temporary).
+// WriteFile decodes and re-encodes the whole file, holding the decoded
+// model in memory (about twice the file's size); BenchmarkWriteFile times
+// it. Every load pays it again (the copy is temporary).
 //
 // # Concurrency
 //
-// SkipLayerNorm, FirstToken and AttentionBF16 modify the model they are
-// given, which must not be used concurrently. Report and Narrowed are plain values.
+// SkipLayerNorm, FirstToken, AttentionBF16 and QuantMatMulAMX modify the
+// model they are given, which must not be used concurrently. WriteFile is
+// safe for concurrent use on distinct destinations. Report and Narrowed
+// are plain values.
 package fuse
