@@ -143,6 +143,24 @@
 // (batch size × longest sequence; default 16,384, as Text Embeddings
 // Inference). MaxBatchBytes does not apply.
 //
+// # Quantized copies and graph rewrites
+//
+// Config.Quantize "int8" or "fp16" loads a copy of the model converted by
+// package models/quantize, made once into Config.QuantizeCache (a
+// directory already of that type loads as it is). Int8 copies have 8-bit
+// weights where the CPU's integer kernels sum in 32 bits (Int8WeightBits)
+// and are smoothed only where their products will run with 8-bit
+// per-token codes (SmoothInt8).
+//
+// Every load then runs the file through package models/fuse into a
+// temporary copy, unless Config.DisableFusion: for the CPU provider
+// fuse.ForCPU, plus AttentionBF16 and QuantMatMulAMX for int8 graphs on
+// CPUs with AMX-BF16 and AMX-INT8 (the latter unless Config.Int8PerTensor;
+// Config.Int8ActivationBits chooses its code width); for the CUDA
+// provider fuse.ForCUDA. A rewritten copy that the runtime refuses, or
+// that fails on a padded probe batch at load, is dropped with a warning
+// and the file loads as it is.
+//
 // # Concurrency
 //
 // CrossEncoder and BiEncoder are safe for concurrent use. They hold one
