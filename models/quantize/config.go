@@ -90,7 +90,8 @@ type Config struct {
 	// Smooth, when set, migrates the activations' outlier channels into
 	// the weights before quantizing (SmoothQuant; see Smooth). nil: no
 	// migration. models/ort sets it, measured on calibration text, for
-	// the int8 copies it makes.
+	// the int8 copies it makes where they run with 8-bit per-token codes
+	// (ort.SmoothInt8).
 	Smooth *Smooth `json:"smooth,omitempty"`
 }
 
@@ -165,7 +166,7 @@ func DefaultConfig() Config {
 // layer, by node or weight name; not attention.output.dense). Appended to
 // Config.Exclude they leave only the attention projections in int8: a
 // third of the encoder's dense work, but the part whose quantization noise
-// barely reaches the score (see the package documentation).
+// barely reaches the score (bench/results/rerank_int8_profile.md).
 func ExcludeFFN() []string {
 	return []string{`intermediate[./]dense`, `layer\.\d+[./]output[./]dense`}
 }
