@@ -213,10 +213,10 @@ type Config struct {
 	// every call: on a CPU with AMX-INT8, by default, per token in 16-bit
 	// codes by package onnx's QuantMatMul (Int8ActivationBits,
 	// DisableFusion); otherwise, or with Int8PerTensor, per tensor by
-	// ONNX Runtime's DynamicQuantizeMatMul. "fp16" does the same with a float16 copy (the whole
-	// graph in float16, float32 inputs and outputs: for the CUDA provider;
-	// ONNX Runtime's x86 CPU provider has no float16 kernels for most of
-	// it). "" loads Dir as it is.
+	// ONNX Runtime's DynamicQuantizeMatMul. "fp16" does the same with a
+	// float16 copy (the whole graph in float16, float32 inputs and
+	// outputs: for the CUDA provider; ONNX Runtime's x86 CPU provider has
+	// no float16 kernels for most of it). "" loads Dir as it is.
 	Quantize string `json:"quantize,omitempty"`
 	// QuantizeCache is where Quantize keeps converted copies, one folder
 	// per source model and type (keyed by the ONNX file's sha256); ""
