@@ -17,7 +17,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/klauspost/cpuid/v2"
+	"github.com/hybrank/hybrank/internal/cpu"
 	ort "github.com/yalue/onnxruntime_go"
 )
 
@@ -74,8 +74,7 @@ func initCustomOps(path string) {
 		opsErr = fmt.Errorf("onnx: custom operators: %s", C.GoString(msg))
 		return
 	}
-	bf16 := cpuid.CPU.Supports(cpuid.AMXTILE, cpuid.AMXBF16, cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512BF16)
-	int8 := cpuid.CPU.Supports(cpuid.AMXTILE, cpuid.AMXINT8, cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL)
+	bf16, int8 := cpu.Detect().AMXBF16Attention(), cpu.Detect().AMXInt8()
 	if (bf16 || int8) && C.hybrank_ops_amx(cbool(bf16), cbool(int8)) == nil {
 		opsBF16, opsInt8 = bf16, int8
 	}

@@ -6,13 +6,13 @@ import (
 	"math"
 	"slices"
 
-	"github.com/klauspost/cpuid/v2"
+	"github.com/hybrank/hybrank/internal/cpu"
 )
 
 // hasAVX512 selects the AVX-512 scoring kernel (8 postings per step:
 // gathers of lengths, table entries and accumulators, one scatter). It is
 // written again only by tests, to compare both kernels.
-var hasAVX512 = cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512VL)
+var hasAVX512 = cpu.Detect().AVX512F && cpu.Detect().AVX512VL
 
 // addTabledVec is addTabled on whole groups of 8 postings: it stops before
 // the first group with a posting outside the table (or a doc num beyond

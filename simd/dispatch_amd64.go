@@ -2,7 +2,7 @@
 
 package simd
 
-import "github.com/klauspost/cpuid/v2"
+import "github.com/hybrank/hybrank/internal/cpu"
 
 // Kernel selection happens once, at package initialisation, from the CPU's
 // features. The variables are written again only by setImpl (tests).
@@ -14,8 +14,8 @@ var (
 )
 
 var (
-	hasAVX2   = cpuid.CPU.Supports(cpuid.AVX2, cpuid.FMA3)
-	hasAVX512 = cpuid.CPU.Supports(cpuid.AVX512F, cpuid.AVX512VL, cpuid.FMA3)
+	hasAVX2   = cpu.Detect().AVX2 && cpu.Detect().FMA3
+	hasAVX512 = cpu.Detect().AVX512F && cpu.Detect().AVX512VL && cpu.Detect().FMA3
 )
 
 func init() {

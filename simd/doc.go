@@ -5,7 +5,7 @@
 //
 // Each kernel has a pure-Go reference (the *Generic functions, always
 // compiled) and, on amd64, an assembly version chosen once at start-up from
-// the CPU's features (github.com/klauspost/cpuid/v2). Build with the tag
+// the CPU's features (package internal/cpu). Build with the tag
 // `purego` to force the generic path everywhere. Dispatch names the choice
 // ("avx512" needs AVX-512F+VL and FMA, "avx2" needs AVX2 and FMA).
 // Tests flip the unexported switch (setImpl) and compare every

@@ -4,12 +4,11 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/klauspost/cpuid/v2"
+	"github.com/hybrank/hybrank/internal/cpu"
 )
 
 // MachineInfo describes where a benchmark ran; printed next to every
@@ -27,23 +26,18 @@ type MachineInfo struct {
 	Dirty      bool     `json:"dirty"`
 }
 
-// interesting CPU features for this project's kernels.
-var interestingFeatures = []cpuid.FeatureID{
-	cpuid.SSE4, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.BMI2, cpuid.POPCNT,
-	cpuid.AVX512F, cpuid.AVX512BW, cpuid.AVX512VL, cpuid.AVX512VNNI, cpuid.AVXVNNI,
-	cpuid.AVX512BF16, cpuid.AMXINT8, cpuid.ASIMD, cpuid.SVE,
-}
-
 // Machine returns information about this machine and build. The commit
 // comes from the binary's VCS stamp when present, else from
 // `git rev-parse HEAD` in the working directory as it was at the first
 // call (go run and go test binaries carry no stamp, nor do builds with
 // -buildvcs=false); it is "" when neither works.
 func Machine() MachineInfo {
+	f := cpu.Detect()
 	m := MachineInfo{
-		CPU:        strings.TrimSpace(cpuid.CPU.BrandName),
-		Cores:      cpuid.CPU.PhysicalCores,
-		Threads:    cpuid.CPU.LogicalCores,
+		CPU:        f.Brand,
+		Cores:      f.PhysicalCores,
+		Threads:    f.LogicalCores,
+		Features:   f.Named(), // the features of interest to this module's kernels
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
 		OS:         runtime.GOOS,
 		Arch:       runtime.GOARCH,
@@ -52,12 +46,6 @@ func Machine() MachineInfo {
 	if m.Threads == 0 {
 		m.Threads = runtime.NumCPU()
 	}
-	for _, f := range interestingFeatures {
-		if cpuid.CPU.Supports(f) {
-			m.Features = append(m.Features, f.String())
-		}
-	}
-	sort.Strings(m.Features)
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
