@@ -17,7 +17,6 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
-	"github.com/hybrank/hybrank/models/fuse"
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/onnx"
@@ -45,9 +44,13 @@ type Row struct {
 	// converted by models/quantize (models.Config.Quantize).
 	Quantize string `json:"quantize,omitempty" table:""`
 	// Fusion is what package models/fuse did to the graph the CPU ran
-	// (ort.CrossEncoder.Fusion): e.g. "12 SkipLayerNorm (12 with bias)",
+	// (ort.Plan's Loaded.Fusion): e.g. "12 SkipLayerNorm (12 with bias)",
 	// "none" (CUDA, nothing to fuse), "off" (--no-fusion); "" for peers.
 	Fusion string `json:"fusion,omitempty" table:""`
+	// Plan is the model's acceleration plan (ort.Plan.Key): the weight
+	// and activation codes, the rewrites and the attention it ran with;
+	// "" for peers.
+	Plan string `json:"plan,omitempty"`
 	// Narrowing is the last layer's narrowing behind Fusion's "first
 	// token", which GFLOPs counts the work of (bertgen.NarrowedFLOPs).
 	Narrowing bertgen.Narrowing `json:"narrowing,omitempty"`
@@ -158,18 +161,18 @@ func RunKind(ctx context.Context, cfg Config, kind models.Kind) (Result, error) 
 type model struct {
 	call     func(ctx context.Context, i int) ([]float32, models.Usage, error)
 	provider func() string
-	fusion   func() string
-	// narrowing is how much of the last layer the loaded graph computes
-	// for the first token only (package models/fuse's FirstToken).
-	narrowing func() bertgen.Narrowing
-	close     func() error
+	// plan is the loaded model's plan: what its load did (fusion, and how
+	// much of the last layer the graph computes for the first token only,
+	// package models/fuse's FirstToken).
+	plan  func() ort.Plan
+	close func() error
 }
 
-// narrowing reads what FirstToken did from a rewrite report: the
+// narrowing reads what FirstToken did from a loaded plan's rewrites: the
 // attention's query row narrowed, or (where a shape computation read
 // elsewhere stops it) only what follows the attention.
-func narrowing(rep fuse.Report) bertgen.Narrowing {
-	switch {
+func narrowing(p ort.Plan) bertgen.Narrowing {
+	switch rep := p.Loaded.Rewrites; {
 	case rep.FirstToken.Attention:
 		return bertgen.NarrowAttention
 	case rep.FirstToken.MatMuls > 0:
@@ -187,7 +190,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 		}
 		return model{call: func(ctx context.Context, i int) ([]float32, models.Usage, error) {
 			return ce.ScoreWithUsage(ctx, t.Queries[i%len(t.Queries)], t.docs(i))
-		}, provider: ce.Provider, fusion: ce.Fusion, narrowing: func() bertgen.Narrowing { return narrowing(ce.Rewrites()) }, close: ce.Close}, nil
+		}, provider: ce.Provider, plan: ce.Plan, close: ce.Close}, nil
 	}
 	be, err := ort.NewBiEncoder(mc)
 	if err != nil {
@@ -196,7 +199,7 @@ func open(mc models.Config, kind models.Kind, t Text) (model, error) {
 	return model{call: func(ctx context.Context, _ int) ([]float32, models.Usage, error) {
 		_, u, err := be.EmbedWithUsage(ctx, models.InputDocument, t.Docs)
 		return nil, u, err
-	}, provider: be.Provider, fusion: be.Fusion, narrowing: func() bertgen.Narrowing { return narrowing(be.Rewrites()) }, close: be.Close}, nil
+	}, provider: be.Provider, plan: be.Plan, close: be.Close}, nil
 }
 
 // measureOne runs one Spec: resolve the model, make the text, then
@@ -267,13 +270,13 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 		dt := time.Since(t0)
 		lat = append(lat, dt)
 		usage.Add(u)
-		best = max(best, workFLOPs(md, kind, u, m.narrowing())/dt.Seconds())
+		best = max(best, workFLOPs(md, kind, u, narrowing(m.plan()))/dt.Seconds())
 		if i < len(scores) {
 			scores[i] = sc
 		}
 	}
-	row := newRow(s, kind, mc, md, m.provider(), m.narrowing(), usage, lat, time.Since(start))
-	row.Fusion = m.fusion()
+	row := newRow(s, kind, mc, md, m.provider(), narrowing(m.plan()), usage, lat, time.Since(start))
+	row.Fusion, row.Plan = m.plan().Loaded.Fusion, m.plan().Key()
 	row.GFLOPsBest = measure.Round(best/1e9, 2)
 	if rss {
 		row.PeakRSSMB = measure.Round(float64(measure.PeakRSS())/(1<<20), 1)
@@ -372,8 +375,8 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 		// learning batcher may plan each pass differently.
 		slices.SortFunc(x.passes, func(a, b pass) int { return cmp.Compare(a.took, b.took) })
 		median := x.passes[(len(x.passes)-1)/2]
-		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), x.m.narrowing(), median.usage, x.lat, median.took)
-		rows[i].Fusion = x.m.fusion()
+		rows[i] = newRow(specs[i], models.KindCrossEncoder, x.mc, md, x.m.provider(), narrowing(x.m.plan()), median.usage, x.lat, median.took)
+		rows[i].Fusion, rows[i].Plan = x.m.plan().Loaded.Fusion, x.m.plan().Key()
 		rows[i].Calls = len(t.Queries) // of the median pass
 		// The fastest pass's rate (passes do equal work).
 		rows[i].GFLOPsBest = measure.Round(rows[i].GFLOPs*median.took.Seconds()/x.passes[0].took.Seconds(), 2)

@@ -4,7 +4,8 @@
 // real-vector HNSW sweeps) and runs read it.
 //
 // A vector is keyed by the model (Key: a hash of the ONNX file, the
-// sentence-transformers settings and the sequence length), the input kind
+// sentence-transformers settings, the sequence length and models/ort's
+// plan for the Config, ort.Plan.Key), the input kind
 // (query, document, raw: the prompts differ) and the sha256 of the text.
 // Each (model, kind) pair has one append-only file of fixed-size records
 // (text hash, then the float32 vector, little endian); a torn last record,

@@ -18,20 +18,18 @@ import (
 
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
-	"github.com/klauspost/cpuid/v2"
 )
 
 // Key is what decides a model's vectors: the ONNX file's bytes, the
 // tokenizer's files (tokenizer.json and vocab.txt, as present) and its
 // lowercasing, the resolved pooling, normalisation and prompts
 // (models.ModelDir.Embedding), the sequence length, the character cap and
-// the quantization: for int8, also how models/ort computes it (per tensor
-// or per token, the activation codes, the fusion switch, and the CPU
-// features its choice of kernels depends on, AMX-INT8 and AMX-BF16, and
-// the weight width it picks, ort.Int8WeightBits), with int8Form naming the arithmetic's generation so that copies
-// made by an older hybrank miss. Two configurations with the same Key embed
-// every text identically.
-func Key(md models.ModelDir, mc models.Config) (string, error) {
+// how models/ort computes, its plan for mc (ort.Plan.Key: the
+// quantization, the weight and activation codes, the rewrites, the
+// attention, and ort.PlanVersion, the arithmetic's generation, so that
+// vectors made by an older hybrank miss). Two configurations with the
+// same Key embed every text identically.
+func Key(md models.ModelDir, mc models.Config, plan ort.Plan) (string, error) {
 	h := sha256.New()
 	for _, p := range []string{md.ONNXPath, md.TokenizerJSON, md.VocabTxt} {
 		if p == "" {
@@ -54,22 +52,9 @@ func Key(md models.ModelDir, mc models.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%s\x00%t", st, md.SequenceLength(mc), mc.MaxChars, mc.Quantize, md.LowerCase)
-	if mc.Quantize == models.QuantizeInt8 {
-		bits := mc.Int8ActivationBits
-		if bits == 0 {
-			bits = 16 // the default, the same arithmetic
-		}
-		fmt.Fprintf(h, "\x00%s\x00%t\x00%d\x00%t\x00%t\x00%t\x00%d", int8Form, mc.Int8PerTensor, bits, mc.DisableFusion,
-			cpuid.CPU.Supports(cpuid.AMXINT8), cpuid.CPU.Supports(cpuid.AMXBF16), ort.Int8WeightBits())
-	}
+	fmt.Fprintf(h, "\x00%s\x00%d\x00%d\x00%t\x00%s", st, md.SequenceLength(mc), mc.MaxChars, md.LowerCase, plan.Key())
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-// int8Form names the generation of models/ort's int8 arithmetic: bump it
-// when a change there moves int8 vectors (int8-2, 2026-11-28: 16-bit
-// activation codes and unsmoothed copies by default, b988f35).
-const int8Form = "int8-2"
 
 // Stats counts what an Embedder served from the cache (Hits) and what it
 // computed (Misses), in texts.
@@ -131,7 +116,11 @@ func Wrap(be models.Embedder, mc models.Config, dir string, opts ...Option) (*Em
 	if err != nil {
 		return nil, err
 	}
-	key, err := Key(md, mc)
+	plan, err := ort.PlanFor(mc)
+	if err != nil {
+		return nil, err
+	}
+	key, err := Key(md, mc, plan)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/modeldir"
@@ -13,7 +11,6 @@ import (
 	"github.com/hybrank/hybrank/models/catalog"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/models/quantize"
-	"github.com/hybrank/hybrank/onnx"
 )
 
 func init() {
@@ -95,41 +92,18 @@ func importSafetensors(ctx context.Context, cl *cli, src, out string, randomHead
 }
 
 func quantizeModel(ctx context.Context, cl *cli, kind string, args []string, out string, aBits int) error {
-	cfg, err := quantize.ConfigFor(quantize.Type(kind))
-	if err != nil || kind == "" || len(args) != 1 || out == "" {
+	if _, err := quantize.ConfigFor(quantize.Type(kind)); err != nil || kind == "" || len(args) != 1 || out == "" {
 		return fmt.Errorf("usage: bench models --quantize int8|fp16 SRC --out DST")
 	}
 	if aBits != 0 && aBits != 8 && aBits != 16 {
 		return fmt.Errorf("%w: --int8-activation-bits %d (want 8 or 16)", bench.ErrBadOption, aBits)
 	}
-	if cfg.Type == quantize.TypeInt8 {
-		// As models/ort's own int8 copies: the CPU's weight width, the
-		// activations smoothed by calibration on the float32 model where
-		// the products will run per token in 8 bits.
-		md, err := models.OpenModelDir(args[0])
-		if err != nil {
-			return err
-		}
-		kind := models.KindEmbedder
-		if slices.ContainsFunc(md.Config.Architectures, func(a string) bool { return strings.HasSuffix(a, "ForSequenceClassification") }) {
-			kind = models.KindCrossEncoder
-		}
-		cfg.WeightBits = ort.Int8WeightBits()
-		// The smoothing's calibration needs the runtime; without it the
-		// copy is made unsmoothed, as for a CPU without AMX-INT8.
-		if err := onnx.Init(onnx.RuntimeConfig{}); err != nil {
-			fmt.Fprintf(cl.stderr, "bench models: no ONNX Runtime (%v): quantizing without smoothing\n", err)
-		} else if ort.SmoothInt8(models.Config{Int8ActivationBits: aBits}) {
-			if cfg.Smooth, err = ort.Smoothing(ctx, args[0], kind, cfg, ""); err != nil {
-				return err
-			}
-		}
-	}
-	rep, err := quantize.Dir(ctx, args[0], out, cfg)
+	// As models/ort's own copies: the plan's weight width and smoothing.
+	rep, _, err := ort.WriteCopy(ctx, args[0], out, models.Config{Quantize: kind, Int8ActivationBits: aBits})
 	if err != nil {
 		return err
 	}
-	if cfg.Type == quantize.TypeFP16 {
+	if kind == string(quantize.TypeFP16) {
 		fmt.Fprintf(cl.stdout, "%s: %d initializers float16 (%d values clamped to ±65504), model %d -> %d bytes\n",
 			out, rep.Converted, rep.Clamped, rep.ModelBytesIn, rep.ModelBytesOut)
 		return nil

@@ -10,6 +10,8 @@
 //     models/onnxpb and models/fuse do not.
 //   - The README's Layout table names every package directory of the
 //     module, and every directory it names exists (TestReadmeLayout).
+//   - Only internal/cpu reads cpuid: every kernel choice and model plan
+//     sees one reading of the CPU (TestOneCPUDetection).
 //   - Commands link no test code: cmd/* do not depend on package testing.
 //   - bench/loadgen does not import the server, so that the server's tests
 //     can use it.

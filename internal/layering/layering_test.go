@@ -75,3 +75,22 @@ func TestLoadgenDoesNotImportServer(t *testing.T) {
 		t.Errorf("bench/loadgen imports %s/server", module)
 	}
 }
+
+// TestOneCPUDetection: package internal/cpu is the only reader of cpuid,
+// so that every kernel choice and every model plan sees the same CPU.
+func TestOneCPUDetection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list: skipped in -short")
+	}
+	const reader = module + "/internal/cpu"
+	out := goCmd(t, nil, "list", "-test", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, "./...")
+	for _, line := range strings.Split(out, "\n") {
+		name, imports, ok := strings.Cut(line, ": ")
+		if !ok || name == reader || strings.HasPrefix(name, reader+" ") || strings.HasPrefix(name, reader+".test") {
+			continue
+		}
+		if slices.Contains(strings.Fields(imports), "github.com/klauspost/cpuid/v2") {
+			t.Errorf("%s reads cpuid itself; ask package internal/cpu", name)
+		}
+	}
+}

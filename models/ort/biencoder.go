@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
 	"github.com/hybrank/hybrank/simd"
 )
 
@@ -52,16 +51,10 @@ func (be *BiEncoder) Config() models.Config { return be.c.cfg }
 // Provider returns the execution provider in use, or "" before load.
 func (be *BiEncoder) Provider() string { return be.c.provider() }
 
-// Fusion says what package models/fuse did to the graph the CPU
-// sessions run: e.g. "12 SkipLayerNorm (12 with bias), first token: 22
-// nodes (6 MatMul)" (models/fuse's Report.String); "none"
-// (CUDA, nothing to fuse, or a file it cannot read), "off"
-// (Config.DisableFusion), or "" before the model has loaded.
-func (be *BiEncoder) Fusion() string { return be.c.fusion() }
-
-// Rewrites is what Fusion says, as numbers (CrossEncoder.Rewrites); its
-// FirstToken is zero unless the graph outputs a [CLS]-pooled embedding.
-func (be *BiEncoder) Rewrites() fuse.Report { return be.c.rewrites() }
+// Plan is the loaded model's acceleration plan (CrossEncoder.Plan); its
+// Loaded.Rewrites.FirstToken is zero unless the graph outputs a
+// [CLS]-pooled embedding.
+func (be *BiEncoder) Plan() Plan { return be.c.plan() }
 
 // Info returns the loaded model directory and the effective maximum
 // sequence length (special tokens included), loading the model if needed.

@@ -20,8 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/cpuid/v2"
-
+	"github.com/hybrank/hybrank/internal/cpu"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/onnx"
 )
@@ -239,12 +238,11 @@ type hostFacts struct {
 }
 
 func currentHost() hostFacts {
-	flags := cpuid.CPU.FeatureSet()
-	slices.Sort(flags)
-	sum := sha256.Sum256([]byte(strings.Join(flags, ",")))
+	f := cpu.Detect()
+	sum := sha256.Sum256([]byte(strings.Join(f.Flags, ",")))
 	return hostFacts{
 		ortVersion: onnx.Version(),
-		cpu:        strings.TrimSpace(cpuid.CPU.BrandName),
+		cpu:        f.Brand,
 		cpuFlags:   hex.EncodeToString(sum[:8]),
 		cpus:       runtime.NumCPU(),
 	}
@@ -257,7 +255,8 @@ type costEnv struct {
 	dir      models.ModelDir
 	maxLen   int
 	provider string
-	fusion   string // loaded.fusion: a fused graph runs at other costs
+	plan     string // Plan.Key: quantization and rewrites change the costs
+	fusion   string // Plan.Loaded.Fusion: what the rewrites did (or "none": a fallback to the file)
 	host     hostFacts
 	run      runner
 	now      func() time.Time
@@ -378,7 +377,8 @@ func calibrateFor(env costEnv, p *costPlanner, info *BatchingInfo, note func(str
 }
 
 // costKey returns everything that changes a calibrated table: the
-// procedure, the provider and session settings, the graph fusion, the caps
+// procedure, the provider and session settings, the model's plan (Plan.Key)
+// and what its rewrites did, the caps
 // and budget that bound the grid, the runtime version, the CPU and the
 // model file (size and modification time: rewriting the model invalidates
 // its tables).
@@ -396,6 +396,7 @@ func costKey(env costEnv) (map[string]string, error) {
 		"inter_op_threads":  itoa(c.InterOpThreads),
 		"pool_size":         itoa(c.PoolSize),
 		"graph_opt":         c.GraphOptimization,
+		"plan":              env.plan,
 		"graph_fusion":      env.fusion,
 		"disable_arena":     strconv.FormatBool(c.DisableArena),
 		"disable_spinning":  strconv.FormatBool(c.DisableSpinning),

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
 )
 
 // CrossEncoder scores (query, document) pairs with a BERT cross-encoder
@@ -48,17 +47,12 @@ func (ce *CrossEncoder) Config() models.Config { return ce.c.cfg }
 // before the model has loaded.
 func (ce *CrossEncoder) Provider() string { return ce.c.provider() }
 
-// Fusion says what package models/fuse did to the graph the CPU
-// sessions run: e.g. "12 SkipLayerNorm (12 with bias), first token: 22
-// nodes (6 MatMul)" (models/fuse's Report.String); "none"
-// (CUDA, nothing to fuse, or a file it cannot read), "off"
-// (Config.DisableFusion), or "" before the model has loaded.
-func (ce *CrossEncoder) Fusion() string { return ce.c.fusion() }
-
-// Rewrites is what Fusion says, as numbers: zero unless the CPU sessions
-// run a rewritten copy of the file. Benchmarks read its FirstToken to
-// count the work the model does.
-func (ce *CrossEncoder) Rewrites() fuse.Report { return ce.c.rewrites() }
+// Plan is the loaded model's acceleration plan: what runs and why, and
+// in Plan.Loaded what the load made of it (the provider, what the graph
+// rewrites changed: e.g. "12 SkipLayerNorm (12 with bias), first token:
+// 22 nodes (6 MatMul)", "none", "off"). A zero Plan before the model has
+// loaded (PlanFor gives the same plan without loading).
+func (ce *CrossEncoder) Plan() Plan { return ce.c.plan() }
 
 // Info returns the loaded model directory and the effective maximum
 // sequence length, loading the model if needed.

@@ -121,7 +121,8 @@
 // cache directory when the model directory is read-only
 // (Config.CalibrationCache chooses another directory or none). The key
 // covers everything that changes the timings: provider, intra/inter-op
-// threads, pool size, graph optimisation and fusion (package models/fuse),
+// threads, pool size, graph optimisation, the model's plan (Plan.Key) and
+// what its rewrites did (package models/fuse),
 // arena and spinning, MaxLength and
 // the caps, the budget, the ONNX Runtime version, the CPU model, flags and
 // count, and the model file's size and modification time; a cache that is
@@ -143,23 +144,36 @@
 // (batch size × longest sequence; default 16,384, as Text Embeddings
 // Inference). MaxBatchBytes does not apply.
 //
-// # Quantized copies and graph rewrites
+// # The acceleration plan
+//
+// Each load decides one Plan (NewPlan, from the Config and the Machine:
+// the CPU's features, read once by package internal/cpu, and whether
+// package onnx's operators run their AMX paths): the provider asked for,
+// the quantized copy's weight and activation codes and smoothing, the
+// graph rewrites per provider and the attention's arithmetic, each
+// choice with its reason (Plan.Why). Plan.Key names it, versioned by
+// PlanVersion; the quantized copy's folder name (Plan.CopySuffix), the
+// cost table's cache key, bench/vcache's key and the benchmark reports
+// consume it. CrossEncoder.Plan and BiEncoder.Plan return the loaded
+// model's, with what the load made of it (Plan.Loaded); PlanFor gives it
+// without loading.
 //
 // Config.Quantize "int8" or "fp16" loads a copy of the model converted by
 // package models/quantize, made once into Config.QuantizeCache (a
 // directory already of that type loads as it is). Int8 copies have 8-bit
-// weights where the CPU's integer kernels sum in 32 bits (Int8WeightBits)
+// weights where the CPU's integer kernels sum in 32 bits (Plan.WeightBits)
 // and are smoothed only where their products will run with 8-bit
-// per-token codes (SmoothInt8).
+// per-token codes (Plan.Smooth). WriteCopy writes the same copy
+// elsewhere.
 //
 // Every load then runs the file through package models/fuse into a
 // temporary copy, unless Config.DisableFusion: for the CPU provider
 // fuse.ForCPU, plus AttentionBF16 and QuantMatMulAMX for int8 graphs on
 // CPUs with AMX-BF16 and AMX-INT8 (the latter unless Config.Int8PerTensor;
 // Config.Int8ActivationBits chooses its code width); for the CUDA
-// provider fuse.ForCUDA. A rewritten copy that the runtime refuses, or
-// that fails on a padded probe batch at load, is dropped with a warning
-// and the file loads as it is.
+// provider fuse.ForCUDA (Plan.CPU, Plan.CUDA). A rewritten copy that the
+// runtime refuses, or that fails on a padded probe batch at load, is
+// dropped with a warning and the file loads as it is.
 //
 // # Concurrency
 //

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
 )
 
 // encoder is the tokenizer surface the models need. The ORT-backed loader
@@ -65,12 +64,9 @@ type loaded struct {
 	// or no cost model could be built, or a loader that sets none).
 	cost     *costPlanner
 	batching BatchingInfo
-	// fusion is what package models/fuse did to the CPU sessions' graph:
-	// its Report's String, "none", or "off" (Config.DisableFusion).
-	fusion string
-	// rewrites is the same as a Report: zero unless the CPU sessions run
-	// a rewritten copy.
-	rewrites fuse.Report
+	// accel is the model's acceleration plan, with what the load made of
+	// it (Plan.Loaded).
+	accel Plan
 }
 
 // plan cuts the texts of one call, by token length, into batches.
@@ -231,24 +227,17 @@ func (c *core) provider() string {
 	return c.m.run.provider()
 }
 
-// fusion returns loaded.fusion, or "" before the model has loaded.
-func (c *core) fusion() string {
+// plan returns the loaded model's plan, or a zero Plan before the model
+// has loaded.
+func (c *core) plan() Plan {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		return ""
+		return Plan{}
 	}
-	return c.m.fusion
-}
-
-// rewrites returns loaded.rewrites (zero before the model has loaded).
-func (c *core) rewrites() fuse.Report {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		return fuse.Report{}
-	}
-	return c.m.rewrites
+	p := c.m.accel
+	p.Why = slices.Clone(p.Why)
+	return p
 }
 
 // batchingInfo reports how the model plans batches, loading it if needed.

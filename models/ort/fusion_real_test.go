@@ -61,7 +61,7 @@ func TestFusionRealModels(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return v, be.Fusion()
+				return v, be.Plan().Loaded.Fusion
 			}
 			ref, off := embed(tc.name, true)
 			got, on := embed(tc.name, false)

@@ -56,7 +56,13 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 		return nil, err
 	}
 	if cfg.Quantize != "" {
-		if dir, err = quantizedDir(context.Background(), dir, md, kind, cfg); err != nil {
+		// The copy depends on the plan (its weight width, its smoothing),
+		// which depends on the runtime's operators.
+		plan, err := PlanFor(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if dir, err = quantizedDir(context.Background(), dir, md, kind, cfg, plan); err != nil {
 			return nil, err
 		}
 		if md, err = models.OpenModelDir(dir); err != nil {
@@ -78,6 +84,7 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
 		return nil, fmt.Errorf("load %s: %w", dir, err)
 	}
+	plan := NewPlan(cfg, ThisMachine())
 	ins, outs, err := onnx.ModelIO(md.ONNXPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
@@ -114,18 +121,8 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 				return p, nil
 			}
 		}
-		cpu := fuse.ForCPU
-		if onnx.AttentionBF16() {
-			cpu |= fuse.RewriteAttentionBF16 // int8 graphs only: their attention in bfloat16 on AMX tiles
-		}
-		if perToken(cfg) {
-			cpu |= fuse.RewriteQuantMatMulAMX // int8 graphs only: one activation scale per token, AMX-INT8 tiles
-			if cfg.Int8ActivationBits == 8 {
-				cpu |= fuse.QuantMatMulA8
-			}
-		}
-		model.ForCPU = rewrite(0, cpu, "the CPU")
-		model.ForCUDA = rewrite(1, fuse.ForCUDA, "CUDA")
+		model.ForCPU = rewrite(0, plan.CPU, "the CPU")
+		model.ForCUDA = rewrite(1, plan.CUDA, "CUDA")
 	}
 	sess, err := onnx.NewSessionModel(model, inputs, []string{output}, sessionConfig(cfg))
 	if err != nil {
@@ -160,19 +157,19 @@ func loadORT(cfg models.Config, kind models.Kind) (_ *loaded, err error) {
 	default:
 		fusion = "none" // nothing to rewrite, a file the rewrite cannot read, or a copy the runtime refused or could not run
 	}
+	plan.Loaded = Loaded{Provider: string(sess.Provider()), Fusion: fusion, Rewrites: rewrites}
 	m := &loaded{
 		dir:       md,
 		enc:       enc,
 		run:       &ortRunner{sess: sess, typeIDs: typeIDs},
-		fusion:    fusion,
-		rewrites:  rewrites,
+		accel:     plan,
 		maxLen:    md.SequenceLength(cfg),
 		output:    output,
 		pooled:    pooled,
 		embedding: md.Embedding(cfg),
 	}
 	m.cost, m.batching, err = setupCost(costEnv{
-		cfg: cfg, dir: md, maxLen: m.maxLen, provider: m.run.provider(), fusion: fusion, host: currentHost(),
+		cfg: cfg, dir: md, maxLen: m.maxLen, provider: m.run.provider(), plan: plan.Key(), fusion: fusion, host: currentHost(),
 		run: m.run, now: time.Now, userCacheDir: os.UserCacheDir,
 	})
 	if err != nil {

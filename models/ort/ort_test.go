@@ -178,8 +178,8 @@ func TestCrossEncoderMatchesReference(t *testing.T) {
 			if tc.noFusion {
 				wantFusion = "off"
 			}
-			if ce.Fusion() != wantFusion {
-				t.Fatalf("fusion %q, want %q", ce.Fusion(), wantFusion)
+			if ce.Plan().Loaded.Fusion != wantFusion {
+				t.Fatalf("fusion %q, want %q", ce.Plan().Loaded.Fusion, wantFusion)
 			}
 			_, maxLen, err := ce.Info()
 			if err != nil {
@@ -424,8 +424,8 @@ func TestCUDAProvider(t *testing.T) {
 			}
 			// The CUDA sessions run the last layer for [CLS] only too
 			// (fuse.ForCUDA: no SkipLayerNorm there).
-			if want := "first token: 26 nodes (6 MatMul)"; gpu.Fusion() != want {
-				t.Fatalf("%s: CUDA fusion %q, want %q", p.name, gpu.Fusion(), want)
+			if want := "first token: 26 nodes (6 MatMul)"; gpu.Plan().Loaded.Fusion != want {
+				t.Fatalf("%s: CUDA fusion %q, want %q", p.name, gpu.Plan().Loaded.Fusion, want)
 			}
 			for i, q := range queries {
 				a, err := gpu.Score(ctx, q, docs[i])

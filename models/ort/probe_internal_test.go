@@ -72,7 +72,7 @@ func TestRewriteThatDoesNotRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s, ce.Fusion()
+		return s, ce.Plan().Loaded.Fusion
 	}
 	want, _ := score(true)
 	got, fusion := score(false)

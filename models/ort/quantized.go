@@ -4,76 +4,39 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/hybrank/hybrank/internal/cpu"
 	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/quantize"
-	"github.com/hybrank/hybrank/onnx"
-	"github.com/klauspost/cpuid/v2"
 )
 
-// SmoothInt8 reports whether the int8 copies hybrank makes for cfg here
-// are smoothed (Smoothing): when their products run with one 8-bit
-// activation scale per token, that is when package onnx's QuantMatMul can
-// run here (onnx.QuantMatMulAMX, so after onnx.Init), the fusion runs
-// (not DisableFusion), cfg does not keep the runtime's kernel
-// (Int8PerTensor) and asks for 8-bit codes (Int8ActivationBits 8). With
-// 16-bit codes the activations need no help and the migration only
-// coarsens the weights (a trained encoder: worst per-query Spearman 0.994
-// unsmoothed, 0.991 smoothed); with one scale per tensor it does not pay
-// either: the larger weight rows coarsen every column's steps and the
-// batch's outlier tokens still set the activations' (mean 0.969 smoothed
-// against 0.98 without; bench/results/rerank_int8_profile.md).
-func SmoothInt8(cfg models.Config) bool { return perToken(cfg) && cfg.Int8ActivationBits == 8 }
-
-// perToken reports whether cfg's int8 products run per token in package
-// onnx's QuantMatMul here: the CPU offers it (onnx.QuantMatMulAMX, after
-// onnx.Init), the fusion rewrites run and Int8PerTensor does not keep the
-// runtime's kernel.
-func perToken(cfg models.Config) bool {
-	return onnx.QuantMatMulAMX() && !cfg.Int8PerTensor && !cfg.DisableFusion
-}
-
-// Int8WeightBits is the weight code width of the int8 copies hybrank makes
-// on this CPU: 8 where the runtime's integer kernels sum in 32 bits (AVX-512
-// VNNI, AVX-VNNI, AMX-INT8: exact with 8-bit codes, and package onnx's
-// QuantMatMul), else 7 (quantize.Config.WeightBits: vpmaddubsw's 16-bit
-// pair sums would saturate). The copy records it and is named by it
-// (…-w8), so copies of either width live side by side.
-func Int8WeightBits() int {
-	if cpuid.CPU.Supports(cpuid.AVX512VNNI) || cpuid.CPU.Supports(cpuid.AVXVNNI) || cpuid.CPU.Supports(cpuid.AMXINT8) {
-		return 8
-	}
-	return 7
-}
-
-// quantizedDir returns the directory to load for cfg.Quantize ("int8" or
-// "fp16"; an int8 copy with Int8WeightBits codes, its activations
+// quantizedDir returns the directory to load for plan.Quantize ("int8" or
+// "fp16"; an int8 copy with plan.WeightBits codes, its activations
 // smoothed (Smoothing, calibrated on the float32 model of modelKind) where
-// SmoothInt8): dir itself when its model already is of that type (a
+// plan.Smooth is set): dir itself when its model already is of that type (a
 // models/quantize marker, or for int8 nothing left to quantize, as in an
 // int8 export), else a converted copy in the cache, named by the model
 // file and the files copied with it (quantize.SourceDigest), written on
 // first use (into a temporary folder renamed into place, so a crash or a
 // concurrent load never sees half a copy; such folders left by a killed
-// process are swept after staleAfter).
-func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind models.Kind, cfg models.Config) (string, error) {
-	kind := quantize.Type(cfg.Quantize)
+// process are swept after staleAfter; the folder's name ends in
+// plan.CopySuffix).
+func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind models.Kind, cfg models.Config, plan Plan) (string, error) {
+	kind := quantize.Type(plan.Quantize)
 	qcfg, err := quantize.ConfigFor(kind)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", models.ErrInvalidConfig, err)
 	}
-	smooth := false
+	smooth := plan.Smooth != 0
 	if kind == quantize.TypeInt8 {
-		qcfg.WeightBits = Int8WeightBits()
-		if err := onnx.Init(onnx.RuntimeConfig{LibraryPath: cfg.LibraryPath}); err != nil {
-			return "", err
-		}
-		smooth = SmoothInt8(cfg)
+		qcfg.WeightBits = plan.WeightBits
 	}
 	m, ok, err := quantize.ReadMarker(dir)
 	switch {
@@ -111,20 +74,9 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", models.ErrModelDir, dir, err)
 	}
-	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+shortHash(sum+"\n"+files))
-	if kind != quantize.TypeInt8 {
-		// One QuantizeCache may hold both types: their names tell them
-		// apart.
-		dst += "-" + string(kind)
-	} else {
-		// And the int8 copies of different weight widths and smoothing
-		// (a load with Int8PerTensor must not replace a copy another load
-		// is reading).
-		dst += fmt.Sprintf("-w%d", qcfg.WeightBits)
-		if smooth {
-			dst += fmt.Sprintf("-s%g", SmoothAlpha)
-		}
-	}
+	// One QuantizeCache may hold both types and int8 copies of several
+	// plans: their names tell them apart.
+	dst := filepath.Join(root, filepath.Base(filepath.Clean(dir))+"-"+shortHash(sum+"\n"+files)+plan.CopySuffix())
 	current := func() bool {
 		m, ok, err := quantize.ReadMarker(dst)
 		if err != nil || !ok || m.SourceModelSHA256 != sum || m.Layout != quantize.MarkerLayout || m.Of() != kind {
@@ -134,7 +86,7 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 			return true
 		}
 		c := m.Report.Config
-		return c.WeightBits == qcfg.WeightBits && (c.Smooth != nil) == smooth && (c.Smooth == nil || c.Smooth.Alpha == SmoothAlpha)
+		return c.WeightBits == qcfg.WeightBits && (c.Smooth != nil) == smooth && (c.Smooth == nil || c.Smooth.Alpha == plan.Smooth)
 	}
 	if current() {
 		return dst, nil
@@ -181,4 +133,41 @@ func quantizedDir(ctx context.Context, dir string, md models.ModelDir, modelKind
 		return "", fmt.Errorf("quantize: %w", err)
 	}
 	return dst, nil
+}
+
+// WriteCopy writes into dst the copy of the float32 model in src that a
+// load with cfg makes (cfg.Quantize "int8" or "fp16"): for int8 the
+// plan's weight width, and its smoothing, calibrated on src, where the
+// products will run per token in 8 bits. Without the runtime the int8
+// plan is made for a machine whose operators do not run: an unsmoothed
+// copy, as for a CPU without AMX-INT8 (logged). It returns the
+// quantizer's report and the plan it followed.
+func WriteCopy(ctx context.Context, src, dst string, cfg models.Config) (quantize.Report, Plan, error) {
+	qcfg, err := quantize.ConfigFor(quantize.Type(cfg.Quantize))
+	if err != nil || cfg.Quantize == "" {
+		return quantize.Report{}, Plan{}, fmt.Errorf("%w: quantize %q (want int8 or fp16)", models.ErrInvalidConfig, cfg.Quantize)
+	}
+	plan, err := PlanFor(cfg)
+	if err != nil {
+		slog.Warn("models/ort: no ONNX Runtime: quantizing without smoothing", "err", err)
+		plan = NewPlan(cfg, Machine{CPU: cpu.Detect()})
+	}
+	if qcfg.Type == quantize.TypeInt8 {
+		md, err := models.OpenModelDir(src)
+		if err != nil {
+			return quantize.Report{}, plan, err
+		}
+		kind := models.KindEmbedder
+		if slices.ContainsFunc(md.Config.Architectures, func(a string) bool { return strings.HasSuffix(a, "ForSequenceClassification") }) {
+			kind = models.KindCrossEncoder
+		}
+		qcfg.WeightBits = plan.WeightBits
+		if plan.Smooth != 0 {
+			if qcfg.Smooth, err = Smoothing(ctx, src, kind, qcfg, cfg.LibraryPath); err != nil {
+				return quantize.Report{}, plan, err
+			}
+		}
+	}
+	rep, err := quantize.Dir(ctx, src, dst, qcfg)
+	return rep, plan, err
 }

@@ -30,10 +30,10 @@ func TestQuantizeInt8Option(t *testing.T) {
 	}
 	if mk, ok, err := quantize.ReadMarker(copies[0]); err != nil || !ok {
 		t.Fatalf("copy %s has no quantize marker (%v)", copies[0], err)
-	} else if c := mk.Report.Config; c.WeightBits != ort.Int8WeightBits() || (c.Smooth != nil) != ort.SmoothInt8(models.Config{}) ||
+	} else if c := mk.Report.Config; c.WeightBits != int8Plan(t, models.Config{}).WeightBits || (c.Smooth != nil) != (int8Plan(t, models.Config{}).Smooth != 0) ||
 		c.Smooth != nil && (c.Smooth.Source == "" || mk.Report.Smoothed == 0) {
 		t.Errorf("copy made with %d-bit weights (want %d), smoothing %+v (want it: %v), %d activations smoothed",
-			c.WeightBits, ort.Int8WeightBits(), c.Smooth, ort.SmoothInt8(models.Config{}), mk.Report.Smoothed)
+			c.WeightBits, int8Plan(t, models.Config{}).WeightBits, c.Smooth, (int8Plan(t, models.Config{}).Smooth != 0), mk.Report.Smoothed)
 	}
 	// The marker is written last by a quantization (the directory itself
 	// changes: the cost cache beside the model is rewritten at Close).
@@ -299,12 +299,12 @@ func TestQuantizedCopyPerConfig(t *testing.T) {
 	load(func(c *models.Config) { c.Int8PerTensor = true })
 	load(func(*models.Config) {})
 	all, _ := filepath.Glob(filepath.Join(cache, "*"))
-	smoothA8 := ort.SmoothInt8(models.Config{Int8ActivationBits: 8})
+	smoothA8 := (int8Plan(t, models.Config{Int8ActivationBits: 8}).Smooth != 0)
 	want := 1
 	if smoothA8 {
 		want = 2
 	}
-	if len(first) != 1 || len(all) != want || ort.SmoothInt8(models.Config{}) {
+	if len(first) != 1 || len(all) != want || (int8Plan(t, models.Config{}).Smooth != 0) {
 		t.Fatalf("copies %v after the default load, %v after all (want %d)", first, all, want)
 	}
 	for _, c := range all {
@@ -316,4 +316,16 @@ func TestQuantizedCopyPerConfig(t *testing.T) {
 			t.Errorf("%s: smoothed %v", c, smoothed)
 		}
 	}
+}
+
+// int8Plan is the plan of an int8 copy loaded with cfg here (cfg.Quantize
+// set to int8).
+func int8Plan(t *testing.T, cfg models.Config) ort.Plan {
+	t.Helper()
+	cfg.Quantize = models.QuantizeInt8
+	p, err := ort.PlanFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

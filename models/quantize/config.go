@@ -91,7 +91,7 @@ type Config struct {
 	// the weights before quantizing (SmoothQuant; see Smooth). nil: no
 	// migration. models/ort sets it, measured on calibration text, for
 	// the int8 copies it makes where they run with 8-bit per-token codes
-	// (ort.SmoothInt8).
+	// (ort.Plan.Smooth).
 	Smooth *Smooth `json:"smooth,omitempty"`
 }
 

@@ -51,7 +51,7 @@
 // compares the runtime with an exact emulation of the integer arithmetic).
 // VNNI (vpdpbusd) and AMX (tdpbusd) sum in 32 bits, so there 8-bit
 // weights are exact too; models/ort writes 8-bit copies on those CPUs
-// (ort.Int8WeightBits). A 7-bit file is exact on every x86 CPU.
+// (ort.Plan.WeightBits). A 7-bit file is exact on every x86 CPU.
 //
 // # Smoothing
 //
@@ -60,7 +60,7 @@
 // products, the weight rows multiplied by s, calibrated channel maxima
 // (Activations lists the activations they are measured on). It only helps
 // where the products run per token with 8-bit codes; models/ort smooths
-// its copies only then (ort.SmoothInt8, models.Config.Int8ActivationBits
+// its copies only then (ort.Plan.Smooth, models.Config.Int8ActivationBits
 // 8). With per-tensor scales or 16-bit codes it costs fidelity.
 //
 // # Caveats
