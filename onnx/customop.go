@@ -21,7 +21,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 )
 
-// hybrank's custom operators, in the domain onnxpb.HybrankDomain
+// hybrank's custom operators, in the domain onnx/ops.Domain
 // ("ai.hybrank"), which every CPU session of this package registers
 // (hybrank_ops.c):
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // attentionRef is the float64 definition of ai.hybrank.Attention.
@@ -168,11 +169,11 @@ func TestAttentionOp(t *testing.T) {
 			g.AddInput(n, onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic(n+"s"), onnxpb.Fixed(384))
 		}
 		g.AddInput("mask", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Fixed(1), onnxpb.Fixed(1), onnxpb.Symbolic("ks"))
-		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "att", OpType: "Attention", Domain: onnxpb.HybrankDomain, Inputs: []string{"q", "k", "v", "mask"}, Outputs: []string{"out"},
+		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "att", OpType: "Attention", Domain: ops.Domain, Inputs: []string{"q", "k", "v", "mask"}, Outputs: []string{"out"},
 			Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", 12), onnxpb.AttrFloat("scale", float32(1/math.Sqrt(32))), onnxpb.AttrInt("bf16", bf16)}})
 		g.AddOutput("out", onnxpb.Float32, onnxpb.Symbolic("b"), onnxpb.Symbolic("qs"), onnxpb.Fixed(384))
 		m := onnxpb.NewModel(g)
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: ops.Domain, Version: 1})
 		path := filepath.Join(t.TempDir(), "att.onnx")
 		if err := m.WriteFile(path); err != nil {
 			t.Fatal(err)

@@ -42,7 +42,7 @@
 //
 // # Custom operators
 //
-// Every CPU session registers the domain onnxpb.HybrankDomain ("ai.hybrank"), whose operators are
+// Every CPU session registers the domain onnx/ops.Domain ("ai.hybrank"), whose operators are
 // C code in this package (hybrank_ops.c) run by ONNX Runtime through its
 // custom-operator C API: ai.hybrank.Attention, a BERT layer's
 // self-attention after the Q, K and V projections in one kernel, one

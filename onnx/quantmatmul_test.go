@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // quantMatMulRef is ai.hybrank.QuantMatMul's definition in float64 (the
@@ -395,13 +396,13 @@ func qmmGraphWith(t *testing.T, c qmmCase, k, n int64, outs []string, widths []i
 		g.AddFloat32("a_mul", []int64{k}, c.aMul)
 		inputs = append(inputs, "a_mul")
 	}
-	g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain, Inputs: inputs, Outputs: outs, Attrs: attrs})
+	g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: ops.Domain, Inputs: inputs, Outputs: outs, Attrs: attrs})
 	for i, o := range outs {
 		w := widths[min(i, len(widths)-1)]
 		g.AddOutput(o, onnxpb.Float32, append(slices.Clone(lead), onnxpb.Fixed(w))...)
 	}
 	m := onnxpb.NewModel(g)
-	m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+	m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: ops.Domain, Version: 1})
 	path := filepath.Join(t.TempDir(), "qmm.onnx")
 	if err := m.WriteFile(path); err != nil {
 		t.Fatal(err)

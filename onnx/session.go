@@ -337,7 +337,7 @@ func (s *Session) newORTSession(cfg SessionConfig, cuda bool) (*ort.DynamicAdvan
 			return nil, fmt.Errorf("%w: cuda: %v", ErrProviderUnavailable, err)
 		}
 	} else if CustomOps() == nil {
-		// A graph rewritten for the CPU may use them (onnxpb.HybrankDomain).
+		// A graph rewritten for the CPU may use them (onnx/ops.Domain).
 		if err := registerCustomOps(opts); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrLibrary, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // intProducts are the operators of a graph whose weight products run in
@@ -21,7 +22,7 @@ var intProducts = []string{"DynamicQuantizeMatMul", "MatMulInteger", "MatMulInte
 //
 // with every intermediate value read only along that chain — becomes one
 // ai.hybrank.Attention(q, k, v, mask) node with bf16 = 1 (package onnx's
-// operator, domain onnxpb.HybrankDomain): both products in bfloat16 on AMX
+// operator, domain ops.Domain): both products in bfloat16 on AMX
 // tiles, the softmax in float32, the scores of 16 queries at a time in
 // cache instead of the batch × heads × seq² tensors the chain writes and
 // reads four times (a single query row, as in a layer FirstToken
@@ -51,9 +52,9 @@ func attention(m *onnxpb.Model, bf16 int64) (int, error) {
 		fused := 0
 		for i := range g.Nodes {
 			if a, ok := f.attention(i); ok {
-				f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: "Attention", Domain: onnxpb.HybrankDomain,
+				f.replace[a.last] = onnxpb.Node{Name: g.Nodes[a.last].Name + "_hybrank_Attention", OpType: ops.Attention, Domain: ops.Domain,
 					Inputs: []string{a.q, a.k, a.v, a.mask}, Outputs: []string{g.Nodes[a.last].Outputs[0]},
-					Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", a.heads), onnxpb.AttrFloat("scale", a.scale), onnxpb.AttrInt("bf16", bf16)}}
+					Attrs: []onnxpb.Attr{onnxpb.AttrInt(ops.NumHeads, a.heads), onnxpb.AttrFloat(ops.Scale, a.scale), onnxpb.AttrInt(ops.BF16, bf16)}}
 				for _, d := range a.drop {
 					f.drop[d] = true
 				}
@@ -67,7 +68,7 @@ func attention(m *onnxpb.Model, bf16 int64) (int, error) {
 // rewriteHybrank runs one rewrite into package onnx's operators: it checks
 // m, gives match a fuser over its graph (nothing for a graph with
 // subgraphs), and when match reports changes commits them, imports
-// onnxpb.HybrankDomain and checks the result (restoring m if that fails:
+// ops.Domain and checks the result (restoring m if that fails:
 // a bug). It returns match's count.
 func rewriteHybrank(m *onnxpb.Model, match func(f *fuser) int) (int, error) {
 	if m == nil || m.Graph == nil {
@@ -90,8 +91,8 @@ func rewriteHybrank(m *onnxpb.Model, match func(f *fuser) int) (int, error) {
 		return 0, nil
 	}
 	f.commit()
-	if !m.UsesOpset(onnxpb.HybrankDomain) {
-		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+	if !m.UsesOpset(ops.Domain) {
+		m.ExtraOpsets = append(slices.Clip(m.ExtraOpsets), onnxpb.OpsetID{Domain: ops.Domain, Version: 1})
 	}
 	if err := g.Validate(); err != nil {
 		g.Nodes, g.ValueInfo, g.Initializers, m.ExtraOpsets = nodes, vi, inits, opsets

@@ -15,6 +15,7 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/quantize"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // attentionConfig is a small cross-encoder with a head size of hidden /
@@ -88,8 +89,8 @@ func TestAttentionBF16Graph(t *testing.T) {
 	if err != nil || n != cfg.Layers {
 		t.Fatalf("AttentionBF16 = %d, %v; want every one of %d layers", n, err, cfg.Layers)
 	}
-	if countOps(m, "Softmax") != 0 || countOps(m, "Attention") != cfg.Layers || !m.UsesOpset(onnxpb.HybrankDomain) {
-		t.Fatalf("%d Softmax and %d Attention nodes left, domain imported %v", countOps(m, "Softmax"), countOps(m, "Attention"), m.UsesOpset(onnxpb.HybrankDomain))
+	if countOps(m, "Softmax") != 0 || countOps(m, "Attention") != cfg.Layers || !m.UsesOpset(ops.Domain) {
+		t.Fatalf("%d Softmax and %d Attention nodes left, domain imported %v", countOps(m, "Softmax"), countOps(m, "Attention"), m.UsesOpset(ops.Domain))
 	}
 	idx := m.Graph.Index()
 	for _, init := range m.Graph.Initializers {
@@ -245,7 +246,7 @@ func checkAttentionNodes(t *testing.T, m *onnxpb.Model, cfg bertgen.Config) {
 	t.Helper()
 	idx := m.Graph.Index()
 	for _, n := range m.Graph.Nodes {
-		if n.OpType != "Attention" || n.Domain != onnxpb.HybrankDomain {
+		if n.OpType != "Attention" || n.Domain != ops.Domain {
 			continue
 		}
 		for k, part := range []string{"/query/", "/key/", "/value/"} {

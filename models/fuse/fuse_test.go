@@ -32,7 +32,7 @@ func block(t *testing.T, edit func(g *onnxpb.Graph)) *onnxpb.Model {
 	return onnxpb.NewModel(g)
 }
 
-func ops(m *onnxpb.Model) []string {
+func opTypes(m *onnxpb.Model) []string {
 	var s []string
 	for _, n := range m.Graph.Nodes {
 		s = append(s, n.OpType)
@@ -47,7 +47,7 @@ func node(t *testing.T, m *onnxpb.Model, op string) onnxpb.Node {
 			return n
 		}
 	}
-	t.Fatalf("no %s node in %v", op, ops(m))
+	t.Fatalf("no %s node in %v", op, opTypes(m))
 	return onnxpb.Node{}
 }
 
@@ -60,7 +60,7 @@ func TestSkipLayerNormFoldsBias(t *testing.T) {
 	if rep != (fuse.Report{SkipLayerNorm: 1, BiasFolded: 1}) {
 		t.Fatalf("report %+v", rep)
 	}
-	if got, want := ops(m), []string{"LayerNormalization", "MatMul", "SkipLayerNormalization"}; !slices.Equal(got, want) {
+	if got, want := opTypes(m), []string{"LayerNormalization", "MatMul", "SkipLayerNormalization"}; !slices.Equal(got, want) {
 		t.Fatalf("nodes %v, want %v", got, want)
 	}
 	n := node(t, m, "SkipLayerNormalization")
@@ -152,13 +152,13 @@ func TestSkipLayerNormLeavesOthers(t *testing.T) {
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := block(t, edit)
-			before := ops(m)
+			before := opTypes(m)
 			rep, err := fuse.SkipLayerNorm(m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Changed() || !slices.Equal(ops(m), before) {
-				t.Fatalf("fused: %+v, nodes %v", rep, ops(m))
+			if rep.Changed() || !slices.Equal(opTypes(m), before) {
+				t.Fatalf("fused: %+v, nodes %v", rep, opTypes(m))
 			}
 		})
 	}
@@ -187,7 +187,7 @@ func TestSkipLayerNormKeepsBiasAdd(t *testing.T) {
 			if n := node(t, m, "SkipLayerNormalization"); !slices.Equal(n.Inputs, []string{"r", "yb", "g1", "b1"}) {
 				t.Fatalf("inputs %v", n.Inputs)
 			}
-			if !slices.Contains(ops(m), "Add") {
+			if !slices.Contains(opTypes(m), "Add") {
 				t.Fatal("bias Add removed")
 			}
 		})
@@ -198,11 +198,11 @@ func TestSkipLayerNormRefusesInvalidGraph(t *testing.T) {
 	m := block(t, func(g *onnxpb.Graph) {
 		g.AddNodeOutputs("dangling", "Relu", []string{"nowhere"}, []string{"z"})
 	})
-	before := ops(m)
+	before := opTypes(m)
 	if _, err := fuse.SkipLayerNorm(m); !errors.Is(err, onnxpb.ErrInvalidGraph) {
 		t.Fatalf("err %v, want ErrInvalidGraph", err)
 	}
-	if !slices.Equal(ops(m), before) {
+	if !slices.Equal(opTypes(m), before) {
 		t.Fatal("invalid graph modified")
 	}
 	if _, err := fuse.SkipLayerNorm(nil); !errors.Is(err, onnxpb.ErrInvalidGraph) {
@@ -280,7 +280,7 @@ func TestSkipLayerNormSpelledOut(t *testing.T) {
 			// ln0's operators stay (its input is no residual sum); ln1's
 			// and its two Constants are gone.
 			want := []string{"ReduceMean", "Sub", "Constant", "Pow", "ReduceMean", "Constant", "Add", "Sqrt", "Div", "Mul", "Add", "MatMul", "SkipLayerNormalization", "Identity"}
-			if got := ops(m); !slices.Equal(got, want) {
+			if got := opTypes(m); !slices.Equal(got, want) {
 				t.Fatalf("nodes %v, want %v", got, want)
 			}
 		})
@@ -325,10 +325,10 @@ func TestSkipLayerNormSpelledOutLeavesOthers(t *testing.T) {
 		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
-			before := ops(m)
+			before := opTypes(m)
 			rep, err := fuse.SkipLayerNorm(m)
-			if err != nil || rep.Changed() || !slices.Equal(ops(m), before) {
-				t.Fatalf("fused: %+v, %v, nodes %v", rep, err, ops(m))
+			if err != nil || rep.Changed() || !slices.Equal(opTypes(m), before) {
+				t.Fatalf("fused: %+v, %v, nodes %v", rep, err, opTypes(m))
 			}
 		})
 	}
@@ -374,7 +374,7 @@ func TestSkipLayerNormKeepsSharedConstant(t *testing.T) {
 		}
 	}
 	if n != 2 { // ln0's exponent and the shared ε
-		t.Fatalf("%d Constant nodes left, want 2: %v", n, ops(m))
+		t.Fatalf("%d Constant nodes left, want 2: %v", n, opTypes(m))
 	}
 }
 

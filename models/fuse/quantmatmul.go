@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // QuantMatMulAMX rewrites m's graph in place: every com.microsoft
@@ -13,7 +14,7 @@ import (
 // constant int8 [K, N], b_scale a constant float32 of N values (or one),
 // b_zero_point absent or all zeros and bias absent or a constant float32
 // [N] becomes one ai.hybrank.QuantMatMul(a, b, b_scale, bias) with amx = 1
-// (package onnx's operator, domain onnxpb.HybrankDomain): the same
+// (package onnx's operator, domain ops.Domain): the same
 // product with one activation scale per token instead of one per tensor,
 // the integer products on AMX-INT8 tiles. Where a is Mul(x, c) with c a
 // constant float32 [K] (models/quantize's smoothing) and every reader of
@@ -102,9 +103,9 @@ func (f *fuser) quantMatMuls(amx, aBits int64, group bool) int {
 				f.drop[d] = true
 			}
 		}
-		f.replace[mt.node] = onnxpb.Node{Name: n.Name + "_hybrank_QuantMatMul", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
+		f.replace[mt.node] = onnxpb.Node{Name: n.Name + "_hybrank_QuantMatMul", OpType: ops.QuantMatMul, Domain: ops.Domain,
 			Inputs: []string{a, mt.b, mt.s, mt.bias, aMul}, Outputs: []string{out},
-			Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", amx), onnxpb.AttrInt("gelu", gelu), onnxpb.AttrInt("a_bits", aBits)}}
+			Attrs: []onnxpb.Attr{onnxpb.AttrInt(ops.AMX, amx), onnxpb.AttrInt(ops.GELU, gelu), onnxpb.AttrInt(ops.ABits, aBits)}}
 	}
 	// Group the products by what they read; a group of two or three
 	// becomes one operator with split outputs.
@@ -255,10 +256,10 @@ func (f *fuser) splitProducts(ms []qmmMatch) {
 	}
 	first := f.replace[ms[0].node]
 	name := outs[0] + "_hybrank_split" // value names are unique; node names need not be
-	node := onnxpb.Node{Name: name, OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
+	node := onnxpb.Node{Name: name, OpType: ops.QuantMatMul, Domain: ops.Domain,
 		Inputs: []string{first.Inputs[0], f.g.AddRaw(name+"/b", onnxpb.Int8, []int64{k, total}, w),
 			f.g.AddFloat32(name+"/b_scale", []int64{total}, scale), f.g.AddFloat32(name+"/bias", []int64{total}, bias), first.Inputs[4]},
-		Outputs: outs, Attrs: append(slices.Clone(first.Attrs), onnxpb.AttrInts("split", split...))}
+		Outputs: outs, Attrs: append(slices.Clone(first.Attrs), onnxpb.AttrInts(ops.Split, split...))}
 	f.replace[ms[0].node] = node
 	for _, mt := range ms[1:] {
 		f.drop[mt.node] = true

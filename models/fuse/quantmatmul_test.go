@@ -16,6 +16,7 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/quantize"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // int8Model is a small int8 cross-encoder (quantize's default form) with a
@@ -73,7 +74,7 @@ func TestQuantMatMulGraph(t *testing.T) {
 	if err != nil || n != len(before) || n == 0 {
 		t.Fatalf("QuantMatMulAMX = %d, %v; want all %d products", n, err, len(before))
 	}
-	if countOps(m, "DynamicQuantizeMatMul") != 0 || !m.UsesOpset(onnxpb.HybrankDomain) {
+	if countOps(m, "DynamicQuantizeMatMul") != 0 || !m.UsesOpset(ops.Domain) {
 		t.Fatalf("%d DynamicQuantizeMatMul left", countOps(m, "DynamicQuantizeMatMul"))
 	}
 	if countOps(m, "Erf") != 0 {

@@ -509,11 +509,6 @@ func (g *Graph) Validate() error {
 // a model using them imports it, version 1.
 const MSDomain = "com.microsoft"
 
-// HybrankDomain is the operator-set domain of hybrank's own operators for
-// ONNX Runtime's CPU provider, which package onnx registers on its CPU
-// sessions (ai.hybrank.Attention; package models/fuse writes it).
-const HybrankDomain = "ai.hybrank"
-
 // Model is an ONNX model: a graph plus version metadata.
 type Model struct {
 	IRVersion int64

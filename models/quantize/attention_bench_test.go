@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // Attention's shape in MiniLM-L6 (balanced): 12 heads of 32.
@@ -46,11 +47,11 @@ func attentionModel(form string) *onnxpb.Model {
 		if form == "hybrank-bf16" {
 			bf16 = 1
 		}
-		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "att", OpType: "Attention", Domain: onnxpb.HybrankDomain, Inputs: []string{"q", "k", "v", "m"}, Outputs: []string{"out"},
+		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "att", OpType: "Attention", Domain: ops.Domain, Inputs: []string{"q", "k", "v", "m"}, Outputs: []string{"out"},
 			Attrs: []onnxpb.Attr{onnxpb.AttrInt("num_heads", attnHeads), onnxpb.AttrFloat("scale", float32(1/math.Sqrt(attnHeadDim))), onnxpb.AttrInt("bf16", bf16)}})
 		g.AddOutput("out", onnxpb.Float32, dims...)
 		m := onnxpb.NewModel(g)
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: ops.Domain, Version: 1})
 		return m
 	}
 	heads := g.AddInt64("heads", []int64{4}, []int64{0, 0, attnHeads, attnHeadDim})

@@ -10,6 +10,7 @@ import (
 	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/quantize"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/ops"
 )
 
 // matMulModel is one weight product y = a·W + bias, a [batch, seq, k]: form
@@ -44,10 +45,10 @@ func matMulModel(form string, k, n int, w []float32, codes []int8, scale, bias [
 			}
 			mul = g.AddFloat32("a_mul", []int64{int64(k)}, f)
 		}
-		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: onnxpb.HybrankDomain,
+		g.Nodes = append(g.Nodes, onnxpb.Node{Name: "qmm", OpType: "QuantMatMul", Domain: ops.Domain,
 			Inputs:  []string{"a", "w", g.AddFloat32("s", []int64{int64(n)}, scale), g.AddFloat32("b", []int64{int64(n)}, bias), mul},
 			Outputs: []string{"y"}, Attrs: []onnxpb.Attr{onnxpb.AttrInt("amx", 1)}})
-		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: onnxpb.HybrankDomain, Version: 1})
+		m.ExtraOpsets = append(m.ExtraOpsets, onnxpb.OpsetID{Domain: ops.Domain, Version: 1})
 	}
 	g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("batch"), onnxpb.Symbolic("seq"), onnxpb.Fixed(int64(n)))
 	return m
