@@ -415,12 +415,6 @@ func appendCUDA(opts *ort.SessionOptions, device int) error {
 // Provider returns the execution provider in use: "cuda" or "cpu".
 func (s *Session) Provider() Provider { return s.provider }
 
-// InputNames returns the input names given to NewSession.
-func (s *Session) InputNames() []string { return append([]string(nil), s.inputNames...) }
-
-// OutputNames returns the output names given to NewSession, in Run's order.
-func (s *Session) OutputNames() []string { return append([]string(nil), s.outputNames...) }
-
 // Run executes the model once. inputs may come in any order but must name
 // every input given to NewSession exactly once. Outputs come back in
 // NewSession's outputNames order with the shapes the model produced.
