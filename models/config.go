@@ -192,7 +192,7 @@ type Config struct {
 	// (HFConfig.ActivationBytes) in cost mode; 0 means no cap. A single
 	// sequence is never refused. Tokens mode ignores it.
 	MaxBatchBytes int64 `json:"max_batch_bytes,omitempty"`
-	// CostTable is a cost table file (models.CostTable as JSON) to plan
+	// CostTable is a call-time table file (models/ort's CallTimeTable as JSON) to plan
 	// with in cost mode instead of calibrating at load; a missing or bad
 	// file fails the load.
 	CostTable string `json:"cost_table,omitempty"`
@@ -504,4 +504,27 @@ func (c Config) String() string {
 		b.WriteString(" spin=off")
 	}
 	return b.String()
+}
+
+// ActivationBytes estimates the peak activation memory of a batch of batch
+// sequences padded to seqLen tokens, in bytes (float32, weights not
+// counted): one encoder layer's hidden states, residual, Q, K, V and
+// attention output (7 × hidden per token), its FFN activations (2 ×
+// intermediate per token) and its attention scores and probabilities (2 ×
+// heads × seqLen² per sequence, the term that grows fastest). Layers run
+// one after another and the runtime reuses their buffers, so one layer is
+// the peak. Heads 0 counts as hidden/64 and intermediate 0 as 4 × hidden,
+// BERT's ratios.
+func (c HFConfig) ActivationBytes(batch, seqLen int) int64 {
+	h := int64(max(c.HiddenSize, 1))
+	heads := int64(c.NumAttentionHeads)
+	if heads <= 0 {
+		heads = max(h/64, 1)
+	}
+	inter := int64(c.IntermediateSize)
+	if inter <= 0 {
+		inter = 4 * h
+	}
+	b, l := int64(batch), int64(seqLen)
+	return 4 * (b*l*(7*h+2*inter) + 2*b*heads*l*l)
 }

@@ -184,3 +184,24 @@ func TestResolveDirPrefersRealModel(t *testing.T) {
 		t.Fatalf("explicit Dir: %q", d)
 	}
 }
+
+func TestActivationBytes(t *testing.T) {
+	p, _ := models.LookupProfile(models.ProfileBalanced)
+	c := models.HFConfig{HiddenSize: p.Hidden, NumAttentionHeads: p.Heads, IntermediateSize: p.Intermediate}
+	// 4 × (b·L·(7·384 + 2·1536) + 2·b·12·L²)
+	if got, want := c.ActivationBytes(1, 512), int64(4*(512*5760+24*512*512)); got != want {
+		t.Fatalf("ActivationBytes(1, 512) = %d, want %d", got, want)
+	}
+	if c.ActivationBytes(8, 512) > models.DefaultMaxBatchBytes || c.ActivationBytes(43, 375) <= models.DefaultMaxBatchBytes {
+		t.Fatal("DefaultMaxBatchBytes no longer separates 8×512 from 43×375 for balanced (its doc says it does)")
+	}
+	// Doubling the length more than doubles the bytes (the L² term).
+	if c.ActivationBytes(4, 256) <= 2*c.ActivationBytes(4, 128) {
+		t.Fatal("no quadratic term")
+	}
+	// Unknown heads and FFN width fall back to BERT's ratios.
+	bare := models.HFConfig{HiddenSize: 384}
+	if got := bare.ActivationBytes(2, 64); got != 4*(2*64*(7*384+2*1536)+2*2*6*64*64) {
+		t.Fatalf("bare config: %d", got)
+	}
+}

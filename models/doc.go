@@ -3,9 +3,9 @@
 // (bi-encoder) interfaces, Loader (models that load ahead of first use),
 // CostEstimator (rerankers that predict a call's time, which the engine
 // sizes budgeted batches with), Pair and Usage, the documented errors, the model
-// Config with its profiles, ModelDir, the reader of a model directory, and
-// CostTable and CostModel, the measured time of a runtime call per batch
-// size and padded length that cost-mode batching plans with. It also holds
+// Config with its profiles and ModelDir, the reader of a model directory.
+// (The measured time of a runtime call that cost-mode batching plans with,
+// and its fit, are models/ort's CallTimeTable and CallTimeModel.) It also holds
 // the two small numeric definitions the runtime, the engine and the server
 // share: Sigmoid (logit to relevance probability) and EstimateTokens (an
 // approximate WordPiece count for when no tokenizer is at hand).
@@ -74,14 +74,8 @@
 // server chunks with the same plan in front of its cross-request batcher.
 // Span is the one range type, shared with package engine.
 //
-// # Cost tables
+// # Batch memory
 //
-// A CostTable holds, for one model on one machine and runtime setting, the
-// measured time of one call per (batch size, padded length); models/ort
-// measures it at load and caches it, or reads the file Config.CostTable
-// names. CostModel fits it (per batch size a + b·L + c·L², non-negative,
-// by least squares on relative error; linear between batch sizes) and
-// predicts only where it was measured, so a planner never batches into
-// the unknown. HFConfig.ActivationBytes estimates a batch's activation
-// memory for Config.MaxBatchBytes.
+// HFConfig.ActivationBytes estimates a batch's activation memory for
+// Config.MaxBatchBytes.
 package models

@@ -21,9 +21,6 @@ var (
 	// ErrTooManyDocs reports a call with more documents (or pairs) than
 	// Config.MaxDocs; raise MaxDocs to score more in one call.
 	ErrTooManyDocs = errors.New("models: too many documents")
-	// ErrCostTable reports a cost table file (Config.CostTable, or a
-	// calibration cache) that is missing, unparsable or inconsistent.
-	ErrCostTable = errors.New("models: bad cost table")
 	// ErrNoChunking reports a chunked call (SpanReranker, SpanEmbedder) on
 	// a wrapper whose model does not score long documents in windows.
 	ErrNoChunking = errors.New("models: the model does not score long documents in windows")

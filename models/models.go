@@ -14,8 +14,8 @@ type Reranker interface {
 }
 
 // CostEstimator is implemented by rerankers that can predict the time of
-// a Score call from a cost model of their own (the ONNX Runtime reranker's
-// CostModel, calibrated at load and refined by every call). The engine
+// a Score call from a model of their own (the ONNX Runtime reranker's
+// CallTimeModel, calibrated at load and refined by every call). The engine
 // sizes the batches of a budgeted rerank stage with it, so that a batch
 // fits the time left given its documents' lengths and the reranker's
 // fixed cost per call; rerankers without it are sized by an average cost

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/hybrank/hybrank/models"
 )
 
 // The calibration grid: batch sizes and padded lengths whose call time is
@@ -73,8 +71,8 @@ func gridLens(maxLen int) []int {
 // or a run passes the budget's deadline (the run is terminated and its
 // cell dropped). The table's first cell is always attempted. An error other
 // than the budget's deadline is returned as is: the model cannot run.
-func (c *calibrator) calibrate(ctx context.Context) (*models.CostTable, calibStats, error) {
-	t := models.CostTableFrom(slices.Clone(c.batches), slices.Clone(c.lens), func(int, int) float64 { return 0 })
+func (c *calibrator) calibrate(ctx context.Context) (*CallTimeTable, calibStats, error) {
+	t := CallTimeTableFrom(slices.Clone(c.batches), slices.Clone(c.lens), func(int, int) float64 { return 0 })
 	type cell struct{ bi, li int }
 	var cells []cell
 	for bi, b := range c.batches {
@@ -149,7 +147,7 @@ func (c *calibrator) measure(ctx context.Context, bt *batchTensors) (time.Durati
 // far: the nearest smaller batch at the same length scaled by the batch
 // size, else the nearest shorter length of the same batch scaled by the
 // square of the length (an upper bound for a + b·L + c·L²).
-func (c *calibrator) predict(t *models.CostTable, bi, li int) time.Duration {
+func (c *calibrator) predict(t *CallTimeTable, bi, li int) time.Duration {
 	ms := 0.0
 	for i := bi - 1; i >= 0 && ms == 0; i-- {
 		if v := t.Millis[i][li]; v > 0 {

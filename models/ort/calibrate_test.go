@@ -54,7 +54,7 @@ func TestCalibrationRealRuntime(t *testing.T) {
 	if last <= first {
 		t.Fatalf("batch 1: %v ms at %d tokens, %v ms at %d tokens", first, tab.Lens[0], last, tab.Lens[len(tab.Lens)-1])
 	}
-	m, err := models.NewCostModel(tab)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}

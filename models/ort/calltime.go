@@ -1,7 +1,8 @@
-package models
+package ort
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -12,20 +13,24 @@ import (
 	"github.com/hybrank/hybrank/internal/atomicfile"
 )
 
-// CostTableFormat is the version of the CostTable file format; ReadCostTable
-// rejects other versions.
-const CostTableFormat = 1
+// ErrCallTimeTable reports a call-time table file (models.Config.CostTable,
+// or a calibration cache) that is missing, unparsable or inconsistent.
+var ErrCallTimeTable = errors.New("ort: bad call-time table")
 
-// CostTable is a measured cost model of one model on one machine and
+// CallTimeTableFormat is the version of the CallTimeTable file format; ReadCallTimeTable
+// rejects other versions.
+const CallTimeTableFormat = 1
+
+// CallTimeTable is the measured time of one runtime call, for one model on one machine and
 // runtime setting: Millis[i][j] is the wall time, in milliseconds, of one
 // runtime call on a batch of Batches[i] sequences padded to Lens[j] tokens.
 // A 0 entry was not measured (calibration stops at its time budget, so big
-// cells are often missing). It is what models/ort's calibration measures
-// and caches, and what Config.CostTable names as a shipped table; the file
+// cells are often missing). It is what this package's calibration measures
+// and caches, and what models.Config.CostTable names as a shipped table; the file
 // is this struct as JSON.
 //
-// A CostTable is a plain value; it is not safe for concurrent mutation.
-type CostTable struct {
+// A CallTimeTable is a plain value; it is not safe for concurrent mutation.
+type CallTimeTable struct {
 	Format  int   `json:"format"`
 	Batches []int `json:"batches"` // ascending, the first is 1
 	Lens    []int `json:"lens"`    // ascending
@@ -33,7 +38,7 @@ type CostTable struct {
 	Millis [][]float64 `json:"millis"`
 	// Calls, when present (same shape as Millis), is how many runtime
 	// calls each cell stands for, and the weight the fit gives it (0 counts
-	// as 1). CostModel.Table writes it for the cells it saves from
+	// as 1). CallTimeModel.Table writes it for the cells it saves from
 	// observed calls; a calibrated or hand-written table leaves it out.
 	Calls [][]int `json:"calls,omitempty"`
 	// Meta records what the table was measured on (provider, threads,
@@ -42,12 +47,12 @@ type CostTable struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
-// CostTableFrom returns a table over the given batch sizes and lengths
+// CallTimeTableFrom returns a table over the given batch sizes and lengths
 // with Millis[i][j] = ms(batches[i], lens[j]) (0 for not measured): a
 // table written from a formula or from measurements taken elsewhere, or an
 // empty one to fill. The slices are retained.
-func CostTableFrom(batches, lens []int, ms func(batch, seqLen int) float64) *CostTable {
-	t := &CostTable{Format: CostTableFormat, Batches: batches, Lens: lens}
+func CallTimeTableFrom(batches, lens []int, ms func(batch, seqLen int) float64) *CallTimeTable {
+	t := &CallTimeTable{Format: CallTimeTableFormat, Batches: batches, Lens: lens}
 	t.Millis = make([][]float64, len(batches))
 	for i, b := range batches {
 		t.Millis[i] = make([]float64, len(lens))
@@ -58,13 +63,13 @@ func CostTableFrom(batches, lens []int, ms func(batch, seqLen int) float64) *Cos
 	return t
 }
 
-// Validate reports the first problem with t, wrapping ErrCostTable.
-func (t *CostTable) Validate() error {
+// Validate reports the first problem with t, wrapping ErrCallTimeTable.
+func (t *CallTimeTable) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrCostTable}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{ErrCallTimeTable}, args...)...)
 	}
-	if t.Format != CostTableFormat {
-		return bad("format %d (want %d)", t.Format, CostTableFormat)
+	if t.Format != CallTimeTableFormat {
+		return bad("format %d (want %d)", t.Format, CallTimeTableFormat)
 	}
 	if len(t.Batches) == 0 || t.Batches[0] != 1 {
 		return bad("batches %v must start at 1", t.Batches)
@@ -96,30 +101,30 @@ func (t *CostTable) Validate() error {
 }
 
 // checkGrid checks that g has one row per batch size and one entry per
-// length, each accepted by ok; the error wraps ErrCostTable.
+// length, each accepted by ok; the error wraps ErrCallTimeTable.
 func checkGrid[T any](name string, g [][]T, rows, cols int, ok func(T) bool) error {
 	if len(g) != rows {
-		return fmt.Errorf("%w: %s: %d rows for %d batch sizes", ErrCostTable, name, len(g), rows)
+		return fmt.Errorf("%w: %s: %d rows for %d batch sizes", ErrCallTimeTable, name, len(g), rows)
 	}
 	for i, row := range g {
 		if len(row) != cols {
-			return fmt.Errorf("%w: %s: row %d has %d entries for %d lengths", ErrCostTable, name, i, len(row), cols)
+			return fmt.Errorf("%w: %s: row %d has %d entries for %d lengths", ErrCallTimeTable, name, i, len(row), cols)
 		}
 		for j, v := range row {
 			if !ok(v) {
-				return fmt.Errorf("%w: %s[%d][%d] = %v", ErrCostTable, name, i, j, v)
+				return fmt.Errorf("%w: %s[%d][%d] = %v", ErrCallTimeTable, name, i, j, v)
 			}
 		}
 	}
 	return nil
 }
 
-// maxCellCalls bounds CostTable.Calls: a cell enters the fit that many
+// maxCellCalls bounds CallTimeTable.Calls: a cell enters the fit that many
 // times. Table writes at most maxObserved.
 const maxCellCalls = 64
 
 // Measured returns the number of measured (non-zero) entries.
-func (t *CostTable) Measured() int {
+func (t *CallTimeTable) Measured() int {
 	n := 0
 	for _, row := range t.Millis {
 		for _, v := range row {
@@ -132,8 +137,8 @@ func (t *CostTable) Measured() int {
 }
 
 // Clone returns a deep copy of t.
-func (t *CostTable) Clone() *CostTable {
-	c := &CostTable{Format: t.Format, Batches: slices.Clone(t.Batches), Lens: slices.Clone(t.Lens)}
+func (t *CallTimeTable) Clone() *CallTimeTable {
+	c := &CallTimeTable{Format: t.Format, Batches: slices.Clone(t.Batches), Lens: slices.Clone(t.Lens)}
 	c.Millis = make([][]float64, len(t.Millis))
 	for i, row := range t.Millis {
 		c.Millis[i] = slices.Clone(row)
@@ -153,16 +158,16 @@ func (t *CostTable) Clone() *CostTable {
 	return c
 }
 
-// ReadCostTable reads and validates a cost table file. Errors wrap
-// ErrCostTable and name the file.
-func ReadCostTable(path string) (*CostTable, error) {
+// ReadCallTimeTable reads and validates a cost table file. Errors wrap
+// ErrCallTimeTable and name the file.
+func ReadCallTimeTable(path string) (*CallTimeTable, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCostTable, err)
+		return nil, fmt.Errorf("%w: %v", ErrCallTimeTable, err)
 	}
-	var t CostTable
+	var t CallTimeTable
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrCostTable, path, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrCallTimeTable, path, err)
 	}
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -170,20 +175,20 @@ func ReadCostTable(path string) (*CostTable, error) {
 	return &t, nil
 }
 
-// WriteCostTable validates t and writes it to path atomically (a reader
+// WriteCallTimeTable validates t and writes it to path atomically (a reader
 // never sees half a file). The directory must exist.
-func WriteCostTable(path string, t *CostTable) error {
+func WriteCallTimeTable(path string, t *CallTimeTable) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(t, "", "  ")
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrCostTable, err)
+		return fmt.Errorf("%w: %v", ErrCallTimeTable, err)
 	}
 	return atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
 }
 
-// CostModel predicts the time of one runtime call from a CostTable and
+// CallTimeModel predicts the time of one runtime call from a CallTimeTable and
 // from the calls it has observed.
 //
 // Along the sequence length, each batch size's measurements are fitted by
@@ -215,9 +220,9 @@ func WriteCostTable(path string, t *CostTable) error {
 // proposes sizes beyond what was measured, so that a planner can try them
 // once and learn their real cost.
 //
-// A CostModel is immutable (Observe returns a new one) and safe for
+// A CallTimeModel is immutable (Observe returns a new one) and safe for
 // concurrent use.
-type CostModel struct {
+type CallTimeModel struct {
 	rows     []costRow
 	residual float64
 }
@@ -323,7 +328,7 @@ const (
 	minContradicting = 4
 )
 
-// TableLenStep is the length grid of CostModel.Table: observed calls are
+// TableLenStep is the length grid of CallTimeModel.Table: observed calls are
 // saved at the nearest multiple of it, so that the
 // lengths of a workload's calls (which vary by a few tokens from one call
 // to the next) do not each add a column.
@@ -340,7 +345,7 @@ const TableLenStep = 8
 // stands for). A model fitted from the table predicts as m does, up to
 // the moves; the calls become table cells, so the next calls in their
 // range replace them. Meta is nil.
-func (m *CostModel) Table() *CostTable {
+func (m *CallTimeModel) Table() *CallTimeTable {
 	type cell struct{ b, l int }
 	type sums struct {
 		inv, inv2 float64 // Σ 1/t, Σ 1/t²
@@ -373,7 +378,7 @@ func (m *CostModel) Table() *CostTable {
 		}
 	}
 	ls := slices.Sorted(maps.Keys(lens))
-	t := CostTableFrom(batches, ls, func(b, l int) float64 {
+	t := CallTimeTableFrom(batches, ls, func(b, l int) float64 {
 		if s := cells[cell{b, l}]; s.n > 0 {
 			return s.inv / s.inv2
 		}
@@ -389,13 +394,13 @@ func (m *CostModel) Table() *CostTable {
 	return t
 }
 
-// NewCostModel validates t and fits the model. Batch sizes without any
+// NewCallTimeModel validates t and fits the model. Batch sizes without any
 // measurement are left out.
-func NewCostModel(t *CostTable) (*CostModel, error) {
+func NewCallTimeModel(t *CallTimeTable) (*CallTimeModel, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	m := &CostModel{}
+	m := &CallTimeModel{}
 	for i, b := range t.Batches {
 		row := costRow{batch: b}
 		for j, v := range t.Millis[i] {
@@ -429,11 +434,11 @@ func NewCostModel(t *CostTable) (*CostModel, error) {
 // interpolated time, which newer calls push out of the window): one
 // call's noise is not enough to make it the cheapest size of all. m
 // itself is unchanged; a nonsensical observation returns m.
-func (m *CostModel) Observe(batch, seqLen int, ms float64) *CostModel {
+func (m *CallTimeModel) Observe(batch, seqLen int, ms float64) *CallTimeModel {
 	if batch < 1 || seqLen < 1 || !(ms > 0) || math.IsInf(ms, 0) {
 		return m
 	}
-	n := &CostModel{rows: slices.Clone(m.rows)}
+	n := &CallTimeModel{rows: slices.Clone(m.rows)}
 	i, found := n.find(batch)
 	var obs []costPoint
 	if found {
@@ -469,8 +474,8 @@ const priorCalls = 2
 
 // Predict returns the predicted time in milliseconds of one call on batch
 // sequences padded to seqLen tokens, and false where the measurements do
-// not cover it (see CostModel).
-func (m *CostModel) Predict(batch, seqLen int) (float64, bool) {
+// not cover it (see CallTimeModel).
+func (m *CallTimeModel) Predict(batch, seqLen int) (float64, bool) {
 	if batch < 1 || seqLen < 1 || len(m.rows) == 0 {
 		return 0, false
 	}
@@ -531,7 +536,7 @@ func (r costRow) covers(seqLen int) bool {
 // or more: its row's reach, or for a size between two rows the shorter of
 // theirs (a single sequence's row reaches every length); 0 for a size
 // without a row above it.
-func (m *CostModel) reach(batch int) int {
+func (m *CallTimeModel) reach(batch int) int {
 	rowReach := func(r costRow) int { return int(extendSlack * float64(r.maxLen)) }
 	i, found := m.find(batch)
 	switch {
@@ -561,7 +566,7 @@ func (m *CostModel) reach(batch int) int {
 // scaled from that measured cost, so doubling stops once a measured size
 // is costlier per sequence than the alternatives by more than the
 // discount. False when batch is covered or out of that range.
-func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bool) {
+func (m *CallTimeModel) Optimistic(batch, seqLen int, discount float64) (float64, bool) {
 	if _, ok := m.Predict(batch, seqLen); ok || seqLen < 1 {
 		return 0, false
 	}
@@ -607,7 +612,7 @@ func (m *CostModel) Optimistic(batch, seqLen int, discount float64) (float64, bo
 // the longest length M measured, so what was learned at one length still
 // serves a longer one. False when the size has no row of its own or
 // Predict covers the length (up to 25 % past M).
-func (m *CostModel) UpperBound(batch, seqLen int) (float64, bool) {
+func (m *CallTimeModel) UpperBound(batch, seqLen int) (float64, bool) {
 	i, found := m.find(batch)
 	if !found || m.rows[i].covers(seqLen) || batch == 1 {
 		return 0, false
@@ -619,12 +624,12 @@ func (m *CostModel) UpperBound(batch, seqLen int) (float64, bool) {
 
 // find returns the index of batch's row, or where it would go, and
 // whether it is there.
-func (m *CostModel) find(batch int) (int, bool) {
+func (m *CallTimeModel) find(batch int) (int, bool) {
 	return slices.BinarySearchFunc(m.rows, batch, func(r costRow, b int) int { return r.batch - b })
 }
 
 // MaxBatch returns the largest batch size Predict accepts.
-func (m *CostModel) MaxBatch() int {
+func (m *CallTimeModel) MaxBatch() int {
 	if len(m.rows) == 0 {
 		return 0
 	}
@@ -634,7 +639,7 @@ func (m *CostModel) MaxBatch() int {
 // Residual returns the worst relative error of the fit on the measured
 // cells and observed calls (0.1 = 10 %): a large value means noisy
 // measurements or a row the quadratic does not describe.
-func (m *CostModel) Residual() float64 { return m.residual }
+func (m *CallTimeModel) Residual() float64 { return m.residual }
 
 // fitNonNeg fits y ≈ c0 + c1·x + c2·x² with c ≥ 0, minimising the squared
 // relative error Σ((pred−y)/y)², using at most as many terms as there are
@@ -745,27 +750,4 @@ func solveWeighted(xs, ys []float64, cols []int) ([]float64, bool) {
 		out[p] = s / a[p][p]
 	}
 	return out, true
-}
-
-// ActivationBytes estimates the peak activation memory of a batch of batch
-// sequences padded to seqLen tokens, in bytes (float32, weights not
-// counted): one encoder layer's hidden states, residual, Q, K, V and
-// attention output (7 × hidden per token), its FFN activations (2 ×
-// intermediate per token) and its attention scores and probabilities (2 ×
-// heads × seqLen² per sequence, the term that grows fastest). Layers run
-// one after another and the runtime reuses their buffers, so one layer is
-// the peak. Heads 0 counts as hidden/64 and intermediate 0 as 4 × hidden,
-// BERT's ratios.
-func (c HFConfig) ActivationBytes(batch, seqLen int) int64 {
-	h := int64(max(c.HiddenSize, 1))
-	heads := int64(c.NumAttentionHeads)
-	if heads <= 0 {
-		heads = max(h/64, 1)
-	}
-	inter := int64(c.IntermediateSize)
-	if inter <= 0 {
-		inter = 4 * h
-	}
-	b, l := int64(batch), int64(seqLen)
-	return 4 * (b*l*(7*h+2*inter) + 2*b*heads*l*l)
 }

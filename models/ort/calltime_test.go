@@ -1,4 +1,4 @@
-package models_test
+package ort_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/ort"
 )
 
 func TestCostModelRecoversQuadratic(t *testing.T) {
@@ -20,8 +20,8 @@ func TestCostModelRecoversQuadratic(t *testing.T) {
 		x := float64(l)
 		return 0.3 + float64(b)*(0.01*x+2e-5*x*x) + 0.001*float64(b*b)
 	}
-	tab := models.CostTableFrom([]int{1, 4, 16}, []int{8, 32, 128, 512}, f)
-	m, err := models.NewCostModel(tab)
+	tab := ort.CallTimeTableFrom([]int{1, 4, 16}, []int{8, 32, 128, 512}, f)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +43,13 @@ func TestCostModelRecoversQuadratic(t *testing.T) {
 }
 
 func TestCostModelDomain(t *testing.T) {
-	tab := models.CostTableFrom([]int{1, 2, 8}, []int{16, 64, 256}, func(b, l int) float64 {
+	tab := ort.CallTimeTableFrom([]int{1, 2, 8}, []int{16, 64, 256}, func(b, l int) float64 {
 		if b == 8 && l > 64 {
 			return 0 // not measured: the budget ran out
 		}
 		return float64(b * l)
 	})
-	m, err := models.NewCostModel(tab)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +90,13 @@ func TestCostModelMonotoneInLength(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	lens := []int{8, 16, 32, 64, 128, 256, 384, 512}
 	for trial := range 200 {
-		tab := models.CostTableFrom([]int{1, 2, 4, 8}, lens, func(b, l int) float64 {
+		tab := ort.CallTimeTableFrom([]int{1, 2, 4, 8}, lens, func(b, l int) float64 {
 			if trial%3 == 0 && rng.IntN(4) == 0 && b > 1 {
 				return 0
 			}
 			return rng.Float64()*10 + 0.01 // pure noise, often decreasing
 		})
-		m, err := models.NewCostModel(tab)
+		m, err := ort.NewCallTimeModel(tab)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,36 +117,36 @@ func TestCostModelMonotoneInLength(t *testing.T) {
 }
 
 func TestCostTableValidate(t *testing.T) {
-	good := func() *models.CostTable {
-		return models.CostTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b * l) })
+	good := func() *ort.CallTimeTable {
+		return ort.CallTimeTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b * l) })
 	}
 	tests := []struct {
 		name string
-		mod  func(*models.CostTable)
+		mod  func(*ort.CallTimeTable)
 		ok   bool
 	}{
-		{"good", func(*models.CostTable) {}, true},
-		{"format", func(c *models.CostTable) { c.Format = 9 }, false},
-		{"no batch 1", func(c *models.CostTable) { c.Batches = []int{2, 4} }, false},
-		{"unsorted lens", func(c *models.CostTable) { c.Lens = []int{16, 8} }, false},
-		{"ragged", func(c *models.CostTable) { c.Millis[1] = c.Millis[1][:1] }, false},
-		{"rows", func(c *models.CostTable) { c.Millis = c.Millis[:1] }, false},
-		{"negative", func(c *models.CostTable) { c.Millis[1][0] = -1 }, false},
-		{"NaN", func(c *models.CostTable) { c.Millis[1][0] = math.NaN() }, false},
-		{"batch 1 unmeasured", func(c *models.CostTable) { c.Millis[0] = []float64{0, 0} }, false},
-		{"holes elsewhere", func(c *models.CostTable) { c.Millis[1] = []float64{0, 0} }, true},
-		{"calls", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {16, 3}} }, true},
-		{"calls rows", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}} }, false},
-		{"calls ragged", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {1}} }, false},
-		{"calls negative", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {-1, 1}} }, false},
-		{"calls huge", func(c *models.CostTable) { c.Calls = [][]int{{1, 0}, {1 << 30, 1}} }, false},
+		{"good", func(*ort.CallTimeTable) {}, true},
+		{"format", func(c *ort.CallTimeTable) { c.Format = 9 }, false},
+		{"no batch 1", func(c *ort.CallTimeTable) { c.Batches = []int{2, 4} }, false},
+		{"unsorted lens", func(c *ort.CallTimeTable) { c.Lens = []int{16, 8} }, false},
+		{"ragged", func(c *ort.CallTimeTable) { c.Millis[1] = c.Millis[1][:1] }, false},
+		{"rows", func(c *ort.CallTimeTable) { c.Millis = c.Millis[:1] }, false},
+		{"negative", func(c *ort.CallTimeTable) { c.Millis[1][0] = -1 }, false},
+		{"NaN", func(c *ort.CallTimeTable) { c.Millis[1][0] = math.NaN() }, false},
+		{"batch 1 unmeasured", func(c *ort.CallTimeTable) { c.Millis[0] = []float64{0, 0} }, false},
+		{"holes elsewhere", func(c *ort.CallTimeTable) { c.Millis[1] = []float64{0, 0} }, true},
+		{"calls", func(c *ort.CallTimeTable) { c.Calls = [][]int{{1, 0}, {16, 3}} }, true},
+		{"calls rows", func(c *ort.CallTimeTable) { c.Calls = [][]int{{1, 0}} }, false},
+		{"calls ragged", func(c *ort.CallTimeTable) { c.Calls = [][]int{{1, 0}, {1}} }, false},
+		{"calls negative", func(c *ort.CallTimeTable) { c.Calls = [][]int{{1, 0}, {-1, 1}} }, false},
+		{"calls huge", func(c *ort.CallTimeTable) { c.Calls = [][]int{{1, 0}, {1 << 30, 1}} }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := good()
 			tt.mod(c)
 			err := c.Validate()
-			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, models.ErrCostTable)) {
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ort.ErrCallTimeTable)) {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
 			}
 		})
@@ -156,12 +156,12 @@ func TestCostTableValidate(t *testing.T) {
 func TestCostTableFileRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cost.json")
-	tab := models.CostTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b*l) / 3 })
+	tab := ort.CallTimeTableFrom([]int{1, 2}, []int{8, 16}, func(b, l int) float64 { return float64(b*l) / 3 })
 	tab.Meta = map[string]string{"provider": "cpu"}
-	if err := models.WriteCostTable(path, tab); err != nil {
+	if err := ort.WriteCallTimeTable(path, tab); err != nil {
 		t.Fatal(err)
 	}
-	got, err := models.ReadCostTable(path)
+	got, err := ort.ReadCallTimeTable(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,44 +171,23 @@ func TestCostTableFileRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"format": 1, "batches": [1]`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := models.ReadCostTable(path); !errors.Is(err, models.ErrCostTable) {
+	if _, err := ort.ReadCallTimeTable(path); !errors.Is(err, ort.ErrCallTimeTable) {
 		t.Fatalf("truncated file: %v", err)
 	}
-	if _, err := models.ReadCostTable(filepath.Join(dir, "missing.json")); !errors.Is(err, models.ErrCostTable) {
+	if _, err := ort.ReadCallTimeTable(filepath.Join(dir, "missing.json")); !errors.Is(err, ort.ErrCallTimeTable) {
 		t.Fatalf("missing file: %v", err)
 	}
 	bad := tab.Clone()
 	bad.Batches = nil
-	if err := models.WriteCostTable(path, bad); !errors.Is(err, models.ErrCostTable) {
+	if err := ort.WriteCallTimeTable(path, bad); !errors.Is(err, ort.ErrCallTimeTable) {
 		t.Fatalf("writing an invalid table: %v", err)
-	}
-}
-
-func TestActivationBytes(t *testing.T) {
-	p, _ := models.LookupProfile(models.ProfileBalanced)
-	c := models.HFConfig{HiddenSize: p.Hidden, NumAttentionHeads: p.Heads, IntermediateSize: p.Intermediate}
-	// 4 × (b·L·(7·384 + 2·1536) + 2·b·12·L²)
-	if got, want := c.ActivationBytes(1, 512), int64(4*(512*5760+24*512*512)); got != want {
-		t.Fatalf("ActivationBytes(1, 512) = %d, want %d", got, want)
-	}
-	if c.ActivationBytes(8, 512) > models.DefaultMaxBatchBytes || c.ActivationBytes(43, 375) <= models.DefaultMaxBatchBytes {
-		t.Fatal("DefaultMaxBatchBytes no longer separates 8×512 from 43×375 for balanced (its doc says it does)")
-	}
-	// Doubling the length more than doubles the bytes (the L² term).
-	if c.ActivationBytes(4, 256) <= 2*c.ActivationBytes(4, 128) {
-		t.Fatal("no quadratic term")
-	}
-	// Unknown heads and FFN width fall back to BERT's ratios.
-	bare := models.HFConfig{HiddenSize: 384}
-	if got := bare.ActivationBytes(2, 64); got != 4*(2*64*(7*384+2*1536)+2*2*6*64*64) {
-		t.Fatalf("bare config: %d", got)
 	}
 }
 
 func TestCostModelObserve(t *testing.T) {
 	// Calibration measured batches of 1 and 2 at short lengths only.
-	tab := models.CostTableFrom([]int{1, 2}, []int{16, 32}, func(b, l int) float64 { return float64(b*l) / 16 })
-	m0, err := models.NewCostModel(tab)
+	tab := ort.CallTimeTableFrom([]int{1, 2}, []int{16, 32}, func(b, l int) float64 { return float64(b*l) / 16 })
+	m0, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +258,8 @@ func TestCostModelObserve(t *testing.T) {
 // cost per call dominates) included.
 func TestCostModelTableNoisyRoundTrip(t *testing.T) {
 	truth := func(b, l int) float64 { return 3 + float64(b*l)/256 }
-	tab := models.CostTableFrom([]int{1, 2, 8}, []int{8, 16, 64, 128}, truth)
-	m, err := models.NewCostModel(tab)
+	tab := ort.CallTimeTableFrom([]int{1, 2, 8}, []int{8, 16, 64, 128}, truth)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +275,7 @@ func TestCostModelTableNoisyRoundTrip(t *testing.T) {
 		m = m.Observe(c.b, c.l, truth(c.b, c.l)*noise)
 		calls = append(calls, c)
 	}
-	back, err := models.NewCostModel(m.Table())
+	back, err := ort.NewCallTimeModel(m.Table())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,10 +293,10 @@ func TestCostModelTableNoisyRoundTrip(t *testing.T) {
 // tokens take 21 ms. Kept, the cell would make the row's fit (time never
 // falls with the length) predict far more than the calls at 112.
 func TestCostModelDropsContradictedCells(t *testing.T) {
-	tab := models.CostTableFrom([]int{1}, []int{8, 64, 256}, func(b, l int) float64 {
+	tab := ort.CallTimeTableFrom([]int{1}, []int{8, 64, 256}, func(b, l int) float64 {
 		return map[int]float64{8: 2, 64: 90, 256: 10}[l]
 	})
-	m, err := models.NewCostModel(tab)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,8 +322,8 @@ func TestCostModelTable(t *testing.T) {
 	// then ran batches of 4 at 141–150 tokens (times ∝ length) and of 8
 	// at 144, a size the calibration never reached.
 	f := func(b, l int) float64 { return 0.5 + float64(b*l)/64 }
-	tab := models.CostTableFrom([]int{1, 4}, []int{16, 64, 256}, f)
-	m, err := models.NewCostModel(tab)
+	tab := ort.CallTimeTableFrom([]int{1, 4}, []int{16, 64, 256}, f)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +354,7 @@ func TestCostModelTable(t *testing.T) {
 	}
 	// Loaded again, it predicts what the learned model predicts, up to the
 	// moves to the grid (within 1 %), and as far.
-	back, err := models.NewCostModel(saved)
+	back, err := ort.NewCallTimeModel(saved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,13 +371,13 @@ func TestCostModelTable(t *testing.T) {
 }
 
 func TestCostModelOptimistic(t *testing.T) {
-	tab := models.CostTableFrom([]int{1, 2, 4}, []int{16, 128}, func(b, l int) float64 {
+	tab := ort.CallTimeTableFrom([]int{1, 2, 4}, []int{16, 128}, func(b, l int) float64 {
 		if b == 4 && l > 16 {
 			return 0
 		}
 		return float64(b * l)
 	})
-	m, err := models.NewCostModel(tab)
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,8 +408,8 @@ func TestCostModelOptimistic(t *testing.T) {
 }
 
 func TestCostModelObserveWindowAndBound(t *testing.T) {
-	tab := models.CostTableFrom([]int{1}, []int{16, 32}, func(b, l int) float64 { return float64(l) / 16 })
-	m, err := models.NewCostModel(tab)
+	tab := ort.CallTimeTableFrom([]int{1}, []int{16, 32}, func(b, l int) float64 { return float64(l) / 16 })
+	m, err := ort.NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ type BatchingInfo struct {
 	// Calibration is the time spent calibrating at this load.
 	Calibration time.Duration
 	// Residual is the starting cost model's worst relative fit error on
-	// the measured cells (models.CostModel.Residual).
+	// the measured cells (CallTimeModel.Residual).
 	Residual float64
 	// Notes lists what went wrong and was passed over: an unreadable,
 	// corrupt or stale cache, an unwritable model directory, a calibration
@@ -62,21 +62,21 @@ type BatchingInfo struct {
 	// in it, but is written over the calibration cache at Path when the
 	// model is closed; a Config.CostTable file never is); nil in tokens
 	// mode.
-	Table *models.CostTable
+	Table *CallTimeTable
 }
 
-// costPlanner plans the batches of one call in cost mode, and learns from
+// batchPlanner plans the batches of one call in cost mode, and learns from
 // the calls it planned: each runtime call's time (the model's run alone,
 // without waiting for a free session) refines the cost model
-// (models.CostModel.Observe), and batch sizes beyond the measured ones are
-// proposed optimistically (models.CostModel.Optimistic) so that the
+// (CallTimeModel.Observe), and batch sizes beyond the measured ones are
+// proposed optimistically (CallTimeModel.Optimistic) so that the
 // batches of one request measure them. A short calibration measures only
 // small batches at short lengths (on a 2-core CPU, 2 s covered batches of
 // 1 and 2 at 128 tokens, where a batch of 32 was 25 % faster per pair),
 // and a cached table measured on a busy machine is wrong everywhere; the
 // workload's own calls correct both. Safe for concurrent use.
-type costPlanner struct {
-	model     atomic.Pointer[models.CostModel]
+type batchPlanner struct {
+	model     atomic.Pointer[CallTimeModel]
 	mu        sync.Mutex // serialises Observe-and-swap
 	maxTokens int
 	maxBytes  int64 // 0: no cap
@@ -114,16 +114,16 @@ const exploreDiscount = 0.9
 
 // allowed reports whether a batch of b sequences padded to l tokens is
 // within the caps. A single sequence always is.
-func (p *costPlanner) allowed(b, l int) bool {
+func (p *batchPlanner) allowed(b, l int) bool {
 	if b == 1 {
 		return true
 	}
 	return b*l <= p.maxTokens && (p.maxBytes == 0 || p.shape.ActivationBytes(b, l) <= p.maxBytes)
 }
 
-// newCostPlanner returns a planner starting from model m.
-func newCostPlanner(m *models.CostModel, maxTokens int, maxBytes int64, shape models.HFConfig) *costPlanner {
-	p := &costPlanner{maxTokens: maxTokens, maxBytes: maxBytes, shape: shape}
+// newBatchPlanner returns a planner starting from model m.
+func newBatchPlanner(m *CallTimeModel, maxTokens int, maxBytes int64, shape models.HFConfig) *batchPlanner {
+	p := &batchPlanner{maxTokens: maxTokens, maxBytes: maxBytes, shape: shape}
 	p.model.Store(m)
 	return p
 }
@@ -134,7 +134,7 @@ func newCostPlanner(m *models.CostModel, maxTokens int, maxBytes int64, shape mo
 // lesser of its optimistic estimate (a size to try) and the upper bound
 // from its own calls at shorter lengths (what was learned at 300 tokens
 // still bounds 400).
-func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
+func (p *batchPlanner) costOn(m *CallTimeModel, b, l int) (float64, bool) {
 	if !p.allowed(b, l) {
 		return 0, false
 	}
@@ -152,12 +152,12 @@ func (p *costPlanner) costOn(m *models.CostModel, b, l int) (float64, bool) {
 	return opt, okOpt
 }
 
-func (p *costPlanner) plan(lens []int) [][]int {
+func (p *batchPlanner) plan(lens []int) [][]int {
 	return p.planOn(p.model.Load(), lens) // one model for the whole plan
 }
 
 // planOn plans lens under model m.
-func (p *costPlanner) planOn(m *models.CostModel, lens []int) [][]int {
+func (p *batchPlanner) planOn(m *CallTimeModel, lens []int) [][]int {
 	return planCost(lens, 2*m.MaxBatch(), func(b, l int) (float64, bool) { return p.costOn(m, b, l) })
 }
 
@@ -165,7 +165,7 @@ func (p *costPlanner) planOn(m *models.CostModel, lens []int) [][]int {
 // makes (each batch's cost at its longest length, as planned): their sum,
 // the costliest one's and their number; false when a batch's cost is
 // unknown.
-func (p *costPlanner) estimate(lens []int) (total, costliest float64, batches int, ok bool) {
+func (p *batchPlanner) estimate(lens []int) (total, costliest float64, batches int, ok bool) {
 	m := p.model.Load()
 	plan := p.planOn(m, lens)
 	for _, idx := range plan {
@@ -184,7 +184,7 @@ func (p *costPlanner) estimate(lens []int) (total, costliest float64, batches in
 
 // observe records that a runtime call on b sequences padded to l tokens
 // took d.
-func (p *costPlanner) observe(b, l int, d time.Duration) {
+func (p *batchPlanner) observe(b, l int, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.model.Store(p.model.Load().Observe(b, l, float64(d)/float64(time.Millisecond)))
@@ -192,7 +192,7 @@ func (p *costPlanner) observe(b, l int, d time.Duration) {
 }
 
 // save writes the cost model with what it learned from the calls since
-// load (models.CostModel.Table) over the calibration cache file it came
+// load (CallTimeModel.Table) over the calibration cache file it came
 // from, so that the next load starts from the workload's own timings
 // rather than a short calibration. Nothing is written when no call was
 // observed, when the table has no cache file (Config.CostTable, or caching
@@ -202,7 +202,7 @@ func (p *costPlanner) observe(b, l int, d time.Duration) {
 // written (a read-only model directory), the next cache place that takes
 // it is used; loads read the newest. Called once the model's calls are
 // over (Close).
-func (p *costPlanner) save() error {
+func (p *batchPlanner) save() error {
 	if p.savePath == "" || !p.learned.Load() {
 		return nil
 	}
@@ -268,23 +268,23 @@ type costEnv struct {
 // when no cost model could be built (the info's Notes say why; planning
 // falls back to tokens mode). Only a bad Config.CostTable file is an
 // error.
-func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
+func setupCost(env costEnv) (*batchPlanner, BatchingInfo, error) {
 	cfg := env.cfg
 	info := BatchingInfo{Mode: cfg.BatchingMode()}
 	if info.Mode != models.BatchingCost {
 		return nil, info, nil
 	}
-	p := newCostPlanner(nil, cfg.MaxBatchTokens, cfg.MaxBatchBytes, env.dir.Config)
+	p := newBatchPlanner(nil, cfg.MaxBatchTokens, cfg.MaxBatchBytes, env.dir.Config)
 	note := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		info.Notes = append(info.Notes, msg)
 		slog.Warn("models/ort: "+msg, "model", env.dir.Dir)
 	}
-	var table *models.CostTable
+	var table *CallTimeTable
 	var key map[string]string
 	switch {
 	case cfg.CostTable != "":
-		t, err := models.ReadCostTable(cfg.CostTable)
+		t, err := ReadCallTimeTable(cfg.CostTable)
 		if err != nil {
 			return nil, info, fmt.Errorf("load %s: %w", env.dir.Dir, err)
 		}
@@ -327,7 +327,7 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 		info.Mode = models.BatchingTokens
 		return nil, info, nil
 	}
-	m, err := models.NewCostModel(table)
+	m, err := NewCallTimeModel(table)
 	if err != nil { // a validated table fits; only a measured table can get here
 		note("cost table unusable, batching by tokens: %v", err)
 		info.Mode, info.Source = models.BatchingTokens, ""
@@ -344,7 +344,7 @@ func setupCost(env costEnv) (*costPlanner, BatchingInfo, error) {
 
 // calibrateFor runs the calibration for env and returns its table, or nil
 // (with a note) when it failed or measured nothing.
-func calibrateFor(env costEnv, p *costPlanner, info *BatchingInfo, note func(string, ...any)) *models.CostTable {
+func calibrateFor(env costEnv, p *batchPlanner, info *BatchingInfo, note func(string, ...any)) *CallTimeTable {
 	budget := time.Duration(env.cfg.CalibrationBudget()) * time.Millisecond
 	c := &calibrator{
 		batches: calibBatches,
@@ -503,12 +503,12 @@ var errStaleCache = errors.New("measured under other settings")
 
 // readCache reads the cached table at path if its key matches, and its
 // modification time. A missing file wraps fs.ErrNotExist.
-func readCache(path string, key map[string]string) (*models.CostTable, time.Time, error) {
+func readCache(path string, key map[string]string) (*CallTimeTable, time.Time, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	t, err := models.ReadCostTable(path)
+	t, err := ReadCallTimeTable(path)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -520,14 +520,14 @@ func readCache(path string, key map[string]string) (*models.CostTable, time.Time
 
 // writeCache writes t to the first of paths that takes it and returns that
 // path ("" when none did, with a note per failure).
-func writeCache(paths []cachePath, t *models.CostTable, note func(string, ...any)) string {
+func writeCache(paths []cachePath, t *CallTimeTable, note func(string, ...any)) string {
 	for _, p := range paths {
 		var err error
 		if p.mkdir {
 			err = os.MkdirAll(filepath.Dir(p.path), 0o755)
 		}
 		if err == nil {
-			err = models.WriteCostTable(p.path, t)
+			err = WriteCallTimeTable(p.path, t)
 		}
 		if err == nil {
 			return p.path

@@ -18,17 +18,17 @@ import (
 	"github.com/hybrank/hybrank/models"
 )
 
-func plannerFor(t *testing.T, tab *models.CostTable, maxTokens int, maxBytes int64, shape models.HFConfig) *costPlanner {
+func plannerFor(t *testing.T, tab *CallTimeTable, maxTokens int, maxBytes int64, shape models.HFConfig) *batchPlanner {
 	t.Helper()
-	m, err := models.NewCostModel(tab)
+	m, err := NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newCostPlanner(m, maxTokens, maxBytes, shape)
+	return newBatchPlanner(m, maxTokens, maxBytes, shape)
 }
 
 // cost is the planner's costOn under its current model.
-func (p *costPlanner) cost(b, l int) (float64, bool) { return p.costOn(p.model.Load(), b, l) }
+func (p *batchPlanner) cost(b, l int) (float64, bool) { return p.costOn(p.model.Load(), b, l) }
 
 // checkPartition fails unless batches hold every index of lens once.
 func checkPartition(t *testing.T, lens []int, batches [][]int) {
@@ -51,7 +51,7 @@ func checkPartition(t *testing.T, lens []int, batches [][]int) {
 }
 
 // planTotal is the predicted time of a plan, +Inf when a batch may not run.
-func planTotal(p *costPlanner, lens []int, batches [][]int) float64 {
+func planTotal(p *batchPlanner, lens []int, batches [][]int) float64 {
 	total := 0.0
 	for _, b := range batches {
 		longest := 0
@@ -69,7 +69,7 @@ func planTotal(p *costPlanner, lens []int, batches [][]int) float64 {
 
 // bruteBest is the least predicted time over every set partition of the
 // indices (not only the contiguous runs the planner tries).
-func bruteBest(p *costPlanner, lens []int) float64 {
+func bruteBest(p *batchPlanner, lens []int) float64 {
 	best := math.Inf(1)
 	var blocks [][]int
 	var rec func(i int)
@@ -94,10 +94,10 @@ func bruteBest(p *costPlanner, lens []int) float64 {
 // randomTable draws a cost table that grows with the length in each row
 // (as real timings do) but is arbitrary across batch sizes, with holes
 // where a calibration budget would have stopped.
-func randomTable(rng *rand.Rand) *models.CostTable {
+func randomTable(rng *rand.Rand) *CallTimeTable {
 	batches := []int{1, 2, 3, 5, 8}
 	lens := []int{4, 8, 16, 32}
-	t := &models.CostTable{Format: models.CostTableFormat, Batches: batches, Lens: lens}
+	t := &CallTimeTable{Format: CallTimeTableFormat, Batches: batches, Lens: lens}
 	for i := range batches {
 		row := make([]float64, len(lens))
 		v := rng.Float64() * 5
@@ -142,7 +142,7 @@ func TestPlanCostOptimalAgainstBruteForce(t *testing.T) {
 func TestPlanCostRespectsCaps(t *testing.T) {
 	shape := models.HFConfig{HiddenSize: 384, NumAttentionHeads: 12, IntermediateSize: 1536}
 	// Big batches are nearly free: only the caps can stop them.
-	cheap := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{16, 64, 256, 512},
+	cheap := CallTimeTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{16, 64, 256, 512},
 		func(b, l int) float64 { return 1 + 1e-6*float64(b*l) })
 	lens := make([]int, 200)
 	for i := range lens {
@@ -205,7 +205,7 @@ func TestPlanCostShapes(t *testing.T) {
 	seqLens := []int{30, 200, 90, 400, 17, 250, 511, 64, 128, 300}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := plannerFor(t, models.CostTableFrom(batches, lens, tt.f), 1<<20, 0, models.HFConfig{HiddenSize: 8})
+			p := plannerFor(t, CallTimeTableFrom(batches, lens, tt.f), 1<<20, 0, models.HFConfig{HiddenSize: 8})
 			got := p.plan(seqLens)
 			checkPartition(t, seqLens, got)
 			if len(got) != tt.want(len(seqLens)) {
@@ -216,7 +216,7 @@ func TestPlanCostShapes(t *testing.T) {
 }
 
 func TestPlanCostEmptyAndOrder(t *testing.T) {
-	p := plannerFor(t, models.CostTableFrom([]int{1, 2}, []int{8}, func(b, l int) float64 { return 1 }), 1<<20, 0, models.HFConfig{HiddenSize: 8})
+	p := plannerFor(t, CallTimeTableFrom([]int{1, 2}, []int{8}, func(b, l int) float64 { return 1 }), 1<<20, 0, models.HFConfig{HiddenSize: 8})
 	if got := p.plan(nil); got != nil {
 		t.Fatalf("plan(nil) = %v", got)
 	}
@@ -250,7 +250,7 @@ func TestPlanCostEmptyAndOrder(t *testing.T) {
 // the end of a row's reach too (planCost's optimality relies on it).
 func TestPlanCostMonotoneAcrossReach(t *testing.T) {
 	truth := func(b, l int) float64 { return 0.5 + 0.15*float64(b*l) }
-	p := plannerFor(t, models.CostTableFrom([]int{1, 2}, []int{16, 32, 64, 128, 256, 512}, truth), 1<<20, 0, models.HFConfig{HiddenSize: 8})
+	p := plannerFor(t, CallTimeTableFrom([]int{1, 2}, []int{16, 32, 64, 128, 256, 512}, truth), 1<<20, 0, models.HFConfig{HiddenSize: 8})
 	p.observe(4, 128, time.Duration(0.9*truth(4, 128)*float64(time.Millisecond))) // a lucky call
 	p.observe(8, 100, time.Duration(truth(8, 100)*float64(time.Millisecond)))
 	for b := 1; b <= 16; b++ {
@@ -277,7 +277,7 @@ func TestPlanCostMonotoneRandomTables(t *testing.T) {
 	for trial := range 100 {
 		perSeq := map[int]float64{}
 		reach := map[int]int{}
-		tab := models.CostTableFrom([]int{1, 2, 4, 8, 12}, lens, func(b, l int) float64 {
+		tab := CallTimeTableFrom([]int{1, 2, 4, 8, 12}, lens, func(b, l int) float64 {
 			if _, ok := perSeq[b]; !ok {
 				perSeq[b], reach[b] = 0.005+0.01*rng.Float64(), lens[2+rng.IntN(len(lens)-2)]
 			}
@@ -438,7 +438,7 @@ func TestCalibrateMeasuresWithinBudget(t *testing.T) {
 		}
 	}
 	// And the fitted model predicts the runner's cost where it measured.
-	m, err := models.NewCostModel(tab)
+	m, err := NewCallTimeModel(tab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func newCostFixture(t *testing.T) *costFixture {
 	return f
 }
 
-func (f *costFixture) setup(t *testing.T) (*costPlanner, BatchingInfo) {
+func (f *costFixture) setup(t *testing.T) (*batchPlanner, BatchingInfo) {
 	t.Helper()
 	p, info, err := setupCost(f.env)
 	if err != nil {
@@ -624,7 +624,7 @@ func TestCostCacheSavesLearned(t *testing.T) {
 	p4, info4 := f.setup(t)
 	other := info4.Table.Clone()
 	other.Millis[0][0] *= 2
-	if err := models.WriteCostTable(info4.Path, other); err != nil {
+	if err := WriteCallTimeTable(info4.Path, other); err != nil {
 		t.Fatal(err)
 	}
 	theirs, _ := os.ReadFile(info4.Path)
@@ -637,7 +637,7 @@ func TestCostCacheSavesLearned(t *testing.T) {
 	}
 	// A shipped table is the user's file: never written.
 	path := filepath.Join(t.TempDir(), "shipped.json")
-	if err := models.WriteCostTable(path, models.CostTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })); err != nil {
+	if err := WriteCallTimeTable(path, CallTimeTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })); err != nil {
 		t.Fatal(err)
 	}
 	f.env.cfg.CostTable = path
@@ -702,14 +702,14 @@ func TestCostCacheCorruptIgnored(t *testing.T) {
 		if !slices.ContainsFunc(info.Notes, func(n string) bool { return strings.Contains(n, "ignoring calibration cache") }) {
 			t.Fatalf("%q: no note about the corrupt cache: %q", junk, info.Notes)
 		}
-		if _, err := models.ReadCostTable(first.Path); err != nil {
+		if _, err := ReadCallTimeTable(first.Path); err != nil {
 			t.Fatalf("%q: the cache was not rewritten: %v", junk, err)
 		}
 	}
 	// A valid table measured under another key is stale, not trusted.
-	tab, _ := models.ReadCostTable(first.Path)
+	tab, _ := ReadCallTimeTable(first.Path)
 	tab.Meta["intra_op_threads"] = "99"
-	if err := models.WriteCostTable(first.Path, tab); err != nil {
+	if err := WriteCallTimeTable(first.Path, tab); err != nil {
 		t.Fatal(err)
 	}
 	_, info := f.setup(t)
@@ -805,8 +805,8 @@ func TestCostCacheSettings(t *testing.T) {
 	t.Run("explicit table", func(t *testing.T) {
 		f := newCostFixture(t)
 		path := filepath.Join(t.TempDir(), "shipped.json")
-		tab := models.CostTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })
-		if err := models.WriteCostTable(path, tab); err != nil {
+		tab := CallTimeTableFrom([]int{1, 8}, []int{16, 128}, func(b, l int) float64 { return 1 })
+		if err := WriteCallTimeTable(path, tab); err != nil {
 			t.Fatal(err)
 		}
 		f.env.cfg.CostTable = path
@@ -818,7 +818,7 @@ func TestCostCacheSettings(t *testing.T) {
 			t.Fatalf("flat table should give one batch: %v", got)
 		}
 		f.env.cfg.CostTable = filepath.Join(t.TempDir(), "missing.json")
-		if _, _, err := setupCost(f.env); !errors.Is(err, models.ErrCostTable) {
+		if _, _, err := setupCost(f.env); !errors.Is(err, ErrCallTimeTable) {
 			t.Fatalf("missing explicit table: %v", err)
 		}
 	})
@@ -844,17 +844,17 @@ func TestCostCacheSettings(t *testing.T) {
 // with a cost table of f over batch sizes 1…64 and lengths 8…64.
 func costModeLoader(r *fakeRunner, maxLen int, f func(b, l int) float64) loaderFunc {
 	base := fakeLoader(r, 8, maxLen)
-	tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, f)
+	tab := CallTimeTableFrom([]int{1, 2, 4, 8, 16, 32, 64}, []int{8, 16, 32, 64}, f)
 	return func(cfg models.Config, kind models.Kind) (*loaded, error) {
 		m, err := base(cfg, kind)
 		if err != nil {
 			return nil, err
 		}
-		cm, err := models.NewCostModel(tab)
+		cm, err := NewCallTimeModel(tab)
 		if err != nil {
 			return nil, err
 		}
-		m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
+		m.cost = newBatchPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
 		m.batching = BatchingInfo{Mode: models.BatchingCost, Source: CostFile}
 		return m, nil
 	}
@@ -901,11 +901,11 @@ func TestCloseSavesLearnedCosts(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		cm, err := models.NewCostModel(models.CostTableFrom([]int{1, 2}, []int{8, 64}, func(b, l int) float64 { return float64(b * l) }))
+		cm, err := NewCallTimeModel(CallTimeTableFrom([]int{1, 2}, []int{8, 64}, func(b, l int) float64 { return float64(b * l) }))
 		if err != nil {
 			return nil, err
 		}
-		m.cost = newCostPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
+		m.cost = newBatchPlanner(cm, cfg.MaxBatchTokens, 0, models.HFConfig{})
 		m.cost.savePath, m.cost.saveKey = path, key
 		m.batching = BatchingInfo{Mode: models.BatchingCost, Source: CostCached, Path: path}
 		return m, nil
@@ -968,7 +968,7 @@ func TestPlanLearnsUnderNoise(t *testing.T) {
 	}
 	var got, best float64
 	for seed := range uint64(8) {
-		p := plannerFor(t, models.CostTableFrom([]int{1, 2}, []int{16, 32, 64, 128, 256, 512}, truth), 16384, 0, models.HFConfig{HiddenSize: 8})
+		p := plannerFor(t, CallTimeTableFrom([]int{1, 2}, []int{16, 32, 64, 128, 256, 512}, truth), 16384, 0, models.HFConfig{HiddenSize: 8})
 		rng := rand.New(rand.NewPCG(seed+1, 11))
 		for call := range 40 {
 			l := 140 + rng.IntN(23)
@@ -1057,15 +1057,15 @@ func TestEstimateScore(t *testing.T) {
 // BenchmarkEstimateScore is the engine's cost of predicting one call of 32
 // real-length pairs (it predicts up to six per rerank batch).
 func BenchmarkEstimateScore(b *testing.B) {
-	tab := models.CostTableFrom([]int{1, 2, 4, 8, 16, 32, 64, 128}, []int{64, 128, 192, 256, 320, 384, 448, 512},
+	tab := CallTimeTableFrom([]int{1, 2, 4, 8, 16, 32, 64, 128}, []int{64, 128, 192, 256, 320, 384, 448, 512},
 		func(n, l int) float64 { return 0.3 + 0.002*float64(n*l) + 1e-6*float64(n*l*l) })
-	cm, err := models.NewCostModel(tab)
+	cm, err := NewCallTimeModel(tab)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg := testCfg()
 	cfg.MaxLength = 512
-	co := &core{cfg: cfg, m: &loaded{maxLen: 512, cost: newCostPlanner(cm, 1<<20, 0, models.HFConfig{})}}
+	co := &core{cfg: cfg, m: &loaded{maxLen: 512, cost: newBatchPlanner(cm, 1<<20, 0, models.HFConfig{})}}
 	co.ready.Store(co.m) // what a load publishes: EstimateScore never waits for one
 	ce := &CrossEncoder{c: co}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -1087,7 +1087,7 @@ func BenchmarkEstimateScore(b *testing.B) {
 func TestCostNotFallingWithLength(t *testing.T) {
 	batches := []int{1, 8, 12}
 	lens := []int{64, 128, 320}
-	tab := models.CostTableFrom(batches, lens, func(b, l int) float64 {
+	tab := CallTimeTableFrom(batches, lens, func(b, l int) float64 {
 		if b == 12 && l > 128 {
 			return 0 // not measured
 		}
@@ -1112,7 +1112,7 @@ func TestCostNotFallingWithLength(t *testing.T) {
 func TestPlanCostOptimalAcrossReach(t *testing.T) {
 	batches := []int{1, 8, 12}
 	lens := []int{64, 128, 320}
-	tab := models.CostTableFrom(batches, lens, func(b, l int) float64 {
+	tab := CallTimeTableFrom(batches, lens, func(b, l int) float64 {
 		if b == 12 && l > 128 {
 			return 0
 		}

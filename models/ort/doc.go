@@ -82,21 +82,21 @@
 // layer's hidden states, FFN and batch × heads × length² attention scores);
 // a single sequence always runs.
 //
-// The cost table comes from Config.CostTable (a models.CostTable JSON file)
+// The cost table comes from Config.CostTable (a CallTimeTable JSON file)
 // or from a calibration at load: dummy batches on the loaded session over
 // a grid of batch sizes 1…128 and lengths 8…MaxLength, cheapest cell first,
 // one warm-up and at least two timed runs each (the fastest counts), until
 // the next cell would pass Config.CalibrationMillis (default 2 s; a run that
 // passes it is terminated). The table is only the start: every runtime
 // call the planner made refines the model with the time the model ran
-// (models.CostModel.Observe; the wait for a free session is not counted),
+// (CallTimeModel.Observe; the wait for a free session is not counted),
 // and a batch size up to twice the largest measured at a length is
 // proposed as if 10 % cheaper per sequence than that one
-// (models.CostModel.Optimistic), so the batches of one request measure it;
+// (CallTimeModel.Optimistic), so the batches of one request measure it;
 // doubling stops once the largest measured size is more than about 11 %
 // costlier per sequence than the best plan without it. A size measured at
 // shorter lengths predicts up to 25 % longer calls (its time scaled with
-// the length) and is bounded above beyond (models.CostModel.UpperBound)
+// the length) and is bounded above beyond (CallTimeModel.UpperBound)
 // rather than forgotten; a new size between measured ones starts from
 // their interpolation, worth two calls, so that one lucky call does not
 // make it the favourite (with ±10 % noise per call and many sizes of
@@ -108,7 +108,7 @@
 // another, the load on the machine) also correct a table that was
 // measured fast and fit (calibration keeps the fastest run of one
 // repeated shape). What is learned is written over the cache file the
-// table came from when the model is closed (models.CostModel.Table: the
+// table came from when the model is closed (CallTimeModel.Table: the
 // observed calls become cells, replacing the calibrated ones in their
 // range), so the next load with the same key starts from the workload's
 // own timings; where that file cannot be written the next cache place
@@ -116,7 +116,7 @@
 // another process rewrote since the load, and a table from
 // Config.CostTable is never written. Otherwise batches of two or more are planned only
 // where their batch size and length were measured or observed, or up to
-// 25 % longer (models.CostModel says how the table is fitted). The table
+// 25 % longer (CallTimeModel says how the table is fitted). The table
 // is cached as hybrank_cost_<key>.json beside the model, or under the user
 // cache directory when the model directory is read-only
 // (Config.CalibrationCache chooses another directory or none). The key

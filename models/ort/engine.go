@@ -62,7 +62,7 @@ type loaded struct {
 	embedding models.Embedding
 	// cost plans batches in cost mode; nil means tokens mode (configured,
 	// or no cost model could be built, or a loader that sets none).
-	cost     *costPlanner
+	cost     *batchPlanner
 	batching BatchingInfo
 	// accel is the model's acceleration plan, with what the load made of
 	// it (Plan.Loaded).
@@ -85,7 +85,7 @@ type computeTimer interface {
 }
 
 // runBatch runs one padded batch; in cost mode the time the model ran
-// refines the cost model (costPlanner.observe).
+// refines the cost model (batchPlanner.observe).
 func (m *loaded) runBatch(ctx context.Context, b *batchTensors) ([]float32, []int64, error) {
 	if m.cost == nil {
 		return m.run.run(ctx, b)
