@@ -111,7 +111,7 @@ M=$W/models
 [ "$P" = cpu ] || export HYBRANK_REQUIRE_CUDA=1
 step test 240 "$W/ort.test" -test.run 'TestCUDAProvider' -test.v -test.count=1
 
-common=(--models-root "$M" --provider "$P" --real-data "$SCIFACT" --real-queries "$queries" --real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --int8-cache "$W/quant" --json --out "")
+common=(--models-root "$M" --provider "$P" --real-data "$SCIFACT" --real-queries "$queries" --real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --quantize-cache "$W/quant" --json --out "")
 # 2. Real scifact pairs, float32 and the float16 copy, per profile: pairs/s,
 #    GPU memory, per-query Spearman of float16 vs float32. With an older
 #    bench in the bundle (bench-old.xz), an A/B: old, new, old, new, rows in
@@ -174,7 +174,7 @@ step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile emb
 	echo "CPU flags (int8): $(grep -o -w -E 'amx_(tile|int8|bf16)|avx512_vnni|avx_vnni|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 } >>"$LOG" 2>&1
 step int8_cpu 420 "$W/bench" rerank --models-root "$M" --provider cpu --threads 2 --real-data "$SCIFACT" --real-queries "$int8queries" \
-	--real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --int8 --int8-cache "$W/quant" --peers=false --peak-n 1024 --min-time "$mintime" --json --out ""
+	--real-profiles "${PROFILES:-fast,balanced,accurate}" --synthetic=false --int8 --quantize-cache "$W/quant" --peers=false --peak-n 1024 --min-time "$mintime" --json --out ""
 
 nvidia-smi --query-gpu=name,memory.used,temperature.gpu --format=csv >>"$LOG" 2>&1
 log "done (failed=$failed)"

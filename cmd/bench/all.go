@@ -64,7 +64,7 @@ func realSteps(datasets, out, real, models string, quick bool) []step {
 	}
 	steps := []step{
 		{name: "dense real (MTEB reproduction, float32 and int8)", cmd: "dense", data: true, real: true,
-			args: []string{"--beir", "--data", denseData, "--model", denseModels, "--int8", "--int8-cache", filepath.Join(models, "int8"), "--out", out, "--name", "dense_real"}},
+			args: []string{"--beir", "--data", denseData, "--model", denseModels, "--int8", "--quantize-cache", filepath.Join(models, "int8"), "--out", out, "--name", "dense_real"}},
 		{name: "dense sentences (real all-MiniLM-L6-v2 vectors, HNSW vs faiss)", cmd: "dense", data: true, real: true,
 			args: []string{"--passages", "--data", ds("scifact"), "--model", rm("all-minilm-l6-v2"), "--max-passages", passages,
 				"--m", "16", "--ef", "16,32,64,128", "--out", out}},
@@ -92,9 +92,9 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 	}
 	synth := []string{"--synthetic", "10000", "--synthetic", "100000", "--synthetic", "1000000"}
 	denseN, rerankPairs, hybridQueries, serveDur := "100000", "64", "200", "30s"
-	replay := "1000"                                                                // searches of the Zipf query log replayed behind the model caches (off, 64 MB)
-	rerankQueries := "20"                                                           // real scifact queries × their BM25 top 32, beside the peer
-	rerankInt8 := []string{"--int8", "--int8-cache", filepath.Join(models, "int8")} // int8 vs float32 on those pairs
+	replay := "1000"                                                                    // searches of the Zipf query log replayed behind the model caches (off, 64 MB)
+	rerankQueries := "20"                                                               // real scifact queries × their BM25 top 32, beside the peer
+	rerankInt8 := []string{"--int8", "--quantize-cache", filepath.Join(models, "int8")} // int8 vs float32 on those pairs
 	if !haveData {
 		rerankInt8 = nil // the int8 rows are measured on the real pairs only
 	}

@@ -161,9 +161,10 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.Batching.Rounds, "batching-rounds", cfg.Batching.Rounds, "interleaved passes over the same pairs per configuration in the batching check (compared pass by pass against the cap chosen on the other passes; at least 2 for that)")
 	caps := intsFlag(cfg.Batching.Caps)
 	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
-	int8 := fs.Bool("int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --int8-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
-	fp16 := fs.Bool("fp16", false, "measure each real-pair profile again as a float16 model (models/quantize, converted once into --int8-cache; for --provider cuda) and check per-query Spearman ≥ 0.99 (pairs/s reported)")
-	fs.StringVar(&cfg.Quant.Cache, "int8-cache", "", `folder for the int8 and fp16 copies of --int8, --fp16 and --quantize ("" = the user cache)`)
+	int8 := fs.Bool("int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --quantize-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
+	fp16 := fs.Bool("fp16", false, "measure each real-pair profile again as a float16 model (models/quantize, converted once into --quantize-cache; for --provider cuda) and check per-query Spearman ≥ 0.99 (pairs/s reported)")
+	fs.StringVar(&cfg.Quant.Cache, "quantize-cache", "", `folder for the int8 and fp16 copies of --int8, --fp16 and --quantize ("" = the user cache)`)
+	fs.StringVar(&cfg.Quant.Cache, "int8-cache", "", "deprecated name of --quantize-cache")
 	var o output
 	o.register(fs, "rerank.md and rerank.svg (with --sweep, --report-from or an explicit --out)")
 	if err := parse(fs, args); err != nil {
