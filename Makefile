@@ -245,9 +245,9 @@ models: models-prereqs $(MODEL_DIRS)
 # runs only with HYBRANK_REAL_MODELS set, which make test does not export.
 test-real-models: deps models
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 2h -v -run '^TestImportedMiniLMMatchesExport$$' ./models/bertgen
-	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFP16RealEmbedder$$' ./models/quantize
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFP16RealEmbedder$$' ./onnx/quantize
 	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFusionRealModels$$' ./models/ort
-	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFirstTokenRealExports$$' ./models/fuse
+	HYBRANK_REAL_MODELS=$(REAL_MODELS) $(GO) test -count=1 -timeout 1h -v -run '^TestFirstTokenRealExports$$' ./onnx/fuse
 
 build: prereqs
 	$(GO) build -buildvcs=auto -o bin/ ./cmd/...

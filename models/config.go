@@ -85,7 +85,7 @@ const (
 
 // Config.Quantize values: QuantizeInt8 loads a model with int8 weights
 // (for the CPU), QuantizeFP16 a float16 model (for the CUDA provider).
-// They are models/quantize's type names.
+// They are onnx/quantize's type names.
 const (
 	QuantizeInt8 = "int8"
 	QuantizeFP16 = "fp16"
@@ -150,7 +150,7 @@ type Config struct {
 	GraphOptimization string `json:"graph_optimization,omitempty"`
 	// DisableFusion loads the model file as it is. By default the
 	// sessions load a temporary copy of it rewritten by package
-	// models/fuse: on the CPU with fused SkipLayerNormalization operators
+	// onnx/fuse: on the CPU with fused SkipLayerNormalization operators
 	// (7–31 % more pairs/s or texts/s on the benchmarks,
 	// bench/results/fusion.md), and on the CPU and CUDA with a
 	// cross-encoder's last layer computed for [CLS] only past its keys
@@ -206,8 +206,8 @@ type Config struct {
 	// that instead; CalibrationCacheOff never to cache.
 	CalibrationCache string `json:"calibration_cache,omitempty"`
 	// Quantize "int8" loads the model with int8 weights: a directory
-	// already quantized (by models/quantize, or an int8 export) is loaded
-	// as it is; otherwise models/quantize rewrites the float32 model once
+	// already quantized (by onnx/quantize, or an int8 export) is loaded
+	// as it is; otherwise onnx/quantize rewrites the float32 model once
 	// (per-channel int8 weights for the encoder's MatMul/Gemm) into
 	// QuantizeCache and that copy is loaded. Activations are quantized on
 	// every call: on a CPU with AMX-INT8, by default, per token in 16-bit

@@ -13,7 +13,7 @@
 // It has no cgo and no runtime: the engine and the server depend on it
 // alone, so a Go service that embeds the engine with its own models does not
 // link ONNX Runtime. The ONNX Runtime implementation is package models/ort;
-// models/wordpiece is the tokenizer, models/bertgen and models/onnxpb write
+// models/wordpiece is the tokenizer, models/bertgen and onnx/onnxpb write
 // architecture-exact ONNX graphs.
 //
 // # Profiles

@@ -29,7 +29,7 @@ import (
 //	  attributes num_heads (int), scale (float), bf16 (int, 0 or 1)
 //
 // a BERT layer's self-attention after its Q, K and V projections in one
-// kernel (package models/fuse writes it). bf16 = 1 computes its two
+// kernel (package onnx/fuse writes it). bf16 = 1 computes its two
 // products in bfloat16 on AMX tiles, for CPUs with AMX-BF16 (AttentionBF16).
 //
 //	ai.hybrank.QuantMatMul(a [...,K], b int8 [K,N], b_scale [N], bias [N]?, a_mul [K]?) → [...,N]
@@ -37,7 +37,7 @@ import (
 //
 // com.microsoft.DynamicQuantizeMatMul with one activation scale per row (a
 // token) instead of one per tensor, a_mul an optional per-channel factor
-// applied to a first (a smoothing of outlier channels, models/quantize's
+// applied to a first (a smoothing of outlier channels, onnx/quantize's
 // Config.Smooth). amx = 1 runs the integer products on AMX-INT8 tiles
 // (QuantMatMulAMX); 0 is the plain reference, equal to the bit. gelu = 1
 // applies GELU (erf form) to the result in the same pass. a_bits = 16

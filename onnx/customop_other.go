@@ -11,7 +11,7 @@ import (
 // hybrank's custom operators (customop.go, hybrank_ops.c) are built for
 // Linux on x86-64 only: the kernel uses AVX-512 and AMX and asks Linux for
 // the tile state. Elsewhere CPU sessions run without them, and
-// models/fuse's AttentionBF16 and QuantMatMulAMX are not applied
+// onnx/fuse's AttentionBF16 and QuantMatMulAMX are not applied
 // (AttentionBF16 and QuantMatMulAMX are false).
 
 var errNoCustomOps = errors.New("onnx: custom operators: built for linux/amd64 only")

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 	"github.com/hybrank/hybrank/onnx/ops"
 )
 

@@ -56,7 +56,7 @@
 // whole sequences takes it (a real sequence has at least two tokens). 0 is
 // a plain float32 loop, the reference the tests hold the tile path to
 // (TestAttentionKernel: both against a float64 definition, float32 to
-// 1e-5 and bfloat16 to 3e-2 of the outputs' scale). Package models/fuse
+// 1e-5 and bfloat16 to 3e-2 of the outputs' scale). Package onnx/fuse
 // writes it, with bf16 = 1, into int8 graphs (fuse.AttentionBF16) when
 // AttentionBF16 reports a CPU with AMX-BF16 and AVX512-BF16 and a kernel
 // that granted the tile state (arch_prctl at Init). The C code finds the
@@ -70,7 +70,7 @@
 // ai.hybrank.QuantMatMul (hybrank_qmatmul.c) is com.microsoft's
 // DynamicQuantizeMatMul with one activation scale per row, a token,
 // instead of one per tensor: each row of A (times an optional per-channel
-// a_mul, where models/quantize's smoothing lands) is quantized to uint8
+// a_mul, where onnx/quantize's smoothing lands) is quantized to uint8
 // with its own scale and zero point into a cache-resident block of 32
 // rows, the integer products run on AMX tiles (tdpbusd, u8 × s8 summed in
 // int32, 32 × 32 outputs a step against weights packed into tile order
@@ -78,7 +78,7 @@
 // point's column sums and applies both scales and the bias. Attribute
 // a_bits = 16 quantizes a row to 16 bits instead and runs the products on
 // the codes' two bytes (two integer products; the
-// default models/fuse writes: TestQuantMatMulWide). Attribute gelu = 1
+// default onnx/fuse writes: TestQuantMatMulWide). Attribute gelu = 1
 // applies GELU (erf form) in the epilogue; split = [N0, N1, N2] hands the
 // columns out as up to three outputs (a layer's Q, K and V from one
 // quantization of their input). Attribute amx
@@ -86,11 +86,11 @@
 // the two paths agree to the bit (TestQuantMatMulKernel, which also holds
 // the reference to a float64 definition). Per-token scales make a pair's
 // score independent of its batch mates and keep one outlier token from
-// coarsening every other token's steps. models/fuse writes it over every
+// coarsening every other token's steps. onnx/fuse writes it over every
 // DynamicQuantizeMatMul when QuantMatMulAMX reports AMX-INT8.
 //
 // BenchmarkAttentionForms and BenchmarkMatMulForms (package
-// models/quantize) and BenchmarkAttentionKernel and
+// onnx/quantize) and BenchmarkAttentionKernel and
 // BenchmarkQuantMatMulKernel (here) time the operators against the
 // runtime's; bench/results/rerank_int8_profile.md has the figures.
 //

@@ -16,8 +16,8 @@ import (
 
 	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // initORT initialises the runtime or skips the test when the library is

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // TestAutoProviderLogsOneInfoLine checks that Provider "auto" says which

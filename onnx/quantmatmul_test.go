@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 	"github.com/hybrank/hybrank/onnx/ops"
 )
 

@@ -130,7 +130,7 @@ type Model struct {
 	// created (not at all when every session runs on CUDA), and returns
 	// the path of the model file the CPU sessions load instead of Path:
 	// the same inputs and outputs, the graph rewritten for the CPU kernels
-	// (package models/fuse). "" loads Path; an error fails
+	// (package onnx/fuse). "" loads Path; an error fails
 	// NewSessionModel. The sessions have read the file when
 	// NewSessionModel returns: a temporary file may be removed then.
 	ForCPU func() (string, error)

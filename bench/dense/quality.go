@@ -53,7 +53,7 @@ type QualityConfig struct {
 	// ids, as MTEB does (ignore_identical_ids=False).
 	Eval eval.Options `json:"eval"`
 	// Int8 also measures each float32 model (one without an int8 suffix,
-	// see fp32Of) quantized by models/quantize, loaded with
+	// see fp32Of) quantized by onnx/quantize, loaded with
 	// models.Config.Quantize = int8, as the row model "<model>-int8":
 	// hybrank's own quantization on real weights, checked against
 	// Targets.MaxInt8Delta. Int8Cache keeps the quantized copies ("" =
@@ -498,7 +498,7 @@ func QualityReport(cfg QualityConfig, res QualityResult, command string) report.
 			"Corpus texts are (title + \" \" + text).strip() embedded as documents, queries embedded as queries, each with the model directory's sentence-transformers prompts, pooling, normalisation and max_seq_length (models.OpenModelDir; max_len column). Identical query and document ids are kept (MTEB's ignore_identical_ids=False) unless the config says otherwise.",
 			fmt.Sprintf("kind=flat: exact cosine top-%d (SearchExact); kind=hnsw: the dense index's graph at its defaults (M=%d, EfConstruction=%d, EfSearch=%d); impl=faiss: faiss-cpu IndexHNSWFlat with the same M, efConstruction and efSearch on the same normalised vectors. nDCG@10, Recall@100 (R@100) and MRR@10 by bench/eval (trec_eval conventions). QPS: one goroutine, one query per call.", cfg.TopK, dc.M, dc.EfConstruction, dc.EfSearch),
 			"embed_s: wall time to embed corpus and queries in this run (0 with cached=true: every vector came from the cache, bench/vcache, keyed by the ONNX file's sha256, the resolved pooling, normalisation and prompts, the length and each text's sha256). docs/s counts the texts embedded in this run, corpus and queries together, in order of length.",
-			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization; -int8 = the float32 model quantized by hybrank's models/quantize: per-output-channel symmetric weights (8-bit where the CPU sums in 32 bits: VNNI, AMX; else 7-bit) in DynamicQuantizeMatMul, activations quantized on every call, per token in 16-bit codes by hybrank's QuantMatMul where the CPU has AMX-INT8 (models.Config.Int8ActivationBits), else per tensor by the runtime; ρ mean / ρ worst on an int8 model's flat row: per query, the Spearman correlation of its cosine scores with its float32 original's over the float32 model's exact top 32, a reranker's candidate list). Published MTEB SciFact figures and sources are in each check's detail.",
+			"real_weights=true: pretrained weights (langchain4j ONNX exports from make models; -q = their int8 dynamic quantization; -int8 = the float32 model quantized by hybrank's onnx/quantize: per-output-channel symmetric weights (8-bit where the CPU sums in 32 bits: VNNI, AMX; else 7-bit) in DynamicQuantizeMatMul, activations quantized on every call, per token in 16-bit codes by hybrank's QuantMatMul where the CPU has AMX-INT8 (models.Config.Int8ActivationBits), else per tensor by the runtime; ρ mean / ρ worst on an int8 model's flat row: per query, the Spearman correlation of its cosine scores with its float32 original's over the float32 model's exact top 32, a reranker's candidate list). Published MTEB SciFact figures and sources are in each check's detail.",
 		},
 		Config:  cfg,
 		Columns: report.Columns(QualityRow{}),

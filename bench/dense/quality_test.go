@@ -15,7 +15,7 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
-	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx/quantize"
 	"github.com/hybrank/hybrank/simd"
 )
 
@@ -151,7 +151,7 @@ func TestRunQuality(t *testing.T) {
 		t.Fatalf("two models named alike: %v", err)
 	}
 
-	// Int8: the model again, quantized by models/quantize, named
+	// Int8: the model again, quantized by onnx/quantize, named
 	// embed-int8 and checked against its float32 rows.
 	cfg.Int8, cfg.Int8Cache = true, t.TempDir()
 	q, err := RunQuality(context.Background(), cfg)

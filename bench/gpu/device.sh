@@ -162,7 +162,7 @@ done
 step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""
 step embed 120 "$W/bench" embed --models-root "$M" --provider "$P" --profile embed --quantize fp16 --data "$SCIFACT" --doc-tokens 256 --pairs 64 --min-time "$mintime" --peak-n 0 --json --out ""
 # 8. int8 on this machine's CPU (last: the GPU steps come first), not its GPU: float32 and the int8 copy
-#    (models/quantize's default) of each profile on real scifact pairs,
+#    (onnx/quantize's default) of each profile on real scifact pairs,
 #    two intra-op threads and 10 queries as in rerank.md. The hosts of
 #    these GPUs have been Intel Xeons, and ONNX Runtime's integer GEMMs use
 #    AMX-INT8 where the CPU has it (the flags go to the log). A 2-core

@@ -15,7 +15,7 @@ from quantized operands in one of these modes:
              weights per output channel, symmetric, B bits (7 or 8)
   token/B    the same with one activation scale per token (row): what a
              kernel with per-row scales would give (ONNX Runtime's CPU
-             provider has none that is fast; see models/quantize's doc)
+             provider has none that is fast; see onnx/quantize's doc)
   none/B     weights only, activations float32
   tensor/f, token/f   activations only, weights float32
   smooth/B   per token after SmoothQuant's migration: each input channel j

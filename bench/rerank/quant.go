@@ -16,7 +16,7 @@ import (
 )
 
 // QuantCheck measures every real-pair profile again with quantized
-// weights (models.Config.Quantize Type: "int8", models/quantize's default,
+// weights (models.Config.Quantize Type: "int8", onnx/quantize's default,
 // for the CPU; "fp16", the float16 graph, for the CUDA provider; converted
 // once into Cache) right after its float32 row, on the same pairs and
 // settings, and compares speed and ranking: pairs/s quantized / float32

@@ -57,19 +57,19 @@ func Report(cfg Config, res Result, command string) report.Report {
 			"These rows come first; the synthetic shapes (doc_tokens set) follow.", r.Data, r.LenP10, r.LenP50, r.LenP90, r.LenMax, r.SeqLen))
 	}
 	if slices.ContainsFunc(rep.Rows, func(r any) bool { x, ok := r.(throughput.Row); return ok && x.Fusion != "" }) {
-		rep.Notes = append(rep.Notes, "fusion: what models/fuse did to the graph hybrank's sessions run: on the CPU each residual Add and the layer normalisation after it "+
+		rep.Notes = append(rep.Notes, "fusion: what onnx/fuse did to the graph hybrank's sessions run: on the CPU each residual Add and the layer normalisation after it "+
 			"(and the bias Add before it) as one com.microsoft SkipLayerNormalization, which ONNX Runtime's own optimiser skips for a dynamic sequence length; "+
 			"on the CPU and CUDA \"first token\": the last layer computed for [CLS] only past its keys and values (all the head reads; gflops counts that work); "+
 			"\"attention bf16\" (int8 graphs on a CPU with AMX-BF16): each layer's self-attention as hybrank's own ai.hybrank.Attention kernel, both products in bfloat16 on AMX tiles, softmax in float32 (float32 graphs keep float32 attention); "+
 			"\"off\" with --no-fusion, \"none\" where nothing applied. The peer runs the file as it is.")
 	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeFP16 {
-		rep.Notes = append(rep.Notes, "quantize=fp16 rows: the same profile's model converted to float16 by models/quantize (every float32 initializer rounded to nearest even, the attention-mask constant clamped to −65504, "+
+		rep.Notes = append(rep.Notes, "quantize=fp16 rows: the same profile's model converted to float16 by onnx/quantize (every float32 initializer rounded to nearest even, the attention-mask constant clamped to −65504, "+
 			"float32 inputs and outputs kept with a Cast at each edge), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
 			"The checks compare pairs/s (reported) and the per-query Spearman correlation of the two models' scores over each query's candidate list.")
 	}
 	if len(res.Quant) > 0 && res.Quant[0].Type == models.QuantizeInt8 {
-		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by models/quantize as models.Config.Quantize makes it (per-output-channel symmetric weights, 8-bit where the CPU's integer kernels sum in 32 bits (VNNI, AMX), else 7-bit, in com.microsoft DynamicQuantizeMatMul; "+
+		rep.Notes = append(rep.Notes, "quantize=int8 rows: the same profile's model quantized by onnx/quantize as models.Config.Quantize makes it (per-output-channel symmetric weights, 8-bit where the CPU's integer kernels sum in 32 bits (VNNI, AMX), else 7-bit, in com.microsoft DynamicQuantizeMatMul; "+
 			"classifier and pooler kept in float32; with --int8-activation-bits 8 each quantized activation smoothed (SmoothQuant, alpha 0.75: channel j divided by s_j = amax_j^0.75 / wmax_j^0.25, the weight rows multiplied by it, amax measured on hybrank's built-in calibration pairs)), loaded through models.Config.Quantize, measured right after the float32 row on the same pairs and settings. "+
 			"On a CPU with AMX-INT8 the products run as hybrank's ai.hybrank.QuantMatMul, activations quantized per token (\"per-token int8 MatMul\" in the fusion column), in 16-bit codes run as two integer products on their bytes (8-bit with --int8-activation-bits 8), a layer's Q, K and V as one product; --int8-per-tensor keeps the runtime's kernel, one scale for the whole batch; with AMX-BF16 each layer's attention runs in bfloat16 (\"attention bf16\"; a narrowed last layer's one query row in float32). "+
 			"The checks compare pairs/s and the per-query Spearman correlation of the two models' scores over each query's candidate list. The CPU flags in the header decide which integer kernels ONNX Runtime runs (AVX512-VNNI/AVX-VNNI/AMX when present, else AVX2 vpmaddubsw).")

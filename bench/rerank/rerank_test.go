@@ -172,7 +172,7 @@ func TestRealPairs(t *testing.T) {
 	// TinyBERT-L2 on the CPU: both layers' two normalisations fused, the
 	// last layer narrowed to [CLS], and the report says what the column
 	// means.
-	if real.Fusion != "5 SkipLayerNorm (4 with bias), first token: 22 nodes (6 MatMul)" || !strings.Contains(strings.Join(rep.Notes, " "), "fusion: what models/fuse did") {
+	if real.Fusion != "5 SkipLayerNorm (4 with bias), first token: 22 nodes (6 MatMul)" || !strings.Contains(strings.Join(rep.Notes, " "), "fusion: what onnx/fuse did") {
 		t.Errorf("fusion %q, notes %q", real.Fusion, rep.Notes)
 	}
 

@@ -17,9 +17,9 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
-	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/ort"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // Row is one measurement: a line of rerank.md or embed.md.
@@ -41,9 +41,9 @@ type Row struct {
 	BatchTokens int    `json:"batch_tokens" table:""`
 	// Quantize is the weights the row ran: "" as the directory holds them
 	// (float32 for generated and exported models), "int8" or "fp16"
-	// converted by models/quantize (models.Config.Quantize).
+	// converted by onnx/quantize (models.Config.Quantize).
 	Quantize string `json:"quantize,omitempty" table:""`
-	// Fusion is what package models/fuse did to the graph the CPU ran
+	// Fusion is what package onnx/fuse did to the graph the CPU ran
 	// (ort.Plan's Loaded.Fusion): e.g. "12 SkipLayerNorm (12 with bias)",
 	// "none" (CUDA, nothing to fuse), "off" (--no-fusion); "" for peers.
 	Fusion string `json:"fusion,omitempty" table:""`
@@ -163,7 +163,7 @@ type model struct {
 	provider func() string
 	// plan is the loaded model's plan: what its load did (fusion, and how
 	// much of the last layer the graph computes for the first token only,
-	// package models/fuse's FirstToken).
+	// package onnx/fuse's FirstToken).
 	plan  func() ort.Plan
 	close func() error
 }

@@ -45,7 +45,7 @@ func runDense(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&qc.Batch, "batch", qc.Batch, "quality mode: texts per Embed call")
 	fs.StringVar(&qc.Provider, "provider", qc.Provider, "quality mode: ONNX Runtime provider: auto, cuda, cpu")
 	fs.IntVar(&qc.Threads, "threads", 0, "quality mode: intra-op threads (0 = the model's default)")
-	fs.BoolVar(&qc.Int8, "int8", false, "quality mode: also measure each float32 --model quantized to int8 by hybrank (models/quantize) as <model>-int8, checked against its float32 nDCG@10")
+	fs.BoolVar(&qc.Int8, "int8", false, "quality mode: also measure each float32 --model quantized to int8 by hybrank (onnx/quantize) as <model>-int8, checked against its float32 nDCG@10")
 	fs.StringVar(&qc.Int8Cache, "quantize-cache", "", `quality mode: folder for the int8 copies ("" = the user cache)`)
 	fs.StringVar(&qc.Int8Cache, "int8-cache", "", "deprecated name of --quantize-cache")
 	fs.BoolVar(&qc.Eval.DropIdenticalIDs, "drop-identical-ids", false, "quality mode: drop retrieved docs whose id equals the query id (BEIR's default; MTEB keeps them)")

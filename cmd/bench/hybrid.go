@@ -40,7 +40,7 @@ func runHybrid(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.MaxDocTokens, "max-doc-tokens", cfg.MaxDocTokens, "embedder truncation in tokens (0 = the model's maximum)")
 	fs.StringVar(&cfg.CacheDir, "cache", cfg.CacheDir, `folder of cached document vectors, shared with bench dense ("" = none)`)
 	fs.StringVar(&cfg.Provider, "provider", cfg.Provider, "ONNX Runtime provider: auto, cuda, cpu")
-	fs.StringVar(&cfg.Quantize, "quantize", "", `load the rerankers as int8 (for the CPU) or fp16 (for --provider cuda) copies, converted once by models/quantize into the user cache ("" = as they are)`)
+	fs.StringVar(&cfg.Quantize, "quantize", "", `load the rerankers as int8 (for the CPU) or fp16 (for --provider cuda) copies, converted once by onnx/quantize into the user cache ("" = as they are)`)
 	fs.IntVar(&cfg.Threads, "threads", 0, "intra-op threads of every model (0 = the models' default)")
 	fs.StringVar(&cfg.TuneOn, "tune-on", "", "dataset (folder name) on which the best fusion is chosen and then checked unchanged on the others")
 	fs.BoolVar(&cfg.Eval.DropIdenticalIDs, "drop-identical-ids", false, "drop retrieved docs whose id equals the query id (BEIR convention)")

@@ -10,7 +10,7 @@ import (
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/catalog"
 	"github.com/hybrank/hybrank/models/ort"
-	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx/quantize"
 )
 
 func init() {

@@ -39,7 +39,7 @@ func modelFlags(fs *flag.FlagSet, s *throughput.Spec) {
 	fs.IntVar(&s.DocTokens, "doc-tokens", s.DocTokens, "tokens per document/text (no special tokens)")
 	fs.IntVar(&s.QueryTokens, "query-tokens", s.QueryTokens, "tokens per synthetic query")
 	fs.Uint64Var(&s.Seed, "seed", s.Seed, "synthetic text seed")
-	fs.StringVar(&s.Quantize, "quantize", "", `load the model as int8 (for the CPU) or fp16 (for --provider cuda), converted once by models/quantize into the user cache ("" = as it is)`)
+	fs.StringVar(&s.Quantize, "quantize", "", `load the model as int8 (for the CPU) or fp16 (for --provider cuda), converted once by onnx/quantize into the user cache ("" = as it is)`)
 }
 
 // throughputFlags are the flags of `bench rerank` and `bench embed` beyond
@@ -61,7 +61,7 @@ func registerThroughput(fs *flag.FlagSet, cfg *throughput.Config, name string, d
 	}
 	modelFlags(fs, &cfg.Spec)
 	fs.StringVar(&cfg.GraphOptimization, "graph-opt", "", "graph optimisation: disable, basic, extended, all (default all)")
-	fs.BoolVar(&cfg.DisableFusion, "no-fusion", false, "run the model file's graph on the CPU as it is (default: SkipLayerNormalization fused, models/fuse)")
+	fs.BoolVar(&cfg.DisableFusion, "no-fusion", false, "run the model file's graph on the CPU as it is (default: SkipLayerNormalization fused, onnx/fuse)")
 	fs.BoolVar(&cfg.DisableArena, "no-arena", false, "disable the runtime's CPU memory arena")
 	fs.BoolVar(&cfg.DisableSpinning, "no-spin", false, "stop intra-op threads from busy-waiting between operators")
 	fs.BoolVar(&cfg.Int8PerTensor, "int8-per-tensor", false, "int8 models: keep ONNX Runtime's DynamicQuantizeMatMul (one activation scale per batch) instead of hybrank's per-token QuantMatMul on AMX-INT8")
@@ -161,8 +161,8 @@ func runRerank(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.Batching.Rounds, "batching-rounds", cfg.Batching.Rounds, "interleaved passes over the same pairs per configuration in the batching check (compared pass by pass against the cap chosen on the other passes; at least 2 for that)")
 	caps := intsFlag(cfg.Batching.Caps)
 	fs.Var(&caps, "batching-caps", "batching check: the fixed MaxBatchTokens caps (comma list)")
-	int8 := fs.Bool("int8", false, "measure each real-pair profile again with int8 weights (models/quantize, quantized once into --quantize-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
-	fp16 := fs.Bool("fp16", false, "measure each real-pair profile again as a float16 model (models/quantize, converted once into --quantize-cache; for --provider cuda) and check per-query Spearman ≥ 0.99 (pairs/s reported)")
+	int8 := fs.Bool("int8", false, "measure each real-pair profile again with int8 weights (onnx/quantize, quantized once into --quantize-cache) and check pairs/s ≥ 2.5× float32 and per-query Spearman ≥ 0.99")
+	fp16 := fs.Bool("fp16", false, "measure each real-pair profile again as a float16 model (onnx/quantize, converted once into --quantize-cache; for --provider cuda) and check per-query Spearman ≥ 0.99 (pairs/s reported)")
 	fs.StringVar(&cfg.Quant.Cache, "quantize-cache", "", `folder for the int8 and fp16 copies of --int8, --fp16 and --quantize ("" = the user cache)`)
 	fs.StringVar(&cfg.Quant.Cache, "int8-cache", "", "deprecated name of --quantize-cache")
 	var o output

@@ -1,7 +1,7 @@
 // Package berttest builds package bertgen's graphs and runs BERT-family
 // ONNX files (the inputs of those graphs) through ONNX Runtime's CPU
 // provider, for the tests of the packages that rewrite such graphs
-// (models/quantize, models/fuse): one definition of "a generated model"
+// (onnx/quantize, onnx/fuse): one definition of "a generated model"
 // and of "feed these ids and read that output".
 package berttest
 
@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models/bertgen"
-	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // Model returns the graph of cfg with its generated weights.

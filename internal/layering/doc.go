@@ -6,8 +6,13 @@
 //     embedder does not link ONNX Runtime. Only onnx/ (and models/ort,
 //     which wraps it, and internal/berttest, a helper of tests) and
 //     models/hftok (Hugging Face tokenizers, with the build tag
-//     hftokenizers; a stub without it) use cgo; the graph rewriters
-//     models/onnxpb and models/fuse do not.
+//     hftokenizers; a stub without it) use cgo; the offline toolchain
+//     below onnx (onnx/onnxpb, onnx/quantize, onnx/fuse, onnx/ops) does
+//     not.
+//   - Imports point one way in the ONNX subtree: models/ort → onnx and
+//     the toolchain; the toolchain never imports onnx (cgo) or models/ort,
+//     and onnx imports of it only onnx/ops, the operators' contract
+//     (TestONNXSubtreeOneWay).
 //   - The README's Layout table names every package directory of the
 //     module, and every directory it names exists (TestReadmeLayout).
 //   - Only internal/cpu reads cpuid: every kernel choice and model plan

@@ -15,7 +15,7 @@ const module = "github.com/hybrank/hybrank"
 var cgoFree = []string{
 	"./engine/...", "./server/...", "./postings/...", "./dense/...",
 	"./analysis/...", "./simd/...", "./models", "./models/cache",
-	"./models/onnxpb", "./models/fuse",
+	"./onnx/onnxpb", "./onnx/fuse", "./onnx/quantize", "./onnx/ops",
 }
 
 // goCmd runs the go command from the module root with extra environment.
@@ -91,6 +91,28 @@ func TestOneCPUDetection(t *testing.T) {
 		}
 		if slices.Contains(strings.Fields(imports), "github.com/klauspost/cpuid/v2") {
 			t.Errorf("%s reads cpuid itself; ask package internal/cpu", name)
+		}
+	}
+}
+
+// TestONNXSubtreeOneWay: package onnx (the runtime, cgo) imports of its
+// subtree only the operators' contract, and the offline toolchain below
+// it imports neither onnx nor models/ort.
+func TestONNXSubtreeOneWay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list: skipped in -short")
+	}
+	deps := strings.Fields(goCmd(t, nil, "list", "-deps", "-test=false", "./onnx"))
+	for _, d := range deps {
+		if strings.HasPrefix(d, module+"/onnx/") && d != module+"/onnx/ops" || strings.HasPrefix(d, module+"/models") {
+			t.Errorf("package onnx depends on %s", d)
+		}
+	}
+	for _, pkg := range []string{"./onnx/onnxpb", "./onnx/quantize", "./onnx/fuse", "./onnx/ops"} {
+		for _, d := range strings.Fields(goCmd(t, nil, "list", "-deps", "-test=false", pkg)) {
+			if d == module+"/onnx" || d == module+"/models/ort" {
+				t.Errorf("%s depends on %s", pkg, d)
+			}
 		}
 	}
 }

@@ -5,7 +5,7 @@ package onnxtest
 import (
 	"testing"
 
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 

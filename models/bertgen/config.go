@@ -153,7 +153,7 @@ func FLOPs(cfg Config, seq int) float64 { return NarrowedFLOPs(cfg, seq, NarrowN
 
 // Narrowing says which part of the last layer computes the first token
 // ([CLS], all a cross-encoder's head reads; an embedder's output too when
-// its graph pools [CLS] itself) only, as package models/fuse's FirstToken
+// its graph pools [CLS] itself) only, as package onnx/fuse's FirstToken
 // rewrites it.
 type Narrowing int
 

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // Graph input and output names, as in Hugging Face ONNX exports.

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // MarkerFile is written next to config.json in every generated model

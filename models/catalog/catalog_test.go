@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models/catalog"
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // The shipped descriptions parse, validate, name each variant once and

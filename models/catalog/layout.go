@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
-	"github.com/hybrank/hybrank/models/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // DescriptionFile is written into every laid-out directory: the variant's

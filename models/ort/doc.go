@@ -122,7 +122,7 @@
 // (Config.CalibrationCache chooses another directory or none). The key
 // covers everything that changes the timings: provider, intra/inter-op
 // threads, pool size, graph optimisation, the model's plan (Plan.Key) and
-// what its rewrites did (package models/fuse),
+// what its rewrites did (package onnx/fuse),
 // arena and spinning, MaxLength and
 // the caps, the budget, the ONNX Runtime version, the CPU model, flags and
 // count, and the model file's size and modification time; a cache that is
@@ -159,14 +159,14 @@
 // without loading.
 //
 // Config.Quantize "int8" or "fp16" loads a copy of the model converted by
-// package models/quantize, made once into Config.QuantizeCache (a
+// package onnx/quantize, made once into Config.QuantizeCache (a
 // directory already of that type loads as it is). Int8 copies have 8-bit
 // weights where the CPU's integer kernels sum in 32 bits (Plan.WeightBits)
 // and are smoothed only where their products will run with 8-bit
 // per-token codes (Plan.Smooth). WriteCopy writes the same copy
 // elsewhere.
 //
-// Every load then runs the file through package models/fuse into a
+// Every load then runs the file through package onnx/fuse into a
 // temporary copy, unless Config.DisableFusion: for the CPU provider
 // fuse.ForCPU, plus AttentionBF16 and QuantMatMulAMX for int8 graphs on
 // CPUs with AMX-BF16 and AMX-INT8 (the latter unless Config.Int8PerTensor;

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
-	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/fuse"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // Input and output names of Hugging Face BERT ONNX exports.
@@ -208,7 +208,7 @@ func warnQuantizeProvider(quantize string, provider onnx.Provider, dir string) {
 	}
 }
 
-// fusedCopy writes the model at src with package models/fuse's rewrites r
+// fusedCopy writes the model at src with package onnx/fuse's rewrites r
 // (fuse.WriteFile) applied to a temporary file and returns its path, or ""
 // when there is nothing to rewrite. The rewrite decodes every weight; that
 // garbage goes back to the OS before the runtime loads the copy, so the

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
+	"github.com/hybrank/hybrank/onnx/fuse"
 
 	"github.com/hybrank/hybrank/onnx"
 )

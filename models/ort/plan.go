@@ -7,8 +7,8 @@ import (
 
 	"github.com/hybrank/hybrank/internal/cpu"
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/fuse"
 )
 
 // PlanVersion names the generation of the arithmetic a Plan describes.
@@ -116,7 +116,7 @@ type Plan struct {
 type Loaded struct {
 	// Provider is the provider the session runs on ("cpu" or "cuda").
 	Provider string
-	// Fusion is what package models/fuse did to the session's graph: its
+	// Fusion is what package onnx/fuse did to the session's graph: its
 	// Report's String, "none" (nothing to rewrite, a file the rewrite
 	// cannot read, or a copy the runtime refused or could not run) or
 	// "off" (DisableFusion).

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hybrank/hybrank/internal/cpu"
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/fuse"
+	"github.com/hybrank/hybrank/onnx/fuse"
 )
 
 // Machines to plan for: a CPU without VNNI, one with VNNI, one with AMX

@@ -10,9 +10,9 @@ import (
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
-	"github.com/hybrank/hybrank/models/fuse"
-	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/fuse"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // TestRewriteThatDoesNotRun: a rewritten copy that loads but fails when

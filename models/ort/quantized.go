@@ -14,14 +14,14 @@ import (
 	"github.com/hybrank/hybrank/internal/cpu"
 	"github.com/hybrank/hybrank/internal/filehash"
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx/quantize"
 )
 
 // quantizedDir returns the directory to load for plan.Quantize ("int8" or
 // "fp16"; an int8 copy with plan.WeightBits codes, its activations
 // smoothed (Smoothing, calibrated on the float32 model of modelKind) where
 // plan.Smooth is set): dir itself when its model already is of that type (a
-// models/quantize marker, or for int8 nothing left to quantize, as in an
+// onnx/quantize marker, or for int8 nothing left to quantize, as in an
 // int8 export), else a converted copy in the cache, named by the model
 // file and the files copied with it (quantize.SourceDigest), written on
 // first use (into a temporary folder renamed into place, so a crash or a

@@ -12,7 +12,7 @@ import (
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/ort"
-	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx/quantize"
 )
 
 // TestQuantizeInt8Option loads a generated cross-encoder with Quantize
@@ -126,7 +126,7 @@ func TestQuantizeFP16Option(t *testing.T) {
 }
 
 // TestQuantizeNamesAgree ties models' Config.Quantize values to
-// models/quantize's types: the loader converts one into the other by name.
+// onnx/quantize's types: the loader converts one into the other by name.
 func TestQuantizeNamesAgree(t *testing.T) {
 	for q, want := range map[string]quantize.Type{models.QuantizeInt8: quantize.TypeInt8, models.QuantizeFP16: quantize.TypeFP16} {
 		cfg, err := quantize.ConfigFor(quantize.Type(q))

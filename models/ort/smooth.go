@@ -11,9 +11,9 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/onnxpb"
-	"github.com/hybrank/hybrank/models/quantize"
 	"github.com/hybrank/hybrank/onnx"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
+	"github.com/hybrank/hybrank/onnx/quantize"
 )
 
 // smoothPairsJSON holds hybrank's calibration text: 24 query/passage pairs

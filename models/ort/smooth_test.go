@@ -6,9 +6,9 @@ import (
 
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/bertgen"
-	"github.com/hybrank/hybrank/models/onnxpb"
 	"github.com/hybrank/hybrank/models/ort"
-	"github.com/hybrank/hybrank/models/quantize"
+	"github.com/hybrank/hybrank/onnx/onnxpb"
+	"github.com/hybrank/hybrank/onnx/quantize"
 )
 
 // TestSmoothing: the calibration measures every activation quantize would
