@@ -278,3 +278,26 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 func Report(cfg Config, res Result, command string) report.Report {
 	return report.Report{Title: "Model directories", Command: command, Config: cfg, Columns: report.Columns(Row{}), Rows: report.Rows(res.Rows)}
 }
+
+// Narrowing is how much of a cross-encoder's last layer its graph
+// computes for the first token only (onnx/fuse's FirstToken, read from
+// ort.Plan's Loaded.Rewrites), which NarrowedFLOPs counts.
+type Narrowing = bertgen.Narrowing
+
+// The narrowings (bertgen's).
+const (
+	NarrowNone        = bertgen.NarrowNone
+	NarrowFeedForward = bertgen.NarrowFeedForward
+	NarrowAttention   = bertgen.NarrowAttention
+)
+
+// NarrowedFLOPs is the work of one sequence of seqLen real tokens through
+// the model in md of kind (its Shape), narrowed by n.
+func NarrowedFLOPs(md models.ModelDir, kind models.Kind, seqLen int, n Narrowing) float64 {
+	return bertgen.NarrowedFLOPs(Shape(md, kind), seqLen, n)
+}
+
+// ShapeFLOPs is NarrowedFLOPs for a shape already read (Shape).
+func ShapeFLOPs(shape bertgen.Config, seqLen int, n Narrowing) float64 {
+	return bertgen.NarrowedFLOPs(shape, seqLen, n)
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/internal/artifacts"
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/bertgen"
 )
 
 // Config configures `bench rerank`: cross-encoders on real-length pairs
@@ -542,7 +541,7 @@ func measureReal(ctx context.Context, cfg Config, p, dir string, text throughput
 	shape := modeldir.Shape(md, models.KindCrossEncoder)
 	var work float64
 	for _, l := range lens {
-		work += bertgen.NarrowedFLOPs(shape, l, row.Narrowing)
+		work += modeldir.ShapeFLOPs(shape, l, row.Narrowing)
 	}
 	row.SetWorkPerPair(work / float64(len(pairs)))
 	slices.Sort(lens)

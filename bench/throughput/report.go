@@ -22,7 +22,7 @@ func Report(name string, cfg Config, res Result, command string) report.Report {
 		Title: title, Command: command, Config: cfg, Columns: report.Columns(Row{}),
 		Rows: report.Rows(res.Rows),
 		Notes: []string{
-			"gflops is effective: pairs × bertgen.NarrowedFLOPs(shape, real sequence length, narrowing) / time (padding not counted; " +
+			"gflops is effective: pairs × modeldir.NarrowedFLOPs(shape, real sequence length, narrowing) / time (padding not counted; " +
 				"the work the graph does: a cross-encoder whose fusion says \"first token\" runs its last layer past keys and values for [CLS] only); " +
 				"gflops_best uses the fastest call; peak_gflops is the best of 5 runs of an n×n float32 MatMul through the same runtime and thread count, measured right after each row's model runs; efficiency = gflops / peak_gflops.",
 			"real_weights=false: generated models with seeded random weights (bertgen) — the shape and ONNX operators of the " +

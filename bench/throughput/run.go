@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -16,10 +14,7 @@ import (
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/bertgen"
 	"github.com/hybrank/hybrank/models/ort"
-	"github.com/hybrank/hybrank/onnx"
-	"github.com/hybrank/hybrank/onnx/onnxpb"
 )
 
 // Row is one measurement: a line of rerank.md or embed.md.
@@ -52,8 +47,8 @@ type Row struct {
 	// "" for peers.
 	Plan string `json:"plan,omitempty"`
 	// Narrowing is the last layer's narrowing behind Fusion's "first
-	// token", which GFLOPs counts the work of (bertgen.NarrowedFLOPs).
-	Narrowing bertgen.Narrowing `json:"narrowing,omitempty"`
+	// token", which GFLOPs counts the work of (modeldir.NarrowedFLOPs).
+	Narrowing modeldir.Narrowing `json:"narrowing,omitempty"`
 	// BatchPairs is the mean number of sequences per runtime call of the
 	// timed pass (Usage.Pairs / Usage.Batches: what the batcher chose
 	// under the cap BatchTokens; BatchTokens / SeqLen when the model
@@ -171,14 +166,14 @@ type model struct {
 // narrowing reads what FirstToken did from a loaded plan's rewrites: the
 // attention's query row narrowed, or (where a shape computation read
 // elsewhere stops it) only what follows the attention.
-func narrowing(p ort.Plan) bertgen.Narrowing {
+func narrowing(p ort.Plan) modeldir.Narrowing {
 	switch rep := p.Loaded.Rewrites; {
 	case rep.FirstToken.Attention:
-		return bertgen.NarrowAttention
+		return modeldir.NarrowAttention
 	case rep.FirstToken.MatMuls > 0:
-		return bertgen.NarrowFeedForward
+		return modeldir.NarrowFeedForward
 	}
-	return bertgen.NarrowNone
+	return modeldir.NarrowNone
 }
 
 // open loads the model of kind with mc and binds it to t.
@@ -290,7 +285,7 @@ func MeasureText(ctx context.Context, dir string, s Spec, kind models.Kind, t Te
 	if s.PeakN > 0 && row.Provider == "cpu" {
 		// Measured right after the model, under the same conditions (other
 		// load on the machine lowers both).
-		peak, err := PeakGFLOPs(ctx, s.PeakN, s.Threads, s.Provider, 5)
+		peak, err := ort.PeakGFLOPs(ctx, s.PeakN, s.Threads, s.Provider, 5)
 		if err != nil {
 			return row, nil, err
 		}
@@ -388,11 +383,11 @@ func MeasureTextRounds(ctx context.Context, dir string, specs []Spec, t Text, ro
 // workFLOPs is the work of the pairs (or texts) u counts: FLOPs of their
 // real, unpadded tokens at their mean length, what the model must compute
 // (its last layer narrowed as n says).
-func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage, n bertgen.Narrowing) float64 {
+func workFLOPs(md models.ModelDir, kind models.Kind, u models.Usage, n modeldir.Narrowing) float64 {
 	if u.Pairs == 0 {
 		return 0
 	}
-	return float64(u.Pairs) * bertgen.NarrowedFLOPs(modeldir.Shape(md, kind), int(float64(u.Tokens)/float64(u.Pairs)+0.5), n)
+	return float64(u.Pairs) * modeldir.NarrowedFLOPs(md, kind, int(float64(u.Tokens)/float64(u.Pairs)+0.5), n)
 }
 
 // efficiency is effective GFLOP/s over the measured peak, as rows report it.
@@ -425,7 +420,7 @@ func batchPairs(u models.Usage, capTokens int, seqLen float64) int {
 
 // newRow turns the calls' usage and latencies into a row; the caller sets
 // GFLOPsBest (calls differ in work on real text).
-func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, n bertgen.Narrowing, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
+func newRow(s Spec, kind models.Kind, mc models.Config, md models.ModelDir, provider string, n modeldir.Narrowing, usage models.Usage, lat []time.Duration, elapsed time.Duration) Row {
 	seqLen := float64(usage.Tokens) / float64(usage.Pairs)
 	flops := workFLOPs(md, kind, usage, n)
 	ls := measure.LatencyStats(lat)
@@ -451,53 +446,4 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-// PeakGFLOPs writes a random n×n MatMul model (onnxpb.MatMulModel) to a
-// temporary file, runs it runs times on an n×n input after one warm-up
-// and returns the best GFLOP/s: the ceiling, which other load on the
-// machine can only lower.
-func PeakGFLOPs(ctx context.Context, n, threads int, provider string, runs int) (float64, error) {
-	if err := onnx.Init(onnx.RuntimeConfig{}); err != nil {
-		return 0, err
-	}
-	m, err := onnxpb.MatMulModel(n, 1)
-	if err != nil {
-		return 0, err
-	}
-	tmp, err := os.MkdirTemp("", "hybrank-peak-")
-	if err != nil {
-		return 0, err
-	}
-	defer os.RemoveAll(tmp)
-	path := filepath.Join(tmp, "matmul.onnx")
-	if err := m.WriteFile(path); err != nil {
-		return 0, err
-	}
-	sc := onnx.DefaultSessionConfig()
-	sc.Provider = onnx.Provider(orDefault(provider, "cpu"))
-	sc.IntraOpThreads = threads
-	sess, err := onnx.NewSession(path, []string{"x"}, []string{"y"}, sc)
-	if err != nil {
-		return 0, err
-	}
-	defer sess.Close()
-	x := make([]float32, n*n)
-	r := rand.New(rand.NewPCG(2, 3))
-	for i := range x {
-		x[i] = r.Float32() - 0.5
-	}
-	in := []onnx.Input{{Name: "x", Shape: []int64{int64(n), int64(n)}, Float32: x}}
-	if _, err := sess.Run(ctx, in); err != nil {
-		return 0, err
-	}
-	rates := make([]float64, 0, runs)
-	for range max(runs, 1) {
-		t0 := time.Now()
-		if _, err := sess.Run(ctx, in); err != nil {
-			return 0, err
-		}
-		rates = append(rates, 2*float64(n)*float64(n)*float64(n)/time.Since(t0).Seconds()/1e9)
-	}
-	return slices.Max(rates), nil
 }

@@ -17,6 +17,9 @@
 //     module, and every directory it names exists (TestReadmeLayout).
 //   - Only internal/cpu reads cpuid: every kernel choice and model plan
 //     sees one reading of the CPU (TestOneCPUDetection).
+//   - bench packages run models through models/ort and bench/modeldir:
+//     none but bench/modeldir imports models/bertgen, none imports onnx
+//     or the ONNX toolchain (TestBenchGoesThroughModelAPIs).
 //   - Commands link no test code: cmd/* do not depend on package testing.
 //   - bench/loadgen does not import the server, so that the server's tests
 //     can use it.

@@ -116,3 +116,26 @@ func TestONNXSubtreeOneWay(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchGoesThroughModelAPIs: the benchmark packages run models
+// through models/ort and lay out model directories through bench/modeldir;
+// none but bench/modeldir imports the generator, and none imports the
+// runtime or the ONNX toolchain (tests may).
+func TestBenchGoesThroughModelAPIs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list: skipped in -short")
+	}
+	forbidden := []string{module + "/onnx", module + "/onnx/fuse", module + "/onnx/onnxpb", module + "/models/bertgen"}
+	out := goCmd(t, nil, "list", "-f", `{{.ImportPath}}: {{join .Imports " "}}`, "./bench/...")
+	for _, line := range strings.Split(out, "\n") {
+		name, imports, ok := strings.Cut(line, ": ")
+		if !ok || name == module+"/bench/modeldir" {
+			continue
+		}
+		for _, f := range forbidden {
+			if slices.Contains(strings.Fields(imports), f) {
+				t.Errorf("%s imports %s; go through models/ort or bench/modeldir", name, f)
+			}
+		}
+	}
+}
