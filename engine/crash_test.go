@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/engine/crashtest"
 	"github.com/hybrank/hybrank/engine/enginetest"
-	"github.com/hybrank/hybrank/internal/crashtest"
 )
 
 // The crash test re-executes the test binary as a child that commits batches

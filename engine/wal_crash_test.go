@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/engine/crashtest"
 	"github.com/hybrank/hybrank/engine/enginetest"
-	"github.com/hybrank/hybrank/internal/crashtest"
 )
 
 // The write-ahead log crash test re-executes the test binary as a child in

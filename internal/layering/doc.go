@@ -4,7 +4,7 @@
 //   - The retrieval engine, the server and the packages below them build
 //     without cgo, so a Go service that embeds the engine with its own
 //     embedder does not link ONNX Runtime. Only onnx/ (and models/ort,
-//     which wraps it, and internal/berttest, a helper of tests) and
+//     which wraps it, and models/bertgen/berttest, a helper of tests) and
 //     models/hftok (Hugging Face tokenizers, with the build tag
 //     hftokenizers; a stub without it) use cgo; the offline toolchain
 //     below onnx (onnx/onnxpb, onnx/quantize, onnx/fuse, onnx/ops) does

@@ -4,8 +4,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 	"github.com/hybrank/hybrank/onnx/fuse"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 	"github.com/hybrank/hybrank/onnx"
 	"github.com/hybrank/hybrank/onnx/fuse"
 	"github.com/hybrank/hybrank/onnx/onnxpb"

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/internal/testenv"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 	"github.com/hybrank/hybrank/onnx"
 	"github.com/hybrank/hybrank/onnx/fuse"
 	"github.com/hybrank/hybrank/onnx/onnxpb"

@@ -3,8 +3,8 @@ package onnxpb_test
 import (
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/onnxtest"
 	"github.com/hybrank/hybrank/onnx/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb/onnxpbtest"
 )
 
 func TestHasSubgraphs(t *testing.T) {
@@ -17,7 +17,7 @@ func TestHasSubgraphs(t *testing.T) {
 	if m.Graph.HasSubgraphs() {
 		t.Fatal("a graph without subgraphs has some")
 	}
-	got, err := onnxpb.Unmarshal(onnxtest.WithIfNode(t, m))
+	got, err := onnxpb.Unmarshal(onnxpbtest.WithIfNode(t, m))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/berttest"
 	"github.com/hybrank/hybrank/internal/testenv"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 	"github.com/hybrank/hybrank/onnx"
 	"github.com/hybrank/hybrank/onnx/onnxpb"
 	"github.com/hybrank/hybrank/onnx/quantize"

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hybrank/hybrank/internal/berttest"
-	"github.com/hybrank/hybrank/internal/onnxtest"
 	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 	"github.com/hybrank/hybrank/onnx/onnxpb"
+	"github.com/hybrank/hybrank/onnx/onnxpb/onnxpbtest"
 	"github.com/hybrank/hybrank/onnx/quantize"
 )
 
@@ -359,7 +359,7 @@ func TestRewriteRefusesSubgraphs(t *testing.T) {
 	w := g.AddFloat32("w", []int64{4, 4}, []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 	g.AddNodeOutputs("mm", "MatMul", []string{"x", w}, []string{"y"})
 	g.AddOutput("y", onnxpb.Float32, onnxpb.Symbolic("n"), onnxpb.Fixed(4))
-	m, err := onnxpb.Unmarshal(onnxtest.WithIfNode(t, onnxpb.NewModel(g)))
+	m, err := onnxpb.Unmarshal(onnxpbtest.WithIfNode(t, onnxpb.NewModel(g)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/engine/crashtest"
 	"github.com/hybrank/hybrank/engine/enginetest"
-	"github.com/hybrank/hybrank/internal/crashtest"
 	"github.com/hybrank/hybrank/server"
 	"github.com/hybrank/hybrank/server/backend"
 )

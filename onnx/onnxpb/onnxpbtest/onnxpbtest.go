@@ -1,6 +1,6 @@
-// Package onnxtest builds ONNX models for tests that the onnxpb builder
+// Package onnxpbtest builds ONNX models for tests that the onnxpb builder
 // cannot express (graph attributes).
-package onnxtest
+package onnxpbtest
 
 import (
 	"testing"
