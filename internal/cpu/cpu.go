@@ -78,7 +78,7 @@ func read(c *cpuid.CPUInfo) Features {
 // bits, which 8-bit weights can saturate.
 func (f Features) Int8Sums32() bool { return f.AVX512VNNI || f.AVXVNNI || f.AMXINT8 }
 
-// AMXInt8 reports what package onnx's QuantMatMul needs on AMX tiles:
+// AMXInt8 reports what package onnx's per-token int8 operator needs on AMX tiles:
 // AMX-INT8 and AVX-512 F, BW and VL.
 func (f Features) AMXInt8() bool {
 	return f.AMXTile && f.AMXINT8 && f.AVX512F && f.AVX512BW && f.AVX512VL
