@@ -117,8 +117,9 @@ func (m *metrics) instrument(route string, h http.Handler) http.Handler {
 
 // indexCollector exports an index's Stats at every scrape.
 type indexCollector struct {
-	src   IndexStats
-	descs map[string]*prometheus.Desc
+	src      IndexStats
+	descs    map[string]*prometheus.Desc
+	readOnly *prometheus.Desc // reason
 }
 
 // indexMetrics are the hybrank_index_* series: name → help. Counters end
@@ -145,7 +146,10 @@ var indexMetrics = map[string]string{
 }
 
 func newIndexCollector(src IndexStats) *indexCollector {
-	c := &indexCollector{src: src, descs: map[string]*prometheus.Desc{}}
+	c := &indexCollector{src: src, descs: map[string]*prometheus.Desc{},
+		readOnly: prometheus.NewDesc("hybrank_index_read_only",
+			"1 when the index refuses writes after a failed write-ahead log write or fsync (reason: the error; restart to recover), else 0.",
+			[]string{"reason"}, nil)}
 	for name, help := range indexMetrics {
 		c.descs[name] = prometheus.NewDesc("hybrank_index_"+name, help, nil, nil)
 	}
@@ -156,6 +160,7 @@ func (c *indexCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	ch <- c.readOnly
 }
 
 func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
@@ -166,6 +171,7 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
+	ch <- prometheus.MustNewConstMetric(c.readOnly, prometheus.GaugeValue, flag(st.Durability.ReadOnly), st.Durability.ReadOnly)
 	for name, v := range map[string]float64{
 		"documents":                     float64(st.Documents),
 		"tenants":                       float64(st.Tenants),
