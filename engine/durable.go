@@ -97,9 +97,11 @@ type Recovery struct {
 type DurabilityStats struct {
 	// Recovery is what Open restored.
 	Recovery Recovery `json:"recovery"`
-	// LogBytes is the size of the log's records (what a snapshot would
-	// truncate; the disk also holds up to Durability.PreallocateBytes of
-	// zeros ahead of them); LogNext the position of the next record.
+	// LogBytes is the size of the log's segments: the records since the
+	// previous snapshot (the one before the newest: Open's fallback
+	// replays from there), in whole segments, without the up to
+	// Durability.PreallocateBytes of zeros ahead of them on disk; LogNext
+	// the position of the next record.
 	LogBytes int64  `json:"log_bytes"`
 	LogNext  uint64 `json:"log_next"`
 	// LogSyncs counts the log's fsyncs since Open; Commits the commits

@@ -360,9 +360,7 @@ func (b *Batch) Len() int { return len(b.ops) }
 // applied. Commit returns once the log record is durable under
 // Config.Durability.Sync; concurrent Commits share fsyncs. Searches never
 // wait for a Commit and may see the batch before it is durable (as soon
-// as it is published). An error from the log's fsync means the batch is
-// applied but may not survive a crash; the log then refuses further
-// commits until the engine is reopened. ctx bounds the embedding.
+// as it is published). ctx bounds the embedding.
 //
 // A failed write or fsync of the log fails the Commits of its group and
 // turns the engine read-only (ErrReadOnly, wrapping the log's error):

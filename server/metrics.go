@@ -135,7 +135,7 @@ var indexMetrics = map[string]string{
 	"maintenance_compactions_total": "Dense compactions finished by background maintenance.",
 	"maintenance_steps_total":       "Bounded background maintenance steps run.",
 	"maintenance_failing":           "1 when the last maintenance task failed.",
-	"wal_bytes":                     "Bytes in the write-ahead log (truncated by the next snapshot).",
+	"wal_bytes":                     "Bytes in the write-ahead log (the commits since the previous snapshot).",
 	"wal_syncs_total":               "Write-ahead log fsyncs since open.",
 	"wal_commits_total":             "Commits logged since open (commits / syncs is the group commit factor).",
 	"snapshots_background_total":    "Snapshots the engine took by itself since open.",
