@@ -66,6 +66,19 @@ func tooLarge(format string, a ...any) *apiError {
 	return &apiError{status: http.StatusRequestEntityTooLarge, typ: TypeTooLarge, msg: fmt.Sprintf(format, a...)}
 }
 
+// tooManyBodyBytes is the 429 of a request whose body would pass
+// MaxInflightBodyBytes.
+func tooManyBodyBytes(inFlight, limit int64) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: TypeOverloaded, retryAfter: 1,
+		msg: fmt.Sprintf("server overloaded: %d bytes of request bodies in flight, max_inflight_body_bytes is %d; retry later", inFlight, limit)}
+}
+
+// nearMemoryLimit is the 503 of a request refused above MemoryHighWater.
+func nearMemoryLimit(used, limit int64, highWater float64) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, retryAfter: 1,
+		msg: fmt.Sprintf("server is near its memory limit (%d MiB used of %d MiB, memory_high_water %.2f); retry later", used>>20, limit>>20, highWater)}
+}
+
 // errorBody is the JSON shape of every error response.
 type errorBody struct {
 	Error errorDetail `json:"error"`

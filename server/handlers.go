@@ -68,6 +68,11 @@ func serveEndpoint[Req any](s *Server, e endpoint[Req]) http.HandlerFunc {
 }
 
 func runEndpoint[Req any](s *Server, e endpoint[Req], w http.ResponseWriter, r *http.Request) (reply, time.Duration, error) {
+	release, err := s.admitBody(r)
+	if err != nil {
+		return reply{}, 0, err
+	}
+	defer release()
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return reply{}, 0, err

@@ -22,7 +22,9 @@ type metrics struct {
 	queue      *prometheus.GaugeVec     // kind, model
 	tokens     *prometheus.CounterVec   // kind, model
 	inflight   prometheus.Gauge
-	provider   *prometheus.GaugeVec // provider
+	bodyBytes  prometheus.Gauge       // request body bytes reserved (MaxInflightBodyBytes)
+	shed       *prometheus.CounterVec // reason: memory, body_bytes
+	provider   *prometheus.GaugeVec   // provider
 }
 
 func newMetrics(provider string) *metrics {
@@ -52,11 +54,17 @@ func newMetrics(provider string) *metrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hybrank_requests_in_flight", Help: "Inference and search requests being served.",
 		}),
+		bodyBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hybrank_request_body_bytes_in_flight", Help: "Request body bytes reserved by requests being read or served (max_inflight_body_bytes).",
+		}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hybrank_requests_shed_total", Help: "Requests refused before their body was read: near the memory limit (503) or over max_inflight_body_bytes (429).",
+		}, []string{"reason"}),
 		provider: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hybrank_provider", Help: "Execution provider in use (value 1).",
 		}, []string{"provider"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.batchItems, m.batchToks, m.queue, m.tokens, m.inflight, m.provider,
+	m.reg.MustRegister(m.requests, m.latency, m.batchItems, m.batchToks, m.queue, m.tokens, m.inflight, m.bodyBytes, m.shed, m.provider,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.provider.WithLabelValues(provider).Set(1)
 	return m
