@@ -297,7 +297,8 @@ func WithReranker(profile string, r models.Reranker) Option {
 // write-ahead log and snapshots through (default vfs.OS, the operating
 // system's). Tests pass an error-injecting one (internal/vfs/errorfs) to
 // check what the engine does when the disk fails; the lock file and the
-// snapshot's reads at Open use the operating system's directly.
+// postings and dense index files read at Open use the operating system's
+// directly.
 func WithFS(fsys vfs.FS) Option {
 	return func(o *options) { o.fs = fsys }
 }

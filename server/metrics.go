@@ -151,6 +151,7 @@ var indexMetrics = map[string]string{
 	"snapshot_generation":           "Generation of the newest snapshot loaded or written.",
 	"recovery_replayed":             "Log records replayed at open.",
 	"recovery_dropped_bytes":        "Bytes of torn or corrupt log tail cut off at open.",
+	"recovery_fell_back":            "1 when open fell back to the previous snapshot generation because the newest failed its checksums.",
 }
 
 func newIndexCollector(src IndexStats) *indexCollector {
@@ -199,6 +200,7 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 		"snapshot_generation":           float64(st.SnapshotGeneration),
 		"recovery_replayed":             float64(st.Durability.Recovery.Replayed),
 		"recovery_dropped_bytes":        float64(st.Durability.Recovery.DroppedBytes),
+		"recovery_fell_back":            flag(st.Durability.Recovery.FellBack),
 	} {
 		kind := prometheus.GaugeValue
 		if strings.HasSuffix(name, "_total") {
