@@ -563,3 +563,70 @@ func TestOpenFallsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyConcurrentCommits: committers sharing group commits when an
+// fsync of the log fails: every Commit that returned nil is present after
+// a reopen, each failed one is present whole or absent, and once the
+// engine is read-only every Commit fails with ErrReadOnly.
+func TestReadOnlyConcurrentCommits(t *testing.T) {
+	const committers = 8
+	dir := faultTempDir(t)
+	fsys := errorfs.New(vfs.OS)
+	e := openCfg(t, dir, faultConfig(), engine.WithFS(fsys))
+	fsys.Inject(errorfs.Fault{Op: errorfs.OpSync, Path: "wal", N: 20, Err: syscall.EIO})
+	type outcome struct {
+		acked  []int
+		failed int // the commit that failed (-1: none)
+	}
+	out := make([]outcome, committers)
+	done := make(chan int)
+	for g := range committers {
+		go func() {
+			defer func() { done <- g }()
+			out[g].failed = -1
+			for n := 0; ; n++ {
+				readOnly := e.ReadOnly() != nil
+				b := e.NewBatch()
+				b.Add(engine.Document{ID: fmt.Sprintf("g%d-%d-a", g, n), Text: "first half"},
+					engine.Document{ID: fmt.Sprintf("g%d-%d-b", g, n), Text: "second half"})
+				err := e.Commit(context.Background(), b)
+				if err == nil {
+					if readOnly {
+						t.Errorf("committer %d: commit %d acknowledged on a read-only engine", g, n)
+					}
+					out[g].acked = append(out[g].acked, n)
+					continue
+				}
+				if !errors.Is(err, engine.ErrReadOnly) {
+					t.Errorf("committer %d: commit %d: %v, want ErrReadOnly", g, n, err)
+				}
+				out[g].failed = n
+				return
+			}
+		}()
+	}
+	for range committers {
+		<-done
+	}
+	if e.ReadOnly() == nil {
+		t.Fatal("the engine is not read-only after a failed fsync")
+	}
+	e.Close()
+	e2 := openCfg(t, dir, faultConfig())
+	for g, o := range out {
+		for _, n := range o.acked {
+			for _, half := range []string{"a", "b"} {
+				if _, ok := e2.GetIn("", fmt.Sprintf("g%d-%d-%s", g, n, half)); !ok {
+					t.Fatalf("committer %d: acknowledged commit %d lost (%s)", g, n, half)
+				}
+			}
+		}
+		if o.failed >= 0 {
+			_, a := e2.GetIn("", fmt.Sprintf("g%d-%d-a", g, o.failed))
+			_, b := e2.GetIn("", fmt.Sprintf("g%d-%d-b", g, o.failed))
+			if a != b {
+				t.Fatalf("committer %d: failed commit %d present in part", g, o.failed)
+			}
+		}
+	}
+}
