@@ -14,8 +14,10 @@
 // reach the base FS, then the error, as a disk that fills mid-write
 // does). Mode says what happens after the Nth call: Once fails it alone,
 // Every fails it and every later call of the kind, and All fails it and
-// every later call of every mutating kind (a disk that is gone). Reads
-// (Open, ReadFile, Stat) are never failed.
+// every later call of every kind above (a disk that is gone). Plain reads
+// (Open, ReadFile, Stat) are never failed. Reset disarms every fault (the
+// disk has space again); Calls and Injected count calls per kind, so a
+// test can first count a script's calls, then fail each of them in turn.
 //
 // Injected errors are *fs.PathError values whose Err wraps both the
 // chosen errno and ErrInjected, so errors.Is(err, syscall.ENOSPC) holds as
