@@ -63,7 +63,9 @@
 // A caller that made its state durable elsewhere (a snapshot) up to log
 // position P = Next() calls TruncateBefore(P), which deletes the segments
 // whose records are all below P (moving to a new segment first when that
-// includes the active one). Open(dir, cfg, P) with P from the snapshot
+// includes the active one); the engine passes the position of the
+// snapshot before its newest, so that its fallback to that generation
+// finds the log it needs. Open(fsys, dir, cfg, P) with P from the snapshot
 // starts an empty log at P, and refuses a log that begins after P.
 //
 // Records lists a log's valid records (segment, offset, size, sequence
