@@ -168,6 +168,14 @@ func ParseName(name string) (kind string, gen uint64, tmp bool, ok bool) {
 // generation never overwrites a file that a manifest, or a crashed attempt,
 // points to. It is 1 for a missing or empty directory.
 func (l *Layout) NextGeneration(fsys vfs.FS, dir string) uint64 {
+	g, _ := l.nextGeneration(fsys, dir)
+	return g
+}
+
+// nextGeneration is NextGeneration, with the error of listing dir (a
+// missing dir is none): without the listing, a crashed attempt's entries
+// could be written over.
+func (l *Layout) nextGeneration(fsys vfs.FS, dir string) (uint64, error) {
 	var top uint64
 	for _, name := range []string{Name, PreviousName, l.LegacyName} {
 		if name == "" {
@@ -186,13 +194,16 @@ func (l *Layout) NextGeneration(fsys vfs.FS, dir string) uint64 {
 			}
 		}
 	}
-	entries, _ := fsys.ReadDir(dir)
+	entries, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
 	for _, e := range entries {
 		if k, g, _, ok := ParseName(e.Name()); ok && slices.Contains(l.Kinds, k) {
 			top = max(top, g)
 		}
 	}
-	return top + 1
+	return top + 1, err
 }
 
 // Seal appends the checksum line to a manifest's JSON body: the bytes a
@@ -391,13 +402,17 @@ type Writer struct {
 }
 
 // Begin creates dir if needed (durably, atomicfile.MkdirAll) and starts
-// generation l.NextGeneration(dir). Every filesystem call of the Writer
+// generation l.NextGeneration(dir); it fails if dir cannot be listed. Every filesystem call of the Writer
 // goes through fsys.
 func (l *Layout) Begin(fsys vfs.FS, dir string) (*Writer, error) {
 	if err := atomicfile.MkdirAll(fsys, dir); err != nil {
 		return nil, err
 	}
-	return &Writer{l: l, fs: fsys, dir: dir, gen: l.NextGeneration(fsys, dir)}, nil
+	gen, err := l.nextGeneration(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("number the next generation: %w", err)
+	}
+	return &Writer{l: l, fs: fsys, dir: dir, gen: gen}, nil
 }
 
 // Generation is the generation being written.
