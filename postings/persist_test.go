@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/manifest"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 func buildRandom(t *testing.T, cfg Config, seed uint64) (*Index, *rand.Rand) {
@@ -238,7 +239,7 @@ func TestOpenVersion1(t *testing.T) {
 	}
 	// The rewritten headers changed the checksums: fix them in the manifest.
 	var m persisted
-	if err := layout.Read(dir, &m); err != nil {
+	if err := layout.Read(vfs.OS, dir, &m); err != nil {
 		t.Fatal(err)
 	}
 	for i, f := range m.Files {

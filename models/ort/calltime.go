@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // ErrCallTimeTable reports a call-time table file (models.Config.CostTable,
@@ -185,7 +186,7 @@ func WriteCallTimeTable(path string, t *CallTimeTable) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCallTimeTable, err)
 	}
-	return atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
+	return atomicfile.WriteBytes(vfs.OS, filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
 }
 
 // CallTimeModel predicts the time of one runtime call from a CallTimeTable and

@@ -343,6 +343,9 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		if b.engine, err = engine.Open(cfg.IndexDir, engine.DefaultConfig(), opts...); err != nil {
 			return nil, err
 		}
+		if fb := b.engine.Durability().Recovery.FellBack; fb != "" {
+			slog.Warn("index opened from the previous snapshot generation", "dir", cfg.IndexDir, "why", fb)
+		}
 		ix := NewIndex(b.engine)
 		b.backends.Searcher, b.backends.Documents, b.backends.Stats = ix, ix, ix
 	}
