@@ -11,8 +11,9 @@
 //     not.
 //   - Imports point one way in the ONNX subtree: models/ort → onnx and
 //     the toolchain; the toolchain never imports onnx (cgo) or models/ort,
-//     and onnx imports of it only onnx/ops, the operators' contract
-//     (TestONNXSubtreeOneWay).
+//     and onnx may import of it only onnx/ops, the operators' contract
+//     (today it imports none: its C follows the table, which onnx/ops's
+//     test checks; TestONNXSubtreeOneWay).
 //   - The README's Layout table names every package directory of the
 //     module, and every directory it names exists (TestReadmeLayout).
 //   - Only internal/cpu reads cpuid: every kernel choice and model plan
