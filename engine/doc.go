@@ -19,9 +19,19 @@
 // A document is identified by its Tenant and its ID together: the same ID
 // in two tenants is two documents, Batch.Add replaces only the document
 // with the same tenant and ID, Batch.DeleteIn and Engine.GetIn name the
-// tenant, and Links resolve within the linking document's tenant. (The
-// postings and dense indexes know a document by a key made of both; see
-// FormatVersion.) No call takes an ID alone. A write-ahead log written by
+// tenant, and Links resolve within the linking document's tenant. No call
+// takes an ID alone.
+//
+// The engine is the one owner of tenancy and filters. Every stored
+// document has a number (from 1; a replaced document keeps its own), and
+// the document store holds the one filter index: a roaring bitmap of
+// numbers per tenant and per metadata key=value pair. A search turns
+// req.Tenant and req.Filter into one allow-list of numbers (nil when the
+// request's tenant is the only one and there is no filter: the indexes
+// then search everything at no cost) and hands it to the postings and
+// dense indexes, which know each document by its number (their Ref) and
+// by a string key made of tenant and ID (indexKey, which orders a tenant's
+// documents by ID), and nothing of tenants or metadata. A write-ahead log written by
 // an older version may still delete IDs in every tenant (the meaning IDs
 // had when they were global, and of the removed Batch.Delete); Open
 // replays such records with that meaning.

@@ -34,11 +34,23 @@ import (
 // one ID in several tenants. Versions 1 and 2 (one document per ID, known
 // to the indexes by its ID) open as they are: Open renames every document
 // in both indexes to its key (no index is rebuilt), and the next Snapshot
-// writes version 3.
-const FormatVersion = 3
+// writes the current version.
+//
+// Version 4 numbers the documents: the document file holds each one's
+// number, and the postings and dense indexes (their formats 3) know it as
+// the document's Ref, the key of the engine's filter index (tenants and
+// metadata), which is rebuilt from the documents on Open. Older
+// snapshots, whose indexes held tenant and metadata bitmaps of their own,
+// open as they are: Open numbers the documents in file order and gives
+// both indexes those numbers (SetRefs; no index is rebuilt), and the next
+// Snapshot writes version 4.
+const FormatVersion = 4
 
 // tenantKeysVersion is the first format whose indexes use indexKey.
 const tenantKeysVersion = 3
+
+// docNumsVersion is the first format that stores document numbers.
+const docNumsVersion = 4
 
 const (
 	snapKind   = "snap" // generation directories snap-NNNNNN
@@ -117,9 +129,12 @@ func readLegacyManifest(raw []byte, m manifest.Manifest) error {
 }
 
 // storedRecord is the on-disk form of a record (terms are re-derived).
+// Num is the record's number in snapshots (0 in log records and in
+// snapshots before docNumsVersion, which Open numbers itself).
 type storedRecord struct {
 	Doc Document
 	Vec []float32
+	Num uint32
 }
 
 // Snapshot writes the whole engine (lexical index, dense index, document
@@ -191,7 +206,7 @@ func (s *store) write(w io.Writer) error {
 	if err := enc.Encode(s.n); err != nil {
 		return err
 	}
-	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}) })
+	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec, Num: r.num}) })
 }
 
 // load opens the snapshot in dir and sets snapPos to its log position; it
@@ -261,6 +276,14 @@ func (e *Engine) load(dir string) (bool, error) {
 			return false, fmt.Errorf("%w: migrate version %d snapshot to tenant-scoped IDs: %w", ErrCorrupt, m.Version, err)
 		}
 	}
+	if m.Version < docNumsVersion {
+		if err := e.migrateNums(); err != nil {
+			if e.vec != nil {
+				e.vec.Close()
+			}
+			return false, fmt.Errorf("%w: migrate version %d snapshot to document numbers: %w", ErrCorrupt, m.Version, err)
+		}
+	}
 	return true, nil
 }
 
@@ -289,18 +312,51 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 		return fmt.Errorf("%w: documents: count %d, manifest %d (%v)", ErrCorrupt, n, m.DocCount, err)
 	}
 	docs, nvec := store{}.writer(), 0
+	nums := make(map[uint32]bool, n)
 	for i := 0; i < n; i++ {
 		var s storedRecord
 		if err := dec.Decode(&s); err != nil {
 			return fmt.Errorf("%w: documents: record %d: %v", ErrCorrupt, i, err)
 		}
-		r := &record{doc: s.Doc, vec: s.Vec, termSet: termSet(e.analyzer.Analyze(docText(&s.Doc)))}
+		if m.Version < docNumsVersion {
+			s.Num = uint32(i + 1) // migrateNums gives the indexes these
+		}
+		if s.Num == 0 || s.Num == maxDocNum || nums[s.Num] {
+			return fmt.Errorf("%w: documents: record %d: number %d is zero, too large or taken", ErrCorrupt, i, s.Num)
+		}
+		nums[s.Num] = true
+		r := &record{doc: s.Doc, vec: s.Vec, num: s.Num, termSet: termSet(e.analyzer.Analyze(docText(&s.Doc)))}
 		if r.vec != nil {
 			nvec++
 		}
 		docs.put(r)
 	}
-	e.publish(docs.done(), nvec)
+	st := docs.done()
+	e.nums.Store(uint64(st.maxNum))
+	e.publish(st, nvec)
+	return nil
+}
+
+// migrateNums gives the documents of a snapshot written before documents
+// were numbered their numbers (readDocs assigned them) as their Refs in
+// both indexes, and publishes the result. Called during Open, after
+// migrateKeys.
+func (e *Engine) migrateNums() error {
+	st := e.cur.Load()
+	refs := make(map[string]uint32, st.docs.n)
+	st.docs.each(func(r *record) error {
+		refs[indexKey(r.doc.Tenant, r.doc.ID)] = r.num
+		return nil
+	})
+	if err := e.lex.SetRefs(refs); err != nil {
+		return fmt.Errorf("lexical: %w", err)
+	}
+	if e.vec != nil {
+		if err := e.vec.SetRefs(refs); err != nil {
+			return fmt.Errorf("dense: %w", err)
+		}
+	}
+	e.publish(st.docs, st.nvec)
 	return nil
 }
 
