@@ -3,7 +3,6 @@ package dense
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -166,7 +165,7 @@ func (t *txn) index(num uint32, rec record) {
 	t.liveBM().Add(num)
 	if rec.ref != NoRef {
 		t.refsBM().Add(rec.ref)
-		t.byRef.set(&t.v.byRef, rec.ref, num)
+		t.byRef.set(&t.v.byRef, rec.ref, num, false)
 	}
 }
 
@@ -184,8 +183,9 @@ func (t *txn) tombstone(num uint32) {
 	rec := t.ix.recs[num]
 	delete(t.ix.byID, rec.id)
 	t.liveBM().Remove(num)
-	if rec.ref != NoRef && t.v.refs.Contains(rec.ref) && t.v.byRef.get(rec.ref) == num {
+	if n, ok := t.v.byRef.lookup(rec.ref); rec.ref != NoRef && ok && n == num {
 		t.refsBM().Remove(rec.ref)
+		t.byRef.set(&t.v.byRef, rec.ref, 0, true)
 	}
 }
 
@@ -248,8 +248,8 @@ func (ix *Index) checkRefs(items []Item) error {
 		if it.Ref == NoRef {
 			continue
 		}
-		if v.refs.Contains(it.Ref) {
-			if holder := ix.recs[v.byRef.get(it.Ref)].id; holder != it.ID {
+		if num, ok := v.byRef.lookup(it.Ref); ok {
+			if holder := ix.recs[num].id; holder != it.ID {
 				return fmt.Errorf("add item %q: %w: Ref %d is %q's", it.ID, ErrRef, it.Ref, holder)
 			}
 		}
@@ -343,7 +343,7 @@ func (ix *Index) SetRefs(refs map[string]uint32) error {
 		num := it.Next()
 		if ref := recs[num].ref; ref != NoRef {
 			t.v.refs.Add(ref)
-			t.byRef.set(&t.v.byRef, ref, num)
+			t.byRef.set(&t.v.byRef, ref, num, false)
 		}
 	}
 	t.publish()
@@ -638,15 +638,16 @@ func (v *View) exact(ctx context.Context, qn []float32, k int, allow *roaring.Bi
 		return v.toHits(t.h, k), nil
 	}
 	buf := make([]uint32, 256)
-	it := roaring.And(allow, v.refs).ManyIterator()
+	it := allow.ManyIterator()
 	for seen := 0; ; {
 		n := it.NextMany(buf)
 		if n == 0 {
 			break
 		}
 		for _, ref := range buf[:n] {
-			num := v.byRef.get(ref)
-			t.push(scored{num: num, score: simd.Dot(qn, v.g.vec(num))})
+			if num, ok := v.byRef.lookup(ref); ok {
+				t.push(scored{num: num, score: simd.Dot(qn, v.g.vec(num))})
+			}
 		}
 		if seen += n; seen >= 1024 {
 			seen = 0
@@ -694,33 +695,50 @@ func (ix *Index) SetEfSearch(ef int) error {
 // refChunk is the number of Refs per chunk of a refTable.
 const refChunk = 1024
 
-// refTable maps the live items' Refs to their nums, in chunks of refChunk
-// entries keyed by Ref/refChunk. A published table is never changed: a
-// txn copies the map and each chunk it writes (refWriter), so a commit of
-// k items copies at most k chunks and the chunk map.
+// refTable maps the live items' Refs to their nums: chunks[ref/refChunk]
+// holds num+1 at ref%refChunk (0: no live item has the Ref; a nil chunk:
+// none of its Refs). A published table is never changed: a txn copies the
+// chunk slice and each chunk it writes (refWriter), so a commit of k items
+// copies at most k chunks and one pointer per refChunk Refs. Callers that
+// filter number their items densely (the engine does), so the slice stays
+// about a pointer per 1,024 items.
 type refTable struct {
-	chunks map[uint32]*[refChunk]uint32
+	chunks []*[refChunk]uint32
 }
 
-// get returns the num of a Ref in the view's refs bitmap.
-func (t refTable) get(ref uint32) uint32 { return t.chunks[ref/refChunk][ref%refChunk] }
+// lookup returns the num of the live item holding ref, if any.
+func (t refTable) lookup(ref uint32) (uint32, bool) {
+	c := int(ref / refChunk)
+	if c >= len(t.chunks) || t.chunks[c] == nil {
+		return 0, false
+	}
+	n := t.chunks[c][ref%refChunk]
+	return n - 1, n != 0
+}
 
 // refWriter tracks what a txn has copied of its view's refTable.
 type refWriter struct {
-	mapOwned bool
-	owned    map[uint32]bool // chunks copied
+	sliceOwned bool
+	owned      map[int]bool // chunks copied
 }
 
-// set maps ref to num in *t, copying on first write.
-func (w *refWriter) set(t *refTable, ref, num uint32) {
-	if !w.mapOwned {
-		if t.chunks = maps.Clone(t.chunks); t.chunks == nil {
-			t.chunks = map[uint32]*[refChunk]uint32{}
-		}
-		w.mapOwned, w.owned = true, map[uint32]bool{}
+// set maps ref to num in *t (unset when clear), copying on first write.
+func (w *refWriter) set(t *refTable, ref, num uint32, clear bool) {
+	c := int(ref / refChunk)
+	if !w.sliceOwned {
+		t.chunks = slices.Clone(t.chunks)
+		w.sliceOwned, w.owned = true, map[int]bool{}
 	}
-	c := ref / refChunk
+	if c >= len(t.chunks) {
+		if clear {
+			return
+		}
+		t.chunks = append(t.chunks, make([]*[refChunk]uint32, c+1-len(t.chunks))...)
+	}
 	ch := t.chunks[c]
+	if ch == nil && clear {
+		return
+	}
 	if !w.owned[c] {
 		nch := new([refChunk]uint32)
 		if ch != nil {
@@ -728,5 +746,9 @@ func (w *refWriter) set(t *refTable, ref, num uint32) {
 		}
 		ch, t.chunks[c], w.owned[c] = nch, nch, true
 	}
-	ch[ref%refChunk] = num
+	if clear {
+		ch[ref%refChunk] = 0
+	} else {
+		ch[ref%refChunk] = num + 1
+	}
 }
