@@ -24,6 +24,7 @@ var ErrConfig = errors.New("backend: invalid config")
 
 // Config is what one server process serves: the HTTP server's
 // configuration, the models and the index. It is plain data, safe to copy.
+// LoadConfig reads it from cmd/serve's config file.
 type Config struct {
 	// Server configures the HTTP server (limits, batching, API keys) and
 	// names the rerankers (Server.Rerankers): each is loaded from its
@@ -70,6 +71,29 @@ type Config struct {
 	// MemoryIndex serves them from an in-memory engine instead, lost on
 	// exit. With neither, the index routes answer 503.
 	MemoryIndex bool
+	// Engine configures the engine of IndexDir or MemoryIndex (the
+	// config file's "engine" object): durability and snapshots,
+	// maintenance, the rerank budget's margins, retrieval defaults.
+	// Validate checks it with engine.Config.Validate. Its index-shaping
+	// parts (analysis, postings, dense) apply to a new index only: an
+	// existing snapshot's replace them (engine.Open).
+	Engine engine.Config
+}
+
+// LoadConfig reads cmd/serve's JSON config file over DefaultConfig: the
+// server.Config keys at the top level and the engine's under "engine"
+// (engine.Config's keys; durations in nanoseconds). Missing keys keep
+// their defaults; unknown ones are an error (server.LoadJSON). The model
+// and index settings come from flags only. It does not call Validate.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	file := struct {
+		server.Config
+		Engine *engine.Config `json:"engine"`
+	}{cfg.Server, &cfg.Engine}
+	err := server.LoadJSON(path, &file)
+	cfg.Server = file.Config
+	return cfg, err
 }
 
 // DefaultConfig returns the configuration cmd/serve starts from: the
@@ -80,6 +104,7 @@ func DefaultConfig() Config {
 		Embed:    true,
 		Provider: "auto",
 		Pool:     1,
+		Engine:   engine.DefaultConfig(),
 	}
 }
 
@@ -125,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.IndexDir != "" && c.MemoryIndex {
 		errs = append(errs, errors.New("set IndexDir or MemoryIndex, not both"))
+	}
+	if err := c.Engine.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("engine: %w", err))
 	}
 	if c.CacheMB < 0 || c.CacheMB > math.MaxInt64>>20 {
 		errs = append(errs, fmt.Errorf("cache size %d MB out of range (0 to %d)", c.CacheMB, math.MaxInt64>>20))
@@ -340,7 +368,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		opts = append(opts, engine.WithEmbedder(embedder))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
-		if b.engine, err = engine.Open(cfg.IndexDir, engine.DefaultConfig(), opts...); err != nil {
+		if b.engine, err = engine.Open(cfg.IndexDir, cfg.Engine, opts...); err != nil {
 			return nil, err
 		}
 		ix := NewIndex(b.engine)
@@ -398,6 +426,17 @@ func (b *Backend) Warm(ctx context.Context) error {
 
 // Backends returns what the server serves.
 func (b *Backend) Backends() server.Backends { return b.backends }
+
+// EngineConfig returns the effective configuration of the engine Open
+// opened (engine.Engine.Config: an existing snapshot's index-shaping
+// settings in place of Config.Engine's), or the zero Config without an
+// index.
+func (b *Backend) EngineConfig() engine.Config {
+	if b.engine == nil {
+		return engine.Config{}
+	}
+	return b.engine.Config()
+}
 
 // ServerConfig returns the server configuration as Open completed it: the
 // rerankers as served (RerankModels), the models' aliases and windows, and

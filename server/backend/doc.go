@@ -10,6 +10,32 @@
 //     opens them into server.Backends; Run serves them until its context
 //     ends. cmd/serve is flags → Config → Run.
 //
+// # Config file
+//
+// LoadConfig reads cmd/serve's --config file: one JSON object with
+// server.Config's keys at the top level (addr, max_documents, rerank,
+// embed, api_keys, rerank_models, ...) and the engine's under "engine",
+// engine.Config's JSON (durations in nanoseconds), which Config.Engine
+// holds and Open passes to engine.Open. Its keys:
+//
+//   - durability: sync ("commit" or "interval"), sync_interval,
+//     segment_bytes, preallocate_bytes, snapshot_log_bytes, snapshot_age;
+//   - maintenance: interval, min_docs, rebuild_drift, rebuild_deleted,
+//     compact_tombstones, rebuild_step, compact_step;
+//   - rerank: first_batch, min_batch, max_batch, ewma_alpha, margin,
+//     margin_fraction;
+//   - top_k, candidates, fusion, rrf_k, alpha, embed_batch;
+//   - analysis, postings, dense: the index's shape, for a new index only
+//     (an existing snapshot's replace them).
+//
+// Missing keys keep engine.DefaultConfig's values; unknown keys are an
+// error; Config.Validate runs engine.Config.Validate. For example:
+//
+//	{"addr": "0.0.0.0:8080",
+//	 "engine": {"durability": {"sync": "interval", "sync_interval": 50000000,
+//	                           "snapshot_log_bytes": 268435456},
+//	            "rerank": {"margin": 5000000}}}
+//
 // # Several rerankers
 //
 // Open builds and loads each reranker of Config.Server.Rerankers once
