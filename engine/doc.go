@@ -36,6 +36,17 @@
 // had when they were global, and of the removed Batch.Delete); Open
 // replays such records with that meaning.
 //
+// # Batches
+//
+// A Batch is one atomic change; its operations apply in order and the last
+// one on a document (tenant and ID) wins: an Add after an Add replaces, a
+// DeleteIn after an Add deletes, an Add after a DeleteIn stores. This is
+// the one batch rule: the HTTP server's POST /documents maps its body onto
+// it (documents in order, then its delete list) instead of a rule of its
+// own. Batch.Validate is the one validation of a batch (each document's
+// Validate, no empty ID deleted); Commit runs it, and the server runs it
+// before admitting a request, to answer 400 with its message.
+//
 // Request, Result and Document are also the HTTP server's wire types: their
 // JSON tags are the API, with durations in milliseconds (Request.Budget as
 // "budget_ms", Timings as fractional milliseconds).

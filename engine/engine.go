@@ -322,7 +322,50 @@ func (b *Batch) DeleteIn(tenant string, ids ...string) {
 // Len is the number of queued operations.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// Commit applies b atomically: documents are validated, analyzed and (with
+// Validate reports why Commit would refuse b, as an *OpError naming the
+// first bad operation (b's operations are numbered from 0 in the order
+// they were queued): a document Document.Validate refuses, or the deletion
+// of an empty ID. Every error wraps ErrInvalidDocument. Commit calls it;
+// callers that want the verdict before preparing a commit (the HTTP
+// server, for a 400 naming the request's field) call it themselves.
+//
+// A batch may name a document more than once: its operations apply in
+// order and the last one on a document wins (Add after Add replaces,
+// DeleteIn after Add deletes, Add after DeleteIn stores), the rule of the
+// engine's batches and of the server's (see Commit).
+func (b *Batch) Validate() error {
+	for i, o := range b.ops {
+		var err error
+		switch o.kind {
+		case opAdd:
+			err = o.doc.Validate()
+		case opDelete:
+			if o.key.ID == "" {
+				err = fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
+			}
+		}
+		if err != nil {
+			return &OpError{Op: i, Err: err}
+		}
+	}
+	return nil
+}
+
+// OpError is Batch.Validate's error: operation Op of the batch (from 0,
+// in the order queued) is refused for Err, which wraps ErrInvalidDocument.
+// Its message is "batch op N: " and Err's, so callers that number
+// operations their own way (the HTTP server's documents[i] and ids[i]) put
+// their name in front of Err's message instead.
+type OpError struct {
+	Op  int
+	Err error
+}
+
+func (e *OpError) Error() string { return fmt.Sprintf("batch op %d: %v", e.Op, e.Err) }
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Commit applies b atomically, each document's last operation in b (the
+// batch rule, see Batch.Validate): documents are validated, analyzed and (with
 // an embedder) embedded in batches of Config.EmbedBatch before anything
 // changes and without a lock, so concurrent Commits prepare in parallel;
 // then the batch is written to the write-ahead log, applied to the lexical
@@ -346,7 +389,7 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
-	adds, dels, err := reduce(b.ops)
+	adds, dels, err := reduce(b)
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -592,23 +635,19 @@ func (e *Engine) commitGroup(group []*pendingCommit) {
 	}
 }
 
-// reduce validates ops and reduces them to the final operation per
-// document, in first-seen order: the additions and the deletions.
-func reduce(ops []op) (adds []*record, dels []docKey, err error) {
+// reduce validates b (Batch.Validate) and reduces it to the last
+// operation per document (the batch rule), in first-seen order: the
+// additions and the deletions.
+func reduce(b *Batch) (adds []*record, dels []docKey, err error) {
+	if err := b.Validate(); err != nil {
+		return nil, nil, err
+	}
 	final := map[docKey]int{}
 	var order []docKey
-	for i, o := range ops {
+	for i, o := range b.ops {
 		k := o.key
-		switch o.kind {
-		case opAdd:
-			if err := o.doc.Validate(); err != nil {
-				return nil, nil, err
-			}
+		if o.kind == opAdd {
 			k = docKey{o.doc.Tenant, o.doc.ID}
-		case opDelete:
-			if k.ID == "" {
-				return nil, nil, fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
-			}
 		}
 		if _, ok := final[k]; !ok {
 			order = append(order, k)
@@ -616,7 +655,7 @@ func reduce(ops []op) (adds []*record, dels []docKey, err error) {
 		final[k] = i
 	}
 	for _, k := range order {
-		if o := ops[final[k]]; o.kind == opAdd {
+		if o := b.ops[final[k]]; o.kind == opAdd {
 			adds = append(adds, &record{doc: o.doc})
 		} else {
 			dels = append(dels, k)

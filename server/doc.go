@@ -29,9 +29,11 @@
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
-//	                                      atomic batches of upserts and deletes (a document,
-//	                                      tenant and ID, at most once: not upserted twice, nor
-//	                                      upserted and deleted; 400)
+//	                                      atomic batches of upserts and deletes, applied as
+//	                                      the engine's batches are: documents in order, then
+//	                                      delete, the last operation on a document (tenant and
+//	                                      ID) winning; engine.Batch.Validate's refusals are 400
+//	                                      with its message
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
 //	GET  /openapi.json                    the OpenAPI 3.1 description of all of the above
 //

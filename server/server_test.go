@@ -655,12 +655,35 @@ func TestSearchAndDocuments(t *testing.T) {
 	if len(resp.Hits) != 1 || resp.Hits[0].Document.ID != "d1" {
 		t.Fatalf("after delete %s", body)
 	}
+	// The batch rule is the engine's: documents in order, then delete, the
+	// last operation on a document winning.
+	for _, tc := range []struct {
+		name, query, body string
+		want              map[string]string // tenant/id -> text ("": absent)
+	}{
+		{"duplicate ids", "", `{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}`, map[string]string{"/a": "y"}},
+		{"duplicate ids in a tenant", "", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}, {"id": "a", "text": "y", "tenant": "t"}]}`, map[string]string{"t/a": "y", "/a": "y"}},
+		{"upserted and deleted", "", `{"documents": [{"id": "u", "text": "x"}], "delete": ["b", "u"]}`, map[string]string{"/u": ""}},
+		{"upserted and deleted in a tenant", "?tenant=t", `{"documents": [{"id": "u", "text": "x", "tenant": "t"}], "delete": ["u"]}`, map[string]string{"t/u": "", "t/a": "y"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := ts.do(t, "POST", "/documents"+tc.query, "", tc.body)
+			if code != 200 {
+				t.Fatalf("%d %s", code, body)
+			}
+			for k, text := range tc.want {
+				tenant, id, _ := strings.Cut(k, "/")
+				d, ok := ts.index.docs[docKey(tenant, id)]
+				if ok != (text != "") || d.Text != text {
+					t.Errorf("%s = %q %v, want %q", k, d.Text, ok, text)
+				}
+			}
+		})
+	}
 	for _, tc := range []struct{ name, method, body, msg string }{
-		{"duplicate ids", "POST", `{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}`, "twice"},
-		{"duplicate ids in a tenant", "POST", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}, {"id": "a", "text": "y", "tenant": "t"}]}`, `"a" of tenant "t" appears twice`},
-		{"upserted and deleted", "POST", `{"documents": [{"id": "a", "text": "x"}], "delete": ["b", "a"]}`, `ids[1]: id "a" is both upserted and deleted`},
-		{"upserted and deleted in a tenant", "POST?tenant=t", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}], "delete": ["a"]}`, "both upserted and deleted"},
-		{"empty id", "POST", `{"documents": [{"text": "x"}]}`, "id"},
+		{"empty id", "POST", `{"documents": [{"text": "x"}]}`, "documents[0]: engine: invalid document: empty ID"},
+		{"empty id deleted", "POST", `{"documents": [{"id": "a", "text": "x"}], "delete": ["b", ""]}`, "ids[1]: engine: invalid document: deletion of an empty ID"},
+		{"empty id on DELETE", "DELETE", `{"ids": [""]}`, "ids[0]: engine: invalid document: deletion of an empty ID"},
 		{"ids on POST", "POST", `{"ids": ["a"]}`, "DELETE"},
 		{"documents on DELETE", "DELETE", `{"documents": [{"id": "a"}]}`, "ids"},
 		{"nothing", "POST", `{}`, "nothing to do"},
