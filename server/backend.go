@@ -225,9 +225,9 @@ type Searcher interface {
 	Search(ctx context.Context, req engine.Request) (*engine.Result, error)
 }
 
-// Backends are what a Server serves. Any may be nil: its routes then answer
+// Services are what a Server serves. Any may be nil: its routes then answer
 // 503 (not configured) and /readyz reports it missing.
-type Backends struct {
+type Services struct {
 	// Scorers are the rerankers' cross-encoders, by served name
 	// (RerankerConfig.Name of Config.Rerankers); a reranker without one
 	// answers 503. A key that names no reranker is a configuration error.

@@ -149,6 +149,6 @@
 //
 // A Server is safe for concurrent use. Serve shuts down gracefully when its
 // context ends: it stops accepting, drains requests in flight for up to
-// shutdown_timeout, then closes the batchers. The Backends belong to the
+// shutdown_timeout, then closes the batchers. The Services belong to the
 // caller, which closes them after Serve returns.
 package server

@@ -247,7 +247,7 @@ func (x *fakeIndex) Stats() engine.Stats {
 	return st
 }
 
-// scorers returns Backends.Scorers serving sc as DefaultConfig's one
+// scorers returns Services.Scorers serving sc as DefaultConfig's one
 // reranker.
 func scorers(sc PairScorer) map[string]PairScorer {
 	return map[string]PairScorer{DefaultConfig().RerankModel: sc}

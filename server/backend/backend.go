@@ -248,12 +248,13 @@ type BiEncoder interface {
 	io.Closer
 }
 
-// Backend is an open set of server backends: loaded models and, when
-// configured, an engine. It is safe for concurrent use; Close it once the
-// server using it has stopped.
-type Backend struct {
+// Resources are what Open loaded and opened for one server process: the
+// models and, when configured, the engine, and the server.Services they
+// make (Services). Resources own them: they are safe for concurrent use;
+// Close them once the server using them has stopped.
+type Resources struct {
 	cfg      Config
-	backends server.Backends
+	services server.Services
 	engine   *engine.Engine // nil without an index
 	closers  []io.Closer    // the models, in load order
 
@@ -263,24 +264,24 @@ type Backend struct {
 
 // Open loads the models cfg names (now, so a bad directory or runtime is
 // reported at start-up) and opens the index, and adapts them to the
-// server's Backends.
+// server's Services.
 //
 // The models are built by the constructors passed in: cmd/serve passes
 // models/ort's NewCrossEncoder and NewBiEncoder. They are parameters so this
 // package, like the server, builds without cgo (internal/layering), and so
 // tests can pass stand-ins. newBiEncoder is called only when cfg.Embed is set.
-func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.Config) (C, error), newBiEncoder func(models.Config) (B, error)) (_ *Backend, err error) {
+func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.Config) (C, error), newBiEncoder func(models.Config) (B, error)) (_ *Resources, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg}
+	b := &Resources{cfg: cfg}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.Close())
 		}
 	}()
 	srv := &b.cfg.Server
-	b.backends = server.Backends{Scorers: map[string]server.PairScorer{}, Caches: map[string]server.CacheStats{}}
+	b.services = server.Services{Scorers: map[string]server.PairScorer{}, Caches: map[string]server.CacheStats{}}
 	var opts []engine.Option
 	rerankers := cfg.rerankers()
 	taken := append(srv.RerankNames(), srv.EmbedNames()...)
@@ -307,7 +308,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, fmt.Errorf("cross-encoder %q tokenizer: %w", r.Name, err)
 			}
-			b.backends.Tokenizer = NewTokenizer(tok)
+			b.services.Tokenizer = NewTokenizer(tok)
 			opts = append(opts, engine.WithTokenCounter(tok))
 			srv.Provider = ce.Provider()
 		}
@@ -325,12 +326,12 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, err
 			}
-			reranker, scorer, b.backends.Caches[r.Name] = rc, rc, rc
+			reranker, scorer, b.services.Caches[r.Name] = rc, rc, rc
 		}
 		// One model, shared: the rerank routes score through scorer, the
 		// engine reranks /search through reranker (the same model, behind
 		// the same cache) under the served name.
-		b.backends.Scorers[r.Name] = scorer
+		b.services.Scorers[r.Name] = scorer
 		opts = append(opts, engine.WithReranker(r.Name, reranker))
 	}
 	srv.RerankModels, srv.RerankAliases = rerankers, nil
@@ -361,9 +362,9 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, err
 			}
-			embedder, b.backends.Caches[srv.EmbedModel] = ec, ec
+			embedder, b.services.Caches[srv.EmbedModel] = ec, ec
 		}
-		b.backends.Embedder = embedder
+		b.services.Embedder = embedder
 		srv.EmbedAliases, _ = addAliases(srv.EmbedAliases, taken, models.ProfileEmbed, sourceDir(cfg.embedConfig(), emd.Dir))
 		opts = append(opts, engine.WithEmbedder(embedder))
 	}
@@ -372,7 +373,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			return nil, err
 		}
 		ix := NewIndex(b.engine)
-		b.backends.Searcher, b.backends.Documents, b.backends.Stats = ix, ix, ix
+		b.services.Searcher, b.services.Documents, b.services.Stats = ix, ix, ix
 	}
 	return b, nil
 }
@@ -406,32 +407,33 @@ func addAliases(aliases, taken []string, profile, dir string) ([]string, []strin
 // Warm runs one inference through every model, the engine's Warm when an
 // index is served, else the scorer and embedder directly, so that the
 // first request does not pay ONNX Runtime's first-run allocations.
-func (b *Backend) Warm(ctx context.Context) error {
+func (b *Resources) Warm(ctx context.Context) error {
 	if b.engine != nil {
 		return b.engine.Warm(ctx)
 	}
 	const text = "warm up"
 	for _, r := range b.cfg.Server.RerankModels {
-		if _, _, err := b.backends.Scorers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
+		if _, _, err := b.services.Scorers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
 			return fmt.Errorf("warm cross-encoder %q: %w", r.Name, err)
 		}
 	}
-	if b.backends.Embedder != nil {
-		if _, _, err := b.backends.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
+	if b.services.Embedder != nil {
+		if _, _, err := b.services.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
 			return fmt.Errorf("warm embedder: %w", err)
 		}
 	}
 	return nil
 }
 
-// Backends returns what the server serves.
-func (b *Backend) Backends() server.Backends { return b.backends }
+// Services returns what the server serves: the models and the engine
+// adapted to the server's interfaces.
+func (b *Resources) Services() server.Services { return b.services }
 
 // EngineConfig returns the effective configuration of the engine Open
 // opened (engine.Engine.Config: an existing snapshot's index-shaping
 // settings in place of Config.Engine's), or the zero Config without an
 // index.
-func (b *Backend) EngineConfig() engine.Config {
+func (b *Resources) EngineConfig() engine.Config {
 	if b.engine == nil {
 		return engine.Config{}
 	}
@@ -441,11 +443,11 @@ func (b *Backend) EngineConfig() engine.Config {
 // ServerConfig returns the server configuration as Open completed it: the
 // rerankers as served (RerankModels), the models' aliases and windows, and
 // Provider set to what the default cross-encoder runs on.
-func (b *Backend) ServerConfig() server.Config { return b.cfg.Server }
+func (b *Resources) ServerConfig() server.Config { return b.cfg.Server }
 
 // Close writes the index snapshot (IndexDir only), then closes the engine
 // and the models, joining their errors. It is idempotent.
-func (b *Backend) Close() error {
+func (b *Resources) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		if b.engine != nil {
@@ -478,7 +480,7 @@ func Run[C CrossEncoder, B BiEncoder](ctx context.Context, cfg Config, newCrossE
 	}
 	slog.Info("models warmed", "took", time.Since(start).Round(time.Millisecond))
 	scfg := b.ServerConfig()
-	s, err := server.New(scfg, b.Backends())
+	s, err := server.New(scfg, b.Services())
 	if err != nil {
 		return err
 	}

@@ -175,7 +175,7 @@ func TestOpen(t *testing.T) {
 	if rc := (*cfgs)[0]; rc.Profile != models.ProfileBalanced || rc.MaxDocs != max(cfg.Server.MaxDocuments, cfg.Server.Rerank.MaxItems) {
 		t.Errorf("cross-encoder config %+v", rc)
 	}
-	bs := b.Backends()
+	bs := b.Services()
 	if bs.Scorers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
@@ -238,7 +238,7 @@ func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bs := b.Backends(); len(bs.Scorers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
+	if bs := b.Services(); len(bs.Scorers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
 		t.Fatalf("backends %+v", bs)
 	}
 	if err := b.Warm(context.Background()); err != nil {
@@ -267,7 +267,7 @@ func TestCloseSnapshotsIndexDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Backends().Documents.Apply(context.Background(), server.DocumentBatch{Upserts: []engine.Document{{ID: "kept", Text: "survives a restart"}}}); err != nil {
+	if _, err := b.Services().Documents.Apply(context.Background(), server.DocumentBatch{Upserts: []engine.Document{{ID: "kept", Text: "survives a restart"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
@@ -347,7 +347,7 @@ func TestOpenWithCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	bs := b.Backends()
+	bs := b.Services()
 	if len(bs.Caches) != 2 || bs.Caches["hybrank-rerank"] == nil || bs.Caches["hybrank-embed"] == nil {
 		t.Fatalf("caches %v", bs.Caches)
 	}
@@ -380,7 +380,7 @@ func TestOpenWithCaches(t *testing.T) {
 }
 
 // Open serves several rerankers at once: each is built and loaded once,
-// and the one object serves both its rerank routes (Backends.Scorers) and
+// and the one object serves both its rerank routes (Services.Scorers) and
 // /search (the engine's reranker of the same name); the default comes
 // first and answers to rerank_model.
 func TestOpenSeveralRerankers(t *testing.T) {
@@ -419,7 +419,7 @@ func TestOpenSeveralRerankers(t *testing.T) {
 	if want := [][]string{{"fast", "hybrank-rerank"}, {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("rerankers' names %v, want %v", names, want)
 	}
-	bs := b.Backends()
+	bs := b.Services()
 	ctx := context.Background()
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@
 //   - Tokenizer serves a wordpiece.Tokenizer as server.Tokenizer.
 //   - Config (with Validate) names the models, the runtime settings and the
 //     index; RegisterFlags binds serve's command line to it; Open loads and
-//     opens them into server.Backends; Run serves them until its context
+//     opens them into server.Services; Run serves them until its context
 //     ends. cmd/serve is flags → Config → Run.
 //
 // # Config file
@@ -40,7 +40,7 @@
 //
 // Open builds and loads each reranker of Config.Server.Rerankers once
 // (fast, balanced, accurate or any model directory) and hands the one
-// object to both sides: server.Backends.Scorers[name] for the rerank
+// object to both sides: server.Services.Scorers[name] for the rerank
 // routes and engine.WithReranker(name) for /search, behind the same cache
 // when CacheMB is set. The default reranker's tokenizer serves /tokenize,
 // token counts and packing. Validate refuses two rerankers that would load
@@ -61,8 +61,8 @@
 //
 // # Concurrency and lifetime
 //
-// Index, Tokenizer and Backend are safe for concurrent use. A Backend owns
-// its models and engine: Close (idempotent) writes the engine snapshot when
-// the index is on disk, then closes the engine and the models; close it
-// after the server using it has stopped.
+// Index, Tokenizer and Resources are safe for concurrent use. Resources own
+// their models and engine: Close (idempotent) writes the engine snapshot
+// when the index is on disk, then closes the engine and the models; close
+// them after the server using them has stopped.
 package backend
