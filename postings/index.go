@@ -172,13 +172,6 @@ type termDict struct {
 
 func newTermDict() *termDict { return &termDict{ids: make(map[string]uint32)} }
 
-func (d *termDict) lookup(t string) (uint32, bool) {
-	d.mu.RLock()
-	id, ok := d.ids[t]
-	d.mu.RUnlock()
-	return id, ok
-}
-
 // getOrAdd is called by the single writer only. It reads without the
 // lock: only this goroutine ever mutates the map.
 func (d *termDict) getOrAdd(t string) uint32 {

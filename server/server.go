@@ -60,15 +60,9 @@ func (m *rerankModel) pairCost(p models.Pair) int {
 	return models.EstimatePairTokensUpTo(p.Query, p.Doc, m.window)
 }
 
-// Option changes how New builds a Server.
-type Option func(*Server)
-
-// WithLogger sets the logger (default: slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
-
-// New validates cfg and builds a Server over b; nil backends leave their
+// New validates cfg and builds a Server over b; nil services leave their
 // routes answering 503.
-func New(cfg Config, b Services, opts ...Option) (*Server, error) {
+func New(cfg Config, b Services) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,9 +70,6 @@ func New(cfg Config, b Services, opts ...Option) (*Server, error) {
 		cfg: cfg, b: b, log: slog.Default(), metrics: newMetrics(cfg.Provider), lim: cfg.limits(),
 		keys:  make(map[[32]byte]string, len(cfg.APIKeys)),
 		slots: make(chan struct{}, cfg.MaxConcurrentRequests),
-	}
-	for _, o := range opts {
-		o(s)
 	}
 	if err := s.servedModels(); err != nil {
 		return nil, err
