@@ -288,14 +288,8 @@ func (ix *Index) Delete(ids ...string) error {
 // non-empty (a missing or empty one is an error wrapping ErrEmptyID);
 // otherwise it returns an error and changes nothing.
 func (ix *Index) RenameIDs(rename map[string]string) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.cur.Load().closed {
-		return ErrClosed
-	}
-	recs := slices.Clone(ix.recs)
-	byID := make(map[string]uint32, len(ix.byID))
-	for id, num := range ix.byID {
+	byID := map[string]uint32{} // ix.byID is read under the lock only
+	return ix.relabel(func(id string, num uint32, rec *record) error {
 		to, ok := rename[id]
 		if !ok || to == "" {
 			return fmt.Errorf("rename: %w: no new ID for %q", ErrEmptyID, id)
@@ -304,10 +298,31 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 			return fmt.Errorf("rename: two items renamed %q", to)
 		}
 		byID[to] = num
-		recs[num].id = to
+		rec.id = to
+		return nil
+	}, func(*txn) { ix.byID = byID })
+}
+
+// relabel calls set with every live item's ID, num and a copy of its
+// record to change, then done with the txn of the new view, which it
+// publishes; an error from set changes nothing. It holds the writer lock
+// throughout.
+func (ix *Index) relabel(set func(id string, num uint32, rec *record) error, done func(*txn)) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cur.Load().closed {
+		return ErrClosed
 	}
-	ix.recs, ix.byID = recs, byID
-	ix.begin().publish()
+	recs := slices.Clone(ix.recs)
+	for id, num := range ix.byID {
+		if err := set(id, num, &recs[num]); err != nil {
+			return err
+		}
+	}
+	ix.recs = recs
+	t := ix.begin()
+	done(t)
+	t.publish()
 	return nil
 }
 
@@ -317,14 +332,8 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 // before Refs existed). Every live ID must be in refs, with distinct Refs;
 // otherwise it returns an error wrapping ErrRef and changes nothing.
 func (ix *Index) SetRefs(refs map[string]uint32) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.cur.Load().closed {
-		return ErrClosed
-	}
-	recs := slices.Clone(ix.recs)
-	holder := make(map[uint32]string, len(ix.byID))
-	for id, num := range ix.byID {
+	holder := map[uint32]string{}
+	return ix.relabel(func(id string, _ uint32, rec *record) error {
 		ref, ok := refs[id]
 		if !ok {
 			return fmt.Errorf("set refs: %w: no Ref for %q", ErrRef, id)
@@ -333,21 +342,19 @@ func (ix *Index) SetRefs(refs map[string]uint32) error {
 			return fmt.Errorf("set refs: %w: Ref %d given to %q and %q", ErrRef, ref, other, id)
 		}
 		holder[ref] = id
-		recs[num].ref = ref
-	}
-	ix.recs = recs
-	t := ix.begin()
-	t.v.refs, t.refsOwned, t.v.byRef = roaring.New(), true, refTable{}
-	it := t.v.live.Iterator()
-	for it.HasNext() {
-		num := it.Next()
-		if ref := recs[num].ref; ref != NoRef {
-			t.v.refs.Add(ref)
-			t.byRef.set(&t.v.byRef, ref, num, false)
+		rec.ref = ref
+		return nil
+	}, func(t *txn) {
+		t.v.refs, t.refsOwned, t.v.byRef = roaring.New(), true, refTable{}
+		it := t.v.live.Iterator()
+		for it.HasNext() {
+			num := it.Next()
+			if ref := ix.recs[num].ref; ref != NoRef {
+				t.v.refs.Add(ref)
+				t.byRef.set(&t.v.byRef, ref, num, false)
+			}
 		}
-	}
-	t.publish()
-	return nil
+	})
 }
 
 // Compaction rebuilds the graph from the live vectors, dropping tombstoned

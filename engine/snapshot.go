@@ -268,20 +268,12 @@ func (e *Engine) load(dir string) (bool, error) {
 		}
 		return false, err
 	}
-	if m.Version < tenantKeysVersion {
-		if err := e.migrateKeys(); err != nil {
-			if e.vec != nil {
-				e.vec.Close()
-			}
-			return false, fmt.Errorf("%w: migrate version %d snapshot to tenant-scoped IDs: %w", ErrCorrupt, m.Version, err)
-		}
-	}
 	if m.Version < docNumsVersion {
-		if err := e.migrateNums(); err != nil {
+		if err := e.migrate(m.Version); err != nil {
 			if e.vec != nil {
 				e.vec.Close()
 			}
-			return false, fmt.Errorf("%w: migrate version %d snapshot to document numbers: %w", ErrCorrupt, m.Version, err)
+			return false, fmt.Errorf("%w: migrate version %d snapshot: %w", ErrCorrupt, m.Version, err)
 		}
 	}
 	return true, nil
@@ -337,52 +329,53 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 	return nil
 }
 
-// migrateNums gives the documents of a snapshot written before documents
-// were numbered their numbers (readDocs assigned them) as their Refs in
-// both indexes, and publishes the result. Called during Open, after
-// migrateKeys.
-func (e *Engine) migrateNums() error {
+// migrate brings the indexes of a snapshot of an older format (version)
+// to the current one without rebuilding either, and publishes the result.
+// Before tenantKeysVersion, a document (one per ID, known to the indexes
+// by its ID) is renamed to its index key; before docNumsVersion, it is
+// given its number (readDocs assigned them in file order) as its Ref.
+// Called during Open.
+func (e *Engine) migrate(version int) error {
 	st := e.cur.Load()
+	var rename map[string]string
+	if version < tenantKeysVersion {
+		rename = make(map[string]string, st.docs.n)
+	}
 	refs := make(map[string]uint32, st.docs.n)
-	st.docs.each(func(r *record) error {
-		refs[indexKey(r.doc.Tenant, r.doc.ID)] = r.num
-		return nil
-	})
-	if err := e.lex.SetRefs(refs); err != nil {
-		return fmt.Errorf("lexical: %w", err)
-	}
-	if e.vec != nil {
-		if err := e.vec.SetRefs(refs); err != nil {
-			return fmt.Errorf("dense: %w", err)
-		}
-	}
-	e.publish(st.docs, st.nvec)
-	return nil
-}
-
-// migrateKeys renames the documents of a snapshot written before IDs were
-// scoped by tenant (one document per ID, known to the indexes by its ID)
-// to their index keys in both indexes, and publishes the result. Called
-// during Open.
-func (e *Engine) migrateKeys() error {
-	st := e.cur.Load()
-	rename := make(map[string]string, st.docs.n)
 	err := st.docs.each(func(r *record) error {
-		if _, dup := rename[r.doc.ID]; dup {
-			return fmt.Errorf("document ID %q in two tenants", r.doc.ID)
+		key := indexKey(r.doc.Tenant, r.doc.ID)
+		if rename != nil {
+			if _, dup := rename[r.doc.ID]; dup {
+				return fmt.Errorf("document ID %q in two tenants", r.doc.ID)
+			}
+			rename[r.doc.ID] = key
 		}
-		rename[r.doc.ID] = indexKey(r.doc.Tenant, r.doc.ID)
+		refs[key] = r.num
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if err := e.lex.RenameIDs(rename); err != nil {
-		return fmt.Errorf("lexical: %w", err)
+	type migrating interface {
+		RenameIDs(map[string]string) error
+		SetRefs(map[string]uint32) error
 	}
+	type index struct {
+		name string
+		ix   migrating
+	}
+	ixs := []index{{"lexical", e.lex}}
 	if e.vec != nil {
-		if err := e.vec.RenameIDs(rename); err != nil {
-			return fmt.Errorf("dense: %w", err)
+		ixs = append(ixs, index{"dense", e.vec})
+	}
+	for _, x := range ixs {
+		if rename != nil {
+			if err := x.ix.RenameIDs(rename); err != nil {
+				return fmt.Errorf("%s: to tenant-scoped IDs: %w", x.name, err)
+			}
+		}
+		if err := x.ix.SetRefs(refs); err != nil {
+			return fmt.Errorf("%s: to document numbers: %w", x.name, err)
 		}
 	}
 	e.publish(st.docs, st.nvec)

@@ -40,6 +40,31 @@ func copyFixture(t *testing.T, name string) string {
 	return dst
 }
 
+// manifestBody returns the JSON of dir's root manifest, checked and
+// unsealed.
+func manifestBody(t *testing.T, dir string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
+	if err == nil {
+		var body []byte
+		if body, err = manifest.Unseal(raw); err == nil {
+			return body
+		}
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// manifestVersion returns the format version of dir's root manifest.
+func manifestVersion(t *testing.T, dir string) int {
+	t.Helper()
+	var h manifest.Header
+	if err := json.Unmarshal(manifestBody(t, dir), &h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Version
+}
+
 // TestOpenVersion1 opens an engine directory whose root manifest is in the
 // version-1 layout (MANIFEST.json, plain JSON, the document file checked by
 // BLAKE3), as written before the shared manifest package, and checks that
@@ -47,16 +72,8 @@ func copyFixture(t *testing.T, name string) string {
 func TestOpenVersion1(t *testing.T) {
 	dir := copyFixture(t, "format2")
 	emb := enginetest.NewHashEmbedder(8)
-	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := manifest.Unseal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cur map[string]any
-	if err := json.Unmarshal(body, &cur); err != nil {
+	if err := json.Unmarshal(manifestBody(t, dir), &cur); err != nil {
 		t.Fatal(err)
 	}
 	docs, err := os.ReadFile(filepath.Join(dir, "snap-000001", "docs.gob"))
@@ -183,17 +200,8 @@ func TestMigrateFormat2(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := manifest.Unseal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h manifest.Header
-	if err := json.Unmarshal(body, &h); err != nil || h.Version != engine.FormatVersion {
-		t.Fatalf("manifest version %d (%v), want %d", h.Version, err, engine.FormatVersion)
+	if v := manifestVersion(t, dir); v != engine.FormatVersion {
+		t.Fatalf("manifest version %d, want %d", v, engine.FormatVersion)
 	}
 	e2 := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
 	check(e2, 1)
@@ -278,17 +286,8 @@ func TestMigrateFormat3(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := manifest.Unseal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h manifest.Header
-	if err := json.Unmarshal(body, &h); err != nil || h.Version != engine.FormatVersion {
-		t.Fatalf("manifest version %d (%v), want %d", h.Version, err, engine.FormatVersion)
+	if v := manifestVersion(t, dir); v != engine.FormatVersion {
+		t.Fatalf("manifest version %d, want %d", v, engine.FormatVersion)
 	}
 	check(openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb)))
 }

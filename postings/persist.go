@@ -82,7 +82,7 @@ func (ix *Index) Save(dir string) (err error) {
 	for _, f := range []struct {
 		kind string
 		data []byte
-	}{{docsKind, encodeDocs(s)}, {postsKind, encodePostings(s)}} {
+	}{{docsKind, encodeDocs(s, FormatVersion)}, {postsKind, encodePostings(s)}} {
 		name := w.Name(f.kind, ".bin")
 		if _, err := w.WriteBytes(name, f.data); err != nil {
 			return fmt.Errorf("save %s: %w", name, err)
@@ -158,12 +158,18 @@ func header(magic string) enc {
 	return e
 }
 
-func encodeDocs(s *snapshot) []byte {
+// encodeDocs writes the docs file in the layout of version: Save's
+// FormatVersion, or, for tests of the readers of older files, a version
+// before refsVersion (no Refs, an empty set of filter bitmaps).
+func encodeDocs(s *snapshot, version uint32) []byte {
 	e := header(docsMagic)
+	binary.LittleEndian.PutUint32(e.b[len(docsMagic):], version)
 	e.uv(uint64(s.numDocs))
 	for d := uint32(0); d < s.numDocs; d++ {
 		e.str(s.docIDs[d])
-		e.uv(uint64(s.refs[d]))
+		if version >= refsVersion {
+			e.uv(uint64(s.refs[d]))
+		}
 		e.uv(uint64(s.docLen[d]))
 		e.b = append(e.b, s.hashes[d][:]...)
 	}
@@ -172,6 +178,9 @@ func encodeDocs(s *snapshot) []byte {
 		dead = roaring.New()
 	}
 	e.bitmap(dead)
+	if version < refsVersion {
+		e.uv(0) // filter bitmaps
+	}
 	return e.b
 }
 

@@ -1,7 +1,6 @@
 package postings
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -204,21 +203,11 @@ func TestOpenErrors(t *testing.T) {
 }
 
 // encodeDocsV2 is the docs file of formats 1 and 2 (no Refs; the tenant
-// and metadata filter bitmaps at the end), stamped version.
+// and metadata filter bitmaps at the end), stamped version: encodeDocs's
+// old layout with two filter bitmaps in place of its empty set.
 func encodeDocsV2(s *snapshot, version uint32) []byte {
-	e := header(docsMagic)
-	binary.LittleEndian.PutUint32(e.b[len(docsMagic):], version)
-	e.uv(uint64(s.numDocs))
-	for d := uint32(0); d < s.numDocs; d++ {
-		e.str(s.docIDs[d])
-		e.uv(uint64(s.docLen[d]))
-		e.b = append(e.b, s.hashes[d][:]...)
-	}
-	dead := s.deadBM
-	if dead == nil {
-		dead = roaring.New()
-	}
-	e.bitmap(dead)
+	b := encodeDocs(s, version)
+	e := enc{b: b[:len(b)-1]} // the filter count, 0
 	e.uv(2)
 	e.str("t\x00@acme")
 	e.bitmap(roaring.BitmapOf(0, 2, 5))

@@ -288,13 +288,8 @@ func (r *Rebuilding) kill(nd uint32) {
 // in rename, and the new IDs must be distinct and non-empty; otherwise it
 // returns an error wrapping ErrBadDoc and changes nothing.
 func (ix *Index) RenameIDs(rename map[string]string) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	s := ix.cur.Load()
-	ns := *s
-	ns.docIDs = slices.Clone(s.docIDs[:s.numDocs])
-	byID := make(map[string]uint32, len(ix.byID))
-	for id, num := range ix.byID {
+	byID := map[string]uint32{} // ix.byID is read under the lock only
+	return ix.relabel(func(ns *snapshot, id string, num uint32) error {
 		to, ok := rename[id]
 		if !ok || to == "" {
 			return fmt.Errorf("rename: %w: no new ID for %q", ErrBadDoc, id)
@@ -304,9 +299,29 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 		}
 		byID[to] = num
 		ns.docIDs[num] = to
+		return nil
+	}, func() { ix.byID = byID })
+}
+
+// relabel publishes a copy of the current snapshot, with its own ID and
+// Ref tables, that set changed for every live document (given its ID and
+// doc num), after done; an error from set changes nothing. It holds the
+// writer mutex throughout and counts as a rename (snapshot.renames: a
+// Rebuilding started before it is stale).
+func (ix *Index) relabel(set func(ns *snapshot, id string, num uint32) error, done func()) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s := ix.cur.Load()
+	ns := *s
+	ns.docIDs = slices.Clone(s.docIDs[:s.numDocs])
+	ns.refs = slices.Clone(s.refs[:s.numDocs])
+	for id, num := range ix.byID {
+		if err := set(&ns, id, num); err != nil {
+			return err
+		}
 	}
 	ns.renames++
-	ix.byID = byID
+	done()
 	ix.cur.Store(&ns)
 	return nil
 }
@@ -318,19 +333,12 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 // Every live ID must be in refs; otherwise it returns an error wrapping
 // ErrBadDoc and changes nothing.
 func (ix *Index) SetRefs(refs map[string]uint32) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	s := ix.cur.Load()
-	ns := *s
-	ns.refs = slices.Clone(s.refs[:s.numDocs])
-	for id, num := range ix.byID {
+	return ix.relabel(func(ns *snapshot, id string, num uint32) error {
 		ref, ok := refs[id]
 		if !ok {
 			return fmt.Errorf("set refs: %w: no Ref for %q", ErrBadDoc, id)
 		}
 		ns.refs[num] = ref
-	}
-	ns.renames++
-	ix.cur.Store(&ns)
-	return nil
+		return nil
+	}, func() {})
 }
