@@ -84,6 +84,10 @@
 //
 // # Persistence
 //
+// SaveFS(fsys, dir) is Save through a vfs.FS (Save uses vfs.OS; fault
+// tests pass errorfs); a save that fails removes the files of its partial
+// generation and leaves the previous generation as it was.
+//
 // Save writes a snapshot directory through internal/manifest (the
 // generation scheme shared with package postings and the engine):
 // generation-numbered items (IDs and Refs of live nums), vectors

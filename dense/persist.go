@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/hybrank/hybrank/internal/manifest"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // FormatVersion is the snapshot format written by Save. Open accepts
@@ -84,8 +85,13 @@ func readLegacyManifest(raw []byte, m manifest.Manifest) error {
 // Save writes a crash-safe snapshot of the index into dir (created if
 // needed) as a new generation (see internal/manifest). Searches may run
 // meanwhile; writers wait. A crash at any point leaves either the previous
-// snapshot or the new one readable by Open.
-func (ix *Index) Save(dir string) (err error) {
+// snapshot or the new one readable by Open; a failed Save removes what
+// it wrote of its generation.
+func (ix *Index) Save(dir string) error { return ix.SaveFS(vfs.OS, dir) }
+
+// SaveFS is Save with every filesystem call made through fsys (the
+// engine's, which tests replace with an error-injecting one).
+func (ix *Index) SaveFS(fsys vfs.FS, dir string) (err error) {
 	// The writer lock keeps the graph's links still while they are written.
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -93,10 +99,15 @@ func (ix *Index) Save(dir string) (err error) {
 	if v.closed {
 		return ErrClosed
 	}
-	w, err := layout.Begin(dir)
+	w, err := layout.Begin(fsys, dir)
 	if err != nil {
 		return fmt.Errorf("dense save: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, w.Abort())
+		}
+	}()
 	for _, f := range []struct {
 		kind  string
 		write func(io.Writer) error
@@ -149,13 +160,13 @@ func (v *View) writeItems(w io.Writer) error {
 // fs.ErrNotExist when dir holds no snapshot.
 func Open(dir string) (*Index, error) {
 	var m persisted
-	if err := layout.Read(dir, &m); err != nil {
+	if err := layout.Read(vfs.OS, dir, &m); err != nil {
 		return nil, fmt.Errorf("dense open %s: %w", dir, err)
 	}
 	if err := m.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("dense open %s: %w: %v", dir, ErrCorrupt, err)
 	}
-	data, err := layout.ReadFiles(dir, &m.Header, itemsKind, vectorsKind, graphKind)
+	data, err := layout.ReadFiles(vfs.OS, dir, &m.Header, itemsKind, vectorsKind, graphKind)
 	if err != nil {
 		return nil, fmt.Errorf("dense open %s: %w", dir, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
+	"github.com/hybrank/hybrank/internal/vfs"
 	"github.com/hybrank/hybrank/internal/wal"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/postings"
@@ -270,6 +271,7 @@ type options struct {
 	embedder  models.Embedder
 	rerankers map[string]models.Reranker
 	counter   TokenCounter
+	fs        vfs.FS
 }
 
 // WithEmbedder attaches the bi-encoder used to embed documents on Commit and
@@ -289,6 +291,16 @@ func WithReranker(profile string, r models.Reranker) Option {
 		}
 		o.rerankers[profile] = r
 	}
+}
+
+// WithFS sets the filesystem the engine makes every call of its
+// write-ahead log and snapshots through (default vfs.OS, the operating
+// system's). Tests pass an error-injecting one (internal/vfs/errorfs) to
+// check what the engine does when the disk fails; the lock file and the
+// postings and dense index files read at Open use the operating system's
+// directly.
+func WithFS(fsys vfs.FS) Option {
+	return func(o *options) { o.fs = fsys }
 }
 
 // WithTokenCounter sets the counter used by packing. Without one the engine

@@ -183,7 +183,8 @@
 // log position. Snapshot
 // writes a new generation directory (snap-NNNNNN with lexical/, dense/ and
 // docs.gob, each file written to a temp name, fsynced, renamed, directory
-// fsynced), then MANIFEST the same way, last; older generations are
+// fsynced), then MANIFEST the same way, last, after copying the MANIFEST
+// it replaces to MANIFEST.prev; older generations but the previous one are
 // deleted only after that (internal/manifest, the scheme postings and
 // dense use too). A crash leaves the old or the new snapshot. The manifest
 // carries the format version, the index-shaping configuration, the size
@@ -226,10 +227,48 @@
 // The engine snapshots by itself, in the background, when the log passes
 // Durability.SnapshotLogBytes (default 256 MiB) or when it holds commits
 // and the last snapshot is Durability.SnapshotAge old (default 10
-// minutes); either trigger is disabled by 0. After a snapshot the log
-// segments it covers are deleted. A snapshot holds the commit lock while
-// it writes (commits wait; searches do not). Close stops the background
-// work and flushes the log; it does not snapshot.
+// minutes); either trigger is disabled by 0 (the size trigger measures
+// the log's growth since the last snapshot). After a snapshot the log
+// segments the previous snapshot covers are deleted: the log keeps the
+// commits since the previous generation, which Open falls back to when
+// the newest one fails its checksums (see Failures). A snapshot holds the
+// commit lock while it writes (commits wait; searches do not). Close
+// stops the background work and flushes the log; it does not snapshot.
+//
+// # Failures
+//
+// Every filesystem call of the log and of snapshots goes through one
+// vfs.FS (the operating system's; WithFS gives tests an error-injecting
+// one, internal/vfs/errorfs). What the engine does when the disk fails:
+//
+//   - A failed write or fsync of the write-ahead log (a full disk, an I/O
+//     error) fails the Commits of its group and turns the engine
+//     read-only: Commit and Snapshot return ErrReadOnly wrapping the log's
+//     error from then on, until the engine is reopened (a sticky error:
+//     after a failed fsync the kernel may have dropped the pages it could
+//     not write, so nothing is acknowledged on top of a log that cannot
+//     be trusted, and the fsync is never retried as if it had succeeded).
+//     Searches keep working on the state as it is, which may include the
+//     failed group's batches. ReadOnly and DurabilityStats.ReadOnly say
+//     why; the HTTP server answers writes with 503 and /readyz reports
+//     not ready. After a reopen every acknowledged commit is present, and
+//     a failed one is present as a whole or absent, never in part.
+//   - A failed preallocation of the log (a full disk) is not an error:
+//     records are written without zeros ahead until the next segment.
+//   - A failed snapshot (a full disk during any of its files) removes
+//     what it wrote of the new generation and leaves the previous
+//     snapshots and the log intact; the engine stays writable, the error
+//     is in DurabilityStats.LastSnapshotError and the background snapshot
+//     is retried at its next trigger.
+//   - At Open, a snapshot whose manifest or a file it names fails its
+//     checksum (or is missing, or does not decode) is replaced by the
+//     previous generation (MANIFEST.prev) plus the log from that
+//     generation's position, and Recovery.FellBack names the file and
+//     what was wrong. If no generation is valid, Open fails with
+//     ErrCorrupt naming the file; it never opens empty over a directory
+//     that had a snapshot. A directory with neither manifest opens from
+//     the log alone (as a new or never-snapshotted one does), and a log
+//     that does not reach back to the position Open needs is ErrCorrupt.
 //
 // # Maintenance
 //

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
@@ -85,15 +86,22 @@ type Recovery struct {
 	DroppedOffset  int64  `json:"dropped_offset"`
 	DroppedSegment string `json:"dropped_segment,omitempty"`
 	DroppedReason  string `json:"dropped_reason,omitempty"`
+	// FellBack, when not empty, says that the newest snapshot failed
+	// verification (naming the file and what was wrong) and that Open
+	// loaded the previous generation instead and replayed the log from
+	// its position.
+	FellBack string `json:"fell_back,omitempty"`
 }
 
 // DurabilityStats describes the write-ahead log and background snapshots.
 type DurabilityStats struct {
 	// Recovery is what Open restored.
 	Recovery Recovery `json:"recovery"`
-	// LogBytes is the size of the log's records (what a snapshot would
-	// truncate; the disk also holds up to Durability.PreallocateBytes of
-	// zeros ahead of them); LogNext the position of the next record.
+	// LogBytes is the size of the log's segments: the records since the
+	// previous snapshot (the one before the newest: Open's fallback
+	// replays from there), in whole segments, without the up to
+	// Durability.PreallocateBytes of zeros ahead of them on disk; LogNext
+	// the position of the next record.
 	LogBytes int64  `json:"log_bytes"`
 	LogNext  uint64 `json:"log_next"`
 	// LogSyncs counts the log's fsyncs since Open; Commits the commits
@@ -109,6 +117,9 @@ type DurabilityStats struct {
 	// failed since the last success).
 	BackgroundSnapshots int    `json:"background_snapshots"`
 	LastSnapshotError   string `json:"last_snapshot_error,omitempty"`
+	// ReadOnly, when not empty, is why the engine refuses commits: the
+	// failed log write or fsync (Engine.ReadOnly); reopen to recover.
+	ReadOnly string `json:"read_only,omitempty"`
 }
 
 // Durability returns the log's and background snapshots' state. An
@@ -120,13 +131,16 @@ func (e *Engine) Durability() DurabilityStats {
 		st.LogBytes, st.LogSyncs, st.Commits, st.LogNext = ls.Bytes, ls.Syncs, ls.Records, e.log.Next()
 	}
 	st.BackgroundSnapshots, st.LastSnapshotError = e.bg.status()
+	if err := e.ReadOnly(); err != nil {
+		st.ReadOnly = err.Error()
+	}
 	return st
 }
 
 // openDir loads the newest snapshot in e.dir (or builds empty indexes),
 // opens the log and replays it, and starts background snapshots.
 func (e *Engine) openDir() error {
-	if err := atomicfile.MkdirAll(e.dir); err != nil {
+	if err := atomicfile.MkdirAll(e.fs, e.dir); err != nil {
 		return err
 	}
 	lock, err := dirlock.Acquire(e.dir)
@@ -137,7 +151,7 @@ func (e *Engine) openDir() error {
 		return err
 	}
 	e.lock = lock
-	loaded, err := e.load(e.dir)
+	loaded, err := e.loadNewest()
 	if err != nil {
 		return err
 	}
@@ -150,7 +164,7 @@ func (e *Engine) openDir() error {
 	}
 	e.recovery.SnapshotPosition = pos
 	e.snapPos.Store(max(pos, 1))
-	if e.log, err = wal.Open(filepath.Join(e.dir, walDir), e.cfg.Durability.walConfig(), max(pos, 1)); err != nil {
+	if e.log, err = wal.Open(e.fs, filepath.Join(e.dir, walDir), e.cfg.Durability.walConfig(), max(pos, 1)); err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	r := e.log.Recovery()
@@ -265,6 +279,10 @@ type background struct {
 	stopOnce sync.Once
 	wg       sync.WaitGroup
 	maxBytes int64
+	// base is the log's size right after the last snapshot truncated it:
+	// the log keeps the records since the previous snapshot, so what the
+	// size trigger measures is the growth since then.
+	base atomic.Int64
 
 	mu      sync.Mutex // guards taken and lastErr
 	taken   int
@@ -278,13 +296,18 @@ func (b *background) start(e *Engine) {
 	go b.run(e, e.cfg.Durability.SnapshotAge)
 }
 
-// afterCommit requests a snapshot when the log has grown past the limit.
+// afterCommit requests a snapshot when the log has grown past the limit
+// since the last snapshot.
 func (b *background) afterCommit(l *wal.Log) {
-	if b.maxBytes <= 0 || l.Stats().Bytes < b.maxBytes {
+	if b.maxBytes <= 0 || l.Stats().Bytes-b.base.Load() < b.maxBytes {
 		return
 	}
 	b.request()
 }
+
+// snapshotted records the log's size after a snapshot truncated it.
+// Called with commitMu held.
+func (b *background) snapshotted(l *wal.Log) { b.base.Store(l.Stats().Bytes) }
 
 // request asks for a snapshot soon (a no-op in memory).
 func (b *background) request() {

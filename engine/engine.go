@@ -15,6 +15,7 @@ import (
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/internal/dirlock"
+	"github.com/hybrank/hybrank/internal/vfs"
 	"github.com/hybrank/hybrank/internal/wal"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/postings"
@@ -67,6 +68,10 @@ type Engine struct {
 	// every write to lex, vec and log, and the publishing of cur.
 	commitMu sync.Mutex
 	broken   error
+	// readOnly is set once, by the first failed write or fsync of the
+	// log (ErrReadOnly wrapping it), and never cleared: Commit and
+	// Snapshot refuse from then on. Read without a lock.
+	readOnly atomic.Pointer[error]
 	lex      *postings.Index
 	vec      *dense.Index // nil without an embedder
 
@@ -79,8 +84,10 @@ type Engine struct {
 	leading bool
 	groups  atomic.Uint64 // groups applied (DurabilityStats.CommitGroups)
 
-	// log is the write-ahead log (nil in memory); bg runs background
-	// snapshots (see durable.go).
+	// fs is what the log and snapshots write through (vfs.OS unless
+	// WithFS); log is the write-ahead log (nil in memory); bg runs
+	// background snapshots (see durable.go).
+	fs       vfs.FS
 	log      *wal.Log
 	lock     *dirlock.Lock // on dir, held from Open to Close
 	bg       background
@@ -120,6 +127,10 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 		rerankers: o.rerankers,
 		counter:   o.counter,
 		costs:     newCostModel(cfg.Rerank.EWMAAlpha),
+		fs:        o.fs,
+	}
+	if e.fs == nil {
+		e.fs = vfs.OS
 	}
 	if e.counter == nil {
 		e.counter = wordCounter{}
@@ -217,6 +228,25 @@ func (e *Engine) initIndexes() error {
 		e.vec = v
 	}
 	return nil
+}
+
+// ReadOnly returns nil while the engine takes commits, and otherwise the
+// error Commit and Snapshot refuse with: ErrReadOnly wrapping the failed
+// log write or fsync that caused it. Safe for concurrent use; cheap (no
+// lock).
+func (e *Engine) ReadOnly() error {
+	if p := e.readOnly.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// turnReadOnly makes the engine read-only because of cause (the first
+// cause is kept) and returns ReadOnly's error.
+func (e *Engine) turnReadOnly(cause error) error {
+	err := fmt.Errorf("%w: %w", ErrReadOnly, cause)
+	e.readOnly.CompareAndSwap(nil, &err)
+	return e.ReadOnly()
 }
 
 // Config returns the effective configuration.
@@ -379,15 +409,23 @@ func (e *OpError) Unwrap() error { return e.Err }
 // applied. Commit returns once the log record is durable under
 // Config.Durability.Sync; concurrent Commits share fsyncs. Searches never
 // wait for a Commit and may see the batch before it is durable (as soon
-// as it is published). An error from the log's fsync means the batch is
-// applied but may not survive a crash; the log then refuses further
-// commits until the engine is reopened. ctx bounds the embedding.
+// as it is published). ctx bounds the embedding.
+//
+// A failed write or fsync of the log fails the Commits of its group and
+// turns the engine read-only (ErrReadOnly, wrapping the log's error):
+// every later Commit is refused with it until the engine is reopened,
+// while searches keep working. A Commit that returned such an error may or
+// may not be in the log: after a reopen its batch is present as a whole
+// or absent, never in part.
 func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if b == nil || len(b.ops) == 0 {
 		return nil
 	}
 	if e.closed.Load() {
 		return ErrClosed
+	}
+	if err := e.ReadOnly(); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	adds, dels, err := reduce(b)
 	if err != nil {
@@ -429,7 +467,10 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 		return nil
 	}
 	if err := e.log.Wait(p.ticket); err != nil {
-		return fmt.Errorf("commit: write-ahead log: %w", err)
+		if errors.Is(err, wal.ErrClosed) {
+			return ErrClosed
+		}
+		return fmt.Errorf("commit: %w", e.turnReadOnly(fmt.Errorf("write-ahead log sync: %w", err)))
 	}
 	e.bg.afterCommit(e.log)
 	return nil
@@ -593,22 +634,40 @@ func (e *Engine) commitGroup(group []*pendingCommit) {
 		fail(group, fmt.Errorf("commit: %w", e.broken))
 		return
 	}
+	if err := e.ReadOnly(); err != nil {
+		fail(group, fmt.Errorf("commit: %w", err))
+		return
+	}
 	logged := make([]*prepared, 0, len(group))
 	var applied []*pendingCommit
+	var logFailed error // the group's Commits all fail with it
 	for _, p := range group {
-		if e.log != nil {
+		if e.log != nil && logFailed == nil {
 			// Logged before it is applied: a batch the lexical index
 			// refuses is refused again, identically, when the log is
 			// replayed.
 			t, err := e.log.Write(p.payload)
-			if err != nil {
+			if errors.Is(err, wal.ErrTooLarge) {
 				p.err = fmt.Errorf("commit: write-ahead log: %w", err)
 				continue
 			}
+			if err != nil {
+				logFailed = fmt.Errorf("commit: %w", e.turnReadOnly(fmt.Errorf("write-ahead log write: %w", err)))
+			}
 			p.ticket = t
+		}
+		if logFailed != nil {
+			p.err = logFailed
+			continue
 		}
 		logged = append(logged, &p.prepared)
 		applied = append(applied, p)
+	}
+	if logFailed != nil {
+		// The records written before the failure are in the log and may
+		// reach the disk: apply them, as replay would, but acknowledge
+		// none of the group.
+		defer fail(applied, logFailed)
 	}
 	if len(logged) == 0 {
 		return

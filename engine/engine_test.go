@@ -424,7 +424,7 @@ func TestSnapshotReopen(t *testing.T) {
 	if err := e.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
-	// A second snapshot replaces the first generation.
+	// A second snapshot keeps the first generation as its fallback.
 	commit(t, e, engine.Document{ID: "late", Tenant: "t0", Text: "w1 w2 late"})
 	if err := e.Snapshot(); err != nil {
 		t.Fatal(err)
@@ -436,7 +436,7 @@ func TestSnapshotReopen(t *testing.T) {
 			gens = append(gens, ent.Name())
 		}
 	}
-	if !slices.Equal(gens, []string{"snap-000002"}) {
+	if !slices.Equal(gens, []string{"snap-000001", "snap-000002"}) {
 		t.Errorf("generations on disk %v", gens)
 	}
 	reqs := randomRequests(rand.New(rand.NewPCG(1, 2)), 200, 5)
@@ -480,12 +480,24 @@ func TestSnapshotReopen(t *testing.T) {
 		t.Fatalf("after crash leftovers: len %d", e3.Len())
 	}
 	e3.Close()
-	// A damaged document file is detected.
-	f := filepath.Join(dir, "snap-000002", "docs.gob")
-	raw, _ := os.ReadFile(f)
-	raw[len(raw)/2] ^= 0xff
-	os.WriteFile(f, raw, 0o644)
-	if _, err := engine.Open(dir, engine.DefaultConfig()); !errors.Is(err, engine.ErrCorrupt) {
+	// A damaged document file is detected: Open falls back to the
+	// previous generation and the log, and says so.
+	damage := func(gen string) {
+		f := filepath.Join(dir, gen, "docs.gob")
+		raw, _ := os.ReadFile(f)
+		raw[len(raw)/2] ^= 0xff
+		os.WriteFile(f, raw, 0o644)
+	}
+	damage("snap-000002")
+	e4 := open(t, dir, engine.WithEmbedder(emb))
+	if fb := e4.Durability().Recovery.FellBack; e4.Len() != len(docs)+1 || !strings.Contains(fb, "snap-000002") {
+		t.Fatalf("after damage to generation 2: len %d, fell back %q", e4.Len(), fb)
+	}
+	e4.Close()
+	// With the generation fallen back to damaged too, Open fails and
+	// names the file.
+	damage("snap-000001")
+	if _, err := engine.Open(dir, engine.DefaultConfig()); !errors.Is(err, engine.ErrCorrupt) || !strings.Contains(err.Error(), "snap-000001") {
 		t.Fatalf("open damaged: %v", err)
 	}
 }

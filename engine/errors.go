@@ -18,13 +18,26 @@ var (
 	// ErrNoDir is returned by Snapshot on an in-memory engine (Open with "").
 	ErrNoDir = errors.New("engine: in-memory engine has no directory")
 	// ErrCorrupt is returned by Open when the snapshot on disk cannot be
-	// read back (bad manifest, checksum mismatch, unknown format version).
+	// read back (bad manifest, checksum mismatch, unknown format version)
+	// and neither can the previous generation it keeps as a fallback, or
+	// when the write-ahead log cannot be replayed; the error names the
+	// file.
 	ErrCorrupt = errors.New("engine: corrupt snapshot")
 	// ErrBroken is returned by Commit and Snapshot after an earlier commit
 	// failed half-way through applying a validated batch (an index refused
 	// a write it had accepted in validation). Searches keep working on the
 	// state as it is; reopen from the last snapshot to recover.
 	ErrBroken = errors.New("engine: a previous commit failed while applying; reopen from snapshot")
+	// ErrReadOnly is returned by Commit and Snapshot once a write or
+	// fsync of the write-ahead log failed (a full disk, an I/O error):
+	// the log can no longer tell what reached the disk, so the engine
+	// acknowledges nothing more until it is reopened (a failed fsync is
+	// never retried as if it had succeeded: the kernel may have dropped
+	// the pages it could not write). The error wraps the log's. Searches
+	// keep working on the state as it is; Engine.ReadOnly reports the
+	// cause. Reopen (after freeing space or fixing the disk) to recover:
+	// Open replays the log, which holds every acknowledged commit.
+	ErrReadOnly = errors.New("engine: read-only after a failed write-ahead log write or fsync; reopen to recover")
 	// ErrLocked is returned by Open when another Engine, in this process
 	// or another, has the directory open; the error names the directory
 	// and, when known, the holder's process ID. The lock is released by

@@ -18,6 +18,7 @@ import (
 	"github.com/hybrank/hybrank/analysis"
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/internal/manifest"
+	"github.com/hybrank/hybrank/internal/wal"
 	"github.com/hybrank/hybrank/postings"
 )
 
@@ -62,13 +63,14 @@ const (
 // layout is the engine's directory: MANIFEST naming one generation
 // directory that holds lexical/, dense/ and docs.gob.
 var layout = manifest.Layout{
-	Format:     "hybrank-engine",
-	Version:    FormatVersion,
-	Kinds:      []string{snapKind},
-	LegacyName: "MANIFEST.json",
-	Legacy:     readLegacyManifest,
-	ErrCorrupt: ErrCorrupt,
-	ErrVersion: ErrCorrupt,
+	Format:       "hybrank-engine",
+	Version:      FormatVersion,
+	Kinds:        []string{snapKind},
+	LegacyName:   "MANIFEST.json",
+	Legacy:       readLegacyManifest,
+	KeepPrevious: true,
+	ErrCorrupt:   ErrCorrupt,
+	ErrVersion:   ErrCorrupt,
 }
 
 // persisted is the engine's root manifest; it is written last, so the
@@ -143,10 +145,17 @@ type storedRecord struct {
 // file, fsync, rename and a directory fsync (see internal/manifest). A
 // crash at any point leaves the previous snapshot or the new one readable
 // by Open; older generations are removed only after the new manifest is
-// durable. The manifest records the write-ahead log's position, and the log
-// segments the snapshot covers are deleted afterwards. Searches keep
-// running; Commits wait. The engine also snapshots by itself (see
-// DurabilityConfig).
+// durable. The manifest records the write-ahead log's position. The
+// previous generation is kept, with its manifest as MANIFEST.prev, as the
+// fallback Open uses when this one fails its checksums, so the log
+// segments deleted afterwards are those the previous snapshot covers.
+// Searches keep running; Commits wait. The engine also snapshots by itself
+// (see DurabilityConfig).
+//
+// A Snapshot that fails (a full disk) removes what it wrote of its
+// generation and leaves the previous snapshots and the log as they were;
+// the engine stays writable and the background snapshot is retried at its
+// next trigger. A read-only engine (ErrReadOnly) does not snapshot.
 func (e *Engine) Snapshot() (err error) {
 	if e.dir == "" {
 		return ErrNoDir
@@ -159,10 +168,20 @@ func (e *Engine) Snapshot() (err error) {
 	if e.broken != nil {
 		return fmt.Errorf("snapshot: %w", e.broken)
 	}
-	w, err := layout.Begin(e.dir)
+	if err := e.ReadOnly(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	w, err := layout.Begin(e.fs, e.dir)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			if aerr := w.Abort(); aerr != nil {
+				err = errors.Join(err, fmt.Errorf("snapshot: remove the partial generation %d: %w", w.Generation(), aerr))
+			}
+		}
+	}()
 	// commitMu is held: the indexes are at the published state.
 	st := e.cur.Load()
 	m := persisted{Config: e.cfg, DocCount: st.docs.n, HasDense: e.vec != nil}
@@ -174,11 +193,11 @@ func (e *Engine) Snapshot() (err error) {
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	if err := e.lex.Save(filepath.Join(snap, lexicalDir)); err != nil {
+	if err := e.lex.SaveFS(e.fs, filepath.Join(snap, lexicalDir)); err != nil {
 		return fmt.Errorf("snapshot: lexical: %w", err)
 	}
 	if e.vec != nil {
-		if err := e.vec.Save(filepath.Join(snap, denseDir)); err != nil {
+		if err := e.vec.SaveFS(e.fs, filepath.Join(snap, denseDir)); err != nil {
 			return fmt.Errorf("snapshot: dense: %w", err)
 		}
 	}
@@ -189,12 +208,20 @@ func (e *Engine) Snapshot() (err error) {
 	if err := w.Commit(&m); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
+	// The previous generation is now the one before this: keep the log
+	// from its position on (Open's fallback replays it from there).
+	prevPos := e.snapPos.Load()
 	e.snapGen.Store(m.Generation)
 	if e.log != nil {
 		e.snapPos.Store(m.LogPosition)
-		if err := e.log.TruncateBefore(m.LogPosition); err != nil {
-			return fmt.Errorf("snapshot: truncate write-ahead log: %w", err)
+		if err := e.log.TruncateBefore(prevPos); err != nil {
+			err = fmt.Errorf("truncate write-ahead log: %w", err)
+			if errors.Is(err, wal.ErrFailed) {
+				err = e.turnReadOnly(err)
+			}
+			return fmt.Errorf("snapshot: %w", err)
 		}
+		e.bg.snapshotted(e.log)
 	}
 	return nil
 }
@@ -209,17 +236,77 @@ func (s *store) write(w io.Writer) error {
 	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec, Num: r.num}) })
 }
 
-// load opens the snapshot in dir and sets snapPos to its log position; it
-// reports false when there is none.
-func (e *Engine) load(dir string) (bool, error) {
+// loadNewest opens the newest valid snapshot in e.dir and sets snapPos to
+// its log position; it reports false when there is none. When the current
+// generation fails verification (its manifest or a file it names fails
+// its checksum, is missing or does not decode), it falls back to the
+// previous one (MANIFEST.prev), makes that current again
+// (manifest.Restore) and says so in Recovery.FellBack; the log, kept from
+// the previous generation's position, brings it up to date. Without a
+// valid previous generation it fails, naming what was wrong with both:
+// never an empty engine over a directory that had a snapshot.
+func (e *Engine) loadNewest() (bool, error) {
+	cfg := e.cfg
 	var m persisted
-	err := layout.Read(dir, &m)
-	if errors.Is(err, manifest.ErrNoManifest) {
-		return false, nil
+	err := layout.Read(e.fs, e.dir, &m)
+	if err == nil {
+		if err = e.load(&m); err == nil {
+			return true, nil
+		}
 	}
-	if err != nil {
+	missing := errors.Is(err, manifest.ErrNoManifest)
+	if !missing && !corruptSnapshot(err) {
 		return false, err
 	}
+	// Back to what Open started from before trying the other generation.
+	if e.vec != nil {
+		e.vec.Close()
+	}
+	e.cfg, e.lex, e.vec, e.analyzer = cfg, nil, nil, nil
+	var prev persisted
+	perr := layout.ReadPrevious(e.fs, e.dir, &prev)
+	switch {
+	case missing && errors.Is(perr, manifest.ErrNoManifest):
+		return false, nil // no snapshot at all: the log holds everything
+	case missing && perr == nil:
+		err = fmt.Errorf("%w: %s is missing but %s exists", ErrCorrupt, manifest.Name, manifest.PreviousName)
+	case errors.Is(perr, manifest.ErrNoManifest):
+		return false, fmt.Errorf("%w (no previous generation to fall back to)", err)
+	}
+	if perr == nil {
+		perr = e.load(&prev)
+	}
+	if perr != nil {
+		return false, fmt.Errorf("%w; the previous generation cannot be used either: %w", err, perr)
+	}
+	if rerr := layout.Restore(e.fs, e.dir); rerr != nil {
+		return false, fmt.Errorf("%w; fall back to the previous generation %d: %w", err, prev.Generation, rerr)
+	}
+	e.recovery.FellBack = fmt.Sprintf("%v: opened the previous generation %d (%s) and replayed the log from record %d",
+		err, prev.Generation, manifest.PreviousName, prev.LogPosition)
+	return true, nil
+}
+
+// corruptSnapshot reports whether err says a snapshot's data cannot be
+// trusted (a checksum, size or decoding failure, a missing file), the
+// failures Open falls back from; not an I/O error, a newer format version
+// or a configuration mismatch.
+func corruptSnapshot(err error) bool {
+	if errors.Is(err, manifest.ErrVersion) {
+		return false
+	}
+	for _, target := range []error{ErrCorrupt, manifest.ErrCorrupt, postings.ErrCorrupt, dense.ErrCorrupt} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// load opens the snapshot m names in e.dir and sets snapPos to its log
+// position.
+func (e *Engine) load(m *persisted) error {
+	dir := e.dir
 	e.snapPos.Store(m.LogPosition)
 	e.snapGen.Store(m.Generation)
 	if m.snapDir == "" {
@@ -227,56 +314,56 @@ func (e *Engine) load(dir string) (bool, error) {
 	}
 	e.cfg.Analysis, e.cfg.Postings, e.cfg.Dense = m.Config.Analysis, m.Config.Postings, m.Config.Dense
 	if err := e.cfg.Validate(); err != nil {
-		return false, fmt.Errorf("%w: stored config: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: stored config: %w", ErrCorrupt, err)
 	}
 	a, err := analysis.New(e.cfg.Analysis)
 	if err != nil {
-		return false, fmt.Errorf("%w: stored analysis config: %w", ErrCorrupt, err)
+		return fmt.Errorf("%w: stored analysis config: %w", ErrCorrupt, err)
 	}
 	if a.Version() != e.cfg.Postings.AnalyzerVersion {
-		return false, fmt.Errorf("%w: analyzer version %q, index built with %q", ErrCorrupt, a.Version(), e.cfg.Postings.AnalyzerVersion)
+		return fmt.Errorf("%w: analyzer version %q, index built with %q", ErrCorrupt, a.Version(), e.cfg.Postings.AnalyzerVersion)
 	}
 	e.analyzer = a
 	snap := filepath.Join(dir, m.snapDir)
 	lex, err := postings.Open(filepath.Join(snap, lexicalDir), e.cfg.Postings)
 	if err != nil {
-		return false, fmt.Errorf("lexical: %w", err)
+		return fmt.Errorf("lexical: %w", err)
 	}
 	e.lex = lex
 	if m.HasDense {
 		v, err := dense.Open(filepath.Join(snap, denseDir))
 		if err != nil {
-			return false, fmt.Errorf("dense: %w", err)
+			return fmt.Errorf("dense: %w", err)
 		}
 		e.vec = v
 		e.cfg.Dense = v.Config()
 		if e.embedder != nil && e.embedder.Dim() != e.cfg.Dense.Dim {
 			v.Close()
-			return false, fmt.Errorf("%w: snapshot vectors have dim %d, embedder %d", ErrInvalidConfig, e.cfg.Dense.Dim, e.embedder.Dim())
+			return fmt.Errorf("%w: snapshot vectors have dim %d, embedder %d", ErrInvalidConfig, e.cfg.Dense.Dim, e.embedder.Dim())
 		}
 	} else if e.embedder != nil {
 		e.cfg.Dense.Dim = e.embedder.Dim()
 		v, err := dense.New(e.cfg.Dense)
 		if err != nil {
-			return false, fmt.Errorf("%w: dense: %w", ErrInvalidConfig, err)
+			return fmt.Errorf("%w: dense: %w", ErrInvalidConfig, err)
 		}
 		e.vec = v
 	}
-	if err := e.readDocs(dir, &m); err != nil {
+	if err := e.readDocs(dir, m); err != nil {
 		if e.vec != nil {
 			e.vec.Close()
 		}
-		return false, err
+		return err
 	}
 	if m.Version < docNumsVersion {
 		if err := e.migrate(m.Version); err != nil {
 			if e.vec != nil {
 				e.vec.Close()
 			}
-			return false, fmt.Errorf("%w: migrate version %d snapshot: %w", ErrCorrupt, m.Version, err)
+			return fmt.Errorf("%w: migrate version %d snapshot: %w", ErrCorrupt, m.Version, err)
 		}
 	}
-	return true, nil
+	return nil
 }
 
 // readDocs loads the document store of the snapshot m names in dir.
@@ -292,7 +379,7 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 			return fmt.Errorf("%w: documents: size or checksum mismatch", ErrCorrupt)
 		}
 	} else {
-		data, err := layout.ReadFiles(dir, &m.Header, snapKind)
+		data, err := layout.ReadFiles(e.fs, dir, &m.Header, snapKind)
 		if err != nil {
 			return fmt.Errorf("documents: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // CostTableFormat is the version of the CostTable file format; ReadCostTable
@@ -180,7 +181,7 @@ func WriteCostTable(path string, t *CostTable) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCostTable, err)
 	}
-	return atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
+	return atomicfile.WriteBytes(vfs.OS, filepath.Dir(path), filepath.Base(path), append(raw, '\n'))
 }
 
 // CostModel predicts the time of one runtime call from a CostTable and

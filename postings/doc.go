@@ -128,6 +128,10 @@
 //
 // # Snapshot format and crash safety
 //
+// SaveFS(fsys, dir) is Save through a vfs.FS (Save uses vfs.OS; fault
+// tests pass errorfs); a save that fails removes the files of its partial
+// generation and leaves the previous generation as it was.
+//
 // Save(dir) writes generation g as docs-g.bin (IDs, Refs, lengths, hashes,
 // deleted set) and postings-g.bin (per term: name, bound,
 // tf bytes, overflow, roaring bitmap), both with a magic and FormatVersion

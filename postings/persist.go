@@ -10,6 +10,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/hybrank/hybrank/internal/manifest"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // FormatVersion is the snapshot format written by Save. Open reads this
@@ -65,16 +66,25 @@ type persisted struct {
 // (naming the files with sizes and crc32c) replaces the old one the same
 // way; files of older generations and stray temporaries are removed last.
 // A crash at any point leaves either the previous or the new snapshot
-// readable by Open. Save holds the writer lock (Commit waits; Search does
-// not).
-func (ix *Index) Save(dir string) (err error) {
+// readable by Open; a failed Save removes what it wrote of its
+// generation. Save holds the writer lock (Commit waits; Search does not).
+func (ix *Index) Save(dir string) error { return ix.SaveFS(vfs.OS, dir) }
+
+// SaveFS is Save with every filesystem call made through fsys (the
+// engine's, which tests replace with an error-injecting one).
+func (ix *Index) SaveFS(fsys vfs.FS, dir string) (err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	s := ix.cur.Load()
-	w, err := layout.Begin(dir)
+	w, err := layout.Begin(fsys, dir)
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, w.Abort())
+		}
+	}()
 	m := persisted{
 		AnalyzerVersion: ix.cfg.AnalyzerVersion, Variant: ix.cfg.Variant,
 		K1: ix.cfg.K1, B: ix.cfg.B, Delta: ix.cfg.Delta, AvgDLBuild: s.avgdlBuild, Docs: s.numDocs,
@@ -105,7 +115,7 @@ func Open(dir string, cfg Config) (*Index, error) {
 	}
 	cfg = cfg.normalized()
 	var m persisted
-	if err := layout.Read(dir, &m); err != nil {
+	if err := layout.Read(vfs.OS, dir, &m); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	if m.AnalyzerVersion != cfg.AnalyzerVersion {
@@ -114,7 +124,7 @@ func Open(dir string, cfg Config) (*Index, error) {
 	if len(m.Files) != 2 {
 		return nil, fmt.Errorf("open %s: %w: manifest lists %d files", dir, ErrCorrupt, len(m.Files))
 	}
-	data, err := layout.ReadFiles(dir, &m.Header, docsKind, postsKind)
+	data, err := layout.ReadFiles(vfs.OS, dir, &m.Header, docsKind, postsKind)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}

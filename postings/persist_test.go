@@ -15,6 +15,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 
 	"github.com/hybrank/hybrank/internal/manifest"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 func buildRandom(t *testing.T, cfg Config, seed uint64) (*Index, *rand.Rand) {
@@ -260,7 +261,7 @@ func TestOpenVersion1(t *testing.T) {
 	// The rewritten files changed the checksums and sizes: fix them in the
 	// manifest.
 	var m persisted
-	if err := layout.Read(dir, &m); err != nil {
+	if err := layout.Read(vfs.OS, dir, &m); err != nil {
 		t.Fatal(err)
 	}
 	for i, f := range m.Files {

@@ -208,6 +208,14 @@ type DocumentStore interface {
 	Get(ctx context.Context, tenant, id string) (engine.Document, bool, error)
 }
 
+// WriteState is implemented by a DocumentStore that can turn read-only
+// (the engine after a failed write-ahead log write or fsync): ReadOnly
+// returns nil while it takes writes, else why not. It must be cheap and
+// safe for concurrent use; /readyz and /metrics report it.
+type WriteState interface {
+	ReadOnly() error
+}
+
 // IndexStats is implemented by an index that reports its state (size,
 // maintenance, write-ahead log and recovery): /metrics exports it.
 type IndexStats interface {

@@ -159,6 +159,25 @@ type Config struct {
 	// MaxConcurrentRequests caps inference and search requests in flight;
 	// more is refused with 429.
 	MaxConcurrentRequests int `json:"max_concurrent_requests"`
+	// MaxInflightBodyBytes caps the request bodies held at once, over
+	// every route with a body: a request reserves its Content-Length (or
+	// MaxBodyBytes when it sends none) before its body is read, and keeps
+	// it until it is answered, since what it decodes to lives as long. A
+	// request that would pass the cap is refused with 429 and
+	// Retry-After; one that finds nothing reserved is always admitted (up
+	// to MaxBodyBytes). Bodies are read before MaxConcurrentRequests
+	// admits a request, so without this cap N slow senders could hold N ×
+	// MaxBodyBytes and their decoded forms.
+	MaxInflightBodyBytes int64 `json:"max_inflight_body_bytes"`
+	// MemoryHighWater is the fraction of the Go memory limit (GOMEMLIMIT
+	// or debug.SetMemoryLimit) above which requests with a body are
+	// refused with 503 and Retry-After until the process is back under
+	// it: a process near its limit sheds work rather than grow past it
+	// (the limit is soft, and a container's OOM killer does not wait for
+	// the collector). Memory is the runtime's (mapped minus released, what
+	// the limit governs). 0 turns the check off; without a memory limit
+	// it never trips.
+	MemoryHighWater float64 `json:"memory_high_water"`
 	// RequestTimeout is the deadline of one request; running past it is
 	// answered with 504.
 	RequestTimeout Duration `json:"request_timeout"`
@@ -197,6 +216,8 @@ func DefaultConfig() Config {
 		MaxInputTokens:        512,
 		MaxPairTokens:         512,
 		MaxConcurrentRequests: 512,
+		MaxInflightBodyBytes:  256 << 20,
+		MemoryHighWater:       0.9,
 		RequestTimeout:        Duration(30 * time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
 		Rerank:                b,
@@ -283,6 +304,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrentRequests <= 0 {
 		errs = append(errs, errors.New("max_concurrent_requests must be > 0"))
+	}
+	if c.MaxInflightBodyBytes < c.MaxBodyBytes {
+		errs = append(errs, errors.New("max_inflight_body_bytes must be ≥ max_body_bytes"))
+	}
+	if !(c.MemoryHighWater >= 0 && c.MemoryHighWater < 1) {
+		errs = append(errs, errors.New("memory_high_water must be in [0, 1)"))
 	}
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("request_timeout and shutdown_timeout must be > 0"))

@@ -118,10 +118,13 @@
 // under another method (with an Allow header listing the path's methods),
 // 408 a body that did not arrive within request_timeout, 413 body over
 // max_body_bytes or too many documents/inputs (the message names the
-// limit), 429 queue full or too many requests in flight (with
-// Retry-After), 500 backend failure, 503 backend not configured or
-// shutting down, 504 the request ran past request_timeout. Idle keep-alive
-// connections close after two minutes.
+// limit), 429 queue full, too many requests in flight or request bodies
+// in flight over max_inflight_body_bytes (with Retry-After), 500 backend
+// failure, 503 backend not configured or shutting down, near the memory
+// limit (memory_high_water, with Retry-After) or, for writes, the index
+// read-only after a failed write-ahead log write or fsync (a restart is
+// needed, so no Retry-After), 504 the request ran past request_timeout.
+// Idle keep-alive connections close after two minutes.
 //
 // # Batching
 //

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/hybrank/hybrank/engine"
 )
 
 // Errors returned by the server's building blocks. statusOf turns them
@@ -64,6 +66,19 @@ func tooLarge(format string, a ...any) *apiError {
 	return &apiError{status: http.StatusRequestEntityTooLarge, typ: TypeTooLarge, msg: fmt.Sprintf(format, a...)}
 }
 
+// tooManyBodyBytes is the 429 of a request whose body would pass
+// MaxInflightBodyBytes.
+func tooManyBodyBytes(inFlight, limit int64) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, typ: TypeOverloaded, retryAfter: 1,
+		msg: fmt.Sprintf("server overloaded: %d bytes of request bodies in flight, max_inflight_body_bytes is %d; retry later", inFlight, limit)}
+}
+
+// nearMemoryLimit is the 503 of a request refused above MemoryHighWater.
+func nearMemoryLimit(used, limit int64, highWater float64) *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, retryAfter: 1,
+		msg: fmt.Sprintf("server is near its memory limit (%d MiB used of %d MiB, memory_high_water %.2f); retry later", used>>20, limit>>20, highWater)}
+}
+
 // errorBody is the JSON shape of every error response.
 type errorBody struct {
 	Error errorDetail `json:"error"`
@@ -79,7 +94,8 @@ type errorDetail struct {
 // order: an *apiError (decoders, limits, auth, unknown model) answers as it
 // says; context.DeadlineExceeded is 504 and context.Canceled 499 (the
 // client went away); then the documented error variables with the status
-// noted on each; anything else is a backend failure, 500.
+// noted on each, and engine.ErrReadOnly (503, no Retry-After: only a
+// restart recovers); anything else is a backend failure, 500.
 func statusOf(err error) *apiError {
 	var ae *apiError
 	switch {
@@ -99,6 +115,10 @@ func statusOf(err error) *apiError {
 		return &apiError{status: http.StatusForbidden, typ: TypeForbidden, msg: err.Error()}
 	case errors.Is(err, ErrInvalid):
 		return &apiError{status: http.StatusBadRequest, typ: TypeInvalidRequest, msg: err.Error()}
+	case errors.Is(err, engine.ErrReadOnly):
+		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable,
+			msg: "the index is read-only and acknowledges no more writes until the server is restarted " +
+				"(free disk space or fix the disk, then restart; searches keep working): " + err.Error()}
 	case errors.Is(err, ErrNotConfigured):
 		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: err.Error()}
 	default:

@@ -68,6 +68,11 @@ func serveEndpoint[Req any](s *Server, e endpoint[Req]) http.HandlerFunc {
 }
 
 func runEndpoint[Req any](s *Server, e endpoint[Req], w http.ResponseWriter, r *http.Request) (reply, time.Duration, error) {
+	release, err := s.admitBody(r)
+	if err != nil {
+		return reply{}, 0, err
+	}
+	defer release()
 	body, err := s.readBody(w, r)
 	if err != nil {
 		return reply{}, 0, err
@@ -784,13 +789,19 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReady answers 200 when every configured model is loaded and the
-// server is not draining, 503 otherwise, listing what is present.
+// handleReady answers 200 when every configured model is loaded, the
+// server is not draining and the document store takes writes (WriteState),
+// 503 otherwise, listing what is present and, when read-only, why.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	state := "ready"
+	var reason string
 	if s.draining.Load() {
 		status, state = http.StatusServiceUnavailable, "draining"
+	} else if ws, ok := s.b.Documents.(WriteState); ok {
+		if err := ws.ReadOnly(); err != nil {
+			status, state, reason = http.StatusServiceUnavailable, "read-only", err.Error()
+		}
 	}
 	loaded := []string{}
 	for _, m := range s.rerankers {
@@ -801,7 +812,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if len(loaded) == 0 && s.b.Embedder == nil && s.b.Searcher == nil && status == http.StatusOK {
 		status, state = http.StatusServiceUnavailable, "no models loaded"
 	}
-	writeJSON(w, status, map[string]any{
+	body := map[string]any{
 		"status":    state,
 		"reranker":  len(loaded) > 0,
 		"rerankers": loaded,
@@ -810,5 +821,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		"search":    s.b.Searcher != nil,
 		"documents": s.b.Documents != nil,
 		"provider":  s.cfg.Provider,
-	})
+	}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	writeJSON(w, status, body)
 }

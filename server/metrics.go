@@ -22,7 +22,9 @@ type metrics struct {
 	queue      *prometheus.GaugeVec     // kind, model
 	tokens     *prometheus.CounterVec   // kind, model
 	inflight   prometheus.Gauge
-	provider   *prometheus.GaugeVec // provider
+	bodyBytes  prometheus.Gauge       // request body bytes reserved (MaxInflightBodyBytes)
+	shed       *prometheus.CounterVec // reason: memory, body_bytes
+	provider   *prometheus.GaugeVec   // provider
 }
 
 func newMetrics(provider string) *metrics {
@@ -52,11 +54,17 @@ func newMetrics(provider string) *metrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hybrank_requests_in_flight", Help: "Inference and search requests being served.",
 		}),
+		bodyBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hybrank_request_body_bytes_in_flight", Help: "Request body bytes reserved by requests being read or served (max_inflight_body_bytes).",
+		}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hybrank_requests_shed_total", Help: "Requests refused before their body was read: near the memory limit (503) or over max_inflight_body_bytes (429).",
+		}, []string{"reason"}),
 		provider: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hybrank_provider", Help: "Execution provider in use (value 1).",
 		}, []string{"provider"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.batchItems, m.batchToks, m.queue, m.tokens, m.inflight, m.provider,
+	m.reg.MustRegister(m.requests, m.latency, m.batchItems, m.batchToks, m.queue, m.tokens, m.inflight, m.bodyBytes, m.shed, m.provider,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.provider.WithLabelValues(provider).Set(1)
 	return m
@@ -117,8 +125,9 @@ func (m *metrics) instrument(route string, h http.Handler) http.Handler {
 
 // indexCollector exports an index's Stats at every scrape.
 type indexCollector struct {
-	src   IndexStats
-	descs map[string]*prometheus.Desc
+	src      IndexStats
+	descs    map[string]*prometheus.Desc
+	readOnly *prometheus.Desc // reason
 }
 
 // indexMetrics are the hybrank_index_* series: name → help. Counters end
@@ -134,7 +143,7 @@ var indexMetrics = map[string]string{
 	"maintenance_compactions_total": "Dense compactions finished by background maintenance.",
 	"maintenance_steps_total":       "Bounded background maintenance steps run.",
 	"maintenance_failing":           "1 when the last maintenance task failed.",
-	"wal_bytes":                     "Bytes in the write-ahead log (truncated by the next snapshot).",
+	"wal_bytes":                     "Bytes in the write-ahead log (the commits since the previous snapshot).",
 	"wal_syncs_total":               "Write-ahead log fsyncs since open.",
 	"wal_commits_total":             "Commits logged since open (commits / syncs is the group commit factor).",
 	"snapshots_background_total":    "Snapshots the engine took by itself since open.",
@@ -142,10 +151,14 @@ var indexMetrics = map[string]string{
 	"snapshot_generation":           "Generation of the newest snapshot loaded or written.",
 	"recovery_replayed":             "Log records replayed at open.",
 	"recovery_dropped_bytes":        "Bytes of torn or corrupt log tail cut off at open.",
+	"recovery_fell_back":            "1 when open fell back to the previous snapshot generation because the newest failed its checksums.",
 }
 
 func newIndexCollector(src IndexStats) *indexCollector {
-	c := &indexCollector{src: src, descs: map[string]*prometheus.Desc{}}
+	c := &indexCollector{src: src, descs: map[string]*prometheus.Desc{},
+		readOnly: prometheus.NewDesc("hybrank_index_read_only",
+			"1 when the index refuses writes after a failed write-ahead log write or fsync (reason: the error; restart to recover), else 0.",
+			[]string{"reason"}, nil)}
 	for name, help := range indexMetrics {
 		c.descs[name] = prometheus.NewDesc("hybrank_index_"+name, help, nil, nil)
 	}
@@ -156,6 +169,7 @@ func (c *indexCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
+	ch <- c.readOnly
 }
 
 func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
@@ -166,6 +180,7 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
+	ch <- prometheus.MustNewConstMetric(c.readOnly, prometheus.GaugeValue, flag(st.Durability.ReadOnly), st.Durability.ReadOnly)
 	for name, v := range map[string]float64{
 		"documents":                     float64(st.Documents),
 		"tenants":                       float64(st.Tenants),
@@ -185,6 +200,7 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 		"snapshot_generation":           float64(st.SnapshotGeneration),
 		"recovery_replayed":             float64(st.Durability.Recovery.Replayed),
 		"recovery_dropped_bytes":        float64(st.Durability.Recovery.DroppedBytes),
+		"recovery_fell_back":            flag(st.Durability.Recovery.FellBack),
 	} {
 		kind := prometheus.GaugeValue
 		if strings.HasSuffix(name, "_total") {

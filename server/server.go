@@ -31,7 +31,13 @@ type Server struct {
 	lim     limits
 	keys    map[[32]byte]string // sha256(key) -> tenant
 	slots   chan struct{}       // MaxConcurrentRequests
-	handler http.Handler
+	// bodyBytes is the request body bytes reserved now
+	// (MaxInflightBodyBytes; see reserveBody).
+	bodyBytes atomic.Int64
+	// memUsed and memLimit read the runtime's memory and its limit
+	// (MemoryHighWater); tests replace them.
+	memUsed, memLimit func() int64
+	handler           http.Handler
 
 	// rerankers are the served rerankers, the default first
 	// (Config.Rerankers); rerankByName finds one by any of its names.
@@ -68,8 +74,9 @@ func New(cfg Config, b Services) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, b: b, log: slog.Default(), metrics: newMetrics(cfg.Provider), lim: cfg.limits(),
-		keys:  make(map[[32]byte]string, len(cfg.APIKeys)),
-		slots: make(chan struct{}, cfg.MaxConcurrentRequests),
+		keys:    make(map[[32]byte]string, len(cfg.APIKeys)),
+		slots:   make(chan struct{}, cfg.MaxConcurrentRequests),
+		memUsed: runtimeMemory, memLimit: memoryLimit,
 	}
 	if err := s.servedModels(); err != nil {
 		return nil, err

@@ -2,9 +2,12 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
+
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // TempSuffix ends the name of every temporary file: name.<random>.tmp, a
@@ -22,12 +25,12 @@ const bufSize = 1 << 20
 // On any error the temp file is removed; name is untouched unless only the
 // final directory fsync failed. Errors are returned unwrapped (os errors
 // carry the path; write's error is returned as is).
-func Write(dir, name string, write func(io.Writer) error) (n int64, err error) {
-	n, err = write0(dir, name, write, true)
+func Write(fsys vfs.FS, dir, name string, write func(io.Writer) error) (n int64, err error) {
+	n, err = write0(fsys, dir, name, write, true)
 	if err != nil {
 		return 0, err
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -35,24 +38,24 @@ func Write(dir, name string, write func(io.Writer) error) (n int64, err error) {
 
 // WriteNoSyncDir is Write without the final directory fsync, for callers
 // that replace several files and fsync the directory once afterwards with
-// SyncDir; until then the rename is not durable.
-func WriteNoSyncDir(dir, name string, write func(io.Writer) error) (n int64, err error) {
-	return write0(dir, name, write, true)
+// the FS's SyncDir; until then the rename is not durable.
+func WriteNoSyncDir(fsys vfs.FS, dir, name string, write func(io.Writer) error) (n int64, err error) {
+	return write0(fsys, dir, name, write, true)
 }
 
 // WriteBytes is Write for content already in memory (written unbuffered, in
 // one call).
-func WriteBytes(dir, name string, data []byte) error {
-	if _, err := write0(dir, name, bytesWriter(data), false); err != nil {
+func WriteBytes(fsys vfs.FS, dir, name string, data []byte) error {
+	if _, err := write0(fsys, dir, name, bytesWriter(data), false); err != nil {
 		return err
 	}
-	return SyncDir(dir)
+	return fsys.SyncDir(dir)
 }
 
 // WriteBytesNoSyncDir is WriteBytes without the final directory fsync (see
 // WriteNoSyncDir).
-func WriteBytesNoSyncDir(dir, name string, data []byte) error {
-	_, err := write0(dir, name, bytesWriter(data), false)
+func WriteBytesNoSyncDir(fsys vfs.FS, dir, name string, data []byte) error {
+	_, err := write0(fsys, dir, name, bytesWriter(data), false)
 	return err
 }
 
@@ -63,29 +66,15 @@ func bytesWriter(data []byte) func(io.Writer) error {
 	}
 }
 
-// SyncDir fsyncs the directory dir, making renames and creations in it
-// durable.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // MkdirAll is os.MkdirAll(dir, 0o755) made durable: each directory it
 // creates has its entry fsynced in its parent, so that files fsynced into
 // a new directory (a log's first segment) are not lost with the
 // directory's own entry on power failure.
-func MkdirAll(dir string) error {
+func MkdirAll(fsys vfs.FS, dir string) error {
 	dir = filepath.Clean(dir)
 	var created []string // deepest first
 	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
+		if _, err := fsys.Stat(d); !errors.Is(err, fs.ErrNotExist) {
 			break
 		}
 		created = append(created, d)
@@ -93,11 +82,11 @@ func MkdirAll(dir string) error {
 			break
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir); err != nil {
 		return err
 	}
 	for i := len(created) - 1; i >= 0; i-- {
-		if err := SyncDir(filepath.Dir(created[i])); err != nil {
+		if err := fsys.SyncDir(filepath.Dir(created[i])); err != nil {
 			return err
 		}
 	}
@@ -106,8 +95,8 @@ func MkdirAll(dir string) error {
 
 // write0 does everything but the directory fsync; buffered puts a bufSize
 // buffer between write and the file.
-func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int64, err error) {
-	f, err := os.CreateTemp(dir, name+".*"+TempSuffix)
+func write0(fsys vfs.FS, dir, name string, write func(io.Writer) error, buffered bool) (n int64, err error) {
+	f, err := fsys.CreateTemp(dir, name+".*"+TempSuffix)
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +107,7 @@ func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int
 			if !closed {
 				f.Close()
 			}
-			os.Remove(tmp)
+			fsys.Remove(tmp)
 		}
 	}()
 	if err = f.Chmod(0o644); err != nil { // CreateTemp makes it 0600
@@ -143,7 +132,7 @@ func write0(dir, name string, write func(io.Writer) error, buffered bool) (n int
 	if err = f.Close(); err != nil {
 		return 0, err
 	}
-	if err = os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err = fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return 0, err
 	}
 	return cw.n, nil

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 var errBoom = errors.New("boom")
@@ -89,7 +91,7 @@ func TestWrite(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			n, err := Write(dir, "f.bin", tc.write)
+			n, err := Write(vfs.OS, dir, "f.bin", tc.write)
 			if names := listDir(t, dir); len(names) > 1 || (len(names) == 1 && names[0] != "f.bin") {
 				t.Errorf("dir holds %v, want at most f.bin", names)
 			}
@@ -152,11 +154,11 @@ func TestWriteFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, name := tc.setup(t)
 			called := false
-			_, err := Write(dir, name, func(w io.Writer) error { called = true; _, err := w.Write([]byte("x")); return err })
+			_, err := Write(vfs.OS, dir, name, func(w io.Writer) error { called = true; _, err := w.Write([]byte("x")); return err })
 			if err == nil {
 				t.Fatal("Write succeeded, want error")
 			}
-			if err := WriteBytes(dir, name, []byte("x")); err == nil {
+			if err := WriteBytes(vfs.OS, dir, name, []byte("x")); err == nil {
 				t.Fatal("WriteBytes succeeded, want error")
 			}
 			if left, _ := filepath.Glob(filepath.Join(dir, name+".*"+TempSuffix)); len(left) != 0 {
@@ -175,14 +177,14 @@ func TestWriteFailures(t *testing.T) {
 
 func TestWriteBytesAndNoSyncDir(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteBytes(dir, "a", []byte("alpha")); err != nil {
+	if err := WriteBytes(vfs.OS, dir, "a", []byte("alpha")); err != nil {
 		t.Fatal(err)
 	}
-	n, err := WriteNoSyncDir(dir, "b", func(w io.Writer) error { _, err := io.WriteString(w, "beta!"); return err })
+	n, err := WriteNoSyncDir(vfs.OS, dir, "b", func(w io.Writer) error { _, err := io.WriteString(w, "beta!"); return err })
 	if err != nil || n != 5 {
 		t.Fatalf("WriteNoSyncDir = %d, %v; want 5, nil", n, err)
 	}
-	if err := SyncDir(dir); err != nil {
+	if err := vfs.OS.SyncDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a": "alpha", "b": "beta!"} {
@@ -197,8 +199,8 @@ func TestWriteBytesAndNoSyncDir(t *testing.T) {
 }
 
 func TestSyncDirMissing(t *testing.T) {
-	if err := SyncDir(filepath.Join(t.TempDir(), "gone")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("SyncDir(missing) = %v, want fs.ErrNotExist", err)
+	if err := vfs.OS.SyncDir(filepath.Join(t.TempDir(), "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("vfs.OS.SyncDir(missing) = %v, want fs.ErrNotExist", err)
 	}
 }
 
@@ -208,7 +210,7 @@ func BenchmarkWriteBytes(b *testing.B) {
 	data := bytes.Repeat([]byte{7}, 64<<10)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if err := WriteBytes(dir, "f", data); err != nil {
+		if err := WriteBytes(vfs.OS, dir, "f", data); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -219,14 +221,14 @@ func BenchmarkWriteBytes(b *testing.B) {
 func TestConcurrentWritersOfOneName(t *testing.T) {
 	dir := t.TempDir()
 	versions := [][]byte{bytes.Repeat([]byte("a"), 64<<10), bytes.Repeat([]byte("b"), 32<<10)}
-	if err := WriteBytes(dir, "f", versions[0]); err != nil {
+	if err := WriteBytes(vfs.OS, dir, "f", versions[0]); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, len(versions))
 	for _, v := range versions {
 		go func() {
 			for range 100 {
-				if err := WriteBytesNoSyncDir(dir, "f", v); err != nil {
+				if err := WriteBytesNoSyncDir(vfs.OS, dir, "f", v); err != nil {
 					done <- err
 					return
 				}
@@ -262,20 +264,20 @@ func TestConcurrentWritersOfOneName(t *testing.T) {
 func TestMkdirAll(t *testing.T) {
 	root := t.TempDir()
 	deep := filepath.Join(root, "a", "b", "c")
-	if err := MkdirAll(deep); err != nil {
+	if err := MkdirAll(vfs.OS, deep); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := os.Stat(deep); err != nil || !st.IsDir() {
 		t.Fatalf("not created: %v", err)
 	}
-	if err := MkdirAll(deep); err != nil {
+	if err := MkdirAll(vfs.OS, deep); err != nil {
 		t.Fatalf("existing directory: %v", err)
 	}
 	file := filepath.Join(root, "f")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := MkdirAll(filepath.Join(file, "sub")); err == nil {
+	if err := MkdirAll(vfs.OS, filepath.Join(file, "sub")); err == nil {
 		t.Fatal("a directory under a file was created")
 	}
 }

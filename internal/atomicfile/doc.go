@@ -6,6 +6,8 @@
 // name+"."+random+TempSuffix) may remain and callers are expected to
 // remove stray TempSuffix files when they clean up a directory. MkdirAll
 // creates directories durably (each new entry fsynced in its parent).
+// Every call goes through the vfs.FS passed in (vfs.OS in production,
+// errorfs in fault tests).
 //
 // Concurrency: the functions are safe for concurrent use, also on one
 // name: each write has its own temporary file, and the last rename wins.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hybrank/hybrank/internal/vfs"
 	"github.com/hybrank/hybrank/internal/wal"
 )
 
@@ -66,7 +67,7 @@ func damageAndOpen(t *testing.T, cfg wal.Config, d Damage, sparse bool, rng *ran
 		if after := size(t, seg); (d == Cut) != (after < before) {
 			t.Fatalf("%s: segment %d bytes before, %d after", d, before, after)
 		}
-		l, err := wal.Open(dir, cfg, 1)
+		l, err := wal.Open(vfs.OS, dir, cfg, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func damageAndOpen(t *testing.T, cfg wal.Config, d Damage, sparse bool, rng *ran
 func crashedLog(t *testing.T, cfg wal.Config, n int, sparse bool) string {
 	t.Helper()
 	src := t.TempDir()
-	l, err := wal.Open(src, cfg, 1)
+	l, err := wal.Open(vfs.OS, src, cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,18 +27,37 @@
 // way followed by a directory fsync — the commit point — and only then
 // removes other generations' entries, *.tmp files and a legacy manifest
 // (Layout.Cleanup). A crash at any point leaves the previous generation or
-// the new one readable.
+// the new one readable. A Writer whose write or Commit failed (a full disk)
+// removes what it wrote of its generation with Writer.Abort, unless the
+// manifest on disk already names it (only the last directory fsync
+// failed).
+//
+// # Keeping the previous generation
+//
+// A Layout with KeepPrevious (the engine's) keeps one more generation as a
+// fallback: Commit first copies the current manifest, when it verifies, to
+// MANIFEST.prev (PreviousName; atomically), and Cleanup then keeps the
+// generation each of the two names. A reader whose current generation
+// fails verification reads the previous one with ReadPrevious and makes it
+// current again with Restore, so that the next Commit keeps the
+// generation that was read, not the damaged one. A damaged or missing
+// current manifest leaves MANIFEST.prev as it is.
 //
 // # Reading
 //
 // Layout.Read verifies the checksum line, the format name, the version
 // (1..Layout.Version; newer is ErrVersion) and that every file name stays
 // inside the directory; Layout.ReadFile / ReadFiles verify size and crc32c
-// of the named files. A manifest of an older layout (Layout.LegacyName, or
+// of the named files; a mismatch names the file. A manifest of an older layout (Layout.LegacyName, or
 // one with no checksum line) is handed to Layout.Legacy, which converts it;
 // without that hook it is ErrCorrupt. Errors wrap ErrNoManifest (with
 // fs.ErrNotExist), ErrCorrupt or ErrVersion, and also the owning package's
 // sentinels set in the Layout.
+//
+// # Filesystem
+//
+// Every call takes the vfs.FS it works through (vfs.OS in production;
+// tests inject faults with internal/vfs/errorfs).
 //
 // # Concurrency
 //

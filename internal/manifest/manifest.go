@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -16,10 +15,15 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // Name is the file name of a manifest inside its snapshot directory.
 const Name = "MANIFEST"
+
+// PreviousName is the file name of the previous generation's manifest,
+// kept by a Layout with KeepPrevious (see Writer.Commit).
+const PreviousName = "MANIFEST.prev"
 
 // checksumPrefix starts the line after the JSON body that carries the
 // body's crc32c in hex.
@@ -108,6 +112,11 @@ type Layout struct {
 	// m's Header; Read then validates it like any other. Without it such
 	// a manifest is corrupt.
 	Legacy func(raw []byte, m Manifest) error
+	// KeepPrevious makes Commit keep the generation the current manifest
+	// names, and a copy of that manifest as PreviousName, beside the new
+	// one: a reader whose current generation fails its checksums can
+	// fall back to it (ReadPrevious, Restore).
+	KeepPrevious bool
 	// ErrNoManifest, ErrCorrupt and ErrVersion, when set, are added to the
 	// chain of the corresponding errors of this package, so callers test
 	// the owning package's sentinels with errors.Is.
@@ -158,13 +167,21 @@ func ParseName(name string) (kind string, gen uint64, tmp bool, ok bool) {
 // generation entry of l's kinds in dir (temporaries included), so a new
 // generation never overwrites a file that a manifest, or a crashed attempt,
 // points to. It is 1 for a missing or empty directory.
-func (l *Layout) NextGeneration(dir string) uint64 {
+func (l *Layout) NextGeneration(fsys vfs.FS, dir string) uint64 {
+	g, _ := l.nextGeneration(fsys, dir)
+	return g
+}
+
+// nextGeneration is NextGeneration, with the error of listing dir (a
+// missing dir is none): without the listing, a crashed attempt's entries
+// could be written over.
+func (l *Layout) nextGeneration(fsys vfs.FS, dir string) (uint64, error) {
 	var top uint64
-	for _, name := range []string{Name, l.LegacyName} {
+	for _, name := range []string{Name, PreviousName, l.LegacyName} {
 		if name == "" {
 			continue
 		}
-		if raw, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+		if raw, err := fsys.ReadFile(filepath.Join(dir, name)); err == nil {
 			if i := bytes.LastIndex(raw, []byte(checksumPrefix)); i >= 0 {
 				raw = raw[:i]
 			}
@@ -177,13 +194,16 @@ func (l *Layout) NextGeneration(dir string) uint64 {
 			}
 		}
 	}
-	entries, _ := os.ReadDir(dir)
+	entries, err := fsys.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
 	for _, e := range entries {
 		if k, g, _, ok := ParseName(e.Name()); ok && slices.Contains(l.Kinds, k) {
 			top = max(top, g)
 		}
 	}
-	return top + 1
+	return top + 1, err
 }
 
 // Seal appends the checksum line to a manifest's JSON body: the bytes a
@@ -223,12 +243,12 @@ func splitChecksum(raw []byte) (body []byte, legacy bool, err error) {
 // version in 1..l.Version, generation ≥ 1 and file names inside dir. A
 // manifest of an older layout (LegacyName, or no checksum line) goes
 // through l.Legacy. Errors wrap ErrNoManifest (with fs.ErrNotExist),
-// ErrCorrupt or ErrVersion.
-func (l *Layout) Read(dir string, m Manifest) error {
-	raw, err := os.ReadFile(filepath.Join(dir, Name))
+// ErrCorrupt or ErrVersion; a corrupt manifest's error names its file.
+func (l *Layout) Read(fsys vfs.FS, dir string, m Manifest) error {
+	raw, err := fsys.ReadFile(filepath.Join(dir, Name))
 	legacy := false
 	if errors.Is(err, fs.ErrNotExist) && l.LegacyName != "" {
-		if raw, err = os.ReadFile(filepath.Join(dir, l.LegacyName)); err == nil {
+		if raw, err = fsys.ReadFile(filepath.Join(dir, l.LegacyName)); err == nil {
 			legacy = true
 		}
 	}
@@ -238,37 +258,81 @@ func (l *Layout) Read(dir string, m Manifest) error {
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
 	}
+	name := Name
+	if legacy {
+		name = l.LegacyName
+	}
+	return l.decode(filepath.Join(dir, name), raw, legacy, m)
+}
+
+// ReadPrevious reads and validates, as Read does, the previous generation's
+// manifest (PreviousName) that a Layout with KeepPrevious keeps. Errors
+// wrap ErrNoManifest when there is none.
+func (l *Layout) ReadPrevious(fsys vfs.FS, dir string, m Manifest) error {
+	p := filepath.Join(dir, PreviousName)
+	raw, err := fsys.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return l.wrap(ErrNoManifest, l.ErrNoManifest, fmt.Errorf("%s: %w", p, err))
+	}
+	if err != nil {
+		return fmt.Errorf("read previous manifest: %w", err)
+	}
+	return l.decode(p, raw, false, m)
+}
+
+// Restore makes the previous generation current again: it replaces
+// MANIFEST with PreviousName's content (atomically, directory fsynced),
+// after the current generation failed verification, so that the next
+// Commit keeps the generation that was read, not the damaged one, as its
+// previous. The previous manifest must verify.
+func (l *Layout) Restore(fsys vfs.FS, dir string) error {
+	raw, err := fsys.ReadFile(filepath.Join(dir, PreviousName))
+	if err != nil {
+		return fmt.Errorf("restore previous manifest: %w", err)
+	}
+	if _, legacy, err := splitChecksum(raw); err != nil || legacy {
+		return l.corrupt("restore %s: checksum line missing or wrong", PreviousName)
+	}
+	if err := atomicfile.WriteBytes(fsys, dir, Name, raw); err != nil {
+		return fmt.Errorf("restore previous manifest: %w", err)
+	}
+	return nil
+}
+
+// decode verifies and decodes the manifest raw read from path into m.
+func (l *Layout) decode(path string, raw []byte, legacy bool, m Manifest) error {
 	body := raw
+	var err error
 	if !legacy {
 		if body, legacy, err = splitChecksum(raw); err != nil {
-			return l.corrupt("manifest: %w", err)
+			return l.corrupt("manifest %s: %w", path, err)
 		}
 	}
 	h := m.ManifestHeader()
 	switch {
 	case legacy && l.Legacy == nil:
-		return l.corrupt("manifest has no checksum line")
+		return l.corrupt("manifest %s has no checksum line", path)
 	case legacy:
 		if err := l.Legacy(raw, m); err != nil {
-			return l.corrupt("manifest of an older layout: %w", err)
+			return l.corrupt("manifest %s of an older layout: %w", path, err)
 		}
 	default:
 		if err := json.Unmarshal(body, m); err != nil {
-			return l.corrupt("manifest does not decode: %w", err)
+			return l.corrupt("manifest %s does not decode: %w", path, err)
 		}
 		if h.Format != l.Format {
-			return l.corrupt("manifest format %q, want %q", h.Format, l.Format)
+			return l.corrupt("manifest %s format %q, want %q", path, h.Format, l.Format)
 		}
 	}
 	if h.Version > l.Version {
 		return l.wrap(ErrVersion, l.ErrVersion, fmt.Errorf("snapshot version %d, this build reads up to %d", h.Version, l.Version))
 	}
 	if h.Version < 1 || h.Generation < 1 {
-		return l.corrupt("bad version %d or generation %d", h.Version, h.Generation)
+		return l.corrupt("manifest %s: bad version %d or generation %d", path, h.Version, h.Generation)
 	}
 	for _, f := range h.Files {
 		if !localName(f.Name) || f.Size < 0 {
-			return l.corrupt("manifest names file %q", f.Name)
+			return l.corrupt("manifest %s names file %q", path, f.Name)
 		}
 	}
 	return nil
@@ -281,37 +345,38 @@ func localName(name string) bool {
 }
 
 // ReadFile reads the file f of the snapshot in dir and verifies its size and
-// checksum against the manifest's record.
-func (l *Layout) ReadFile(dir string, f File) ([]byte, error) {
+// checksum against the manifest's record; a mismatch names the file.
+func (l *Layout) ReadFile(fsys vfs.FS, dir string, f File) ([]byte, error) {
 	if !localName(f.Name) {
 		return nil, l.corrupt("bad file name %q", f.Name)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f.Name)))
+	p := filepath.Join(dir, filepath.FromSlash(f.Name))
+	b, err := fsys.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, l.corrupt("%s missing", f.Name)
+		return nil, l.corrupt("%s missing", p)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) != f.Size {
-		return nil, l.corrupt("%s is %d bytes, manifest says %d", f.Name, len(b), f.Size)
+		return nil, l.corrupt("%s is %d bytes, manifest says %d", p, len(b), f.Size)
 	}
 	if c := crc32.Checksum(b, castagnoli); c != f.CRC32C {
-		return nil, l.corrupt("%s checksum %08x, manifest says %08x", f.Name, c, f.CRC32C)
+		return nil, l.corrupt("%s checksum %08x, manifest says %08x", p, c, f.CRC32C)
 	}
 	return b, nil
 }
 
 // ReadFiles reads, with ReadFile, the file of each kind (Header.Find) in the
 // generation h names, in the order of kinds.
-func (l *Layout) ReadFiles(dir string, h *Header, kinds ...string) ([][]byte, error) {
+func (l *Layout) ReadFiles(fsys vfs.FS, dir string, h *Header, kinds ...string) ([][]byte, error) {
 	out := make([][]byte, len(kinds))
 	for i, kind := range kinds {
 		f, ok := h.Find(kind)
 		if !ok {
 			return nil, l.corrupt("manifest names no %s file of generation %d", kind, h.Generation)
 		}
-		b, err := l.ReadFile(dir, f)
+		b, err := l.ReadFile(fsys, dir, f)
 		if err != nil {
 			return nil, err
 		}
@@ -327,18 +392,27 @@ func (l *Layout) ReadFiles(dir string, h *Header, kinds ...string) ([][]byte, er
 // Writer is not safe for concurrent use.
 type Writer struct {
 	l     *Layout
+	fs    vfs.FS
 	dir   string
 	gen   uint64
 	files []File
 	dirs  []string // subdirectories to fsync before the manifest
+	// committed is set once Commit wrote the manifest.
+	committed bool
 }
 
-// Begin creates dir if needed and starts generation l.NextGeneration(dir).
-func (l *Layout) Begin(dir string) (*Writer, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// Begin creates dir if needed (durably, atomicfile.MkdirAll) and starts
+// generation l.NextGeneration(dir); it fails if dir cannot be listed. Every filesystem call of the Writer
+// goes through fsys.
+func (l *Layout) Begin(fsys vfs.FS, dir string) (*Writer, error) {
+	if err := atomicfile.MkdirAll(fsys, dir); err != nil {
 		return nil, err
 	}
-	return &Writer{l: l, dir: dir, gen: l.NextGeneration(dir)}, nil
+	gen, err := l.nextGeneration(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("number the next generation: %w", err)
+	}
+	return &Writer{l: l, fs: fsys, dir: dir, gen: gen}, nil
 }
 
 // Generation is the generation being written.
@@ -353,7 +427,7 @@ func (w *Writer) Name(kind, ext string) string { return GenName(kind, w.gen, ext
 func (w *Writer) Mkdir(kind string) (string, error) {
 	name := w.Name(kind, "")
 	p := filepath.Join(w.dir, name)
-	if err := os.MkdirAll(p, 0o755); err != nil {
+	if err := w.fs.MkdirAll(p); err != nil {
 		return "", err
 	}
 	w.dirs = append(w.dirs, p)
@@ -370,7 +444,7 @@ func (w *Writer) WriteFile(name string, write func(io.Writer) error) (File, erro
 	}
 	h := crc32.New(castagnoli)
 	parent, base := path.Split(name)
-	n, err := atomicfile.WriteNoSyncDir(filepath.Join(w.dir, filepath.FromSlash(parent)), base,
+	n, err := atomicfile.WriteNoSyncDir(w.fs, filepath.Join(w.dir, filepath.FromSlash(parent)), base,
 		func(out io.Writer) error { return write(io.MultiWriter(out, h)) })
 	if err != nil {
 		return File{}, err
@@ -390,13 +464,17 @@ func (w *Writer) WriteBytes(name string, data []byte) (File, error) {
 
 // Commit makes the generation current: it fsyncs the directories written
 // to, fills m's Header (format, version, generation, the files written),
-// writes the manifest atomically (atomicfile: temp, fsync, rename,
-// directory fsync) and then removes what the new manifest does not need
-// (Cleanup). A crash before the manifest's rename leaves the previous
-// generation current.
+// with KeepPrevious copies the current manifest, when it verifies, to
+// PreviousName (atomicfile), writes the manifest atomically (atomicfile:
+// temp, fsync, rename, directory fsync) and then removes what neither the
+// new manifest nor, with KeepPrevious, the previous one needs (Cleanup).
+// A crash before the manifest's rename leaves the previous generation
+// current. On an error the generation is not current (unless only the
+// manifest's final directory fsync failed: then it may be) and Abort
+// removes its entries.
 func (w *Writer) Commit(m Manifest) error {
 	for _, d := range append(slices.Clone(w.dirs), w.dir) {
-		if err := atomicfile.SyncDir(d); err != nil {
+		if err := w.fs.SyncDir(d); err != nil {
 			return fmt.Errorf("sync %s: %w", d, err)
 		}
 	}
@@ -406,27 +484,107 @@ func (w *Writer) Commit(m Manifest) error {
 	if err != nil {
 		return fmt.Errorf("encode manifest: %w", err)
 	}
-	if err := atomicfile.WriteBytes(w.dir, Name, Seal(body)); err != nil {
+	keep := []uint64{w.gen}
+	if w.l.KeepPrevious {
+		prev, err := w.keepPrevious()
+		if err != nil {
+			return err
+		}
+		if prev > 0 {
+			keep = append(keep, prev)
+		}
+	}
+	if err := atomicfile.WriteBytes(w.fs, w.dir, Name, Seal(body)); err != nil {
 		return fmt.Errorf("write manifest: %w", err)
 	}
-	w.l.Cleanup(w.dir, w.gen)
+	w.committed = true
+	w.l.Cleanup(w.fs, w.dir, keep...)
 	return nil
 }
 
-// Cleanup removes, best effort, what the manifest of generation keep does
-// not need: generation entries of l's kinds of other generations (files or
-// whole directories), temporaries (*.tmp, of any name) and the legacy
-// manifest. Call it only once keep's manifest is durable.
-func (l *Layout) Cleanup(dir string, keep uint64) {
-	entries, _ := os.ReadDir(dir)
+// keepPrevious copies the current manifest to PreviousName when it
+// verifies and returns the generation PreviousName names then (0: none).
+// A current manifest that is missing or damaged leaves PreviousName as it
+// is: it still names the last generation known good.
+func (w *Writer) keepPrevious() (uint64, error) {
+	gen := func(raw []byte) uint64 {
+		body, legacy, err := splitChecksum(raw)
+		if err != nil || legacy {
+			return 0
+		}
+		var h struct {
+			Generation uint64 `json:"generation"`
+		}
+		if json.Unmarshal(body, &h) != nil {
+			return 0
+		}
+		return h.Generation
+	}
+	raw, err := w.fs.ReadFile(filepath.Join(w.dir, Name))
+	if err == nil {
+		if g := gen(raw); g > 0 {
+			if err := atomicfile.WriteBytes(w.fs, w.dir, PreviousName, raw); err != nil {
+				return 0, fmt.Errorf("keep previous manifest: %w", err)
+			}
+			return g, nil
+		}
+	}
+	if raw, err := w.fs.ReadFile(filepath.Join(w.dir, PreviousName)); err == nil {
+		return gen(raw), nil
+	}
+	return 0, nil
+}
+
+// Abort removes, best effort, what the Writer wrote for its generation
+// (files, directories, temporaries), after a failed write or Commit, so
+// that a full disk gets its space back at once rather than at the next
+// Commit. It does nothing once Commit succeeded, nor when the manifest
+// on disk names the Writer's generation (a Commit whose last directory
+// fsync failed after the rename). It returns the first removal error.
+func (w *Writer) Abort() error {
+	if w.committed {
+		return nil
+	}
+	if raw, err := w.fs.ReadFile(filepath.Join(w.dir, Name)); err == nil {
+		if body, _, err := splitChecksum(raw); err == nil {
+			var h struct {
+				Generation uint64 `json:"generation"`
+			}
+			if json.Unmarshal(body, &h) == nil && h.Generation == w.gen {
+				return nil
+			}
+		}
+	}
+	entries, err := w.fs.ReadDir(w.dir)
+	if err != nil {
+		return fmt.Errorf("abort generation %d: %w", w.gen, err)
+	}
+	var first error
+	for _, e := range entries {
+		k, g, _, ok := ParseName(e.Name())
+		if ok && g == w.gen && slices.Contains(w.l.Kinds, k) {
+			if err := w.fs.RemoveAll(filepath.Join(w.dir, e.Name())); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+// Cleanup removes, best effort, what the manifests of the generations in
+// keep do not need: generation entries of l's kinds of other generations
+// (files or whole directories), temporaries (*.tmp, of any name) and the
+// legacy manifest. Call it only once keep's manifests are durable.
+func (l *Layout) Cleanup(fsys vfs.FS, dir string, keep ...uint64) {
+	entries, _ := fsys.ReadDir(dir)
 	for _, e := range entries {
 		n := e.Name()
 		k, g, tmp, ok := ParseName(n)
 		stale := strings.HasSuffix(n, atomicfile.TempSuffix) ||
-			(ok && slices.Contains(l.Kinds, k) && (g != keep || tmp)) ||
+			(ok && slices.Contains(l.Kinds, k) && (!slices.Contains(keep, g) || tmp)) ||
 			(l.LegacyName != "" && n == l.LegacyName)
 		if stale {
-			os.RemoveAll(filepath.Join(dir, n))
+			fsys.RemoveAll(filepath.Join(dir, n))
 		}
 	}
 }

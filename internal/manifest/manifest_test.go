@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/internal/manifest"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 var (
@@ -36,7 +37,7 @@ func testLayout() *manifest.Layout {
 // writeGen writes one generation: data-N.bin holding content, and dir-N/x.bin.
 func writeGen(t *testing.T, l *manifest.Layout, dir, content, note string) uint64 {
 	t.Helper()
-	w, err := l.Begin(dir)
+	w, err := l.Begin(vfs.OS, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +88,13 @@ func TestRoundTripAndCleanup(t *testing.T) {
 		t.Fatalf("dir holds %v, want %v", got, want)
 	}
 	var m testManifest
-	if err := l.Read(dir, &m); err != nil {
+	if err := l.Read(vfs.OS, dir, &m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Format != "test-format" || m.Version != 2 || m.Generation != 3 || m.Note != "second" || len(m.Files) != 2 {
 		t.Fatalf("manifest %+v", m)
 	}
-	data, err := l.ReadFiles(dir, &m.Header, "dir", "data")
+	data, err := l.ReadFiles(vfs.OS, dir, &m.Header, "dir", "data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,18 +106,18 @@ func TestRoundTripAndCleanup(t *testing.T) {
 func TestNextGeneration(t *testing.T) {
 	l := testLayout()
 	dir := t.TempDir()
-	if g := l.NextGeneration(filepath.Join(dir, "missing")); g != 1 {
+	if g := l.NextGeneration(vfs.OS, filepath.Join(dir, "missing")); g != 1 {
 		t.Fatalf("missing dir: %d", g)
 	}
 	for _, n := range []string{"data-000004.bin", "dir-12", "other-000099.bin", "data-x.bin", "data-0000000007.bin.tmp"} {
 		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
 	}
-	if g := l.NextGeneration(dir); g != 13 {
+	if g := l.NextGeneration(vfs.OS, dir); g != 13 {
 		t.Fatalf("next %d, want 13 (dir-12; other kinds and bad names ignored)", g)
 	}
 	// A manifest naming a higher generation than any file counts too.
 	os.WriteFile(filepath.Join(dir, manifest.Name), manifest.Seal([]byte(`{"generation":40}`)), 0o644)
-	if g := l.NextGeneration(dir); g != 41 {
+	if g := l.NextGeneration(vfs.OS, dir); g != 41 {
 		t.Fatalf("next %d, want 41", g)
 	}
 }
@@ -231,7 +232,7 @@ func TestReadErrors(t *testing.T) {
 			writeGen(t, l, dir, "content", "n")
 			tc.damage(t, dir)
 			var m testManifest
-			err := l.Read(dir, &m)
+			err := l.Read(vfs.OS, dir, &m)
 			for _, want := range tc.want {
 				if !errors.Is(err, want) {
 					t.Fatalf("Read = %v, want %v in the chain", err, want)
@@ -259,10 +260,10 @@ func TestReadFileErrors(t *testing.T) {
 			writeGen(t, l, dir, "content", "n")
 			tc.damage(t, dir)
 			var m testManifest
-			if err := l.Read(dir, &m); err != nil {
+			if err := l.Read(vfs.OS, dir, &m); err != nil {
 				t.Fatal(err)
 			}
-			_, err := l.ReadFiles(dir, &m.Header, "data", "dir")
+			_, err := l.ReadFiles(vfs.OS, dir, &m.Header, "data", "dir")
 			if !errors.Is(err, manifest.ErrCorrupt) || !errors.Is(err, errTheirCorrupt) {
 				t.Fatalf("ReadFiles = %v, want ErrCorrupt", err)
 			}
@@ -272,10 +273,10 @@ func TestReadFileErrors(t *testing.T) {
 		dir := t.TempDir()
 		writeGen(t, l, dir, "content", "n")
 		var m testManifest
-		if err := l.Read(dir, &m); err != nil {
+		if err := l.Read(vfs.OS, dir, &m); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.ReadFiles(dir, &m.Header, "other"); !errors.Is(err, manifest.ErrCorrupt) {
+		if _, err := l.ReadFiles(vfs.OS, dir, &m.Header, "other"); !errors.Is(err, manifest.ErrCorrupt) {
 			t.Fatalf("ReadFiles = %v", err)
 		}
 	})
@@ -296,22 +297,22 @@ func TestTornWrites(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "dir-000002", "x.bin.tmp"), []byte("in"), 0o644)
 	os.WriteFile(filepath.Join(dir, "data-000003.bin.tmp"), []byte("torn"), 0o644)
 	var m testManifest
-	if err := l.Read(dir, &m); err != nil || m.Generation != 1 {
+	if err := l.Read(vfs.OS, dir, &m); err != nil || m.Generation != 1 {
 		t.Fatalf("Read after torn writes: gen %d, %v", m.Generation, err)
 	}
-	data, err := l.ReadFiles(dir, &m.Header, "data")
+	data, err := l.ReadFiles(vfs.OS, dir, &m.Header, "data")
 	if err != nil || string(data[0]) != "good" {
 		t.Fatalf("data %q, %v", data, err)
 	}
 	// An abandoned Writer (its file failed) changes nothing either.
-	w, err := l.Begin(dir)
+	w, err := l.Begin(vfs.OS, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.WriteFile(w.Name("data", ".bin"), func(out io.Writer) error { out.Write([]byte("x")); return errBoom }); !errors.Is(err, errBoom) {
 		t.Fatalf("WriteFile = %v", err)
 	}
-	if err := l.Read(dir, &m); err != nil || m.Generation != 1 {
+	if err := l.Read(vfs.OS, dir, &m); err != nil || m.Generation != 1 {
 		t.Fatalf("Read after failed write: gen %d, %v", m.Generation, err)
 	}
 	if g := writeGen(t, l, dir, "next", "n"); g != 4 {
@@ -323,7 +324,7 @@ func TestTornWrites(t *testing.T) {
 }
 
 func TestWriteFileRejectsEscapingNames(t *testing.T) {
-	w, err := testLayout().Begin(t.TempDir())
+	w, err := testLayout().Begin(vfs.OS, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +361,7 @@ func TestLegacy(t *testing.T) {
 	dir := t.TempDir()
 	writeGen(t, l, dir, "legacy", "n")
 	var cur testManifest
-	if err := l.Read(dir, &cur); err != nil {
+	if err := l.Read(vfs.OS, dir, &cur); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := cur.Find("data")
@@ -369,18 +370,18 @@ func TestLegacy(t *testing.T) {
 	os.Remove(filepath.Join(dir, manifest.Name))
 
 	var m testManifest
-	if err := l.Read(dir, &m); err != nil {
+	if err := l.Read(vfs.OS, dir, &m); err != nil {
 		t.Fatal(err)
 	}
-	if data, err := l.ReadFiles(dir, &m.Header, "data"); err != nil || string(data[0]) != "legacy" {
+	if data, err := l.ReadFiles(vfs.OS, dir, &m.Header, "data"); err != nil || string(data[0]) != "legacy" {
 		t.Fatalf("legacy data %q, %v", data, err)
 	}
-	if g := l.NextGeneration(dir); g != 2 {
+	if g := l.NextGeneration(vfs.OS, dir); g != 2 {
 		t.Fatalf("next generation after legacy %d", g)
 	}
 	// A corrupt legacy manifest is corrupt.
 	os.WriteFile(filepath.Join(dir, l.LegacyName), []byte("{trunc"), 0o644)
-	if err := l.Read(dir, &m); !errors.Is(err, manifest.ErrCorrupt) {
+	if err := l.Read(vfs.OS, dir, &m); !errors.Is(err, manifest.ErrCorrupt) {
 		t.Fatalf("Read of a torn legacy manifest = %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, l.LegacyName), js, 0o644)
@@ -392,7 +393,7 @@ func TestLegacy(t *testing.T) {
 	// Without a Legacy hook, a manifest without a checksum line is corrupt.
 	l2 := testLayout()
 	os.WriteFile(filepath.Join(dir, manifest.Name), js, 0o644)
-	if err := l2.Read(dir, &m); !errors.Is(err, manifest.ErrCorrupt) {
+	if err := l2.Read(vfs.OS, dir, &m); !errors.Is(err, manifest.ErrCorrupt) {
 		t.Fatalf("Read without hook = %v", err)
 	}
 }

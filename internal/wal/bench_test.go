@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // BenchmarkGroupCommit appends 256-byte records with an fsync per commit
@@ -12,7 +14,7 @@ import (
 func BenchmarkGroupCommit(b *testing.B) {
 	for _, committers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("committers=%d", committers), func(b *testing.B) {
-			l, err := Open(b.TempDir(), DefaultConfig(), 1)
+			l, err := Open(vfs.OS, b.TempDir(), DefaultConfig(), 1)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -24,9 +24,28 @@
 // becomes the leader and fsyncs everything written so far without holding
 // the log's lock; writers that arrive meanwhile append and queue behind it
 // and one of them leads the next fsync, so N concurrent committers share
-// far fewer than N fsyncs. A failed write is cut back off the file; a
-// failed fsync is sticky (ErrFailed): the log cannot know what reached the
-// disk, so it refuses further work until reopened.
+// far fewer than N fsyncs.
+//
+// # Failures
+//
+// A failed or short write (a full disk, an I/O error) is cut back off the
+// file and returned; the log stays usable. A failed fsync is sticky
+// (ErrFailed): the log cannot know what reached the disk — after a failed
+// fsync the kernel may have dropped the pages it could not write, so
+// retrying the fsync and treating its success as covering them would
+// acknowledge lost records — and it refuses every later Write, Wait and
+// Sync until reopened; a failed cut-back of a failed write, a failed
+// rotation (fsync, close or creation of the next segment) and a failed
+// cut of the preallocated zeros are sticky the same way. A failed
+// preallocation (a full disk) is not an error: the record is written
+// without zeros ahead, and preallocation resumes with the next segment.
+// The engine above turns read-only on any log write or fsync failure.
+//
+// # Filesystem
+//
+// Every filesystem call goes through the vfs.FS given to Open (vfs.OS in
+// production; tests inject faults with internal/vfs/errorfs). Records is
+// a read-only diagnostic and reads the operating system's filesystem.
 //
 // # Recovery
 //
@@ -44,7 +63,9 @@
 // A caller that made its state durable elsewhere (a snapshot) up to log
 // position P = Next() calls TruncateBefore(P), which deletes the segments
 // whose records are all below P (moving to a new segment first when that
-// includes the active one). Open(dir, cfg, P) with P from the snapshot
+// includes the active one); the engine passes the position of the
+// snapshot before its newest, so that its fallback to that generation
+// finds the log it needs. Open(fsys, dir, cfg, P) with P from the snapshot
 // starts an empty log at P, and refuses a log that begins after P.
 //
 // Records lists a log's valid records (segment, offset, size, sequence

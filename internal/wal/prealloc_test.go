@@ -5,6 +5,8 @@ import (
 	"os"
 	"slices"
 	"testing"
+
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 func fileSize(t *testing.T, path string) int64 {
@@ -124,7 +126,7 @@ func TestPreallocatedRotation(t *testing.T) {
 	l := mustOpen(t, dir, cfg, 1)
 	defer l.Close()
 	appendN(t, l, 1, 40)
-	segs, err := listSegments(dir)
+	segs, err := listSegments(vfs.OS, dir)
 	if err != nil || len(segs) < 3 {
 		t.Fatalf("segments %v, %v: want several", segs, err)
 	}
@@ -199,7 +201,7 @@ func TestZerosInClosedSegment(t *testing.T) {
 	l := mustOpen(t, dir, cfg, 1)
 	appendN(t, l, 1, 20)
 	l.Close()
-	segs, err := listSegments(dir)
+	segs, err := listSegments(vfs.OS, dir)
 	if err != nil || len(segs) < 2 {
 		t.Fatalf("segments %v, %v", segs, err)
 	}
@@ -211,7 +213,7 @@ func TestZerosInClosedSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := Open(dir, cfg, 1); !errors.Is(err, ErrCorrupt) {
+	if _, err := Open(vfs.OS, dir, cfg, 1); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open: %v, want ErrCorrupt", err)
 	}
 }

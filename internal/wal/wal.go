@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // headerSize is the record header: crc32c u32 | payload length u32 |
@@ -80,6 +80,7 @@ type Stats struct {
 // Append at once, and share fsyncs (group commit).
 type Log struct {
 	cfg Config
+	fs  vfs.FS
 	dir string
 
 	// mu guards every field below, and cond (on mu) signals the end of
@@ -87,7 +88,7 @@ type Log struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	segs     []segment // oldest first; the last is the active one
-	f        *os.File  // the active segment, open for writing
+	f        vfs.File  // the active segment, open for writing
 	next     uint64    // sequence number of the next record
 	appended int64     // bytes written over the Log's life
 	synced   int64     // of those, bytes known durable
@@ -114,18 +115,19 @@ type Log struct {
 // caller's state has reached (a snapshot's log position; 1 for none): an
 // empty log starts there, and a log that ends before it is emptied (its
 // records are all covered). A log whose records begin after start is
-// missing records: ErrCorrupt.
-func Open(dir string, cfg Config, start uint64) (*Log, error) {
+// missing records: ErrCorrupt. Every filesystem call goes through fsys
+// (vfs.OS in production).
+func Open(fsys vfs.FS, dir string, cfg Config, start uint64) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if start == 0 {
 		start = 1
 	}
-	if err := atomicfile.MkdirAll(dir); err != nil {
+	if err := atomicfile.MkdirAll(fsys, dir); err != nil {
 		return nil, fmt.Errorf("wal open %s: %w", dir, err)
 	}
-	l := &Log{cfg: cfg, dir: dir, stop: make(chan struct{})}
+	l := &Log{cfg: cfg, fs: fsys, dir: dir, stop: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	if err := l.scan(start); err != nil {
 		return nil, fmt.Errorf("wal open %s: %w", dir, err)
@@ -138,8 +140,8 @@ func Open(dir string, cfg Config, start uint64) (*Log, error) {
 }
 
 // listSegments returns dir's segments sorted by first sequence number.
-func listSegments(dir string) ([]segment, error) {
-	ents, err := os.ReadDir(dir)
+func listSegments(fsys vfs.FS, dir string) ([]segment, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,7 @@ func cmpU64(a, b uint64) int {
 // scan validates the segments, repairs the tail and opens the active
 // segment.
 func (l *Log) scan(start uint64) error {
-	segs, err := listSegments(l.dir)
+	segs, err := listSegments(l.fs, l.dir)
 	if err != nil {
 		return err
 	}
@@ -182,11 +184,11 @@ func (l *Log) scan(start uint64) error {
 		if i > 0 && s.first != next {
 			return fmt.Errorf("%w: segment %s starts at %d, previous ends at %d", ErrCorrupt, filepath.Base(s.path), s.first, next)
 		}
-		end, valid, reason, err := scanSegment(s.path, s.first, nil)
+		end, valid, reason, err := scanSegment(l.fs, s.path, s.first, nil)
 		if err != nil {
 			return err
 		}
-		st, err := os.Stat(s.path)
+		st, err := l.fs.Stat(s.path)
 		if err != nil {
 			return err
 		}
@@ -194,14 +196,14 @@ func (l *Log) scan(start uint64) error {
 			// Zeros preallocated after the last record: a clean end.
 			// (A closed segment ends with its last record: rotation cut
 			// its zeros off before its fsync, so zeros there are damage.)
-			if err := os.Truncate(s.path, valid); err != nil {
+			if err := l.fs.Truncate(s.path, valid); err != nil {
 				return fmt.Errorf("cut preallocated tail: %w", err)
 			}
 		} else if valid < st.Size() {
 			if i != len(segs)-1 {
 				return fmt.Errorf("%w: segment %s damaged at offset %d (%s) and followed by newer segments", ErrCorrupt, filepath.Base(s.path), valid, cmp.Or(reason, "zeros"))
 			}
-			if err := os.Truncate(s.path, valid); err != nil {
+			if err := l.fs.Truncate(s.path, valid); err != nil {
 				return fmt.Errorf("cut torn tail: %w", err)
 			}
 			l.recovery.DroppedBytes = st.Size() - valid
@@ -218,7 +220,7 @@ func (l *Log) scan(start uint64) error {
 	case len(segs) > 0 && next < start:
 		// Every record is older than the caller's state: start afresh.
 		for _, s := range segs {
-			if err := os.Remove(s.path); err != nil {
+			if err := l.fs.Remove(s.path); err != nil {
 				return err
 			}
 		}
@@ -234,7 +236,7 @@ func (l *Log) scan(start uint64) error {
 	}
 	l.segs, l.next = segs, next
 	active := &l.segs[len(l.segs)-1]
-	f, err := os.OpenFile(active.path, os.O_WRONLY, 0)
+	f, err := l.fs.OpenWrite(active.path)
 	if err != nil {
 		return err
 	}
@@ -249,14 +251,14 @@ func (l *Log) scan(start uint64) error {
 // create makes an empty segment whose first record is first, durably.
 func (l *Log) create(first uint64) (segment, error) {
 	p := filepath.Join(l.dir, fmt.Sprintf("%020d%s", first, segmentExt))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := l.fs.Create(p)
 	if err != nil {
 		return segment{}, err
 	}
 	if err := f.Close(); err != nil {
 		return segment{}, err
 	}
-	if err := atomicfile.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		return segment{}, err
 	}
 	return segment{first: first, path: p}, nil
@@ -268,8 +270,8 @@ func (l *Log) create(first uint64) (segment, error) {
 // offset where valid records end and, if that is before the end of the
 // file, why the record there is invalid ("" when only zeros follow:
 // preallocated space, a clean end). err is an I/O error or fn's.
-func scanSegment(path string, first uint64, fn func(seq uint64, payload []byte) error) (next uint64, valid int64, reason string, err error) {
-	f, err := os.Open(path)
+func scanSegment(fsys vfs.FS, path string, first uint64, fn func(seq uint64, payload []byte) error) (next uint64, valid int64, reason string, err error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return 0, 0, "", err
 	}
@@ -369,7 +371,7 @@ func (l *Log) Replay(from uint64, fn func(seq uint64, payload []byte) error) err
 		if i+1 < len(segs) && segs[i+1].first <= from {
 			continue // every record of s is older than from
 		}
-		end, valid, reason, err := scanSegment(s.path, s.first, func(seq uint64, p []byte) error {
+		end, valid, reason, err := scanSegment(l.fs, s.path, s.first, func(seq uint64, p []byte) error {
 			if seq < from {
 				return nil
 			}
@@ -474,9 +476,6 @@ func (l *Log) Write(payload []byte) (Ticket, error) {
 	return t, nil
 }
 
-// zeros is what preallocate writes from.
-var zeros [64 << 10]byte
-
 // preallocate fills the active file with zeros up to Config.PreallocateBytes
 // past need (never past SegmentBytes unless need is), when need (the end of
 // the record about to be written) is past what it holds. Called with mu
@@ -486,13 +485,10 @@ func (l *Log) preallocate(need int64) error {
 		return nil
 	}
 	to := min(need+l.cfg.PreallocateBytes, max(need, l.cfg.SegmentBytes))
-	for l.zeroed < to {
-		n, err := l.f.WriteAt(zeros[:min(int64(len(zeros)), to-l.zeroed)], l.zeroed)
-		l.zeroed += int64(n)
-		if err != nil {
-			return fmt.Errorf("wal preallocate %s: %w", l.f.Name(), err)
-		}
+	if err := l.f.Preallocate(l.zeroed, to-l.zeroed); err != nil {
+		return fmt.Errorf("wal preallocate %s: %w", l.f.Name(), err)
 	}
+	l.zeroed = to
 	return nil
 }
 
@@ -525,7 +521,7 @@ func (l *Log) rotate() error {
 	}
 	s, err := l.create(l.next)
 	if err == nil {
-		l.f, err = os.OpenFile(s.path, os.O_WRONLY, 0)
+		l.f, err = l.fs.OpenWrite(s.path)
 	}
 	if err != nil {
 		l.f = nil
@@ -640,7 +636,7 @@ func (l *Log) lead() {
 		l.mu.Lock()
 		f, upto := l.f, l.appended
 		l.mu.Unlock()
-		err := syncData(f)
+		err := f.SyncData()
 		l.mu.Lock()
 		l.stats.Syncs++
 		if err != nil {
@@ -724,7 +720,7 @@ func (l *Log) TruncateBefore(pos uint64) error {
 			end = l.segs[i+1].first
 		}
 		if i+1 < len(l.segs) && end <= pos {
-			if err := os.Remove(s.path); err != nil {
+			if err := l.fs.Remove(s.path); err != nil {
 				errs = append(errs, err)
 				keep = append(keep, s)
 				continue
@@ -735,7 +731,7 @@ func (l *Log) TruncateBefore(pos uint64) error {
 		keep = append(keep, s)
 	}
 	l.segs = keep
-	if err := atomicfile.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -790,14 +786,14 @@ type RecordInfo struct {
 // anything: a read-only view for diagnostics and for tests that damage a
 // log on purpose. Do not call it on a log another process is writing.
 func Records(dir string) ([]RecordInfo, error) {
-	segs, err := listSegments(dir)
+	segs, err := listSegments(vfs.OS, dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []RecordInfo
 	for _, s := range segs {
 		off := int64(0)
-		_, valid, _, err := scanSegment(s.path, s.first, func(seq uint64, p []byte) error {
+		_, valid, _, err := scanSegment(vfs.OS, s.path, s.first, func(seq uint64, p []byte) error {
 			size := headerSize + int64(len(p))
 			out = append(out, RecordInfo{Segment: s.path, Offset: off, Size: size, Seq: seq})
 			off += size
@@ -806,7 +802,7 @@ func Records(dir string) ([]RecordInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		if st, err := os.Stat(s.path); err != nil || valid < st.Size() {
+		if st, err := vfs.OS.Stat(s.path); err != nil || valid < st.Size() {
 			break // the rest is not part of the log
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hybrank/hybrank/internal/vfs"
 )
 
 // payload is record i's deterministic content (sizes 0..~300 bytes).
@@ -25,7 +27,7 @@ func testConfig() Config {
 
 func mustOpen(t testing.TB, dir string, cfg Config, start uint64) *Log {
 	t.Helper()
-	l, err := Open(dir, cfg, start)
+	l, err := Open(vfs.OS, dir, cfg, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate = %v", tc.name, err)
 		}
 		if !tc.ok {
-			if _, err := Open(t.TempDir(), c, 1); !errors.Is(err, ErrConfig) {
+			if _, err := Open(vfs.OS, t.TempDir(), c, 1); !errors.Is(err, ErrConfig) {
 				t.Errorf("%s: Open = %v", tc.name, err)
 			}
 		}
@@ -129,7 +131,7 @@ func TestConfigValidate(t *testing.T) {
 // lastSegment returns the path of dir's newest segment.
 func lastSegment(t *testing.T, dir string) string {
 	t.Helper()
-	segs, err := listSegments(dir)
+	segs, err := listSegments(vfs.OS, dir)
 	if err != nil || len(segs) == 0 {
 		t.Fatalf("segments: %v %v", segs, err)
 	}
@@ -220,7 +222,7 @@ func TestBitFlip(t *testing.T) {
 	}
 	for at := lastStart; at < st.Size(); at++ {
 		dir := flip(t, at, byte(at%8))
-		l, err := Open(dir, DefaultConfig(), 1)
+		l, err := Open(vfs.OS, dir, DefaultConfig(), 1)
 		if err != nil {
 			t.Fatalf("flip at %d: %v", at, err)
 		}
@@ -249,11 +251,11 @@ func TestCorruptOlderSegment(t *testing.T) {
 	l := mustOpen(t, dir, testConfig(), 1)
 	appendN(t, l, 1, 40)
 	l.Close()
-	segs, _ := listSegments(dir)
+	segs, _ := listSegments(vfs.OS, dir)
 	b, _ := os.ReadFile(segs[0].path)
 	b[len(b)-1] ^= 0x10
 	os.WriteFile(segs[0].path, b, 0o644)
-	if _, err := Open(dir, testConfig(), 1); !errors.Is(err, ErrCorrupt) {
+	if _, err := Open(vfs.OS, dir, testConfig(), 1); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open = %v", err)
 	}
 	// So is a missing segment in the middle.
@@ -261,9 +263,9 @@ func TestCorruptOlderSegment(t *testing.T) {
 	l = mustOpen(t, dir2, testConfig(), 1)
 	appendN(t, l, 1, 40)
 	l.Close()
-	segs, _ = listSegments(dir2)
+	segs, _ = listSegments(vfs.OS, dir2)
 	os.Remove(segs[1].path)
-	if _, err := Open(dir2, testConfig(), 1); !errors.Is(err, ErrCorrupt) {
+	if _, err := Open(vfs.OS, dir2, testConfig(), 1); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open with a gap = %v", err)
 	}
 }
@@ -277,7 +279,7 @@ func TestTruncateBefore(t *testing.T) {
 	if err := l.TruncateBefore(60); err != nil {
 		t.Fatal(err)
 	}
-	segs, _ := listSegments(dir)
+	segs, _ := listSegments(vfs.OS, dir)
 	if segs[0].first > 60 || len(segs) < 2 || l.Stats().Bytes >= before {
 		t.Fatalf("after TruncateBefore(60): segments from %d, %d segments, %d bytes (was %d)", segs[0].first, len(segs), l.Stats().Bytes, before)
 	}
@@ -294,7 +296,7 @@ func TestTruncateBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	segs, _ = listSegments(dir)
+	segs, _ = listSegments(vfs.OS, dir)
 	if len(segs) != 1 || segs[0].first != 101 {
 		t.Fatalf("after full truncation: %+v", segs)
 	}
@@ -303,7 +305,7 @@ func TestTruncateBefore(t *testing.T) {
 	l.Close()
 	// A caller whose state is older than the log's first record cannot be
 	// brought up to date.
-	if _, err := Open(dir, cfg, 50); !errors.Is(err, ErrCorrupt) {
+	if _, err := Open(vfs.OS, dir, cfg, 50); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open(start 50) = %v", err)
 	}
 	// A caller ahead of the log (all records covered) starts afresh there.

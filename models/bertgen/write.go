@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
@@ -227,7 +228,7 @@ func mustJSON(v any) []byte {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	if err := atomicfile.WriteBytes(filepath.Dir(path), filepath.Base(path), data); err != nil {
+	if err := atomicfile.WriteBytes(vfs.OS, filepath.Dir(path), filepath.Base(path), data); err != nil {
 		return fmt.Errorf("bertgen: write %s: %w", path, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
@@ -101,7 +102,7 @@ func LayoutJar(ctx context.Context, m Model, v Variant, jarPath, dst string) (La
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return info, fmt.Errorf("catalog: %w", err)
 		}
-		if err := atomicfile.WriteBytes(filepath.Dir(p), filepath.Base(p), f.data); err != nil {
+		if err := atomicfile.WriteBytes(vfs.OS, filepath.Dir(p), filepath.Base(p), f.data); err != nil {
 			return info, fmt.Errorf("catalog: write %s: %w", p, err)
 		}
 	}

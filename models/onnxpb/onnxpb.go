@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -585,7 +586,7 @@ func (m *Model) WriteFile(path string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("onnxpb: write %s: %w", path, err)
 	}
-	_, err := atomicfile.Write(dir, filepath.Base(path), func(w io.Writer) error {
+	_, err := atomicfile.Write(vfs.OS, dir, filepath.Base(path), func(w io.Writer) error {
 		_, err := m.WriteTo(w)
 		return err
 	})

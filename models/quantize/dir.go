@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/internal/atomicfile"
+	"github.com/hybrank/hybrank/internal/vfs"
 	"github.com/hybrank/hybrank/models/onnxpb"
 )
 
@@ -177,7 +178,7 @@ func Dir(ctx context.Context, src, dst string, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("quantize: marker: %w", err)
 	}
-	if err := atomicfile.WriteBytes(dst, MarkerFile, append(b, '\n')); err != nil {
+	if err := atomicfile.WriteBytes(vfs.OS, dst, MarkerFile, append(b, '\n')); err != nil {
 		return Report{}, fmt.Errorf("quantize: write %s: %w", MarkerFile, err)
 	}
 	return rep, nil
@@ -205,7 +206,7 @@ func copyFiles(ctx context.Context, src, dst string) error {
 			return fmt.Errorf("quantize: %w", err)
 		}
 		defer f.Close()
-		if _, err := atomicfile.Write(dir, filepath.Base(rel), func(w io.Writer) error {
+		if _, err := atomicfile.Write(vfs.OS, dir, filepath.Base(rel), func(w io.Writer) error {
 			_, err := io.Copy(w, f)
 			return err
 		}); err != nil {

@@ -372,6 +372,9 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		if b.engine, err = engine.Open(cfg.IndexDir, cfg.Engine, opts...); err != nil {
 			return nil, err
 		}
+		if fb := b.engine.Durability().Recovery.FellBack; fb != "" {
+			slog.Warn("index opened from the previous snapshot generation", "dir", cfg.IndexDir, "why", fb)
+		}
 		ix := NewIndex(b.engine)
 		b.services.Searcher, b.services.Documents, b.services.Stats = ix, ix, ix
 	}

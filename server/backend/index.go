@@ -28,6 +28,7 @@ var (
 	_ server.Searcher      = (*Index)(nil)
 	_ server.DocumentStore = (*Index)(nil)
 	_ server.IndexStats    = (*Index)(nil)
+	_ server.WriteState    = (*Index)(nil)
 )
 
 // NewIndex returns an Index over e; the caller keeps e and closes it.
@@ -71,6 +72,11 @@ func (x *Index) Get(_ context.Context, tenant, id string) (engine.Document, bool
 	d, ok := x.e.GetIn(tenant, id)
 	return d, ok, nil
 }
+
+// ReadOnly is the engine's: nil while it takes commits, else the
+// engine.ErrReadOnly error (the failed log write or fsync) that Apply
+// returns, which the server answers with 503.
+func (x *Index) ReadOnly() error { return x.e.ReadOnly() }
 
 // Stats is the engine's.
 func (x *Index) Stats() engine.Stats { return x.e.Stats() }
