@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/hybrank/hybrank/dense"
 )
 
@@ -16,7 +18,7 @@ func benchIndex(b *testing.B, n, dim, nq int) (*dense.Index, [][]float32) {
 	all := clustered(r, n+nq, dim, 64)
 	ix := mustNew(b, dense.DefaultConfig(dim))
 	for i, v := range all[:n] {
-		if err := ix.Add(dense.Item{ID: fmt.Sprint(i), Vector: v, Tenant: fmt.Sprint(i % 4)}); err != nil {
+		if err := ix.Add(dense.Item{ID: fmt.Sprint(i), Vector: v, Ref: uint32(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -27,10 +29,14 @@ func BenchmarkSearch(b *testing.B) {
 	const n, dim = 10000, 128
 	ix, qs := benchIndex(b, n, dim, 256)
 	ctx := context.Background()
+	quarter := roaring.New() // a tenant of every fourth item, as its Refs
+	for i := uint32(1); i < n; i += 4 {
+		quarter.Add(i)
+	}
 	for _, tc := range []struct {
 		name string
-		f    *dense.Filter
-	}{{"unfiltered", nil}, {"tenant-quarter", &dense.Filter{Tenant: "1"}}} {
+		f    *roaring.Bitmap
+	}{{"unfiltered", nil}, {"tenant-quarter", quarter}} {
 		b.Run("hnsw/"+tc.name, func(b *testing.B) {
 			var rec float64 // measured before the timed loop
 			for _, q := range qs {

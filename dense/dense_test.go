@@ -2,9 +2,11 @@ package dense_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -15,9 +17,22 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/hybrank/hybrank/dense"
 	"github.com/hybrank/hybrank/internal/manifest"
 )
+
+// refsWhere is the allow-list of the Refs 0..n-1 that keep passes.
+func refsWhere(n int, keep func(ref int) bool) *roaring.Bitmap {
+	bm := roaring.New()
+	for i := range n {
+		if keep(i) {
+			bm.Add(uint32(i))
+		}
+	}
+	return bm
+}
 
 // clustered returns n vectors of dimension dim from a Gaussian mixture
 // around c random centroids: each point is its centroid plus noise in a
@@ -183,8 +198,9 @@ func TestRecallAtDefaults(t *testing.T) {
 }
 
 // TestTenantIsolation is a property test: many tenants of random sizes,
-// random filters and k (often larger than the tenant), and every hit must
-// belong to the tenant and match the metadata filter.
+// random filters and k (often larger than the tenant), each as the
+// allow-list of its items' Refs (as the engine builds them), and every hit
+// must belong to the tenant and match the metadata filter.
 func TestTenantIsolation(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	const dim = 16
@@ -194,6 +210,7 @@ func TestTenantIsolation(t *testing.T) {
 	type meta struct{ tenant, color string }
 	owner := map[string]meta{}
 	sizes := map[string]int{}
+	allowOf := map[meta]*roaring.Bitmap{} // color "": any
 	var items []dense.Item
 	for ti := 0; ti < 30; ti++ {
 		tenant := fmt.Sprintf("t%d", ti)
@@ -203,11 +220,18 @@ func TestTenantIsolation(t *testing.T) {
 			color := []string{"red", "blue"}[r.IntN(2)]
 			owner[id] = meta{tenant, color}
 			sizes[tenant]++
+			ref := uint32(len(items)) + 1 // 0 is NoRef
+			for _, m := range []meta{{tenant, ""}, {tenant, color}} {
+				if allowOf[m] == nil {
+					allowOf[m] = roaring.New()
+				}
+				allowOf[m].Add(ref)
+			}
 			v := make([]float32, dim)
 			for j := range v {
 				v[j] = float32(r.NormFloat64())
 			}
-			items = append(items, dense.Item{ID: id, Vector: v, Tenant: tenant, Meta: map[string]string{"color": color}})
+			items = append(items, dense.Item{ID: id, Vector: v, Ref: ref})
 		}
 	}
 	r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
@@ -217,26 +241,30 @@ func TestTenantIsolation(t *testing.T) {
 	ctx := context.Background()
 	for trial := 0; trial < 200; trial++ {
 		tenant := fmt.Sprintf("t%d", r.IntN(32)) // t30, t31 do not exist
-		f := &dense.Filter{Tenant: tenant}
+		f := meta{tenant: tenant}
 		if r.IntN(3) == 0 {
-			f.Meta = map[string]string{"color": "red"}
+			f.color = "red"
+		}
+		allow := allowOf[f]
+		if allow == nil {
+			allow = roaring.New()
 		}
 		k := 1 + r.IntN(60)
 		q := make([]float32, dim)
 		for j := range q {
 			q[j] = float32(r.NormFloat64())
 		}
-		for name, search := range map[string]func(context.Context, []float32, int, *dense.Filter) ([]dense.Hit, error){
+		for name, search := range map[string]func(context.Context, []float32, int, *roaring.Bitmap) ([]dense.Hit, error){
 			"hnsw": ix.Search, "exact": ix.SearchExact,
 		} {
-			hits, err := search(ctx, q, k, f)
+			hits, err := search(ctx, q, k, allow)
 			if err != nil {
 				t.Fatal(err)
 			}
 			seen := map[string]bool{}
 			for _, h := range hits {
 				m, ok := owner[h.ID]
-				if !ok || m.tenant != tenant || (f.Meta != nil && m.color != "red") || seen[h.ID] {
+				if !ok || m.tenant != tenant || (f.color != "" && m.color != "red") || seen[h.ID] {
 					t.Fatalf("%s trial %d: filter %+v returned %q (%+v)", name, trial, f, h.ID, m)
 				}
 				seen[h.ID] = true
@@ -244,7 +272,7 @@ func TestTenantIsolation(t *testing.T) {
 			// A filter matching m items must return min(k, m) hits.
 			match := 0
 			for _, m := range owner {
-				if m.tenant == tenant && (f.Meta == nil || m.color == "red") {
+				if m.tenant == tenant && (f.color == "" || m.color == "red") {
 					match++
 				}
 			}
@@ -340,7 +368,10 @@ func TestConcurrentSearchDuringAdd(t *testing.T) {
 	const dim = 16
 	vecs := clustered(r, 800, dim, 10)
 	ix := mustNew(t, dense.DefaultConfig(dim))
-	if err := ix.Add(dense.Item{ID: "seed", Vector: vecs[0], Tenant: "a"}); err != nil {
+	// Tenant a: the even Refs, b: the odd ones (an item i has ID and Ref
+	// i%600, of i's parity).
+	tenants := [2]*roaring.Bitmap{refsWhere(600, func(i int) bool { return i%2 == 0 }), refsWhere(600, func(i int) bool { return i%2 == 1 })}
+	if err := ix.Add(dense.Item{ID: "seed", Vector: vecs[0], Ref: 600}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -356,8 +387,7 @@ func TestConcurrentSearchDuringAdd(t *testing.T) {
 					return
 				default:
 				}
-				f := &dense.Filter{Tenant: []string{"a", "b"}[i%2]}
-				if _, err := ix.Search(ctx, vecs[(i*7+w)%len(vecs)], 5, f); err != nil {
+				if _, err := ix.Search(ctx, vecs[(i*7+w)%len(vecs)], 5, tenants[i%2]); err != nil {
 					t.Error(err)
 					return
 				}
@@ -369,7 +399,7 @@ func TestConcurrentSearchDuringAdd(t *testing.T) {
 		}(w)
 	}
 	for i := 1; i < len(vecs); i++ {
-		it := dense.Item{ID: fmt.Sprint(i % 600), Vector: vecs[i], Tenant: []string{"a", "b"}[i%2]}
+		it := dense.Item{ID: fmt.Sprint(i % 600), Vector: vecs[i], Ref: uint32(i % 600)}
 		if err := ix.Add(it); err != nil {
 			t.Fatal(err)
 		}
@@ -388,7 +418,7 @@ func buildSmall(t *testing.T, n, dim int) (*dense.Index, [][]float32) {
 	ix := mustNew(t, cfg)
 	vecs := clustered(r, n, dim, 8)
 	for i, v := range vecs {
-		err := ix.Add(dense.Item{ID: fmt.Sprint(i), Vector: v, Tenant: fmt.Sprint(i % 3), Meta: map[string]string{"p": fmt.Sprint(i % 2)}})
+		err := ix.Add(dense.Item{ID: fmt.Sprint(i), Vector: v, Ref: uint32(i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -419,10 +449,11 @@ func TestPersistRoundTrip(t *testing.T) {
 		t.Fatalf("reopened Len %d cfg %+v tomb %d, want %d %+v %d", re.Len(), re.Config(), re.Tombstones(), ix.Len(), ix.Config(), ix.Tombstones())
 	}
 	ctx := context.Background()
-	filters := []*dense.Filter{nil, {Tenant: "1"}, {Tenant: "2", Meta: map[string]string{"p": "0"}}}
+	// Tenant i%3 == 1; tenant 2 with i%2 == 0.
+	filters := []*roaring.Bitmap{nil, refsWhere(600, func(i int) bool { return i%3 == 1 }), refsWhere(600, func(i int) bool { return i%3 == 2 && i%2 == 0 })}
 	for _, q := range queries {
 		for _, f := range filters {
-			for name, pair := range map[string][2]func(context.Context, []float32, int, *dense.Filter) ([]dense.Hit, error){
+			for name, pair := range map[string][2]func(context.Context, []float32, int, *roaring.Bitmap) ([]dense.Hit, error){
 				"exact": {ix.SearchExact, re.SearchExact},
 				// k beyond the graph's greedy width: exhaustive, hence deterministic.
 				"hnsw": {ix.Search, re.Search},
@@ -527,9 +558,35 @@ func indexOf(s, sub string) int {
 	return -1
 }
 
+// itemsV2 is the items file of formats 1 and 2 for buildSmall's live
+// items (item i has num i, tenant i%3 and metadata p = i%2; 5 and 17 are
+// deleted): the tenant and metadata where format 3 has the Ref.
+func itemsV2(n int) []byte {
+	b := []byte("HRDENSE1")
+	b = binary.LittleEndian.AppendUint32(b, uint32(n-2))
+	str := func(s string) {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	for i := range n {
+		if i == 5 || i == 17 {
+			continue
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(i))
+		str(fmt.Sprint(i))
+		str(fmt.Sprint(i % 3))
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		str("p")
+		str(fmt.Sprint(i % 2))
+	}
+	return b
+}
+
 // TestOpenVersion1 opens a snapshot whose manifest is in the version-1
 // layout (plain indented JSON, one record per file, no checksum of its
-// own), as written before the shared manifest package.
+// own) and whose items carry tenants and metadata instead of Refs, as
+// written before the shared manifest package; SetRefs then gives the items
+// their Refs.
 func TestOpenVersion1(t *testing.T) {
 	ix, queries := buildSmall(t, 200, 8)
 	dir := t.TempDir()
@@ -552,7 +609,15 @@ func TestOpenVersion1(t *testing.T) {
 	}
 	old := map[string]any{"version": 1, "generation": cur.Generation, "config": cur.Config, "next": cur.Next}
 	for _, f := range cur.Files {
-		old[f.Name[:strings.IndexByte(f.Name, '-')]] = f
+		kind := f.Name[:strings.IndexByte(f.Name, '-')]
+		if kind == "items" {
+			b := itemsV2(200)
+			if err := os.WriteFile(filepath.Join(dir, f.Name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.Size, f.CRC32C = int64(len(b)), crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+		}
+		old[kind] = f
 	}
 	js, _ := json.MarshalIndent(old, "", "  ")
 	os.WriteFile(p, js, 0o644)
@@ -566,6 +631,31 @@ func TestOpenVersion1(t *testing.T) {
 		b, err2 := re.SearchExact(context.Background(), q, 10, nil)
 		if err1 != nil || err2 != nil || !slices.Equal(a, b) {
 			t.Fatalf("version-1 reopen differs: %v %v\n%v\n%v", err1, err2, a, b)
+		}
+	}
+	odd := refsWhere(200, func(i int) bool { return i%2 == 1 })
+	if h, err := re.SearchExact(context.Background(), queries[0], 10, odd); err != nil || len(h) != 0 {
+		t.Fatalf("items without Refs passed an allow-list: %v %v", h, err)
+	}
+	refs := map[string]uint32{}
+	for i := range 200 {
+		refs[fmt.Sprint(i)] = uint32(i)
+	}
+	if err := re.SetRefs(map[string]uint32{"0": 1}); !errors.Is(err, dense.ErrRef) {
+		t.Fatalf("SetRefs missing IDs: %v, want ErrRef", err)
+	}
+	if err := re.SetRefs(refs); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		for name, search := range map[string][2]func(context.Context, []float32, int, *roaring.Bitmap) ([]dense.Hit, error){
+			"exact": {ix.SearchExact, re.SearchExact}, "hnsw": {ix.Search, re.Search},
+		} {
+			a, err1 := search[0](context.Background(), q, 10, odd)
+			b, err2 := search[1](context.Background(), q, 10, odd)
+			if err1 != nil || err2 != nil || !slices.Equal(a, b) {
+				t.Fatalf("%s after SetRefs differs: %v %v\n%v\n%v", name, err1, err2, a, b)
+			}
 		}
 	}
 	// A damaged version-1 manifest is corrupt, not a newer version.
@@ -585,7 +675,7 @@ func TestSearchHugeK(t *testing.T) {
 	if err := ix.Add(dense.Item{ID: "a", Vector: []float32{1, 0}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, search := range []func(context.Context, []float32, int, *dense.Filter) ([]dense.Hit, error){ix.Search, ix.SearchExact} {
+	for _, search := range []func(context.Context, []float32, int, *roaring.Bitmap) ([]dense.Hit, error){ix.Search, ix.SearchExact} {
 		hits, err := search(context.Background(), []float32{1, 0}, math.MaxInt, nil)
 		if err != nil || len(hits) != 1 {
 			t.Fatalf("k = MaxInt: %v %v", hits, err)

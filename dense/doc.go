@@ -1,7 +1,7 @@
 // Package dense is hybrank's dense vector index: approximate nearest
 // neighbour search over an HNSW graph plus exact (flat) search over the
-// same vectors, both by cosine similarity, with per-tenant and metadata
-// filtering.
+// same vectors, both by cosine similarity, restricted to an allow-list
+// where the caller asks.
 //
 // # Why not github.com/coder/hnsw
 //
@@ -19,12 +19,13 @@
 //
 // # Data model
 //
-// Items carry an external string ID, a vector, a tenant and string
-// metadata. Each stored vector gets an internal uint32 number ("num"); the
+// Items carry an external string ID, the caller's number for them (Ref,
+// distinct among live items; 0 is NoRef) and a vector. Each stored vector
+// gets an internal uint32 number ("num"); the
 // graph is keyed by num, vectors live in fixed-size slabs indexed by num
 // (contiguous rows, never moved once written, shared by graph and exact
-// search),
-// and tenant / metadata values map to roaring bitmaps of nums. Vectors are
+// search), the live nums are a roaring bitmap, and so are the live Refs,
+// with a copy-on-write table from each live Ref to its num. Vectors are
 // copied and L2-normalised on the way in, so cosine similarity is a plain
 // dot product (simd.Dot / simd.DotBatch).
 //
@@ -41,12 +42,14 @@
 //
 // # Filtering
 //
-// A nil *Filter searches every live vector. A non-nil Filter restricts
-// results to vectors whose tenant equals Filter.Tenant exactly (the empty
-// tenant is a tenant like any other) and whose metadata holds every
-// key/value pair of Filter.Meta. Every hit, from either path, is checked
-// against the filter's bitmap before it is returned, so a tenant never
-// receives another tenant's vectors. When the filtered set is small
+// The index knows no tenants or metadata: the caller (package engine,
+// which owns the one filter index) passes an allow-list, a roaring bitmap
+// of the Refs a hit may have; nil searches every live vector. Every hit,
+// from either path, is checked against it before it is returned (in the
+// graph, a node is admitted by its Ref and, when tombstones share the
+// graph, by the live set), so a tenant never receives another tenant's
+// vectors. The allowed count is the allow-list's intersection with the
+// live Refs. When the filtered set is small
 // (Config.FlatThreshold) or so selective that graph search would need more
 // than Config.MaxOverfetch graph nodes per candidate, the search is exact
 // over just those vectors. Otherwise the graph is traversed through every
@@ -87,7 +90,7 @@
 //
 // Save writes a snapshot directory through internal/manifest (the
 // generation scheme shared with package postings and the engine):
-// generation-numbered items (IDs, tenants, metadata of live nums), vectors
+// generation-numbered items (IDs and Refs of live nums), vectors
 // (every num's row) and graph files, and a MANIFEST written last, each via
 // temp file, fsync, rename and directory fsync. The manifest holds the
 // format version, the configuration and the size and CRC-32C of every
@@ -95,7 +98,9 @@
 // them and reports ErrCorrupt, ErrVersion or a wrapped I/O error. Older
 // generations and stray temporaries are removed only after the new
 // manifest is durable. Version 1 snapshots (a plain JSON manifest without
-// its own checksum) still open.
+// its own checksum) still open, and snapshots before version 3 (items with
+// a tenant and metadata instead of a Ref) open with every Ref NoRef until
+// SetRefs.
 //
 // Both searches are deterministic for a given index state, once writes
 // have stopped: the graph's levels come from Config.Seed and ties are

@@ -11,6 +11,9 @@ var (
 	ErrVector = errors.New("dense: zero or non-finite vector")
 	// ErrEmptyID reports an Item without an ID.
 	ErrEmptyID = errors.New("dense: empty item ID")
+	// ErrRef reports an Item whose Ref another live item holds, or a
+	// SetRefs that leaves a live item without a Ref or gives two one.
+	ErrRef = errors.New("dense: Ref held by another item")
 	// ErrK reports a non-positive k.
 	ErrK = errors.New("dense: k must be positive")
 	// ErrFull reports that the index ran out of internal numbers (2^32-1

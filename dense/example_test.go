@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/hybrank/hybrank/dense"
 )
 
@@ -14,11 +16,12 @@ func Example() {
 	}
 	defer ix.Close()
 	_ = ix.Add(
-		dense.Item{ID: "a", Vector: []float32{1, 0, 0}, Tenant: "acme"},
-		dense.Item{ID: "b", Vector: []float32{1, 1, 0}, Tenant: "acme"},
-		dense.Item{ID: "c", Vector: []float32{1, 0, 0}, Tenant: "other"},
+		dense.Item{ID: "a", Ref: 1, Vector: []float32{1, 0, 0}},
+		dense.Item{ID: "b", Ref: 2, Vector: []float32{1, 1, 0}},
+		dense.Item{ID: "c", Ref: 3, Vector: []float32{1, 0, 0}},
 	)
-	hits, _ := ix.Search(context.Background(), []float32{2, 0, 0}, 5, &dense.Filter{Tenant: "acme"})
+	// The caller's filter (say, a tenant's items) is an allow-list of Refs.
+	hits, _ := ix.Search(context.Background(), []float32{2, 0, 0}, 5, roaring.BitmapOf(1, 2))
 	for _, h := range hits {
 		fmt.Printf("%s %.3f\n", h.ID, h.Score)
 	}

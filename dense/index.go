@@ -3,7 +3,6 @@ package dense
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -15,21 +14,19 @@ import (
 	"github.com/hybrank/hybrank/simd"
 )
 
-// Item is one vector to index. Add copies Vector; Meta is copied too.
+// Item is one vector to index. Add copies Vector. Ref is the caller's
+// number for the item, what an allow-list names (see View.Search): the
+// live items' Refs must be distinct, except NoRef, which no allow-list
+// admits.
 type Item struct {
 	ID     string
+	Ref    uint32
 	Vector []float32
-	Tenant string
-	Meta   map[string]string
 }
 
-// Filter restricts a search to one tenant (exact match, "" included) and
-// to vectors whose metadata holds every pair of Meta. A nil *Filter means
-// no restriction at all.
-type Filter struct {
-	Tenant string
-	Meta   map[string]string
-}
+// NoRef is the Ref of the items of a snapshot written before Refs existed
+// (format 2 and older), until SetRefs gives them theirs.
+const NoRef = 0
 
 // Hit is one search result: an item ID and its cosine similarity to the
 // query. Results come best first.
@@ -46,9 +43,8 @@ const slabRows = 1024
 // are immutable; a tombstoned num keeps its record (views published before
 // the deletion still return it).
 type record struct {
-	id     string
-	tenant string
-	meta   map[string]string
+	id  string
+	ref uint32
 }
 
 // View is one published state of an Index: the items it holds and the
@@ -56,13 +52,13 @@ type record struct {
 // without locks, concurrently with writers building the next one. It is
 // safe for concurrent use. Index.View returns the current one.
 type View struct {
-	closed  bool
-	cfg     Config // EfSearch as last set by SetEfSearch
-	g       graph  // a copy of the writer's graph: nums below g.n
-	recs    []record
-	live    *roaring.Bitmap
-	tenants map[string]*roaring.Bitmap
-	meta    map[string]map[string]*roaring.Bitmap // key -> value -> live nums
+	closed bool
+	cfg    Config // EfSearch as last set by SetEfSearch
+	g      graph  // a copy of the writer's graph: nums below g.n
+	recs   []record
+	live   *roaring.Bitmap
+	refs   *roaring.Bitmap // the live items' Refs (NoRef left out)
+	byRef  refTable        // a live Ref's num
 }
 
 // Index is a dense vector index. It is safe for concurrent use; see the
@@ -88,11 +84,10 @@ func New(cfg Config) (*Index, error) {
 	}
 	ix := &Index{g: newHNSW(cfg), byID: make(map[string]uint32)}
 	ix.cur.Store(&View{
-		cfg:     cfg,
-		g:       *ix.g,
-		live:    roaring.New(),
-		tenants: map[string]*roaring.Bitmap{},
-		meta:    map[string]map[string]*roaring.Bitmap{},
+		cfg:  cfg,
+		g:    *ix.g,
+		live: roaring.New(),
+		refs: roaring.New(),
 	})
 	return ix, nil
 }
@@ -146,9 +141,8 @@ type txn struct {
 	ix        *Index
 	v         View
 	liveOwned bool
-	tenOwned  map[string]bool    // tenant bitmaps cloned (nil: map not cloned yet)
-	keyOwned  map[string]bool    // meta value maps cloned
-	metaOwned map[[2]string]bool // meta bitmaps cloned
+	refsOwned bool
+	byRef     refWriter
 }
 
 func (ix *Index) begin() *txn { return &txn{ix: ix, v: *ix.cur.Load()} }
@@ -160,56 +154,7 @@ func (t *txn) liveBM() *roaring.Bitmap {
 	return t.v.live
 }
 
-func (t *txn) tenantBM(tenant string) *roaring.Bitmap {
-	if t.tenOwned == nil {
-		t.v.tenants, t.tenOwned = maps.Clone(t.v.tenants), map[string]bool{}
-		if t.v.tenants == nil {
-			t.v.tenants = map[string]*roaring.Bitmap{}
-		}
-	}
-	bm := t.v.tenants[tenant]
-	switch {
-	case bm == nil:
-		bm = roaring.New()
-	case !t.tenOwned[tenant]:
-		bm = bm.Clone()
-	default:
-		return bm
-	}
-	t.v.tenants[tenant], t.tenOwned[tenant] = bm, true
-	return bm
-}
-
-func (t *txn) metaBM(k, v string) *roaring.Bitmap {
-	if t.keyOwned == nil {
-		t.v.meta, t.keyOwned, t.metaOwned = maps.Clone(t.v.meta), map[string]bool{}, map[[2]string]bool{}
-		if t.v.meta == nil {
-			t.v.meta = map[string]map[string]*roaring.Bitmap{}
-		}
-	}
-	vals := t.v.meta[k]
-	if !t.keyOwned[k] {
-		vals = maps.Clone(vals)
-		if vals == nil {
-			vals = map[string]*roaring.Bitmap{}
-		}
-		t.v.meta[k], t.keyOwned[k] = vals, true
-	}
-	kv := [2]string{k, v}
-	bm := vals[v]
-	switch {
-	case bm == nil:
-		bm = roaring.New()
-	case !t.metaOwned[kv]:
-		bm = bm.Clone()
-	default:
-		return bm
-	}
-	vals[v], t.metaOwned[kv] = bm, true
-	return bm
-}
-
-// index records num as live with rec and adds it to the filter bitmaps.
+// index records num as live with rec and maps its Ref to it.
 func (t *txn) index(num uint32, rec record) {
 	ix := t.ix
 	for len(ix.recs) <= int(num) {
@@ -218,47 +163,43 @@ func (t *txn) index(num uint32, rec record) {
 	ix.recs[num] = rec
 	ix.byID[rec.id] = num
 	t.liveBM().Add(num)
-	t.tenantBM(rec.tenant).Add(num)
-	for k, v := range rec.meta {
-		t.metaBM(k, v).Add(num)
+	if rec.ref != NoRef {
+		t.refsBM().Add(rec.ref)
+		t.byRef.set(&t.v.byRef, rec.ref, num, false)
 	}
 }
 
-// tombstone removes num from the ID map and every bitmap; its record stays
-// and its graph node stays as a routing node (see package doc).
+func (t *txn) refsBM() *roaring.Bitmap {
+	if !t.refsOwned {
+		t.v.refs, t.refsOwned = t.v.refs.Clone(), true
+	}
+	return t.v.refs
+}
+
+// tombstone removes num from the ID map, the live set and the Refs; its
+// record stays and its graph node stays as a routing node (see package
+// doc).
 func (t *txn) tombstone(num uint32) {
 	rec := t.ix.recs[num]
 	delete(t.ix.byID, rec.id)
 	t.liveBM().Remove(num)
-	t.tenantBM(rec.tenant).Remove(num)
-	for k, v := range rec.meta {
-		t.metaBM(k, v).Remove(num)
+	if n, ok := t.v.byRef.lookup(rec.ref); rec.ref != NoRef && ok && n == num {
+		t.refsBM().Remove(rec.ref)
+		t.byRef.set(&t.v.byRef, rec.ref, 0, true)
 	}
 }
 
-// publish drops emptied bitmaps and makes the view current.
+// publish makes the view current.
 func (t *txn) publish() {
-	for tenant := range t.tenOwned {
-		if t.v.tenants[tenant].IsEmpty() {
-			delete(t.v.tenants, tenant)
-		}
-	}
-	for kv := range t.metaOwned {
-		vals := t.v.meta[kv[0]]
-		if vals[kv[1]].IsEmpty() {
-			delete(vals, kv[1])
-			if len(vals) == 0 {
-				delete(t.v.meta, kv[0])
-			}
-		}
-	}
 	t.v.g, t.v.recs = *t.ix.g, t.ix.recs
 	t.ix.cur.Store(&t.v)
 }
 
 // Add inserts items, replacing any existing item with the same ID (within
 // one call, the last occurrence wins). All items are validated before any
-// is inserted, so a bad item leaves the index unchanged. Searches keep
+// is inserted, so a bad item leaves the index unchanged: an empty ID
+// (ErrEmptyID), a bad vector (ErrDim, ErrVector), a Ref that another live
+// item or another ID of the call holds (ErrRef). Searches keep
 // running on the previous view meanwhile and see all of the items or none.
 func (ix *Index) Add(items ...Item) error {
 	cfg := ix.cur.Load().cfg
@@ -278,6 +219,9 @@ func (ix *Index) Add(items ...Item) error {
 	if uint64(ix.g.n)+uint64(len(items)) > math.MaxUint32 {
 		return ErrFull
 	}
+	if err := ix.checkRefs(items); err != nil {
+		return err
+	}
 	t := ix.begin()
 	for _, it := range items {
 		if old, ok := ix.byID[it.ID]; ok {
@@ -288,22 +232,36 @@ func (ix *Index) Add(items ...Item) error {
 		row := ix.g.vec(num)
 		copy(row, it.Vector)
 		simd.L2Normalize(row)
-		t.index(num, record{id: it.ID, tenant: it.Tenant, meta: cloneMeta(it.Meta)})
+		t.index(num, record{id: it.ID, ref: it.Ref})
 		ix.g.insert(num)
 	}
 	t.publish()
 	return nil
 }
 
-func cloneMeta(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
+// checkRefs refuses items whose Ref a live item of another ID holds, or
+// two items of different IDs share. Called with ix.mu held.
+func (ix *Index) checkRefs(items []Item) error {
+	v := ix.cur.Load()
+	var seen map[uint32]string
+	for _, it := range items {
+		if it.Ref == NoRef {
+			continue
+		}
+		if num, ok := v.byRef.lookup(it.Ref); ok {
+			if holder := ix.recs[num].id; holder != it.ID {
+				return fmt.Errorf("add item %q: %w: Ref %d is %q's", it.ID, ErrRef, it.Ref, holder)
+			}
+		}
+		if id, ok := seen[it.Ref]; ok && id != it.ID {
+			return fmt.Errorf("add item %q: %w: Ref %d is also %q's", it.ID, ErrRef, it.Ref, id)
+		}
+		if seen == nil {
+			seen = map[uint32]string{}
+		}
+		seen[it.Ref] = it.ID
 	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return nil
 }
 
 // Delete removes the items with the given IDs; unknown IDs are ignored.
@@ -330,14 +288,8 @@ func (ix *Index) Delete(ids ...string) error {
 // non-empty (a missing or empty one is an error wrapping ErrEmptyID);
 // otherwise it returns an error and changes nothing.
 func (ix *Index) RenameIDs(rename map[string]string) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.cur.Load().closed {
-		return ErrClosed
-	}
-	recs := slices.Clone(ix.recs)
-	byID := make(map[string]uint32, len(ix.byID))
-	for id, num := range ix.byID {
+	byID := map[string]uint32{} // ix.byID is read under the lock only
+	return ix.relabel(func(id string, num uint32, rec *record) error {
 		to, ok := rename[id]
 		if !ok || to == "" {
 			return fmt.Errorf("rename: %w: no new ID for %q", ErrEmptyID, id)
@@ -346,11 +298,63 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 			return fmt.Errorf("rename: two items renamed %q", to)
 		}
 		byID[to] = num
-		recs[num].id = to
+		rec.id = to
+		return nil
+	}, func(*txn) { ix.byID = byID })
+}
+
+// relabel calls set with every live item's ID, num and a copy of its
+// record to change, then done with the txn of the new view, which it
+// publishes; an error from set changes nothing. It holds the writer lock
+// throughout.
+func (ix *Index) relabel(set func(id string, num uint32, rec *record) error, done func(*txn)) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.cur.Load().closed {
+		return ErrClosed
 	}
-	ix.recs, ix.byID = recs, byID
-	ix.begin().publish()
+	recs := slices.Clone(ix.recs)
+	for id, num := range ix.byID {
+		if err := set(id, num, &recs[num]); err != nil {
+			return err
+		}
+	}
+	ix.recs = recs
+	t := ix.begin()
+	done(t)
+	t.publish()
 	return nil
+}
+
+// SetRefs gives every live item the Ref refs maps its ID to, in one new
+// view (searches see all new Refs or none). It is meant for callers that
+// change what their numbers mean (the engine migrating a snapshot written
+// before Refs existed). Every live ID must be in refs, with distinct Refs;
+// otherwise it returns an error wrapping ErrRef and changes nothing.
+func (ix *Index) SetRefs(refs map[string]uint32) error {
+	holder := map[uint32]string{}
+	return ix.relabel(func(id string, _ uint32, rec *record) error {
+		ref, ok := refs[id]
+		if !ok {
+			return fmt.Errorf("set refs: %w: no Ref for %q", ErrRef, id)
+		}
+		if other, dup := holder[ref]; dup && ref != NoRef {
+			return fmt.Errorf("set refs: %w: Ref %d given to %q and %q", ErrRef, ref, other, id)
+		}
+		holder[ref] = id
+		rec.ref = ref
+		return nil
+	}, func(t *txn) {
+		t.v.refs, t.refsOwned, t.v.byRef = roaring.New(), true, refTable{}
+		it := t.v.live.Iterator()
+		for it.HasNext() {
+			num := it.Next()
+			if ref := ix.recs[num].ref; ref != NoRef {
+				t.v.refs.Add(ref)
+				t.byRef.set(&t.v.byRef, ref, num, false)
+			}
+		}
+	})
 }
 
 // Compaction rebuilds the graph from the live vectors, dropping tombstoned
@@ -440,34 +444,17 @@ func (ix *Index) Close() error {
 	if v.closed {
 		return nil
 	}
-	ix.cur.Store(&View{closed: true, cfg: v.cfg, live: roaring.New()})
+	ix.cur.Store(&View{closed: true, cfg: v.cfg, live: roaring.New(), refs: roaring.New()})
 	ix.g, ix.recs, ix.byID = nil, nil, nil
 	return nil
 }
 
-// candidates returns the live nums passing f, or nil meaning all live nums,
-// and their count.
-func (v *View) candidates(f *Filter) (*roaring.Bitmap, int) {
-	if f == nil {
-		return nil, int(v.live.GetCardinality())
+// candidates returns the number of live items allow admits (nil: all).
+func (v *View) candidates(allow *roaring.Bitmap) int {
+	if allow == nil {
+		return int(v.live.GetCardinality())
 	}
-	tb := v.tenants[f.Tenant]
-	if tb == nil {
-		return roaring.New(), 0
-	}
-	bms := []*roaring.Bitmap{tb}
-	for k, val := range f.Meta {
-		bm := v.meta[k][val]
-		if bm == nil {
-			return roaring.New(), 0
-		}
-		bms = append(bms, bm)
-	}
-	if len(bms) == 1 {
-		return tb, int(tb.GetCardinality())
-	}
-	out := roaring.FastAnd(bms...)
-	return out, int(out.GetCardinality())
+	return int(allow.AndCardinality(v.refs))
 }
 
 // prepareQuery validates and normalises a copy of q.
@@ -484,25 +471,26 @@ func (v *View) prepareQuery(q []float32, k int) ([]float32, error) {
 }
 
 // Search runs v.Search on the current view.
-func (ix *Index) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
-	return ix.cur.Load().Search(ctx, q, k, f)
+func (ix *Index) Search(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	return ix.cur.Load().Search(ctx, q, k, allow)
 }
 
 // SearchExact runs v.SearchExact on the current view.
-func (ix *Index) SearchExact(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
-	return ix.cur.Load().SearchExact(ctx, q, k, f)
+func (ix *Index) SearchExact(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
+	return ix.cur.Load().SearchExact(ctx, q, k, allow)
 }
 
-// Search returns the k items most similar to q that pass f, best first,
-// using the graph where that pays and exact search otherwise (see the
-// package doc). Fewer than k hits come back only when fewer than k items
-// pass f.
-func (v *View) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
+// Search returns the k items most similar to q whose Ref allow holds
+// (nil: every item), best first, using the graph where that pays and exact
+// search otherwise (see the package doc). Fewer than k hits come back only
+// when allow admits fewer than k items. allow is read during the call
+// only and must not change meanwhile.
+func (v *View) Search(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
 	qn, err := v.prepareQuery(q, k)
 	if err != nil {
 		return nil, err
 	}
-	cand, count, err := v.readCandidates(f)
+	count, err := v.readCandidates(allow)
 	if err != nil {
 		return nil, err
 	}
@@ -510,16 +498,20 @@ func (v *View) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit
 		return []Hit{}, nil
 	}
 	if count <= v.cfg.FlatThreshold || count <= k {
-		return v.exact(ctx, qn, k, cand)
+		return v.exact(ctx, qn, k, allow)
 	}
 	if v.g.size > count*v.cfg.MaxOverfetch {
-		return v.exact(ctx, qn, k, cand)
+		return v.exact(ctx, qn, k, allow)
 	}
 	var accept func(uint32) bool
+	tombs := v.g.size > v.Len() // tombstones in the graph
 	switch {
-	case cand != nil:
-		accept = cand.Contains
-	case v.g.size > count: // tombstones in the graph
+	case allow != nil && tombs:
+		// A tombstone may hold the Ref of the item that replaced it.
+		accept = func(num uint32) bool { return allow.Contains(v.recs[num].ref) && v.live.Contains(num) }
+	case allow != nil:
+		accept = func(num uint32) bool { return allow.Contains(v.recs[num].ref) }
+	case tombs:
 		accept = v.live.Contains
 	}
 	ef := max(k, v.cfg.EfSearch)
@@ -537,34 +529,34 @@ func (v *View) Search(ctx context.Context, q []float32, k int, f *Filter) ([]Hit
 		}
 		ef *= 2 // the beam ran dry before finding k admitted nodes
 	}
-	return v.exact(ctx, qn, k, cand)
+	return v.exact(ctx, qn, k, allow)
 }
 
-// SearchExact returns the k items most similar to q that pass f by scanning
-// every candidate vector; ties are broken by ID.
-func (v *View) SearchExact(ctx context.Context, q []float32, k int, f *Filter) ([]Hit, error) {
+// SearchExact returns the k items most similar to q whose Ref allow holds
+// (nil: every item) by scanning every candidate vector; ties are broken by
+// ID.
+func (v *View) SearchExact(ctx context.Context, q []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
 	qn, err := v.prepareQuery(q, k)
 	if err != nil {
 		return nil, err
 	}
-	cand, count, err := v.readCandidates(f)
+	count, err := v.readCandidates(allow)
 	if err != nil {
 		return nil, err
 	}
 	if count == 0 {
 		return []Hit{}, nil
 	}
-	return v.exact(ctx, qn, k, cand)
+	return v.exact(ctx, qn, k, allow)
 }
 
 // readCandidates is the common start of both searches: ErrClosed after
-// Close, else the candidate set of f and its size (see candidates).
-func (v *View) readCandidates(f *Filter) (*roaring.Bitmap, int, error) {
+// Close, else the number of items allow admits (see candidates).
+func (v *View) readCandidates(allow *roaring.Bitmap) (int, error) {
 	if v.closed {
-		return nil, 0, ErrClosed
+		return 0, ErrClosed
 	}
-	cand, count := v.candidates(f)
-	return cand, count, nil
+	return v.candidates(allow), nil
 }
 
 type scored struct {
@@ -622,13 +614,13 @@ func (t *topK) push(s scored) {
 	}
 }
 
-// exact scans the candidates (nil: all live nums).
-func (v *View) exact(ctx context.Context, qn []float32, k int, cand *roaring.Bitmap) ([]Hit, error) {
+// exact scans the live items allow admits (nil: all of them).
+func (v *View) exact(ctx context.Context, qn []float32, k int, allow *roaring.Bitmap) ([]Hit, error) {
 	// k may exceed the index by far (any positive k is valid): size the
 	// heap by what can be found.
 	t := &topK{k: k, h: make([]scored, 0, min(k, v.Len())), recs: v.recs}
 	d := v.cfg.Dim
-	if cand == nil {
+	if allow == nil {
 		// Whole slabs through DotBatch, skipping tombstones.
 		next := uint32(v.g.n)
 		dense := int(v.live.GetCardinality()) == int(next)
@@ -653,14 +645,16 @@ func (v *View) exact(ctx context.Context, qn []float32, k int, cand *roaring.Bit
 		return v.toHits(t.h, k), nil
 	}
 	buf := make([]uint32, 256)
-	it := cand.ManyIterator()
+	it := allow.ManyIterator()
 	for seen := 0; ; {
 		n := it.NextMany(buf)
 		if n == 0 {
 			break
 		}
-		for _, num := range buf[:n] {
-			t.push(scored{num: num, score: simd.Dot(qn, v.g.vec(num))})
+		for _, ref := range buf[:n] {
+			if num, ok := v.byRef.lookup(ref); ok {
+				t.push(scored{num: num, score: simd.Dot(qn, v.g.vec(num))})
+			}
 		}
 		if seen += n; seen >= 1024 {
 			seen = 0
@@ -703,4 +697,65 @@ func (ix *Index) SetEfSearch(ef int) error {
 	t.v.cfg.EfSearch = ef
 	t.publish()
 	return nil
+}
+
+// refChunk is the number of Refs per chunk of a refTable.
+const refChunk = 1024
+
+// refTable maps the live items' Refs to their nums: chunks[ref/refChunk]
+// holds num+1 at ref%refChunk (0: no live item has the Ref; a nil chunk:
+// none of its Refs). A published table is never changed: a txn copies the
+// chunk slice and each chunk it writes (refWriter), so a commit of k items
+// copies at most k chunks and one pointer per refChunk Refs. Callers that
+// filter number their items densely (the engine does), so the slice stays
+// about a pointer per 1,024 items.
+type refTable struct {
+	chunks []*[refChunk]uint32
+}
+
+// lookup returns the num of the live item holding ref, if any.
+func (t refTable) lookup(ref uint32) (uint32, bool) {
+	c := int(ref / refChunk)
+	if c >= len(t.chunks) || t.chunks[c] == nil {
+		return 0, false
+	}
+	n := t.chunks[c][ref%refChunk]
+	return n - 1, n != 0
+}
+
+// refWriter tracks what a txn has copied of its view's refTable.
+type refWriter struct {
+	sliceOwned bool
+	owned      map[int]bool // chunks copied
+}
+
+// set maps ref to num in *t (unset when clear), copying on first write.
+func (w *refWriter) set(t *refTable, ref, num uint32, clear bool) {
+	c := int(ref / refChunk)
+	if !w.sliceOwned {
+		t.chunks = slices.Clone(t.chunks)
+		w.sliceOwned, w.owned = true, map[int]bool{}
+	}
+	if c >= len(t.chunks) {
+		if clear {
+			return
+		}
+		t.chunks = append(t.chunks, make([]*[refChunk]uint32, c+1-len(t.chunks))...)
+	}
+	ch := t.chunks[c]
+	if ch == nil && clear {
+		return
+	}
+	if !w.owned[c] {
+		nch := new([refChunk]uint32)
+		if ch != nil {
+			*nch = *ch
+		}
+		ch, t.chunks[c], w.owned[c] = nch, nch, true
+	}
+	if clear {
+		ch[ref%refChunk] = 0
+	} else {
+		ch[ref%refChunk] = num + 1
+	}
 }

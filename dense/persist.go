@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"github.com/hybrank/hybrank/internal/manifest"
 	"github.com/hybrank/hybrank/internal/vfs"
@@ -19,7 +18,15 @@ import (
 // Version 2 moved the manifest to internal/manifest's shared envelope (a
 // files list and a checksum line of its own); the data files are those of
 // version 1, whose plain-JSON manifest Open still reads.
-const FormatVersion = 2
+//
+// Version 3 stores each live item's Ref in place of its tenant and
+// metadata (the index no longer knows either; callers pass an
+// allow-list). Older items files open with every Ref NoRef and their
+// tenants and metadata skipped.
+const FormatVersion = 3
+
+// refsVersion is the first format whose items carry Refs.
+const refsVersion = 3
 
 const (
 	itemsMagic   = "HRDENSE1"
@@ -117,10 +124,11 @@ func (ix *Index) SaveFS(fsys vfs.FS, dir string) (err error) {
 
 // writeItems encodes the live records:
 //
-//	magic "HRDENSE1" | u32 count | count × (u32 num | str id | str tenant |
-//	u32 nmeta | nmeta × (str key | str value))
+//	magic "HRDENSE1" | u32 count | count × (u32 num | str id | u32 ref)
 //
-// with str = u32 length | bytes, little endian, meta keys sorted.
+// with str = u32 length | bytes, little endian. Formats before
+// refsVersion had, in place of the ref, str tenant | u32 nmeta |
+// nmeta × (str key | str value).
 func (v *View) writeItems(w io.Writer) error {
 	var b []byte
 	b = append(b, itemsMagic...)
@@ -135,17 +143,7 @@ func (v *View) writeItems(w io.Writer) error {
 		rec := v.recs[num]
 		b = binary.LittleEndian.AppendUint32(b, num)
 		str(rec.id)
-		str(rec.tenant)
-		keys := make([]string, 0, len(rec.meta))
-		for k := range rec.meta {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(keys)))
-		for _, k := range keys {
-			str(k)
-			str(rec.meta[k])
-		}
+		b = binary.LittleEndian.AppendUint32(b, rec.ref)
 		if len(b) > 1<<16 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -191,7 +189,7 @@ func Open(dir string) (*Index, error) {
 	g.grow(int(m.Next))
 	ix.g = g
 	t := ix.begin()
-	if err := t.readItems(items, m.Next); err != nil {
+	if err := t.readItems(items, m.Next, m.Version); err != nil {
 		return nil, fmt.Errorf("dense open %s: %w: items: %v", dir, ErrCorrupt, err)
 	}
 	it := t.v.live.Iterator()
@@ -204,9 +202,9 @@ func Open(dir string) (*Index, error) {
 	return ix, nil
 }
 
-// readItems decodes writeItems' format into the records and bitmaps of
-// the index t builds.
-func (t *txn) readItems(b []byte, next uint32) error {
+// readItems decodes writeItems' format (of the given version) into the
+// records and bitmaps of the index t builds.
+func (t *txn) readItems(b []byte, next uint32, version int) error {
 	ix := t.ix
 	if len(b) < len(itemsMagic)+4 || string(b[:len(itemsMagic)]) != itemsMagic {
 		return errors.New("bad magic")
@@ -249,26 +247,17 @@ func (t *txn) readItems(b []byte, next uint32) error {
 		if rec.id, err = str(); err != nil {
 			return err
 		}
-		if rec.tenant, err = str(); err != nil {
-			return err
-		}
-		nm, err := u32()
-		if err != nil {
-			return err
-		}
-		if nm > 0 {
-			rec.meta = make(map[string]string, min(nm, 64))
-		}
-		for j := uint32(0); j < nm; j++ {
-			k, err := str()
-			if err != nil {
+		if version >= refsVersion {
+			if rec.ref, err = u32(); err != nil {
 				return err
 			}
-			v, err := str()
-			if err != nil {
-				return err
+			if rec.ref != NoRef && t.v.refs.Contains(rec.ref) {
+				return fmt.Errorf("duplicate ref %d", rec.ref)
 			}
-			rec.meta[k] = v
+		} else if err := skipTenantMeta(str, u32); err != nil {
+			return err
+		} else {
+			rec.ref = NoRef
 		}
 		if _, dup := ix.byID[rec.id]; dup || rec.id == "" {
 			return fmt.Errorf("bad or duplicate id %q", rec.id)
@@ -277,6 +266,24 @@ func (t *txn) readItems(b []byte, next uint32) error {
 	}
 	if len(b) != 0 {
 		return fmt.Errorf("%d trailing bytes", len(b))
+	}
+	return nil
+}
+
+// skipTenantMeta reads past the tenant and metadata of an item of a
+// format before refsVersion.
+func skipTenantMeta(str func() (string, error), u32 func() (uint32, error)) error {
+	if _, err := str(); err != nil {
+		return err
+	}
+	nm, err := u32()
+	if err != nil {
+		return err
+	}
+	for j := uint32(0); j < 2*nm; j++ {
+		if _, err := str(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -7,13 +7,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/hybrank/hybrank/dense"
 )
 
 // TestViewAtomicity checks that searches running during Adds see each Add
 // call entirely or not at all, and that a View keeps its state. Every Add
-// puts batch vectors under a tenant of their own; a concurrent filtered
-// search with k = batch must find 0 or batch of them.
+// puts batch vectors under a tenant of their own (a range of Refs); a
+// concurrent search allowing that range with k = batch must find 0 or
+// batch of them.
 func TestViewAtomicity(t *testing.T) {
 	const dim, batch, batches = 8, 12, 40
 	r := rand.New(rand.NewPCG(11, 11))
@@ -38,7 +41,9 @@ func TestViewAtomicity(t *testing.T) {
 				}
 				b := (i*7 + w) % batches
 				v := ix.View()
-				hits, err := v.Search(ctx, vecs[b*batch], batch, &dense.Filter{Tenant: fmt.Sprint("t", b)})
+				allow := roaring.New()
+				allow.AddRange(uint64(b*batch+1), uint64((b+1)*batch+1))
+				hits, err := v.Search(ctx, vecs[b*batch], batch, allow)
 				if err != nil {
 					errc <- err
 					return
@@ -59,7 +64,7 @@ func TestViewAtomicity(t *testing.T) {
 	for b := 0; b < batches; b++ {
 		items := make([]dense.Item, batch)
 		for j := range items {
-			items[j] = dense.Item{ID: fmt.Sprint(b, "/", j), Vector: vecs[b*batch+j], Tenant: fmt.Sprint("t", b)}
+			items[j] = dense.Item{ID: fmt.Sprint(b, "/", j), Vector: vecs[b*batch+j], Ref: uint32(b*batch + j + 1)} // 0 is NoRef
 		}
 		if err := ix.Add(items...); err != nil {
 			t.Fatal(err)

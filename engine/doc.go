@@ -19,12 +19,33 @@
 // A document is identified by its Tenant and its ID together: the same ID
 // in two tenants is two documents, Batch.Add replaces only the document
 // with the same tenant and ID, Batch.DeleteIn and Engine.GetIn name the
-// tenant, and Links resolve within the linking document's tenant. (The
-// postings and dense indexes know a document by a key made of both; see
-// FormatVersion.) No call takes an ID alone. A write-ahead log written by
+// tenant, and Links resolve within the linking document's tenant. No call
+// takes an ID alone.
+//
+// The engine is the one owner of tenancy and filters. Every stored
+// document has a number (from 1; a replaced document keeps its own), and
+// the document store holds the one filter index: a roaring bitmap of
+// numbers per tenant and per metadata key=value pair. A search turns
+// req.Tenant and req.Filter into one allow-list of numbers (nil when the
+// request's tenant is the only one and there is no filter: the indexes
+// then search everything at no cost) and hands it to the postings and
+// dense indexes, which know each document by its number (their Ref) and
+// by a string key made of tenant and ID (indexKey, which orders a tenant's
+// documents by ID), and nothing of tenants or metadata. A write-ahead log written by
 // an older version may still delete IDs in every tenant (the meaning IDs
 // had when they were global, and of the removed Batch.Delete); Open
 // replays such records with that meaning.
+//
+// # Batches
+//
+// A Batch is one atomic change; its operations apply in order and the last
+// one on a document (tenant and ID) wins: an Add after an Add replaces, a
+// DeleteIn after an Add deletes, an Add after a DeleteIn stores. This is
+// the one batch rule: the HTTP server's POST /documents maps its body onto
+// it (documents in order, then its delete list) instead of a rule of its
+// own. Batch.Validate is the one validation of a batch (each document's
+// Validate, no empty ID deleted); Commit runs it, and the server runs it
+// before admitting a request, to answer 400 with its message.
 //
 // Request, Result and Document are also the HTTP server's wire types: their
 // JSON tags are the API, with durations in milliseconds (Request.Budget as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -26,6 +27,7 @@ import (
 // was replaced.
 type record struct {
 	doc     Document
+	num     uint32    // the document number (≥ 1): its Ref in both indexes and its bit in the filter index
 	termSet []uint64  // hashes of the analyzed terms of title+text, sorted, unique (MMR Jaccard)
 	vec     []float32 // embedding, nil when none (MMR cosine)
 }
@@ -92,6 +94,10 @@ type Engine struct {
 	recovery Recovery      // what Open restored; read-only after Open
 	snapPos  atomic.Uint64 // log position of the newest snapshot
 	snapGen  atomic.Uint64 // generation of the newest snapshot
+
+	// nums is the last document number given out (see prepare); numbers
+	// start at 1, 0 being the indexes' NoRef.
+	nums atomic.Uint64
 
 	maint maintainer // background rebuilds and compactions (maintenance.go)
 }
@@ -346,7 +352,50 @@ func (b *Batch) DeleteIn(tenant string, ids ...string) {
 // Len is the number of queued operations.
 func (b *Batch) Len() int { return len(b.ops) }
 
-// Commit applies b atomically: documents are validated, analyzed and (with
+// Validate reports why Commit would refuse b, as an *OpError naming the
+// first bad operation (b's operations are numbered from 0 in the order
+// they were queued): a document Document.Validate refuses, or the deletion
+// of an empty ID. Every error wraps ErrInvalidDocument. Commit calls it;
+// callers that want the verdict before preparing a commit (the HTTP
+// server, for a 400 naming the request's field) call it themselves.
+//
+// A batch may name a document more than once: its operations apply in
+// order and the last one on a document wins (Add after Add replaces,
+// DeleteIn after Add deletes, Add after DeleteIn stores), the rule of the
+// engine's batches and of the server's (see Commit).
+func (b *Batch) Validate() error {
+	for i, o := range b.ops {
+		var err error
+		switch o.kind {
+		case opAdd:
+			err = o.doc.Validate()
+		case opDelete:
+			if o.key.ID == "" {
+				err = fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
+			}
+		}
+		if err != nil {
+			return &OpError{Op: i, Err: err}
+		}
+	}
+	return nil
+}
+
+// OpError is Batch.Validate's error: operation Op of the batch (from 0,
+// in the order queued) is refused for Err, which wraps ErrInvalidDocument.
+// Its message is "batch op N: " and Err's, so callers that number
+// operations their own way (the HTTP server's documents[i] and ids[i]) put
+// their name in front of Err's message instead.
+type OpError struct {
+	Op  int
+	Err error
+}
+
+func (e *OpError) Error() string { return fmt.Sprintf("batch op %d: %v", e.Op, e.Err) }
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Commit applies b atomically, each document's last operation in b (the
+// batch rule, see Batch.Validate): documents are validated, analyzed and (with
 // an embedder) embedded in batches of Config.EmbedBatch before anything
 // changes and without a lock, so concurrent Commits prepare in parallel;
 // then the batch is written to the write-ahead log, applied to the lexical
@@ -378,9 +427,12 @@ func (e *Engine) Commit(ctx context.Context, b *Batch) error {
 	if err := e.ReadOnly(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
-	adds, dels, err := reduce(b.ops)
+	adds, dels, err := reduce(b)
 	if err != nil {
 		return fmt.Errorf("commit: %w", err)
+	}
+	if e.nums.Load()+uint64(len(adds)) >= maxDocNum {
+		return fmt.Errorf("commit: %w", ErrFull)
 	}
 	p := &pendingCommit{prepared: e.prepare(adds, dels)}
 	if e.embedder != nil && len(adds) > 0 {
@@ -432,22 +484,32 @@ type prepared struct {
 	lex  *postings.Batch
 }
 
-// prepare analyzes the additions and builds the lexical index's batch,
-// which hashes and counts the terms of each document: work done by each
-// Commit in parallel, before the apply step that Commits take in turn.
+// maxDocNum bounds the document numbers: MaxUint32 is never given out.
+const maxDocNum = math.MaxUint32
+
+// prepare numbers the additions, analyzes them and builds the lexical
+// index's batch, which hashes and counts the terms of each document: work
+// done by each Commit in parallel, before the apply step that Commits take
+// in turn. A document that replaces a stored one keeps its number; a new
+// one gets the next. (Two Commits preparing the same new document at once
+// give it two numbers; the one applied last holds it, the other is never
+// used again. No two documents ever share a number.)
 func (e *Engine) prepare(adds []*record, dels []docKey) prepared {
+	st := e.cur.Load()
+	for _, r := range adds {
+		if old := st.docs.get(r.doc.Tenant, r.doc.ID); old != nil {
+			r.num = old.num
+		} else if n := e.nums.Add(1); n < maxDocNum {
+			r.num = uint32(n)
+		} // else 0: apply refuses the batch (ErrFull)
+	}
 	terms := e.analyze(adds)
 	lb := e.lex.NewBatch()
 	for _, k := range dels {
 		lb.Delete(indexKey(k.Tenant, k.ID))
 	}
 	for i, r := range adds {
-		lb.Add(postings.Doc{
-			ID:     indexKey(r.doc.Tenant, r.doc.ID),
-			Terms:  terms[i],
-			Tenant: lexTenant(r.doc.Tenant),
-			Meta:   r.doc.Metadata,
-		})
+		lb.Add(postings.Doc{ID: indexKey(r.doc.Tenant, r.doc.ID), Ref: r.num, Terms: terms[i]})
 	}
 	return prepared{adds: adds, dels: dels, lex: lb}
 }
@@ -632,23 +694,19 @@ func (e *Engine) commitGroup(group []*pendingCommit) {
 	}
 }
 
-// reduce validates ops and reduces them to the final operation per
-// document, in first-seen order: the additions and the deletions.
-func reduce(ops []op) (adds []*record, dels []docKey, err error) {
+// reduce validates b (Batch.Validate) and reduces it to the last
+// operation per document (the batch rule), in first-seen order: the
+// additions and the deletions.
+func reduce(b *Batch) (adds []*record, dels []docKey, err error) {
+	if err := b.Validate(); err != nil {
+		return nil, nil, err
+	}
 	final := map[docKey]int{}
 	var order []docKey
-	for i, o := range ops {
+	for i, o := range b.ops {
 		k := o.key
-		switch o.kind {
-		case opAdd:
-			if err := o.doc.Validate(); err != nil {
-				return nil, nil, err
-			}
+		if o.kind == opAdd {
 			k = docKey{o.doc.Tenant, o.doc.ID}
-		case opDelete:
-			if k.ID == "" {
-				return nil, nil, fmt.Errorf("%w: deletion of an empty ID", ErrInvalidDocument)
-			}
 		}
 		if _, ok := final[k]; !ok {
 			order = append(order, k)
@@ -656,7 +714,7 @@ func reduce(ops []op) (adds []*record, dels []docKey, err error) {
 		final[k] = i
 	}
 	for _, k := range order {
-		if o := ops[final[k]]; o.kind == opAdd {
+		if o := b.ops[final[k]]; o.kind == opAdd {
 			adds = append(adds, &record{doc: o.doc})
 		} else {
 			dels = append(dels, k)
@@ -692,6 +750,11 @@ func (e *Engine) apply(bs ...*prepared) error {
 	lbs := make([]*postings.Batch, len(bs))
 	for i, p := range bs {
 		lbs[i] = p.lex
+		for _, r := range p.adds {
+			if r.num == 0 {
+				return fmt.Errorf("%w: %w", errLexRefused, ErrFull)
+			}
+		}
 	}
 	// Postings first: its commit is atomic and validates everything, so a
 	// refusal here leaves all three stores untouched.
@@ -747,7 +810,7 @@ func (e *Engine) applyDense(docs *store, adds []*record, dels []docKey) error {
 	items := make([]dense.Item, 0, len(adds))
 	for _, r := range adds {
 		if r.vec != nil {
-			items = append(items, dense.Item{ID: indexKey(r.doc.Tenant, r.doc.ID), Vector: r.vec, Tenant: r.doc.Tenant, Meta: r.doc.Metadata})
+			items = append(items, dense.Item{ID: indexKey(r.doc.Tenant, r.doc.ID), Ref: r.num, Vector: r.vec})
 		}
 	}
 	if len(items) > 0 {
@@ -785,12 +848,6 @@ func (e *Engine) embed(ctx context.Context, recs []*record) error {
 	}
 	return nil
 }
-
-// lexTenant is the tenant key given to the postings index. postings treats
-// an empty tenant as "no tenant" (and an empty filter tenant as "any"),
-// while the engine's empty tenant is a tenant like any other; the prefix
-// makes every key non-empty, so the filter always applies.
-func lexTenant(t string) string { return "@" + t }
 
 // termSet returns the sorted unique hashes of terms. Hashes rather than
 // the strings: a record keeps its set for as long as it is stored, and a
@@ -984,12 +1041,11 @@ func (res *Result) budgetFallback(stage string) {
 func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, terms []string, qvec []float32, alpha float64, res *Result) ([]*candidate, error) {
 	var bm25, dn []scored
 	t := time.Now()
+	// The one allow-list of the request: its tenant's documents passing
+	// its filter, as document numbers (nil: every document).
+	allow := st.docs.filters.allow(req.Tenant, req.Filter)
 	if len(terms) > 0 {
-		hits, err := st.lex.Search(ctx, postings.Query{
-			Terms:  terms,
-			K:      req.Candidates,
-			Filter: &postings.Filter{Tenant: lexTenant(req.Tenant), Meta: req.Filter},
-		})
+		hits, err := st.lex.Search(ctx, postings.Query{Terms: terms, K: req.Candidates, Allow: allow})
 		if err != nil {
 			return nil, fmt.Errorf("search: bm25: %w", err)
 		}
@@ -1001,7 +1057,7 @@ func (e *Engine) retrieve(ctx, bctx context.Context, st *state, req *Request, te
 	res.Timings.BM25 = time.Since(t)
 	if qvec != nil && st.vec != nil {
 		t = time.Now()
-		hits, err := st.vec.Search(bctx, qvec, req.Candidates, &dense.Filter{Tenant: req.Tenant, Meta: req.Filter})
+		hits, err := st.vec.Search(bctx, qvec, req.Candidates, allow)
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:

@@ -52,4 +52,8 @@ var (
 	// hold (all zero, NaN or infinite: dense.CheckVector); nothing of the
 	// batch is logged or applied.
 	ErrEmbed = errors.New("engine: embedding failed")
+	// ErrFull is returned by Commit when the engine has no document
+	// numbers left to give new documents (2³²−2 distinct documents over
+	// its life; a replaced document keeps its number).
+	ErrFull = errors.New("engine: document numbers exhausted")
 )

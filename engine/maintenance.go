@@ -227,7 +227,7 @@ func (e *Engine) Stats() Stats {
 	st := e.cur.Load()
 	s := Stats{
 		Documents:          st.docs.n,
-		Tenants:            len(st.docs.tenants),
+		Tenants:            len(st.docs.filters.tenants),
 		Vectors:            st.nvec,
 		Postings:           st.lex.Stats(),
 		Maintenance:        e.maint.snapshot(),

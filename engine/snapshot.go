@@ -35,11 +35,23 @@ import (
 // one ID in several tenants. Versions 1 and 2 (one document per ID, known
 // to the indexes by its ID) open as they are: Open renames every document
 // in both indexes to its key (no index is rebuilt), and the next Snapshot
-// writes version 3.
-const FormatVersion = 3
+// writes the current version.
+//
+// Version 4 numbers the documents: the document file holds each one's
+// number, and the postings and dense indexes (their formats 3) know it as
+// the document's Ref, the key of the engine's filter index (tenants and
+// metadata), which is rebuilt from the documents on Open. Older
+// snapshots, whose indexes held tenant and metadata bitmaps of their own,
+// open as they are: Open numbers the documents in file order and gives
+// both indexes those numbers (SetRefs; no index is rebuilt), and the next
+// Snapshot writes version 4.
+const FormatVersion = 4
 
 // tenantKeysVersion is the first format whose indexes use indexKey.
 const tenantKeysVersion = 3
+
+// docNumsVersion is the first format that stores document numbers.
+const docNumsVersion = 4
 
 const (
 	snapKind   = "snap" // generation directories snap-NNNNNN
@@ -119,9 +131,12 @@ func readLegacyManifest(raw []byte, m manifest.Manifest) error {
 }
 
 // storedRecord is the on-disk form of a record (terms are re-derived).
+// Num is the record's number in snapshots (0 in log records and in
+// snapshots before docNumsVersion, which Open numbers itself).
 type storedRecord struct {
 	Doc Document
 	Vec []float32
+	Num uint32
 }
 
 // Snapshot writes the whole engine (lexical index, dense index, document
@@ -218,7 +233,7 @@ func (s *store) write(w io.Writer) error {
 	if err := enc.Encode(s.n); err != nil {
 		return err
 	}
-	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec}) })
+	return s.each(func(r *record) error { return enc.Encode(storedRecord{Doc: r.doc, Vec: r.vec, Num: r.num}) })
 }
 
 // loadNewest opens the newest valid snapshot in e.dir and sets snapPos to
@@ -340,12 +355,12 @@ func (e *Engine) load(m *persisted) error {
 		}
 		return err
 	}
-	if m.Version < tenantKeysVersion {
-		if err := e.migrateKeys(); err != nil {
+	if m.Version < docNumsVersion {
+		if err := e.migrate(m.Version); err != nil {
 			if e.vec != nil {
 				e.vec.Close()
 			}
-			return fmt.Errorf("%w: migrate version %d snapshot to tenant-scoped IDs: %w", ErrCorrupt, m.Version, err)
+			return fmt.Errorf("%w: migrate version %d snapshot: %w", ErrCorrupt, m.Version, err)
 		}
 	}
 	return nil
@@ -376,44 +391,78 @@ func (e *Engine) readDocs(dir string, m *persisted) error {
 		return fmt.Errorf("%w: documents: count %d, manifest %d (%v)", ErrCorrupt, n, m.DocCount, err)
 	}
 	docs, nvec := store{}.writer(), 0
+	nums := make(map[uint32]bool, n)
 	for i := 0; i < n; i++ {
 		var s storedRecord
 		if err := dec.Decode(&s); err != nil {
 			return fmt.Errorf("%w: documents: record %d: %v", ErrCorrupt, i, err)
 		}
-		r := &record{doc: s.Doc, vec: s.Vec, termSet: termSet(e.analyzer.Analyze(docText(&s.Doc)))}
+		if m.Version < docNumsVersion {
+			s.Num = uint32(i + 1) // migrateNums gives the indexes these
+		}
+		if s.Num == 0 || s.Num == maxDocNum || nums[s.Num] {
+			return fmt.Errorf("%w: documents: record %d: number %d is zero, too large or taken", ErrCorrupt, i, s.Num)
+		}
+		nums[s.Num] = true
+		r := &record{doc: s.Doc, vec: s.Vec, num: s.Num, termSet: termSet(e.analyzer.Analyze(docText(&s.Doc)))}
 		if r.vec != nil {
 			nvec++
 		}
 		docs.put(r)
 	}
-	e.publish(docs.done(), nvec)
+	st := docs.done()
+	e.nums.Store(uint64(st.maxNum))
+	e.publish(st, nvec)
 	return nil
 }
 
-// migrateKeys renames the documents of a snapshot written before IDs were
-// scoped by tenant (one document per ID, known to the indexes by its ID)
-// to their index keys in both indexes, and publishes the result. Called
-// during Open.
-func (e *Engine) migrateKeys() error {
+// migrate brings the indexes of a snapshot of an older format (version)
+// to the current one without rebuilding either, and publishes the result.
+// Before tenantKeysVersion, a document (one per ID, known to the indexes
+// by its ID) is renamed to its index key; before docNumsVersion, it is
+// given its number (readDocs assigned them in file order) as its Ref.
+// Called during Open.
+func (e *Engine) migrate(version int) error {
 	st := e.cur.Load()
-	rename := make(map[string]string, st.docs.n)
+	var rename map[string]string
+	if version < tenantKeysVersion {
+		rename = make(map[string]string, st.docs.n)
+	}
+	refs := make(map[string]uint32, st.docs.n)
 	err := st.docs.each(func(r *record) error {
-		if _, dup := rename[r.doc.ID]; dup {
-			return fmt.Errorf("document ID %q in two tenants", r.doc.ID)
+		key := indexKey(r.doc.Tenant, r.doc.ID)
+		if rename != nil {
+			if _, dup := rename[r.doc.ID]; dup {
+				return fmt.Errorf("document ID %q in two tenants", r.doc.ID)
+			}
+			rename[r.doc.ID] = key
 		}
-		rename[r.doc.ID] = indexKey(r.doc.Tenant, r.doc.ID)
+		refs[key] = r.num
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if err := e.lex.RenameIDs(rename); err != nil {
-		return fmt.Errorf("lexical: %w", err)
+	type migrating interface {
+		RenameIDs(map[string]string) error
+		SetRefs(map[string]uint32) error
 	}
+	type index struct {
+		name string
+		ix   migrating
+	}
+	ixs := []index{{"lexical", e.lex}}
 	if e.vec != nil {
-		if err := e.vec.RenameIDs(rename); err != nil {
-			return fmt.Errorf("dense: %w", err)
+		ixs = append(ixs, index{"dense", e.vec})
+	}
+	for _, x := range ixs {
+		if rename != nil {
+			if err := x.ix.RenameIDs(rename); err != nil {
+				return fmt.Errorf("%s: to tenant-scoped IDs: %w", x.name, err)
+			}
+		}
+		if err := x.ix.SetRefs(refs); err != nil {
+			return fmt.Errorf("%s: to document numbers: %w", x.name, err)
 		}
 	}
 	e.publish(st.docs, st.nvec)

@@ -25,6 +25,9 @@ import (
 //     the corpus, then three commits in the version-0 log record format
 //     (add "late" and delete rs1; replace go2; add de1 in tenant evil,
 //     which then moved it there from acme);
+//   - format3: written by the engine of commit 310c688 (snapshot format 3,
+//     whose postings and dense indexes held tenant and metadata bitmaps;
+//     HashEmbedder(8), DefaultConfig): see TestMigrateFormat3;
 //   - wipes-v2: a log with version-2 wipe records and no snapshot (see
 //     TestReplayWipeRecords).
 func copyFixture(t *testing.T, name string) string {
@@ -37,6 +40,31 @@ func copyFixture(t *testing.T, name string) string {
 	return dst
 }
 
+// manifestBody returns the JSON of dir's root manifest, checked and
+// unsealed.
+func manifestBody(t *testing.T, dir string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
+	if err == nil {
+		var body []byte
+		if body, err = manifest.Unseal(raw); err == nil {
+			return body
+		}
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// manifestVersion returns the format version of dir's root manifest.
+func manifestVersion(t *testing.T, dir string) int {
+	t.Helper()
+	var h manifest.Header
+	if err := json.Unmarshal(manifestBody(t, dir), &h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Version
+}
+
 // TestOpenVersion1 opens an engine directory whose root manifest is in the
 // version-1 layout (MANIFEST.json, plain JSON, the document file checked by
 // BLAKE3), as written before the shared manifest package, and checks that
@@ -44,16 +72,8 @@ func copyFixture(t *testing.T, name string) string {
 func TestOpenVersion1(t *testing.T) {
 	dir := copyFixture(t, "format2")
 	emb := enginetest.NewHashEmbedder(8)
-	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := manifest.Unseal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cur map[string]any
-	if err := json.Unmarshal(body, &cur); err != nil {
+	if err := json.Unmarshal(manifestBody(t, dir), &cur); err != nil {
 		t.Fatal(err)
 	}
 	docs, err := os.ReadFile(filepath.Join(dir, "snap-000001", "docs.gob"))
@@ -115,8 +135,8 @@ func TestOpenVersion1(t *testing.T) {
 // TestMigrateFormat2 opens a directory written before IDs were scoped by
 // tenant (snapshot format 2, version-0 log records), checks that the log
 // replays with the old meaning of IDs, that the same ID then goes into a
-// second tenant as a second document, and that the next snapshot is
-// format 3 and reopens.
+// second tenant as a second document, and that the next snapshot is the
+// current format and reopens.
 func TestMigrateFormat2(t *testing.T) {
 	dir := copyFixture(t, "format2")
 	emb := enginetest.NewHashEmbedder(8)
@@ -180,17 +200,8 @@ func TestMigrateFormat2(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	raw, err := os.ReadFile(filepath.Join(dir, manifest.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := manifest.Unseal(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h manifest.Header
-	if err := json.Unmarshal(body, &h); err != nil || h.Version != engine.FormatVersion {
-		t.Fatalf("manifest version %d (%v), want %d", h.Version, err, engine.FormatVersion)
+	if v := manifestVersion(t, dir); v != engine.FormatVersion {
+		t.Fatalf("manifest version %d, want %d", v, engine.FormatVersion)
 	}
 	e2 := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
 	check(e2, 1)
@@ -198,4 +209,85 @@ func TestMigrateFormat2(t *testing.T) {
 	if err != nil || len(res.Hits) == 0 || res.Hits[0].Document.ID != "go1" || res.Hits[0].Document.Tenant != "evil" {
 		t.Fatalf("evil's go1: %v %v", err, res)
 	}
+}
+
+// TestMigrateFormat3 opens a directory written before the engine numbered
+// its documents (snapshot format 3: the postings and dense indexes kept
+// tenant and metadata bitmaps of their own): acme's go1, go2 (replaced,
+// lang en, kind faq) and de1 (lang de), evil's go1 (lang en), the default
+// tenant's rs1 (lang en), acme's "gone" added and deleted, then, in the
+// log only, evil's late (lang de). Every search sees exactly its tenant's
+// documents passing its filter, by BM25 and by vectors, before and after
+// the next snapshot, which is the current format.
+func TestMigrateFormat3(t *testing.T) {
+	dir := copyFixture(t, "format3")
+	emb := enginetest.NewHashEmbedder(8)
+	e := openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb))
+	if r := e.Durability().Recovery; r.Replayed != 1 {
+		t.Fatalf("recovery %+v", r)
+	}
+	ctx := context.Background()
+	check := func(e *engine.Engine) {
+		t.Helper()
+		if e.Len() != 6 {
+			t.Errorf("%d documents, want 6", e.Len())
+		}
+		for _, tc := range []struct {
+			tenant string
+			filter map[string]string
+			want   []string
+		}{
+			{"acme", nil, []string{"de1", "go1", "go2"}},
+			{"acme", map[string]string{"lang": "en"}, []string{"go1", "go2"}},
+			{"acme", map[string]string{"lang": "en", "kind": "faq"}, []string{"go2"}},
+			{"acme", map[string]string{"kind": "none"}, nil},
+			{"evil", nil, []string{"go1", "late"}},
+			{"evil", map[string]string{"lang": "de"}, []string{"late"}},
+			{"", nil, []string{"rs1"}},
+			{"nobody", nil, nil},
+		} {
+			for _, alpha := range []float64{0, 1} { // BM25 only, vectors only
+				res, err := e.Search(ctx, engine.Request{Query: "channels", Tenant: tc.tenant, Filter: tc.filter, Fusion: engine.FusionWeighted, Alpha: engine.Float(alpha)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, h := range res.Hits {
+					if h.Document.Tenant != tc.tenant {
+						t.Fatalf("tenant %q got %s/%s", tc.tenant, h.Document.Tenant, h.Document.ID)
+					}
+					if alpha == 0 && h.Provenance.BM25Rank > 0 || alpha == 1 && h.Provenance.DenseRank > 0 {
+						got = append(got, h.Document.ID)
+					}
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("%q %v alpha %v: %v, want %v", tc.tenant, tc.filter, alpha, got, tc.want)
+				}
+				if res.HasFallback(engine.FallbackNoVectors) {
+					t.Errorf("%q: no vectors after migration", tc.tenant)
+				}
+			}
+		}
+	}
+	check(e)
+	// New documents get numbers of their own after the migrated ones.
+	commit(t, e, engine.Document{ID: "new", Tenant: "acme", Text: "New channels doc.", Metadata: map[string]string{"lang": "fr"}})
+	res, err := e.Search(ctx, engine.Request{Query: "channels", Tenant: "acme", Filter: map[string]string{"lang": "fr"}})
+	if err != nil || len(res.Hits) != 1 || res.Hits[0].Document.ID != "new" {
+		t.Fatalf("acme lang fr: %v %v", err, res)
+	}
+	b := e.NewBatch()
+	b.DeleteIn("acme", "new")
+	if err := e.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if v := manifestVersion(t, dir); v != engine.FormatVersion {
+		t.Fatalf("manifest version %d, want %d", v, engine.FormatVersion)
+	}
+	check(openCfg(t, dir, engine.DefaultConfig(), engine.WithEmbedder(emb)))
 }

@@ -58,11 +58,12 @@ type storeDir [storeLeaves]map[string][]*record
 // tenant (see logRecord) finds the ID's tenants without a scan. A store
 // value is immutable once published in a state: writes go through a
 // storeWriter, which copies the tables, shards and per-ID slices it
-// changes.
+// changes. The store owns the filter index of its records' numbers.
 type store struct {
-	dirs    []*storeDir    // storeDirs entries (nil: empty directory), or nil when the store is empty
-	n       int            // records
-	tenants map[string]int // records per tenant (no zero counts)
+	dirs    []*storeDir // storeDirs entries (nil: empty directory), or nil when the store is empty
+	n       int         // records
+	filters filterIndex // the records' numbers by tenant and metadata
+	maxNum  uint32      // the largest record number ever stored here (0: none)
 }
 
 // shardOf hashes an ID to its shard (FNV-1a: cheap and stable).
@@ -138,14 +139,14 @@ func (s *store) each(f func(*record) error) error {
 
 // storeWriter builds the next store from a published one.
 type storeWriter struct {
-	s            store
-	dirOwned     [storeDirs]bool          // directories already copied for this writer
-	shardOwned   [storeShards / 64]uint64 // shards already copied, a bit each
-	tenantsOwned bool
+	s          store
+	dirOwned   [storeDirs]bool          // directories already copied for this writer
+	shardOwned [storeShards / 64]uint64 // shards already copied, a bit each
+	filters    filterWriter
 }
 
 func (s store) writer() *storeWriter {
-	w := &storeWriter{s: s}
+	w := &storeWriter{s: s, filters: filterWriter{f: s.filters}}
 	if s.dirs == nil {
 		w.s.dirs = make([]*storeDir, storeDirs)
 	} else {
@@ -177,35 +178,23 @@ func (w *storeWriter) shard(id string) map[string][]*record {
 	return d[i%storeLeaves]
 }
 
-// count adds d to tenant's record count.
-func (w *storeWriter) count(tenant string, d int) {
-	if !w.tenantsOwned {
-		w.s.tenants, w.tenantsOwned = maps.Clone(w.s.tenants), true
-		if w.s.tenants == nil {
-			w.s.tenants = map[string]int{}
-		}
-	}
-	if n := w.s.tenants[tenant] + d; n > 0 {
-		w.s.tenants[tenant] = n
-	} else {
-		delete(w.s.tenants, tenant)
-	}
-}
-
 // put stores r under (its tenant, its ID) and returns the record it
 // replaced, or nil.
 func (w *storeWriter) put(r *record) *record {
 	sh := w.shard(r.doc.ID)
 	rs := sh[r.doc.ID]
 	i, found := tenantIndex(rs, r.doc.Tenant)
+	w.s.maxNum = max(w.s.maxNum, r.num)
 	if found {
 		old := rs[i]
 		sh[r.doc.ID] = slices.Concat(rs[:i], []*record{r}, rs[i+1:])
+		w.filters.remove(old)
+		w.filters.add(r)
 		return old
 	}
 	sh[r.doc.ID] = slices.Insert(slices.Clone(rs), i, r)
 	w.s.n++
-	w.count(r.doc.Tenant, 1)
+	w.filters.add(r)
 	return nil
 }
 
@@ -224,9 +213,12 @@ func (w *storeWriter) del(tenant, id string) *record {
 		sh[id] = slices.Concat(rs[:i], rs[i+1:])
 	}
 	w.s.n--
-	w.count(tenant, -1)
+	w.filters.remove(old)
 	return old
 }
 
 // done returns the new store; the writer must not be used afterwards.
-func (w *storeWriter) done() store { return w.s }
+func (w *storeWriter) done() store {
+	w.s.filters = w.filters.done()
+	return w.s
+}

@@ -9,8 +9,16 @@ import (
 // of the store: a writer that adds, replaces and deletes documents in the
 // shards and directories of a published store leaves that store as it was.
 func TestStoreWriterLeavesPublishedStore(t *testing.T) {
+	var num uint32
 	rec := func(tenant, id, text string) *record {
-		return &record{doc: Document{Tenant: tenant, ID: id, Text: text}}
+		num++
+		return &record{doc: Document{Tenant: tenant, ID: id, Text: text}, num: num}
+	}
+	count := func(s store, tenant string) int {
+		if bm := s.filters.tenants[tenant]; bm != nil {
+			return int(bm.GetCardinality())
+		}
+		return 0
 	}
 	w := store{}.writer()
 	for i := range 3 * storeShards {
@@ -45,11 +53,14 @@ func TestStoreWriterLeavesPublishedStore(t *testing.T) {
 			t.Fatalf("next store misses the writer's delete or add of %s", id)
 		}
 	}
-	if pub.n != 3*storeShards || pub.tenants["t1"] != storeShards || pub.tenants["t9"] != 0 {
-		t.Fatalf("published counts changed: n %d, tenants %v", pub.n, pub.tenants)
+	if pub.n != 3*storeShards || count(pub, "t0") != storeShards || count(pub, "t1") != storeShards || count(pub, "t9") != 0 {
+		t.Fatalf("published counts changed: n %d, tenants %v", pub.n, pub.filters.tenants)
 	}
-	if want := 3*storeShards - storeShards + storeShards; next.n != want || next.tenants["t1"] != 0 || next.tenants["t9"] != storeShards {
-		t.Fatalf("next counts: n %d (want %d), tenants %v", next.n, want, next.tenants)
+	if want := 3*storeShards - storeShards + storeShards; next.n != want || count(next, "t0") != storeShards || count(next, "t1") != 0 || count(next, "t9") != storeShards {
+		t.Fatalf("next counts: n %d (want %d), tenants %v", next.n, want, next.filters.tenants)
+	}
+	if _, ok := next.filters.tenants["t1"]; ok {
+		t.Fatal("the emptied tenant t1 keeps a bitmap")
 	}
 	var seen int
 	if err := next.each(func(*record) error { seen++; return nil }); err != nil || seen != next.n {

@@ -110,3 +110,48 @@ func TestMetadataKeyWithNUL(t *testing.T) {
 		t.Fatalf("filter key with NUL: %v, want ErrInvalidRequest", err)
 	}
 }
+
+// TestBatchLastOperationWins: a batch's operations on one document apply
+// in order and the last wins (the batch rule), in every tenant on its own;
+// Batch.Validate names the first bad operation.
+func TestBatchLastOperationWins(t *testing.T) {
+	ctx := context.Background()
+	e := openCfg(t, "", engine.DefaultConfig())
+	commit(t, e, engine.Document{ID: "gone", Tenant: "a", Text: "to be deleted"})
+	b := e.NewBatch()
+	b.Add(engine.Document{ID: "twice", Tenant: "a", Text: "first"}, engine.Document{ID: "twice", Tenant: "a", Text: "second"})
+	b.Add(engine.Document{ID: "added-deleted", Tenant: "a", Text: "never visible"})
+	b.DeleteIn("a", "added-deleted", "gone")
+	b.DeleteIn("b", "back")
+	b.Add(engine.Document{ID: "back", Tenant: "b", Text: "deleted then added"}, engine.Document{ID: "gone", Tenant: "b", Text: "other tenant"})
+	if err := b.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tenant, id, text string // "" text: absent
+	}{
+		{"a", "twice", "second"}, {"a", "added-deleted", ""}, {"a", "gone", ""},
+		{"b", "back", "deleted then added"}, {"b", "gone", "other tenant"},
+	} {
+		d, ok := e.GetIn(tc.tenant, tc.id)
+		if ok != (tc.text != "") || d.Text != tc.text {
+			t.Errorf("%s/%s = %q %v, want %q", tc.tenant, tc.id, d.Text, ok, tc.text)
+		}
+	}
+	if res, err := e.Search(ctx, engine.Request{Query: "visible first", Tenant: "a"}); err != nil || len(res.Hits) != 0 {
+		t.Fatalf("replaced or deleted text found: %v %v", err, res)
+	}
+	bad := e.NewBatch()
+	bad.Add(engine.Document{ID: "ok", Text: "fine"})
+	bad.DeleteIn("a", "x", "")
+	var oe *engine.OpError
+	if err := bad.Validate(); !errors.As(err, &oe) || oe.Op != 2 || !errors.Is(err, engine.ErrInvalidDocument) {
+		t.Fatalf("Validate = %v, want op 2 refused", err)
+	}
+	if err := e.Commit(ctx, bad); !errors.Is(err, engine.ErrInvalidDocument) {
+		t.Fatalf("Commit = %v, want ErrInvalidDocument", err)
+	}
+}

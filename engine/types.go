@@ -77,7 +77,9 @@ func (d *Document) Validate() error {
 			return bad("empty metadata key")
 		}
 		if strings.ContainsRune(k, 0) {
-			// The lexical index keys its filters "key NUL value".
+			// Refused since the lexical index keyed its filters "key
+			// NUL value"; the filter index no longer needs it, but
+			// accepting such keys would widen the API for no caller.
 			return bad("metadata key %q contains a NUL byte", k)
 		}
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {

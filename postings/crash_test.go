@@ -20,9 +20,9 @@ const (
 
 func crashDoc(i int) Doc {
 	return Doc{
-		ID:     fmt.Sprintf("c%d", i),
-		Terms:  []string{fmt.Sprint("w", i%50), fmt.Sprint("x", i%7), fmt.Sprint("id", i), fmt.Sprint("w", i%13)},
-		Tenant: fmt.Sprint("t", i%3),
+		ID:    fmt.Sprintf("c%d", i),
+		Terms: []string{fmt.Sprint("w", i%50), fmt.Sprint("x", i%7), fmt.Sprint("id", i), fmt.Sprint("w", i%13)},
+		Ref:   uint32(i % 3),
 	}
 }
 

@@ -1,7 +1,6 @@
 // Package postings is hybrank's lexical index: BM25 over roaring-bitmap
 // posting lists, with the five scoring variants of bm25s, exact pruned
-// top-k, tenant/metadata filters, atomic incremental batches and
-// crash-safe snapshots.
+// top-k, allow-lists, atomic incremental batches and crash-safe snapshots.
 //
 // The package takes already-analysed terms (it does not import the
 // analyzer); Config.AnalyzerVersion records which analyzer produced them.
@@ -22,17 +21,26 @@
 //   - maxTfc: the largest tf component over the term's postings, the
 //     per-term upper bound used for pruning.
 //
-// Per doc: length (uint32), external ID and a 128-bit blake3 content hash
-// (over tenant, sorted meta, terms). Per distinct length: the norm
+// Per doc: length (uint32), external ID, the caller's Ref (uint32) and a
+// 128-bit blake3 content hash (over the terms). Per distinct length: the norm
 // (1-b)+b·dl/avgdl_build (float64) and, for lengths below 4096, the search
 // kernel's tf component for tf 1..15 (16 float64s: one gather instead of
-// a division per posting). Filters are bitmaps keyed "tenant" and
-// "key=value". Deleted doc nums are a bitset (and the same set as a
+// a division per posting). Deleted doc nums are a bitset (and the same set as a
 // bitmap, to count live df) until Rebuild compacts them away.
 // Stats.IndexBytes counts the bitmaps' serialized sizes, the tails (4 bytes
 // a posting), the tf arrays and
-// overflow, bounds, the length, norm and tf-component tables, deleted sets
-// and filter bitmaps; IDs and hashes are DocTableBytes.
+// overflow, bounds, the length, norm and tf-component tables and deleted
+// sets; IDs, Refs and hashes are DocTableBytes.
+//
+// # Allow-lists
+//
+// The index knows no tenants or metadata. A caller that filters gives each
+// document a Ref (its own document number; package engine gives every
+// stored document one) and passes Query.Allow, a roaring bitmap of the Refs
+// a hit may have, built from its own filter index; nil allows everything,
+// at no cost. A doc num's Ref is checked where a hit or a pruning
+// candidate is taken (one table load and a bitmap probe), never per
+// posting.
 //
 // # Scoring
 //
@@ -84,8 +92,8 @@
 // the documents a try visits, and continue mode is entered only with at
 // most one candidate per 8 remaining postings — so on small or
 // evenly-spread queries it is exhaustive scoring plus a few checks.
-// Query.Exhaustive disables pruning. Filters are applied to candidates and
-// hits; documents that match no query term (score 0) are never hits; ties
+// Query.Exhaustive disables pruning. The allow-list is applied to
+// candidates and hits; documents that match no query term (score 0) are never hits; ties
 // rank by external ID. ctx is polled about every 1024 postings.
 //
 // # Concurrency
@@ -98,7 +106,7 @@
 // snapshot copy-on-write — doc tables, tails and tf arrays are only
 // appended past the lengths older snapshots read; the term table is
 // copied in chunks of 32 entries, only those a commit changes; a bitmap
-// (a term's, when its tail is merged; a filter's; the deleted set's) is
+// (a term's, when its tail is merged; the deleted set's) is
 // cloned copy-on-write, sharing every container the commit does not
 // change — and publishes it with one pointer swap, so readers see a batch
 // entirely or not at all. A commit's cost is thus about its own postings,
@@ -114,8 +122,8 @@
 // the same work in bounded steps with no lock (it reads one immutable
 // snapshot), so commits carry on; Rebuilding.Finish then appends, under the
 // mutex, what was committed since the start — later snapshots of one build
-// only ever append doc nums, postings (at the end of each list's rank
-// order) and filter entries, and mark deletions — and publishes. Summary
+// only ever append doc nums and postings (at the end of each list's rank
+// order), and mark deletions — and publishes. Summary
 // is the O(1) part of Stats that decides when to rebuild.
 //
 // # Snapshot format and crash safety
@@ -124,8 +132,8 @@
 // tests pass errorfs); a save that fails removes the files of its partial
 // generation and leaves the previous generation as it was.
 //
-// Save(dir) writes generation g as docs-g.bin (IDs, lengths, hashes,
-// deleted set, filter bitmaps) and postings-g.bin (per term: name, bound,
+// Save(dir) writes generation g as docs-g.bin (IDs, Refs, lengths, hashes,
+// deleted set) and postings-g.bin (per term: name, bound,
 // tf bytes, overflow, roaring bitmap), both with a magic and FormatVersion
 // header, through internal/manifest (the generation scheme shared with
 // package dense and the engine): each file is written to a .tmp file,

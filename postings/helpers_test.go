@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 var allVariants = []Variant{Lucene, Robertson, ATIRE, BM25L, BM25Plus}
@@ -46,24 +48,36 @@ func search(t testing.TB, ix *Index, q Query) []Hit {
 	return h
 }
 
+// The test corpora's documents carry a tenant (0: none, 1 acme, 2
+// globex, 3 initech), a language (0: none, 1 en, 2 fr) and a kind (0:
+// none, 1 a, 2 b, 3 c) in their Ref, tenant<<4 | lang<<2 | kind, so that a
+// filter over them is a set of Refs shared by many documents: what a
+// caller's allow-list looks like.
+const (
+	acme, globex = 1, 2
+	en, fr       = 1, 2
+	kindB        = 2
+)
+
+func refOf(tenant, lang, kind int) uint32 { return uint32(tenant<<4 | lang<<2 | kind) }
+
 // randCorpus makes n docs over a Zipf-ish vocabulary of size vocab.
 func randCorpus(r *rand.Rand, n, vocab, maxLen int, prefix string) []Doc {
 	docs := make([]Doc, n)
-	tenants := []string{"", "acme", "globex", "initech"}
 	for i := range docs {
 		l := r.IntN(maxLen + 1)
 		terms := make([]string, l)
 		for j := range terms {
 			terms[j] = randTerm(r, vocab)
 		}
-		d := Doc{ID: fmt.Sprintf("%s%d", prefix, i), Terms: terms, Tenant: tenants[r.IntN(len(tenants))]}
+		tenant, lang, kind := r.IntN(4), 0, 0
 		if r.IntN(2) == 0 {
-			d.Meta = map[string]string{"lang": []string{"en", "fr"}[r.IntN(2)]}
+			lang = 1 + r.IntN(2)
 			if r.IntN(3) == 0 {
-				d.Meta["kind"] = []string{"a", "b", "c"}[r.IntN(3)]
+				kind = 1 + r.IntN(3)
 			}
 		}
-		docs[i] = d
+		docs[i] = Doc{ID: fmt.Sprintf("%s%d", prefix, i), Terms: terms, Ref: refOf(tenant, lang, kind)}
 	}
 	return docs
 }
@@ -114,7 +128,7 @@ func refSearch(cfg Config, live map[string]Doc, avgdlBuild float64, q Query) []H
 		}
 	}
 	for _, d := range live {
-		if q.Filter != nil && !matches(d, q.Filter) {
+		if !matches(d, q.Allow) {
 			continue
 		}
 		tf := map[string]int{}
@@ -140,28 +154,36 @@ func refSearch(cfg Config, live map[string]Doc, avgdlBuild float64, q Query) []H
 	return hits
 }
 
-func matches(d Doc, f *Filter) bool {
-	if f.Tenant != "" && d.Tenant != f.Tenant {
-		return false
-	}
-	for k, v := range f.Meta {
-		if d.Meta[k] != v {
-			return false
+// matches reports whether allow (nil: all) admits d.
+func matches(d Doc, allow *roaring.Bitmap) bool { return allow == nil || allow.Contains(d.Ref) }
+
+// allowWhere is the allow-list of the corpus Refs whose tenant, language
+// and kind pass keep.
+func allowWhere(keep func(tenant, lang, kind int) bool) *roaring.Bitmap {
+	bm := roaring.New()
+	for t := range 4 {
+		for l := range 3 {
+			for k := range 4 {
+				if keep(t, l, k) {
+					bm.Add(refOf(t, l, k))
+				}
+			}
 		}
 	}
-	return true
+	return bm
 }
 
-func randFilter(r *rand.Rand) *Filter {
+// randAllow is a random filter of the corpus as an allow-list, or nil.
+func randAllow(r *rand.Rand) *roaring.Bitmap {
 	switch r.IntN(5) {
 	case 0:
-		return &Filter{Tenant: "acme"}
+		return allowWhere(func(t, _, _ int) bool { return t == acme })
 	case 1:
-		return &Filter{Meta: map[string]string{"lang": "fr"}}
+		return allowWhere(func(_, l, _ int) bool { return l == fr })
 	case 2:
-		return &Filter{Tenant: "globex", Meta: map[string]string{"lang": "en"}}
+		return allowWhere(func(t, l, _ int) bool { return t == globex && l == en })
 	case 3:
-		return &Filter{Meta: map[string]string{"kind": "b", "lang": "en"}}
+		return allowWhere(func(_, l, k int) bool { return k == kindB && l == en })
 	}
 	return nil
 }

@@ -3,11 +3,9 @@ package postings
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,15 +13,23 @@ import (
 	"lukechampine.com/blake3"
 )
 
-// Doc is one document to index: already-analysed terms (duplicates count as
-// term frequency; len(Terms) is the document length), an optional tenant
-// and optional metadata for equality filters.
+// Doc is one document to index: its ID, its Ref and its already-analysed
+// terms (duplicates count as term frequency; len(Terms) is the document
+// length). Ref is the caller's number for the document, what an allow-list
+// (Query.Allow) names; the index only stores it. Several documents may
+// share a Ref (the caller decides what a number means); the engine gives
+// each of its documents one of its own.
 type Doc struct {
-	ID     string
-	Terms  []string
-	Tenant string
-	Meta   map[string]string
+	ID    string
+	Ref   uint32
+	Terms []string
 }
+
+// NoRef is the Ref of the documents of a snapshot written before Refs
+// existed (format 2 and older), until SetRefs gives them theirs. To the
+// allow-list it is a number like any other: callers that filter (the
+// engine) number their documents from 1.
+const NoRef = 0
 
 // bigTF records an exact term frequency ≥ 255 at a rank position; the u8
 // side array holds 255 there.
@@ -166,13 +172,6 @@ type termDict struct {
 
 func newTermDict() *termDict { return &termDict{ids: make(map[string]uint32)} }
 
-func (d *termDict) lookup(t string) (uint32, bool) {
-	d.mu.RLock()
-	id, ok := d.ids[t]
-	d.mu.RUnlock()
-	return id, ok
-}
-
 // getOrAdd is called by the single writer only. It reads without the
 // lock: only this goroutine ever mutates the map.
 func (d *termDict) getOrAdd(t string) uint32 {
@@ -204,8 +203,9 @@ type snapshot struct {
 	// commits beyond numDocs in place (never rewritten below it).
 	numDocs uint32
 	docIDs  []string
+	refs    []uint32 // Doc.Ref by doc num
 	docLen  []uint32
-	// renames counts RenameIDs calls since the index was built: a
+	// renames counts RenameIDs and SetRefs calls since the index was built: a
 	// Rebuilding copied the IDs of its start and must not publish them
 	// over renamed ones.
 	renames int
@@ -227,11 +227,8 @@ type snapshot struct {
 	liveLen  uint64
 	// avgdlBuild is the avgdl at the last full build; norms use it.
 	avgdlBuild float64
-	// filters maps "t\x00tenant" and "m\x00key\x00value" to doc nums
-	// (including dead ones until Rebuild). Copy-on-write per commit.
-	filters  map[string]*roaring.Bitmap
-	postings int64
-	numTerms int
+	postings   int64
+	numTerms   int
 }
 
 func (s *snapshot) isDead(d uint32) bool {
@@ -306,7 +303,7 @@ func New(cfg Config) (*Index, error) {
 	}
 	cfg = cfg.normalized()
 	ix := &Index{cfg: cfg, byID: make(map[string]uint32), pruneGate: defaultPruneGate}
-	ix.cur.Store(&snapshot{sc: newScorer(cfg), dict: newTermDict(), filters: map[string]*roaring.Bitmap{}})
+	ix.cur.Store(&snapshot{sc: newScorer(cfg), dict: newTermDict()})
 	return ix, nil
 }
 
@@ -394,21 +391,13 @@ func (b *Batch) Len() int { return len(b.ops) }
 // blake3ChunkSize is BLAKE3's chunk length.
 const blake3ChunkSize = 1024
 
-// contentHash is blake3 over tenant, sorted meta and the terms, with length
-// prefixes so that different field splits cannot collide. buf is scratch.
+// contentHash is blake3 over the terms, with length prefixes so that
+// different splits cannot collide. buf is scratch.
 func contentHash(h *blake3.Hasher, buf *[]byte, d *Doc) [16]byte {
 	b := (*buf)[:0]
 	put := func(s string) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
 		b = append(b, s...)
-	}
-	put(d.Tenant)
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(d.Meta)))
-	if len(d.Meta) > 0 {
-		for _, k := range slices.Sorted(maps.Keys(d.Meta)) {
-			put(k)
-			put(d.Meta[k])
-		}
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(d.Terms)))
 	for _, t := range d.Terms {
@@ -429,22 +418,6 @@ func contentHash(h *blake3.Hasher, buf *[]byte, d *Doc) [16]byte {
 	var out [16]byte
 	copy(out[:], h.Sum(sum[:0]))
 	return out
-}
-
-// The filter bitmaps' keys. A metadata key holds no NUL byte (Commit
-// refuses one; a filter naming one matches nothing), so the first NUL
-// after "m\x00" ends it and every (key, value) pair has its own bitmap.
-func tenantKey(t string) string  { return "t\x00" + t }
-func metaKey(k, v string) string { return "m\x00" + k + "\x00" + v }
-
-// nulKey returns a key of meta holding a NUL byte, or "".
-func nulKey(meta map[string]string) string {
-	for k := range meta {
-		if strings.IndexByte(k, 0) >= 0 {
-			return k
-		}
-	}
-	return ""
 }
 
 // Commit applies the batch atomically: concurrent searches see either none
@@ -476,8 +449,6 @@ func (ix *Index) CommitGroup(bs ...*Batch) error {
 				err = fmt.Errorf("commit op %d: %w: empty ID", i, ErrBadDoc)
 			} else if len(b.ops[i].doc.Terms) > math.MaxUint32/2 {
 				err = fmt.Errorf("commit op %d: %w: too many terms", i, ErrBadDoc)
-			} else if k := nulKey(b.ops[i].doc.Meta); k != "" {
-				err = fmt.Errorf("commit op %d: %w: metadata key %q contains a NUL byte", i, ErrBadDoc, k)
 			}
 			if err != nil {
 				if len(bs) > 1 {
@@ -530,7 +501,6 @@ type writer struct {
 	old, ns   *snapshot
 	terms     *termTableWriter // ns.terms under construction
 	touched   map[uint32]*pendingTerm
-	ftouched  map[string]bool
 	deadOwned bool
 }
 
@@ -547,7 +517,7 @@ func (pt *pendingTerm) added() []uint32 { return pt.tp.tail[pt.start:] }
 // posting lists it will touch. The caller holds ix.mu.
 func newWriter(old *snapshot, terms int) *writer {
 	ns := *old
-	return &writer{old: old, ns: &ns, terms: old.terms.writer(terms), touched: make(map[uint32]*pendingTerm, terms), ftouched: map[string]bool{}}
+	return &writer{old: old, ns: &ns, terms: old.terms.writer(terms), touched: make(map[uint32]*pendingTerm, terms)}
 }
 
 // apply applies ops to the snapshot under construction.
@@ -562,7 +532,7 @@ func (w *writer) apply(ix *Index, ops []batchOp) {
 			continue
 		}
 		if num, ok := ix.byID[op.doc.ID]; ok {
-			if w.ns.hashes[num] == op.hash {
+			if w.ns.hashes[num] == op.hash && w.ns.refs[num] == op.doc.Ref {
 				continue // identical content: no-op
 			}
 			w.kill(num)
@@ -661,6 +631,7 @@ func (w *writer) add(op *batchOp) uint32 {
 	ns.extendNorms(dl)
 	nb := ns.normTab[dl]
 	ns.docIDs = append(ns.docIDs[:num], d.ID)
+	ns.refs = append(ns.refs[:num], d.Ref)
 	ns.docLen = append(ns.docLen[:num], uint32(dl))
 	ns.hashes = append(ns.hashes[:num], op.hash)
 	ns.liveDocs++
@@ -683,12 +654,6 @@ func (w *writer) add(op *batchOp) uint32 {
 			pt.tp.maxTfc = c
 		}
 		ns.postings++
-	}
-	if d.Tenant != "" {
-		w.filter(tenantKey(d.Tenant)).Add(num)
-	}
-	for k, v := range d.Meta {
-		w.filter(metaKey(k, v)).Add(num)
 	}
 	return num
 }
@@ -722,31 +687,6 @@ func (w *writer) term(tid uint32) *pendingTerm {
 	return pt
 }
 
-func (w *writer) filter(key string) *roaring.Bitmap {
-	ns := w.ns
-	if len(w.ftouched) == 0 {
-		ns.filters = maps.Clone(w.old.filters)
-		if ns.filters == nil {
-			ns.filters = map[string]*roaring.Bitmap{}
-		}
-	}
-	if w.ftouched[key] {
-		return ns.filters[key]
-	}
-	w.ftouched[key] = true
-	var bm *roaring.Bitmap
-	if old := ns.filters[key]; old != nil {
-		bm = old.Clone()
-	} else {
-		bm = roaring.New()
-	}
-	// Copy-on-write, as term bitmaps (see writer.term): the next
-	// commit's clone copies only the containers it changes.
-	bm.SetCopyOnWrite(true)
-	ns.filters[key] = bm
-	return bm
-}
-
 // Stats describes the current snapshot.
 type Stats struct {
 	Docs     int // live documents
@@ -754,9 +694,9 @@ type Stats struct {
 	Postings int // stored postings (including those of deleted docs until Rebuild)
 	// IndexBytes counts the search structures honestly: serialized size of
 	// every term bitmap + tf side arrays (+ overflow) + per-term bound +
-	// doc length table, the per-length norm table + the deleted bitset + filter bitmaps.
+	// doc length table, the per-length norm table + the deleted bitset.
 	IndexBytes int64
-	// DocTableBytes counts external IDs and content hashes (not in IndexBytes).
+	// DocTableBytes counts external IDs, Refs and content hashes (not in IndexBytes).
 	DocTableBytes int64
 	DeletedDocs   int     // deleted doc nums awaiting compaction by Rebuild
 	AvgDL         float64 // current average document length (live docs)
@@ -802,11 +742,8 @@ func (v *View) Stats() Stats {
 	if s.deadBM != nil {
 		st.IndexBytes += int64(s.deadBM.GetSerializedSizeInBytes())
 	}
-	for k, bm := range s.filters {
-		st.IndexBytes += int64(bm.GetSerializedSizeInBytes()) + int64(len(k))
-	}
 	for i := uint32(0); i < s.numDocs; i++ {
-		st.DocTableBytes += int64(len(s.docIDs[i])) + 16
+		st.DocTableBytes += int64(len(s.docIDs[i])) + 16 + 4
 	}
 	return st
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"lukechampine.com/blake3"
 )
 
@@ -54,10 +55,10 @@ func TestIncremental(t *testing.T) {
 			t.Fatalf("stats %+v", st)
 		}
 	})
-	t.Run("metadata change is an update", func(t *testing.T) {
-		commitDocs(t, ix, Doc{ID: "c", Terms: []string{"red", "car"}, Tenant: "x"})
-		if got := ids(search(t, ix, Query{Terms: []string{"red"}, K: 10, Filter: &Filter{Tenant: "x"}})); !reflect.DeepEqual(got, []string{"c"}) {
-			t.Fatalf("tenant x: %v", got)
+	t.Run("Ref change is an update", func(t *testing.T) {
+		commitDocs(t, ix, Doc{ID: "c", Terms: []string{"red", "car"}, Ref: 7})
+		if got := ids(search(t, ix, Query{Terms: []string{"red"}, K: 10, Allow: roaring.BitmapOf(7)})); !reflect.DeepEqual(got, []string{"c"}) {
+			t.Fatalf("ref 7: %v", got)
 		}
 	})
 	t.Run("delete", func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestConcurrentSearchCommit(t *testing.T) {
 		wg.Go(func() {
 			rr := rand.New(rand.NewPCG(uint64(g), 1))
 			for !done.Load() {
-				q := Query{Terms: randQuery(rr, 100), K: 1 + rr.IntN(50), Filter: randFilter(rr), Exhaustive: rr.IntN(2) == 0}
+				q := Query{Terms: randQuery(rr, 100), K: 1 + rr.IntN(50), Allow: randAllow(rr), Exhaustive: rr.IntN(2) == 0}
 				if _, err := ix.Search(context.Background(), q); err != nil {
 					t.Error(err)
 					return
@@ -245,7 +246,7 @@ func TestConcurrentSearchCommit(t *testing.T) {
 // the digest of the whole serialization: snapshots store these digests, so
 // they must not change with how the hasher is fed.
 func TestContentHashChunked(t *testing.T) {
-	d := &Doc{ID: "x", Tenant: "t", Meta: map[string]string{"k": "v"}, Terms: strings.Fields(strings.Repeat("alpha beta gamma ", 400))}
+	d := &Doc{ID: "x", Ref: 3, Terms: strings.Fields(strings.Repeat("alpha beta gamma ", 400))}
 	var buf []byte
 	got := contentHash(blake3.New(32, nil), &buf, d)
 	if len(buf) < 4*blake3ChunkSize {
@@ -375,7 +376,7 @@ func TestCommitGroupEqualsOneByOne(t *testing.T) {
 			t.Fatalf("round %d: stats one by one %+v, grouped %+v", round, a, b)
 		}
 		for range 20 {
-			q := Query{Terms: randQuery(r, 60), K: 1 + r.IntN(40), Filter: randFilter(r)}
+			q := Query{Terms: randQuery(r, 60), K: 1 + r.IntN(40), Allow: randAllow(r)}
 			if a, b := search(t, one, q), search(t, group, q); !reflect.DeepEqual(a, b) {
 				t.Fatalf("round %d, %v: one by one %v, grouped %v", round, q.Terms, a, b)
 			}
@@ -473,7 +474,7 @@ func TestTailsSearchLikeBitmaps(t *testing.T) {
 	for i := range 300 {
 		q := Query{Terms: randQuery(r, 300), K: 1 + r.IntN(30), Exhaustive: i%3 == 0}
 		if i%2 == 0 {
-			q.Filter = randFilter(r)
+			q.Allow = randAllow(r)
 		}
 		if a, b := search(t, ix, q), search(t, re, q); !reflect.DeepEqual(a, b) {
 			t.Fatalf("query %+v:\ntails   %v\nbitmaps %v", q, a, b)

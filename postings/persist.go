@@ -20,7 +20,14 @@ import (
 // (docs-NNNNNN.bin; version 1 used ten digits); the manifest envelope and
 // the data files are otherwise unchanged, and version 1 snapshots open as
 // before.
-const FormatVersion = 2
+//
+// Version 3 stores each document's Ref and no filter bitmaps (the index
+// no longer knows tenants or metadata; callers pass an allow-list). Older
+// snapshots open with every Ref NoRef and their filter bitmaps skipped.
+const FormatVersion = 3
+
+// refsVersion is the first format that stores Refs.
+const refsVersion = 3
 
 const (
 	docsMagic  = "HBPD"
@@ -85,7 +92,7 @@ func (ix *Index) SaveFS(fsys vfs.FS, dir string) (err error) {
 	for _, f := range []struct {
 		kind string
 		data []byte
-	}{{docsKind, encodeDocs(s)}, {postsKind, encodePostings(s)}} {
+	}{{docsKind, encodeDocs(s, FormatVersion)}, {postsKind, encodePostings(s)}} {
 		name := w.Name(f.kind, ".bin")
 		if _, err := w.WriteBytes(name, f.data); err != nil {
 			return fmt.Errorf("save %s: %w", name, err)
@@ -161,11 +168,18 @@ func header(magic string) enc {
 	return e
 }
 
-func encodeDocs(s *snapshot) []byte {
+// encodeDocs writes the docs file in the layout of version: Save's
+// FormatVersion, or, for tests of the readers of older files, a version
+// before refsVersion (no Refs, an empty set of filter bitmaps).
+func encodeDocs(s *snapshot, version uint32) []byte {
 	e := header(docsMagic)
+	binary.LittleEndian.PutUint32(e.b[len(docsMagic):], version)
 	e.uv(uint64(s.numDocs))
 	for d := uint32(0); d < s.numDocs; d++ {
 		e.str(s.docIDs[d])
+		if version >= refsVersion {
+			e.uv(uint64(s.refs[d]))
+		}
 		e.uv(uint64(s.docLen[d]))
 		e.b = append(e.b, s.hashes[d][:]...)
 	}
@@ -174,10 +188,8 @@ func encodeDocs(s *snapshot) []byte {
 		dead = roaring.New()
 	}
 	e.bitmap(dead)
-	e.uv(uint64(len(s.filters)))
-	for k, bm := range s.filters {
-		e.str(k)
-		e.bitmap(bm)
+	if version < refsVersion {
+		e.uv(0) // filter bitmaps
 	}
 	return e.b
 }
@@ -258,33 +270,45 @@ func (d *dec) bitmap() *roaring.Bitmap {
 	return bm
 }
 
-func (d *dec) header(magic string) {
+// header checks the file's magic and returns its format version.
+func (d *dec) header(magic string) uint32 {
 	p := d.take(uint64(len(magic) + 4))
 	if d.err != nil {
-		return
+		return 0
 	}
 	if string(p[:len(magic)]) != magic {
 		d.err = fmt.Errorf("bad magic %q", p[:len(magic)])
-		return
+		return 0
 	}
-	if v := binary.LittleEndian.Uint32(p[len(magic):]); v == 0 || v > FormatVersion {
+	v := binary.LittleEndian.Uint32(p[len(magic):])
+	if v == 0 || v > FormatVersion {
 		d.err = fmt.Errorf("file version %d", v)
 	}
+	return v
 }
 
 func decodeDocs(s *snapshot, b []byte, want uint32) error {
 	d := dec{b: b}
-	d.header(docsMagic)
+	version := d.header(docsMagic)
 	n := d.uv()
 	if d.err == nil && (n != uint64(want) || n > uint64(len(b))) {
 		return fmt.Errorf("doc count %d, manifest %d", n, want)
 	}
 	s.numDocs = uint32(n)
 	s.docIDs = make([]string, 0, n)
+	s.refs = make([]uint32, 0, n)
 	s.docLen = make([]uint32, 0, n)
 	s.hashes = make([][16]byte, 0, n)
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		s.docIDs = append(s.docIDs, d.str())
+		ref := uint64(NoRef)
+		if version >= refsVersion {
+			ref = d.uv()
+		}
+		if ref > math.MaxUint32 {
+			return fmt.Errorf("doc ref %d", ref)
+		}
+		s.refs = append(s.refs, uint32(ref))
 		dl := d.uv()
 		if dl > math.MaxUint32 {
 			return fmt.Errorf("doc length %d", dl)
@@ -295,7 +319,14 @@ func decodeDocs(s *snapshot, b []byte, want uint32) error {
 		s.hashes = append(s.hashes, h)
 	}
 	dead := d.bitmap()
-	nf := d.uv()
+	if version < refsVersion {
+		// The tenant and metadata bitmaps of older formats: skipped.
+		nf := d.uv()
+		for i := uint64(0); i < nf && d.err == nil; i++ {
+			d.str()
+			d.bytes()
+		}
+	}
 	if d.err == nil {
 		s.extendNorms(s.maxDocLen())
 	}
@@ -315,13 +346,6 @@ func decodeDocs(s *snapshot, b []byte, want uint32) error {
 		if !s.isDead(i) {
 			s.liveDocs++
 			s.liveLen += uint64(s.docLen[i])
-		}
-	}
-	s.filters = make(map[string]*roaring.Bitmap, min(nf, 1<<16))
-	for i := uint64(0); i < nf && d.err == nil; i++ {
-		k := d.str()
-		if bm := d.bitmap(); bm != nil {
-			s.filters[k] = bm
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
+
 	"github.com/hybrank/hybrank/internal/manifest"
 	"github.com/hybrank/hybrank/internal/vfs"
 )
@@ -37,7 +39,7 @@ func buildRandom(t *testing.T, cfg Config, seed uint64) (*Index, *rand.Rand) {
 func assertSameResults(t *testing.T, a, b *Index, r *rand.Rand) {
 	t.Helper()
 	for range 50 {
-		q := Query{Terms: randQuery(r, 200), K: 1 + r.IntN(60), Filter: randFilter(r)}
+		q := Query{Terms: randQuery(r, 200), K: 1 + r.IntN(60), Allow: randAllow(r)}
 		ha, hb := search(t, a, q), search(t, b, q)
 		if !reflect.DeepEqual(ha, hb) {
 			t.Fatalf("query %+v:\n%v\n%v", q, ha, hb)
@@ -201,9 +203,25 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// encodeDocsV2 is the docs file of formats 1 and 2 (no Refs; the tenant
+// and metadata filter bitmaps at the end), stamped version: encodeDocs's
+// old layout with two filter bitmaps in place of its empty set.
+func encodeDocsV2(s *snapshot, version uint32) []byte {
+	b := encodeDocs(s, version)
+	e := enc{b: b[:len(b)-1]} // the filter count, 0
+	e.uv(2)
+	e.str("t\x00@acme")
+	e.bitmap(roaring.BitmapOf(0, 2, 5))
+	e.str("m\x00lang\x00en")
+	e.bitmap(roaring.BitmapOf(1))
+	return e.b
+}
+
 // TestOpenVersion1 opens a snapshot in the version-1 layout (ten-digit
-// generation names, data files stamped version 1), as written before the
-// shared manifest package, and compares it with the index it came from.
+// generation names, data files stamped version 1, the docs file without
+// Refs and with filter bitmaps), as written before the shared manifest
+// package, and compares it with the index it came from once SetRefs gave
+// its documents their Refs.
 func TestOpenVersion1(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.AnalyzerVersion = "an-v1"
@@ -228,6 +246,9 @@ func TestOpenVersion1(t *testing.T) {
 			t.Fatal(err)
 		}
 		b[len(docsMagic)] = 1 // the header's little-endian version
+		if kind == docsKind {
+			b = encodeDocsV2(ix.cur.Load(), 1)
+		}
 		os.Remove(filepath.Join(dir, from))
 		if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -237,7 +258,8 @@ func TestOpenVersion1(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, manifest.Name), manifest.Seal([]byte(s)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The rewritten headers changed the checksums: fix them in the manifest.
+	// The rewritten files changed the checksums and sizes: fix them in the
+	// manifest.
 	var m persisted
 	if err := layout.Read(vfs.OS, dir, &m); err != nil {
 		t.Fatal(err)
@@ -245,12 +267,34 @@ func TestOpenVersion1(t *testing.T) {
 	for i, f := range m.Files {
 		b, _ := os.ReadFile(filepath.Join(dir, f.Name))
 		m.Files[i].CRC32C = crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli))
+		m.Files[i].Size = int64(len(b))
 	}
 	js, _ := json.Marshal(&m)
 	os.WriteFile(filepath.Join(dir, manifest.Name), manifest.Seal(js), 0o644)
 
 	got, err := Open(dir, cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	all := allowWhere(func(int, int, int) bool { return true })
+	all.Remove(NoRef)
+	if h := search(t, got, Query{Terms: []string{"t1"}, K: 10, Allow: all}); len(h) != 0 {
+		t.Fatalf("documents without Refs passed an allow-list: %v", h)
+	}
+	if h := search(t, got, Query{Terms: []string{"t1"}, K: 10}); len(h) == 0 {
+		t.Fatal("no hits without an allow-list")
+	}
+	refs := map[string]uint32{}
+	snap := ix.cur.Load()
+	for id, num := range ix.byID {
+		refs[id] = snap.refs[num]
+	}
+	delete(refs, "big")
+	if err := got.SetRefs(refs); !errors.Is(err, ErrBadDoc) {
+		t.Fatalf("SetRefs without a live ID: %v, want ErrBadDoc", err)
+	}
+	refs["big"] = snap.refs[ix.byID["big"]]
+	if err := got.SetRefs(refs); err != nil {
 		t.Fatal(err)
 	}
 	assertSameResults(t, ix, got, r)

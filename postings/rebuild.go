@@ -23,9 +23,8 @@ type Rebuilding struct {
 	ns    *snapshot // the rebuilt one, private until Finish
 	remap []uint32  // s's doc nums → ns's, or dropped
 	byID  map[string]uint32
-	phase int // rebuildDocs, rebuildTerms, rebuildFilters, rebuildIDs, rebuildDone
-	pos   int // next doc num, term id, filter key or doc num of the phase
-	fkeys []string
+	phase int // rebuildDocs, rebuildTerms, rebuildIDs, rebuildDone
+	pos   int // next doc num, term id or doc num of the phase
 	maxDL int
 	buf   []uint32
 	nbuf  []uint32
@@ -34,13 +33,12 @@ type Rebuilding struct {
 const (
 	rebuildDocs = iota
 	rebuildTerms
-	rebuildFilters
 	rebuildIDs
 	rebuildDone
 )
 
 func newRebuilding(ix *Index, s *snapshot) *Rebuilding {
-	ns := &snapshot{sc: s.sc, dict: newTermDict(), filters: map[string]*roaring.Bitmap{}}
+	ns := &snapshot{sc: s.sc, dict: newTermDict()}
 	ns.avgdlBuild = s.avgdl()
 	return &Rebuilding{ix: ix, s: s, ns: ns, remap: make([]uint32, s.numDocs), byID: make(map[string]uint32, s.liveDocs),
 		buf: make([]uint32, 4096), nbuf: make([]uint32, 0, 4096)}
@@ -50,8 +48,7 @@ func newRebuilding(ix *Index, s *snapshot) *Rebuilding {
 func (ix *Index) StartRebuild() *Rebuilding { return newRebuilding(ix, ix.cur.Load()) }
 
 // Step does about limit units of work — documents renumbered, postings
-// copied, filter entries remapped, IDs mapped (a term's or a filter's list
-// is never split, so a step may exceed limit by one list) — and reports
+// copied, IDs mapped (a term's list is never split, so a step may exceed limit by one list) — and reports
 // whether the snapshot of StartRebuild is fully rebuilt.
 func (r *Rebuilding) Step(limit int) bool {
 	s, ns := r.s, r.ns
@@ -73,6 +70,7 @@ func (r *Rebuilding) Step(limit int) bool {
 			r.remap[d] = ns.numDocs
 			ns.numDocs++
 			ns.docIDs = append(ns.docIDs, s.docIDs[d])
+			ns.refs = append(ns.refs, s.refs[d])
 			ns.docLen = append(ns.docLen, s.docLen[d])
 			ns.hashes = append(ns.hashes, s.hashes[d])
 			ns.liveDocs++
@@ -80,39 +78,12 @@ func (r *Rebuilding) Step(limit int) bool {
 			r.maxDL = max(r.maxDL, int(s.docLen[d]))
 		case rebuildTerms:
 			if r.pos == s.terms.len() {
-				r.fkeys = slices.Sorted(func(yield func(string) bool) {
-					for k := range s.filters {
-						if !yield(k) {
-							return
-						}
-					}
-				})
-				r.phase, r.pos = rebuildFilters, 0
+				r.phase, r.pos = rebuildIDs, 0
 				continue
 			}
 			tid := r.pos
 			r.pos++
 			work += 1 + r.copyTerm(tid)
-		case rebuildFilters:
-			if r.pos == len(r.fkeys) {
-				r.phase, r.pos = rebuildIDs, 0
-				continue
-			}
-			key := r.fkeys[r.pos]
-			r.pos++
-			bm := s.filters[key]
-			out := roaring.New()
-			bm.Iterate(func(d uint32) bool {
-				if d < uint32(len(r.remap)) && r.remap[d] != dropped {
-					out.Add(r.remap[d])
-				}
-				return true
-			})
-			work += 1 + int(bm.GetCardinality())
-			if !out.IsEmpty() {
-				out.RunOptimize()
-				ns.filters[key] = out
-			}
 		case rebuildIDs:
 			if r.pos == int(ns.numDocs) {
 				r.phase = rebuildDone
@@ -184,7 +155,7 @@ func (tp *termPostings) appendPosting(ns *snapshot, nd, tf uint32) {
 // searches do not): it runs the steps left, then applies to the rebuilt
 // snapshot what was committed since StartRebuild — documents deleted
 // since are marked deleted (Rebuild drops them next time), documents added
-// since are appended with their postings and filters, at the norms of the
+// since are appended with their postings, at the norms of the
 // rebuild — and publishes it. The drift left is what those additions
 // moved avgdl. It returns ErrRebuildStale, changing nothing, if the index
 // was rebuilt meanwhile (by Rebuild, another Rebuilding, or a commit into
@@ -252,6 +223,7 @@ func (r *Rebuilding) catchUp(cur *snapshot) {
 		dl := cur.docLen[d]
 		ns.extendNorms(int(dl))
 		ns.docIDs = append(ns.docIDs, cur.docIDs[d])
+		ns.refs = append(ns.refs, cur.refs[d])
 		ns.docLen = append(ns.docLen, dl)
 		ns.hashes = append(ns.hashes, cur.hashes[d])
 		ns.liveDocs++
@@ -277,23 +249,6 @@ func (r *Rebuilding) catchUp(cur *snapshot) {
 			out.appendPosting(ns, nd, tp.tfAt(pos+j))
 			out.docs.Add(nd)
 			ns.postings++
-		}
-	}
-	for key, bm := range cur.filters {
-		if bm == s.filters[key] {
-			continue
-		}
-		it := bm.Iterator()
-		it.AdvanceIfNeeded(oldN)
-		for it.HasNext() {
-			if nd := r.remap[it.Next()]; nd != dropped {
-				out := ns.filters[key]
-				if out == nil {
-					out = roaring.New()
-					ns.filters[key] = out
-				}
-				out.Add(nd)
-			}
 		}
 	}
 }
@@ -333,13 +288,8 @@ func (r *Rebuilding) kill(nd uint32) {
 // in rename, and the new IDs must be distinct and non-empty; otherwise it
 // returns an error wrapping ErrBadDoc and changes nothing.
 func (ix *Index) RenameIDs(rename map[string]string) error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	s := ix.cur.Load()
-	ns := *s
-	ns.docIDs = slices.Clone(s.docIDs[:s.numDocs])
-	byID := make(map[string]uint32, len(ix.byID))
-	for id, num := range ix.byID {
+	byID := map[string]uint32{} // ix.byID is read under the lock only
+	return ix.relabel(func(ns *snapshot, id string, num uint32) error {
 		to, ok := rename[id]
 		if !ok || to == "" {
 			return fmt.Errorf("rename: %w: no new ID for %q", ErrBadDoc, id)
@@ -349,9 +299,46 @@ func (ix *Index) RenameIDs(rename map[string]string) error {
 		}
 		byID[to] = num
 		ns.docIDs[num] = to
+		return nil
+	}, func() { ix.byID = byID })
+}
+
+// relabel publishes a copy of the current snapshot, with its own ID and
+// Ref tables, that set changed for every live document (given its ID and
+// doc num), after done; an error from set changes nothing. It holds the
+// writer mutex throughout and counts as a rename (snapshot.renames: a
+// Rebuilding started before it is stale).
+func (ix *Index) relabel(set func(ns *snapshot, id string, num uint32) error, done func()) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	s := ix.cur.Load()
+	ns := *s
+	ns.docIDs = slices.Clone(s.docIDs[:s.numDocs])
+	ns.refs = slices.Clone(s.refs[:s.numDocs])
+	for id, num := range ix.byID {
+		if err := set(&ns, id, num); err != nil {
+			return err
+		}
 	}
 	ns.renames++
-	ix.byID = byID
+	done()
 	ix.cur.Store(&ns)
 	return nil
+}
+
+// SetRefs gives every live document the Ref refs maps its ID to, in one
+// new snapshot (searches see all new Refs or none); deleted documents
+// keep theirs. It is meant for callers that change what their numbers
+// mean (the engine migrating a snapshot written before Refs existed).
+// Every live ID must be in refs; otherwise it returns an error wrapping
+// ErrBadDoc and changes nothing.
+func (ix *Index) SetRefs(refs map[string]uint32) error {
+	return ix.relabel(func(ns *snapshot, id string, num uint32) error {
+		ref, ok := refs[id]
+		if !ok {
+			return fmt.Errorf("set refs: %w: no Ref for %q", ErrBadDoc, id)
+		}
+		ns.refs[num] = ref
+		return nil
+	}, func() {})
 }

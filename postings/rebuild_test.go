@@ -54,7 +54,7 @@ func TestStepwiseRebuild(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := ix.Search(context.Background(), Query{Terms: randQuery(rq, 200), K: 10, Filter: randFilter(rq)}); err != nil {
+			if _, err := ix.Search(context.Background(), Query{Terms: randQuery(rq, 200), K: 10, Allow: randAllow(rq)}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -107,11 +107,11 @@ func TestStepwiseRebuild(t *testing.T) {
 	}
 	rq := rand.New(rand.NewPCG(6, 6))
 	for i := 0; i < 300; i++ {
-		q := Query{Terms: randQuery(rq, 260), K: 10, Filter: randFilter(rq), Exhaustive: i%2 == 0}
+		q := Query{Terms: randQuery(rq, 260), K: 10, Allow: randAllow(rq), Exhaustive: i%2 == 0}
 		got := search(t, ix, q)
 		want := refSearch(cfg, live, avgdl, q)
 		if err := sameScores(got, want); err != nil {
-			t.Fatalf("query %v filter %+v: %v\ngot  %v\nwant %v", q.Terms, q.Filter, err, got, want)
+			t.Fatalf("query %v allow %v: %v\ngot  %v\nwant %v", q.Terms, q.Allow, err, got, want)
 		}
 	}
 	// A plain Rebuild afterwards reaches drift 0 over the same documents.

@@ -12,23 +12,20 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 )
 
-// Filter restricts a search to documents of a tenant and with all the given
-// metadata key=value pairs (equality, AND). Empty Tenant means any tenant. A
-// nil *Filter means all documents.
-type Filter struct {
-	Tenant string
-	Meta   map[string]string
-}
-
 // Query is one search request. Terms are analysed terms; a term repeated n
 // times weighs n times (as in bm25s, which sums the score of each query
 // token). K is the number of hits wanted (0 returns none). Exhaustive
 // forces scoring every posting instead of MaxScore pruning; the results are
 // identical (pruning is only tried where a cost model expects it to pay).
+//
+// Allow, when not nil, is the allow-list of the search: the Doc.Refs a hit
+// may have. Documents whose Ref it lacks are never returned, however many
+// hits K asks for. nil allows every document. The bitmap is read during
+// the search only (not retained) and must not change meanwhile.
 type Query struct {
 	Terms      []string
 	K          int
-	Filter     *Filter
+	Allow      *roaring.Bitmap
 	Exhaustive bool
 }
 
@@ -94,8 +91,8 @@ func (h *topK) reset(k int, ids []string) { h.k = k; h.items = h.items[:0]; h.id
 // two scores one rounding step apart can come out equal and keep the order
 // of their scores before the addition (and a cut at K follows that order),
 // not the ID order. Documents
-// that match no query term, deleted documents and (with a Filter) documents
-// outside the filter are never returned. Safe for concurrent use; it reads
+// that match no query term, deleted documents and (with an allow-list)
+// documents outside Query.Allow are never returned. Safe for concurrent use; it reads
 // one atomic snapshot (View().Search). ctx is polled about every 1024
 // postings.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
@@ -128,12 +125,8 @@ func (v *View) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.K == 0 || len(q.Terms) == 0 || s.liveDocs == 0 {
 		return nil, nil
 	}
-	var filter *roaring.Bitmap
-	if q.Filter != nil {
-		var ok bool
-		if filter, ok = s.filterBitmap(q.Filter); !ok {
-			return nil, nil
-		}
+	if q.Allow != nil && q.Allow.IsEmpty() {
+		return nil, nil
 	}
 	sc, _ := ix.scratch.Get().(*searchScratch)
 	if sc == nil {
@@ -151,7 +144,7 @@ func (v *View) Search(ctx context.Context, q Query) ([]Hit, error) {
 	sc.top.reset(k, s.docIDs)
 	sc.gate = ix.pruneGate
 	var err error
-	err = s.search(ctx, sc, filter, k, !q.Exhaustive)
+	err = s.search(ctx, sc, q.Allow, k, !q.Exhaustive)
 	if err != nil {
 		return nil, err
 	}
@@ -246,32 +239,9 @@ func radixSortHigh32(keys, tmp []uint64) []uint64 {
 	return tmp
 }
 
-// filterBitmap intersects the filter's bitmaps; ok is false when the filter
-// can match nothing.
-func (s *snapshot) filterBitmap(f *Filter) (*roaring.Bitmap, bool) {
-	var parts []*roaring.Bitmap
-	if f.Tenant != "" {
-		bm := s.filters[tenantKey(f.Tenant)]
-		if bm == nil {
-			return nil, false
-		}
-		parts = append(parts, bm)
-	}
-	for k, v := range f.Meta {
-		bm := s.filters[metaKey(k, v)]
-		if bm == nil || strings.IndexByte(k, 0) >= 0 { // no document has such a key
-			return nil, false
-		}
-		parts = append(parts, bm)
-	}
-	switch len(parts) {
-	case 0:
-		return nil, true // empty filter: everything
-	case 1:
-		return parts[0], true
-	}
-	out := roaring.FastAnd(parts...)
-	return out, !out.IsEmpty()
+// allows reports whether allow (nil: every document) admits doc num d.
+func (s *snapshot) allows(allow *roaring.Bitmap, d uint32) bool {
+	return allow == nil || allow.Contains(s.refs[d])
 }
 
 // prepare resolves, de-duplicates and weighs the query terms into sc.terms
@@ -416,7 +386,7 @@ func (k *kernel) score(pos int, d uint32) float32 {
 // are taken. When the query's postings are many compared with the number
 // of doc nums ("dense"), touched documents are not tracked per posting:
 // the accumulator is scanned once at the end instead.
-func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roaring.Bitmap, k int, prune bool) error {
+func (s *snapshot) search(ctx context.Context, sc *searchScratch, allow *roaring.Bitmap, k int, prune bool) error {
 	terms := sc.terms
 	n := len(terms)
 	nd := int(s.numDocs)
@@ -500,12 +470,12 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 		if prune && !continuing && i+1 < n && r*slack < theta+(processed-triedAt) &&
 			sc.remPost[i+1] >= sc.gate*s.tryCost(sc, dense, k) {
 			triedAt = processed
-			theta = s.kthLowerBound(sc, acc, filter, k, dense)
+			theta = s.kthLowerBound(sc, acc, allow, k, dense)
 			if lo := below(); r*slack < lo {
 				continuing = true
 				sc.cands = sc.cands[:0]
 				add := func(d uint32, v float32) {
-					if v > 0 && float64(v)+r*slack >= lo && !s.isDead(d) && (filter == nil || filter.Contains(d)) {
+					if v > 0 && float64(v)+r*slack >= lo && !s.isDead(d) && s.allows(allow, d) {
 						cand[d] = true
 						sc.cands = append(sc.cands, d)
 					}
@@ -541,9 +511,9 @@ func (s *snapshot) search(ctx context.Context, sc *searchScratch, filter *roarin
 			}
 			sc.top.items, sc.maxima = selectTop(sel, k, sc.maxima)
 		case dense:
-			sc.collect(s, acc, filter, nil)
+			sc.collect(s, acc, allow, nil)
 		default:
-			sc.collect(s, acc, filter, sc.touched)
+			sc.collect(s, acc, allow, sc.touched)
 		}
 	}
 	for _, d := range sc.cands {
@@ -588,19 +558,19 @@ func (s *snapshot) tryCost(sc *searchScratch, dense bool, k int) int {
 // docs (all doc nums when docs is nil): at least min(k, hits) of them,
 // including every hit that scores at least the k-th score, so that sorting
 // them and keeping k gives exactly the top k. Zero scores, deleted and
-// filtered-out documents are skipped.
-func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bitmap, docs []uint32) {
+// documents outside the allow-list are skipped.
+func (sc *searchScratch) collect(s *snapshot, acc []float32, allow *roaring.Bitmap, docs []uint32) {
 	k := sc.top.k
 	sel := sc.top.items[:0]
 	if docs == nil {
-		// Dense: without deletes and filter, every positive accumulator is
+		// Dense: without deletes and allow-list, every positive accumulator is
 		// a hit, so the k-th largest block maximum is a lower bound of the
 		// k-th score, and only the blocks whose maximum reaches it are
-		// scanned again. With deletes or a filter, lb stays 0 (every
+		// scanned again. With deletes or an allow-list, lb stays 0 (every
 		// positive entry is gathered).
 		lb := float32(0)
 		bs := topBlock(len(acc), k)
-		if hasAVX512 && s.dead == nil && filter == nil {
+		if hasAVX512 && s.dead == nil && allow == nil {
 			// Strided blocks (16 per 256 entries) in vector loops: a
 			// vertical max per group, then one compress pass over acc.
 			accP := acc[:padded(len(acc))]
@@ -610,7 +580,7 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 			}
 			t := int32(max(math.Float32bits(lb), 1)) // lb ≥ 0; 1: positive only
 			sel, sc.vvals, sc.vdocs = gatherVec(sel, accP, t, sc.vvals, sc.vdocs)
-		} else if s.dead == nil && filter == nil && bs > 0 {
+		} else if s.dead == nil && allow == nil && bs > 0 {
 			lb, sc.maxima = blockMaxLowerBound(acc, k, sc.maxima)
 			sel = gatherBlocks(sel, acc, sc.maxima, bs, lb)
 		} else {
@@ -623,10 +593,10 @@ func (sc *searchScratch) collect(s *snapshot, acc []float32, filter *roaring.Bit
 			}
 		}
 	}
-	if s.dead != nil || filter != nil {
+	if s.dead != nil || allow != nil {
 		kept := sel[:0]
 		for _, x := range sel {
-			if !s.isDead(x.doc) && (filter == nil || filter.Contains(x.doc)) {
+			if !s.isDead(x.doc) && s.allows(allow, x.doc) {
 				kept = append(kept, x)
 			}
 		}
@@ -949,15 +919,15 @@ func addTabledCand(acc []float32, docs []uint32, tf []uint8, docLen []uint32, ta
 
 // kthLowerBound returns a lower bound of the final k-th score: the k-th
 // largest partial score among (at most 8k of) the touched live documents
-// that pass the filter, or 0 if fewer than k do (any subset gives a valid
-// bound), or, dense without deletes and filter, the block-maxima bound
+// that pass the allow-list, or 0 if fewer than k do (any subset gives a valid
+// bound), or, dense without deletes and allow-list, the block-maxima bound
 // over all documents.
-func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roaring.Bitmap, k int, dense bool) float64 {
-	if hasAVX512 && dense && s.dead == nil && filter == nil && padded(len(acc))/16 >= k {
+func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, allow *roaring.Bitmap, k int, dense bool) float64 {
+	if hasAVX512 && dense && s.dead == nil && allow == nil && padded(len(acc))/16 >= k {
 		sc.maxima = groupMaxima(acc[:padded(len(acc))], sc.maxima)
 		return float64(math.Float32frombits(kthLowerU32(sc.maxima, k)))
 	}
-	if dense && s.dead == nil && filter == nil && len(acc) >= 4*k {
+	if dense && s.dead == nil && allow == nil && len(acc) >= 4*k {
 		// Every positive partial score is a candidate: the block-maxima
 		// bound over all of them.
 		var lb float32
@@ -967,7 +937,7 @@ func (s *snapshot) kthLowerBound(sc *searchScratch, acc []float32, filter *roari
 	vals := sc.vals[:0]
 	limit := 8 * k
 	add := func(d uint32, v float32) bool {
-		if v > 0 && !s.isDead(d) && (filter == nil || filter.Contains(d)) {
+		if v > 0 && !s.isDead(d) && s.allows(allow, d) {
 			vals = append(vals, v)
 		}
 		return len(vals) < limit

@@ -10,11 +10,13 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/RoaringBitmap/roaring/v2"
 )
 
 // TestPruningEqualsExhaustive is the property test: over random corpora
-// (vocabulary sizes, doc lengths, tenants/meta), random incremental updates
-// and deletes, random queries (repeated and unknown terms), filters and k
+// (vocabulary sizes, doc lengths, shared Refs), random incremental updates
+// and deletes, random queries (repeated and unknown terms), allow-lists and k
 // from 1 to more than the corpus, for every variant, MaxScore returns
 // exactly the exhaustive hits (IDs, order and bit-identical scores), and
 // both agree with a direct reference scorer.
@@ -67,7 +69,7 @@ func TestPruningEqualsExhaustive(t *testing.T) {
 					t.Fatalf("Docs = %d, want %d", st.Docs, len(live))
 				}
 				for qi := range 40 {
-					q := Query{Terms: randQuery(r, vocab), K: 1 + r.IntN(nDocs+20), Filter: randFilter(r)}
+					q := Query{Terms: randQuery(r, vocab), K: 1 + r.IntN(nDocs+20), Allow: randAllow(r)}
 					pruned := search(t, ix, q)
 					q.Exhaustive = true
 					exh := search(t, ix, q)
@@ -82,8 +84,8 @@ func TestPruningEqualsExhaustive(t *testing.T) {
 						if _, ok := live[h.ID]; !ok {
 							t.Fatalf("deleted doc %s returned", h.ID)
 						}
-						if q.Filter != nil && !matches(live[h.ID], q.Filter) {
-							t.Fatalf("doc %s outside filter %+v returned", h.ID, q.Filter)
+						if !matches(live[h.ID], q.Allow) {
+							t.Fatalf("doc %s outside allow-list %v returned", h.ID, q.Allow)
 						}
 					}
 				}
@@ -92,44 +94,44 @@ func TestPruningEqualsExhaustive(t *testing.T) {
 	}
 }
 
-// TestFilterNoLeak: with k far above the filtered set, only filtered docs
+// TestAllowNoLeak: with k far above the allowed set, only allowed docs
 // that match a query term come back — never others with score 0.
-func TestFilterNoLeak(t *testing.T) {
+func TestAllowNoLeak(t *testing.T) {
 	for _, v := range allVariants {
 		for _, ex := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/exhaustive=%v", v, ex), func(t *testing.T) {
 				ix := mustNew(t, cfgFor(v))
 				commitDocs(t, ix,
-					Doc{ID: "a1", Terms: []string{"apple", "pie"}, Tenant: "a", Meta: map[string]string{"lang": "en"}},
-					Doc{ID: "a2", Terms: []string{"banana"}, Tenant: "a", Meta: map[string]string{"lang": "en"}},
-					Doc{ID: "a3", Terms: []string{"apple"}, Tenant: "a", Meta: map[string]string{"lang": "fr"}},
-					Doc{ID: "b1", Terms: []string{"apple", "apple"}, Tenant: "b", Meta: map[string]string{"lang": "en"}},
-					Doc{ID: "b2", Terms: []string{"cherry"}, Tenant: "b"},
-					// A value holding NUL ("m NUL a NUL b NUL c" as a key, a
-					// key "a NUL b" with value "c" would be the same).
-					Doc{ID: "b3", Terms: []string{"apple"}, Tenant: "b", Meta: map[string]string{"a": "b\x00c"}},
+					Doc{ID: "a1", Terms: []string{"apple", "pie"}, Ref: 1},
+					Doc{ID: "a2", Terms: []string{"banana"}, Ref: 2},
+					Doc{ID: "a3", Terms: []string{"apple"}, Ref: 3},
+					Doc{ID: "b1", Terms: []string{"apple", "apple"}, Ref: 4},
+					Doc{ID: "b2", Terms: []string{"cherry"}, Ref: 5},
+					// Two documents sharing a Ref.
+					Doc{ID: "b3", Terms: []string{"apple"}, Ref: 6},
+					Doc{ID: "b4", Terms: []string{"apple", "tart"}, Ref: 6},
 					// Padding so that robertson's idf of "apple" stays positive.
-					Doc{ID: "c1", Terms: []string{"kiwi"}, Tenant: "c"},
-					Doc{ID: "c2", Terms: []string{"kiwi"}, Tenant: "c"},
-					Doc{ID: "c3", Terms: []string{"kiwi"}, Tenant: "c"},
+					Doc{ID: "c1", Terms: []string{"kiwi"}, Ref: 7},
+					Doc{ID: "c2", Terms: []string{"kiwi"}, Ref: 7},
+					Doc{ID: "c3", Terms: []string{"kiwi"}, Ref: 7},
+					Doc{ID: "c4", Terms: []string{"kiwi"}, Ref: 7},
 				)
 				cases := []struct {
-					name string
-					f    *Filter
-					want []string
+					name  string
+					allow *roaring.Bitmap
+					want  []string
 				}{
-					{"tenant a", &Filter{Tenant: "a"}, []string{"a1", "a3"}},
-					{"tenant a lang en", &Filter{Tenant: "a", Meta: map[string]string{"lang": "en"}}, []string{"a1"}},
-					{"lang en", &Filter{Meta: map[string]string{"lang": "en"}}, []string{"a1", "b1"}},
-					{"value with NUL", &Filter{Meta: map[string]string{"a": "b\x00c"}}, []string{"b3"}},
-					{"key with NUL", &Filter{Meta: map[string]string{"a\x00b": "c"}}, nil},
-					{"unknown tenant", &Filter{Tenant: "zzz"}, nil},
-					{"unknown meta", &Filter{Meta: map[string]string{"lang": "de"}}, nil},
-					{"empty filter", &Filter{}, []string{"a1", "a3", "b1", "b3"}},
-					{"nil filter", nil, []string{"a1", "a3", "b1", "b3"}},
+					{"a", roaring.BitmapOf(1, 2, 3), []string{"a1", "a3"}},
+					{"a1 a2", roaring.BitmapOf(1, 2), []string{"a1"}},
+					{"a1 a2 b1", roaring.BitmapOf(1, 2, 4), []string{"a1", "b1"}},
+					{"shared ref", roaring.BitmapOf(6), []string{"b3", "b4"}},
+					{"no apple", roaring.BitmapOf(2, 5, 7), nil},
+					{"unknown ref", roaring.BitmapOf(99), nil},
+					{"empty", roaring.New(), nil},
+					{"nil", nil, []string{"a1", "a3", "b1", "b3", "b4"}},
 				}
 				for _, tc := range cases {
-					hits := search(t, ix, Query{Terms: []string{"apple"}, K: 100, Filter: tc.f, Exhaustive: ex})
+					hits := search(t, ix, Query{Terms: []string{"apple"}, K: 100, Allow: tc.allow, Exhaustive: ex})
 					got := map[string]bool{}
 					for _, h := range hits {
 						got[h.ID] = true
@@ -147,17 +149,6 @@ func TestFilterNoLeak(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestCommitRefusesNULKey: a metadata key holding a NUL byte would make
-// the filter bitmaps' keys ambiguous, so the batch fails.
-func TestCommitRefusesNULKey(t *testing.T) {
-	ix := mustNew(t, DefaultConfig())
-	b := ix.NewBatch()
-	b.Add(Doc{ID: "x", Terms: []string{"t"}, Meta: map[string]string{"a\x00b": "c"}})
-	if err := ix.Commit(b); !errors.Is(err, ErrBadDoc) {
-		t.Fatalf("metadata key with NUL: %v, want ErrBadDoc", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -158,45 +159,35 @@ type Tokenizer interface {
 // DocumentBatch is one atomic change to an index: every upsert and delete
 // becomes visible together or not at all. Document IDs are scoped to a
 // tenant (the same ID in two tenants is two documents): upserts write their
-// own Document.Tenant, deletes remove IDs of Tenant only. Scoped says the
-// tenant came from an API key or the ?tenant= parameter (with a key, the
-// handler has already checked both and forced every upsert's tenant).
+// own Document.Tenant, deletes remove IDs of Tenant only. A batch is the
+// engine's (engine.Batch): the upserts in order, then the deletes, the
+// last operation on a document winning (an upsert twice keeps the second,
+// an upsert and a delete deletes), so a DocumentStore applies it in that
+// order.
 type DocumentBatch struct {
 	Tenant  string
-	Scoped  bool
 	Upserts []engine.Document
 	Deletes []string
 }
 
-// Validate checks what a batch must not say twice, once its tenants are
-// final: no document (tenant and ID) is upserted twice, and none is both
-// upserted and deleted, whose outcome would depend on the order a store
-// applies them in. Deleting an ID twice is allowed (the second finds
-// nothing). Errors wrap ErrInvalid.
+// Validate checks b, once its tenants are final, with the engine's
+// validation (engine.Batch.Validate, the one definition): every upsert a
+// valid document, no empty ID deleted. Its errors wrap ErrInvalid and
+// carry the engine's message behind the request's field, documents[i] or
+// ids[i].
 func (b DocumentBatch) Validate() error {
-	type key struct{ tenant, id string }
-	up := make(map[key]struct{}, len(b.Upserts))
-	for i, d := range b.Upserts {
-		k := key{d.Tenant, d.ID}
-		if _, dup := up[k]; dup {
-			return fmt.Errorf("%w: documents[%d]: id %q%s appears twice in the batch", ErrInvalid, i, d.ID, inTenant(d.Tenant))
-		}
-		up[k] = struct{}{}
+	var eb engine.Batch
+	eb.Add(b.Upserts...)
+	eb.DeleteIn(b.Tenant, b.Deletes...)
+	var oe *engine.OpError
+	if err := eb.Validate(); !errors.As(err, &oe) {
+		return err
 	}
-	for i, id := range b.Deletes {
-		if _, both := up[key{b.Tenant, id}]; both {
-			return fmt.Errorf("%w: ids[%d]: id %q%s is both upserted and deleted in the batch", ErrInvalid, i, id, inTenant(b.Tenant))
-		}
+	field := fmt.Sprintf("documents[%d]", oe.Op)
+	if oe.Op >= len(b.Upserts) {
+		field = fmt.Sprintf("ids[%d]", oe.Op-len(b.Upserts))
 	}
-	return nil
-}
-
-// inTenant names a tenant in a message, or nothing for the default one.
-func inTenant(t string) string {
-	if t == "" {
-		return ""
-	}
-	return fmt.Sprintf(" of tenant %q", t)
+	return fmt.Errorf("%w: %s: %w", ErrInvalid, field, oe.Err)
 }
 
 // CommitResult reports an applied DocumentBatch.
@@ -242,9 +233,9 @@ type Searcher interface {
 	Search(ctx context.Context, req engine.Request) (*engine.Result, error)
 }
 
-// Backends are what a Server serves. Any may be nil: its routes then answer
+// Services are what a Server serves. Any may be nil: its routes then answer
 // 503 (not configured) and /readyz reports it missing.
-type Backends struct {
+type Services struct {
 	// Scorers are the rerankers' cross-encoders, by served name
 	// (RerankerConfig.Name of Config.Rerankers); a reranker without one
 	// answers 503. A key that names no reranker is a configuration error.

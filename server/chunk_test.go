@@ -17,7 +17,7 @@ import (
 // its best window, whose span comes back on the result, and the windows of
 // all texts went to the scorer as ordinary pairs.
 func TestRerankChunking(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, _ *Backends) {
+	ts := newTestServer(t, func(c *Config, _ *Services) {
 		c.MaxPairTokens = 16 // 3 query words + 3 specials: windows of 10 words
 		c.Rerank.MaxItems = 1024
 	})
@@ -80,7 +80,7 @@ func TestRerankChunking(t *testing.T) {
 	}
 
 	// A request may not make more than max_documents × 32 windows.
-	small := newTestServer(t, func(c *Config, _ *Backends) { c.MaxDocuments, c.MaxPairTokens = 1, 16 })
+	small := newTestServer(t, func(c *Config, _ *Services) { c.MaxDocuments, c.MaxPairTokens = 1, 16 })
 	code, _, body = small.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "zebra", "documents": []string{long},
 		"chunking": map[string]any{"stride": 1, "max_chunks_per_doc": 100}})
 	if code != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "windows") {
@@ -119,7 +119,7 @@ func (e *echoSearcher) Search(_ context.Context, req engine.Request) (*engine.Re
 // Searcher as engine.Request.Chunking, and a hit's rerank span comes back.
 func TestSearchChunking(t *testing.T) {
 	es := &echoSearcher{}
-	ts := newTestServer(t, func(_ *Config, b *Backends) { b.Searcher = es })
+	ts := newTestServer(t, func(_ *Config, b *Services) { b.Searcher = es })
 	code, _, body := ts.do(t, "POST", "/search", "", `{"query":"q","rerank":"fast","chunking":{"stride":64,"aggregate":"mean_top_k","top_k":2}}`)
 	if code != http.StatusOK {
 		t.Fatalf("%d %s", code, body)

@@ -67,7 +67,7 @@ func TestRealClients(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.APIKeys = []APIKey{{Key: "secret-key", Tenant: "t"}}
-	s, err := New(cfg, Backends{Scorers: scorers(&fakeScorer{}), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}})
+	s, err := New(cfg, Services{Scorers: scorers(&fakeScorer{}), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

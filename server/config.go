@@ -230,21 +230,30 @@ func DefaultConfig() Config {
 // does not silently fall back to a default. It does not call Validate.
 func LoadConfig(path string) (Config, error) {
 	cfg := DefaultConfig()
+	return cfg, LoadJSON(path, &cfg)
+}
+
+// LoadJSON decodes the JSON config file at path into v, over what v holds
+// (fields missing from the file keep their values), as LoadConfig does:
+// unknown fields and data after the one object are errors. Callers whose
+// file holds more than a Config (cmd/serve's, through backend.LoadConfig)
+// decode it with this.
+func LoadJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, fmt.Errorf("load config: %w", err)
+		return fmt.Errorf("load config: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("load config %s: %w", path, err)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("load config %s: %w", path, err)
 	}
 	// One object: a second one (a pasted fragment, say with api_keys)
 	// would otherwise be dropped without a word.
 	if err := dec.Decode(&struct{}{}); err != io.EOF {
-		return cfg, fmt.Errorf("load config %s: data after the config object", path)
+		return fmt.Errorf("load config %s: data after the config object", path)
 	}
-	return cfg, nil
+	return nil
 }
 
 // Validate reports b's invalid fields (as Config.Validate does for the

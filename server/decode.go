@@ -365,19 +365,8 @@ func decodeDocuments(body []byte, lim limits, del bool) (DocumentBatch, error) {
 	if n > lim.maxIndexDocuments {
 		return r, tooLarge("%d documents and ids in one request; the limit is %d", n, lim.maxIndexDocuments)
 	}
-	for i, d := range r.Upserts {
-		if d.ID == "" {
-			return r, badRequest("documents[%d]: field \"id\" must not be empty", i)
-		}
-		if err := d.Validate(); err != nil {
-			return r, badRequest("documents[%d]: %v", i, err)
-		}
-	}
-	for i, id := range r.Deletes {
-		if id == "" {
-			return r, badRequest("ids[%d] must not be empty", i)
-		}
-	}
+	// The documents and IDs themselves are checked by DocumentBatch.Validate
+	// (the engine's validation) once the tenants are final.
 	return r, nil
 }
 

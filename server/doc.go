@@ -29,9 +29,11 @@
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:
-//	                                      atomic batches of upserts and deletes (a document,
-//	                                      tenant and ID, at most once: not upserted twice, nor
-//	                                      upserted and deleted; 400)
+//	                                      atomic batches of upserts and deletes, applied as
+//	                                      the engine's batches are: documents in order, then
+//	                                      delete, the last operation on a document (tenant and
+//	                                      ID) winning; engine.Batch.Validate's refusals are 400
+//	                                      with its message
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
 //	GET  /openapi.json                    the OpenAPI 3.1 description of all of the above
 //
@@ -150,6 +152,6 @@
 //
 // A Server is safe for concurrent use. Serve shuts down gracefully when its
 // context ends: it stops accepting, drains requests in flight for up to
-// shutdown_timeout, then closes the batchers. The Backends belong to the
+// shutdown_timeout, then closes the batchers. The Services belong to the
 // caller, which closes them after Serve returns.
 package server

@@ -27,7 +27,7 @@ func (lengthScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]floa
 // Cohere v2's: index and score, no documents).
 func Example() {
 	cfg := server.DefaultConfig()
-	s, err := server.New(cfg, server.Backends{Scorers: map[string]server.PairScorer{cfg.RerankModel: lengthScorer{}}})
+	s, err := server.New(cfg, server.Services{Scorers: map[string]server.PairScorer{cfg.RerankModel: lengthScorer{}}})
 	if err != nil {
 		panic(err)
 	}

@@ -179,15 +179,15 @@ func (x *fakeIndex) Apply(ctx context.Context, b DocumentBatch) (CommitResult, e
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var res CommitResult
+	for _, d := range b.Upserts { // the batch rule: upserts in order, then deletes
+		x.docs[docKey(d.Tenant, d.ID)] = d
+		res.Upserted++
+	}
 	for _, id := range b.Deletes {
 		if _, ok := x.docs[docKey(b.Tenant, id)]; ok {
 			delete(x.docs, docKey(b.Tenant, id))
 			res.Deleted++
 		}
-	}
-	for _, d := range b.Upserts {
-		x.docs[docKey(d.Tenant, d.ID)] = d
-		res.Upserted++
 	}
 	res.Generation = uint64(len(x.docs))
 	return res, nil
@@ -247,7 +247,7 @@ func (x *fakeIndex) Stats() engine.Stats {
 	return st
 }
 
-// scorers returns Backends.Scorers serving sc as DefaultConfig's one
+// scorers returns Services.Scorers serving sc as DefaultConfig's one
 // reranker.
 func scorers(sc PairScorer) map[string]PairScorer {
 	return map[string]PairScorer{DefaultConfig().RerankModel: sc}

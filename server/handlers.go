@@ -679,9 +679,7 @@ func (s *Server) documentsEndpoint() endpoint[DocumentBatch] {
 			if b.Tenant, err = forceTenant(r, q.Get("tenant")); err != nil {
 				return err
 			}
-			_, keyed := keyTenant(r)
-			b.Scoped = keyed || q.Has("tenant")
-			if keyed {
+			if _, keyed := keyTenant(r); keyed {
 				for i := range b.Upserts {
 					if b.Upserts[i].Tenant, err = forceTenant(r, b.Upserts[i].Tenant); err != nil {
 						return err
@@ -689,7 +687,7 @@ func (s *Server) documentsEndpoint() endpoint[DocumentBatch] {
 				}
 			}
 			if err := b.Validate(); err != nil {
-				return err // wraps ErrInvalid: 400
+				return err // the engine's validation, wraps ErrInvalid: 400
 			}
 			if s.b.Documents == nil {
 				return notConfigured("writable index")

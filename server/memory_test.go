@@ -61,7 +61,7 @@ func rerankBody(n, textLen int) string {
 // returned when a request is answered.
 func TestBodyBytesInFlight(t *testing.T) {
 	gate := make(chan struct{})
-	ts := newTestServer(t, func(c *Config, b *Backends) {
+	ts := newTestServer(t, func(c *Config, b *Services) {
 		c.MaxBodyBytes, c.MaxInflightBodyBytes = 64<<10, 100<<10
 		ix := newFakeIndex()
 		b.Documents, b.Searcher = gatedIndex{ix, gate}, ix

@@ -11,7 +11,7 @@ import (
 // accepted as "model" and listed by /v1/models, and that the README's
 // examples (model "embed") work once backend.Open has added the aliases.
 func TestModelAliases(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, _ *Backends) {
+	ts := newTestServer(t, func(c *Config, _ *Services) {
 		c.RerankAliases = []string{"balanced", "ms-marco-MiniLM-L-6-v2"}
 		c.EmbedAliases = []string{"embed", "all-minilm-l6-v2"}
 	})

@@ -497,7 +497,7 @@ func checkOpenAPI(t *testing.T, ts *testServer, cases []openAPICase) {
 // TestOpenAPIResponses validates real responses of every route, in every
 // shape and for the errors each can answer, against the document.
 func TestOpenAPIResponses(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, b *Backends) {
+	ts := newTestServer(t, func(c *Config, b *Services) {
 		c.RerankAliases, c.EmbedAliases = []string{"balanced"}, []string{"embed"}
 	})
 	long := strings.Repeat("word ", 600)
@@ -557,7 +557,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"GET", "/nowhere", "", nil, 404},
 	})
 
-	keyed := newTestServer(t, func(c *Config, _ *Backends) { c.APIKeys = []APIKey{{Key: "k", Tenant: "t"}} })
+	keyed := newTestServer(t, func(c *Config, _ *Services) { c.APIKeys = []APIKey{{Key: "k", Tenant: "t"}} })
 	checkOpenAPI(t, keyed, []openAPICase{
 		{"POST", "/search", "", map[string]any{"query": "q"}, 401},
 		{"GET", "/v1/models", "", nil, 401},
@@ -572,7 +572,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"GET", "/openapi.json", "", nil, 200},
 	})
 
-	empty := newTestServer(t, func(_ *Config, b *Backends) { *b = Backends{} })
+	empty := newTestServer(t, func(_ *Config, b *Services) { *b = Services{} })
 	checkOpenAPI(t, empty, []openAPICase{
 		{"POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}}, 503},
 		{"POST", "/v2/rerank", "", map[string]any{"query": "q", "texts": []string{"a"}}, 503},
@@ -587,7 +587,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"GET", "/v1/models", "", nil, 200},
 	})
 
-	failing := newTestServer(t, func(c *Config, b *Backends) {
+	failing := newTestServer(t, func(c *Config, b *Services) {
 		b.Scorers = scorers(&fakeScorer{err: fmt.Errorf("onnx exploded")})
 		c.RequestTimeout = Duration(20 * time.Millisecond)
 		ix := newFakeIndex()
@@ -600,7 +600,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	})
 
 	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
-	busy := newTestServer(t, func(c *Config, b *Backends) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
+	busy := newTestServer(t, func(c *Config, b *Services) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
 	done := make(chan int)
 	go func() {
 		code, _, _ := busy.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})

@@ -32,7 +32,7 @@ func TestOverload(t *testing.T) {
 			cfg.Rerank.Enabled = batching
 			cfg.Rerank.MaxQueueItems, cfg.Rerank.MaxItems, cfg.Rerank.Workers = 8, 4, 1
 			cfg.Rerank.MaxWait = Duration(time.Millisecond)
-			s, err := New(cfg, Backends{Scorers: scorers(&fakeScorer{delay: 5 * time.Millisecond})})
+			s, err := New(cfg, Services{Scorers: scorers(&fakeScorer{delay: 5 * time.Millisecond})})
 			if err != nil {
 				t.Fatal(err)
 			}

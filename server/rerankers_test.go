@@ -13,10 +13,10 @@ import (
 
 // threeRerankers configures fast, balanced and accurate, each with an
 // alias, and gives each its own scorer.
-func threeRerankers(t *testing.T, mut func(*Config, *Backends)) (*testServer, map[string]*fakeScorer) {
+func threeRerankers(t *testing.T, mut func(*Config, *Services)) (*testServer, map[string]*fakeScorer) {
 	t.Helper()
 	fakes := map[string]*fakeScorer{"fast": {}, "balanced": {}, "accurate": {}}
-	ts := newTestServer(t, func(c *Config, b *Backends) {
+	ts := newTestServer(t, func(c *Config, b *Services) {
 		c.RerankModels = []RerankerConfig{
 			{Name: "fast", Aliases: []string{"ms-marco-TinyBERT-L-2-v2"}},
 			{Name: "balanced", Aliases: []string{"ms-marco-MiniLM-L-6-v2"}},
@@ -114,7 +114,7 @@ func TestRerankDefaultModel(t *testing.T) {
 		{"my-default", "fast"},
 	} {
 		t.Run(tc.rerankModel, func(t *testing.T) {
-			ts, fakes := threeRerankers(t, func(c *Config, _ *Backends) {
+			ts, fakes := threeRerankers(t, func(c *Config, _ *Services) {
 				c.RerankModel, c.RerankAliases = tc.rerankModel, []string{"house-reranker"}
 			})
 			for _, model := range []string{"", tc.rerankModel, "house-reranker"} {
@@ -137,7 +137,7 @@ func TestRerankDefaultModel(t *testing.T) {
 // served name first with its aliases, the default reranker first; a
 // configured reranker without a scorer is not listed and answers 503.
 func TestModelsListsEveryModel(t *testing.T) {
-	ts, _ := threeRerankers(t, func(c *Config, b *Backends) {
+	ts, _ := threeRerankers(t, func(c *Config, b *Services) {
 		c.EmbedAliases = []string{"embed"}
 		delete(b.Scorers, "accurate")
 	})
@@ -180,7 +180,7 @@ func TestModelsListsEveryModel(t *testing.T) {
 // Each reranker has its own window (max_pair_tokens) and its own batcher
 // and metrics, labelled with its name.
 func TestRerankModelWindowAndMetrics(t *testing.T) {
-	ts, _ := threeRerankers(t, func(c *Config, _ *Backends) {
+	ts, _ := threeRerankers(t, func(c *Config, _ *Services) {
 		c.RerankModels[0].MaxPairTokens = 6
 	})
 	tei := func(model string) map[string]any {
@@ -227,7 +227,7 @@ func (r *recordingSearcher) Search(ctx context.Context, req engine.Request) (*en
 // engine to report as a fallback.
 func TestSearchRerankNames(t *testing.T) {
 	rs := &recordingSearcher{fakeIndex: newFakeIndex()}
-	ts, _ := threeRerankers(t, func(_ *Config, b *Backends) { b.Searcher = rs })
+	ts, _ := threeRerankers(t, func(_ *Config, b *Services) { b.Searcher = rs })
 	for _, tc := range []struct{ rerank, first, wantRerank, wantFirst string }{
 		{"ms-marco-MiniLM-L-12-v2", "hybrank-rerank", "accurate", "fast"},
 		{"balanced", "", "balanced", ""},
@@ -271,7 +271,7 @@ func TestRerankModelsValidate(t *testing.T) {
 		t.Fatalf("RerankNames = %v, want %v", got, want)
 	}
 	// A scorer or a cache must front a served model, by its served name.
-	for _, b := range []Backends{
+	for _, b := range []Services{
 		{Scorers: map[string]PairScorer{"b": &fakeScorer{}}},
 		{Scorers: map[string]PairScorer{"hybrank-rerank": &fakeScorer{}}},
 		{Caches: map[string]CacheStats{"rerank": fixedCacheStats{}}},

@@ -7,7 +7,7 @@ import "testing"
 // as ServeMux answers without a catch-all route, and that unknown paths
 // stay 404.
 func TestMethodNotAllowed(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, _ *Backends) {
+	ts := newTestServer(t, func(c *Config, _ *Services) {
 		c.APIKeys = []APIKey{{Key: "k", Tenant: "t"}}
 	})
 	tests := []struct {

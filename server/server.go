@@ -20,12 +20,12 @@ import (
 	"github.com/hybrank/hybrank/models"
 )
 
-// Server serves the HTTP API over a set of Backends. It is safe for
+// Server serves the HTTP API over a set of Services. It is safe for
 // concurrent use. Build it with New, serve with Serve or ListenAndServe, and
 // Close it (Serve closes it on return).
 type Server struct {
 	cfg     Config
-	b       Backends
+	b       Services
 	log     *slog.Logger
 	metrics *metrics
 	lim     limits
@@ -52,7 +52,7 @@ type Server struct {
 }
 
 // rerankModel is one served reranker: its configuration and its batcher
-// (nil when Backends has no scorer for it).
+// (nil when Services has no scorer for it).
 type rerankModel struct {
 	cfg    RerankerConfig
 	window int // tokens of the longest pair: cfg.MaxPairTokens, else Config.MaxPairTokens
@@ -66,15 +66,9 @@ func (m *rerankModel) pairCost(p models.Pair) int {
 	return models.EstimatePairTokensUpTo(p.Query, p.Doc, m.window)
 }
 
-// Option changes how New builds a Server.
-type Option func(*Server)
-
-// WithLogger sets the logger (default: slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
-
-// New validates cfg and builds a Server over b; nil backends leave their
+// New validates cfg and builds a Server over b; nil services leave their
 // routes answering 503.
-func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
+func New(cfg Config, b Services) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -83,9 +77,6 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 		keys:    make(map[[32]byte]string, len(cfg.APIKeys)),
 		slots:   make(chan struct{}, cfg.MaxConcurrentRequests),
 		memUsed: runtimeMemory, memLimit: memoryLimit,
-	}
-	for _, o := range opts {
-		o(s)
 	}
 	if err := s.servedModels(); err != nil {
 		return nil, err
@@ -121,7 +112,7 @@ func New(cfg Config, b Backends, opts ...Option) (*Server, error) {
 }
 
 // servedModels builds the rerankers from the configuration and checks
-// that every scorer and cache of the Backends fronts a served model.
+// that every scorer and cache of the Services fronts a served model.
 func (s *Server) servedModels() error {
 	s.rerankByName = map[string]*rerankModel{}
 	for _, rc := range s.cfg.Rerankers() {
@@ -134,12 +125,12 @@ func (s *Server) servedModels() error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(s.b.Scorers)) {
 		if m := s.rerankByName[name]; m == nil || m.cfg.Name != name {
-			errs = append(errs, fmt.Errorf("Backends.Scorers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
+			errs = append(errs, fmt.Errorf("Services.Scorers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.b.Caches)) {
 		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
-			errs = append(errs, fmt.Errorf("Backends.Caches[%q]: no model is served under that name", name))
+			errs = append(errs, fmt.Errorf("Services.Caches[%q]: no model is served under that name", name))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

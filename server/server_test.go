@@ -34,13 +34,13 @@ type testServer struct {
 	index  *fakeIndex
 }
 
-func newTestServer(t *testing.T, mut func(*Config, *Backends)) *testServer {
+func newTestServer(t *testing.T, mut func(*Config, *Services)) *testServer {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Rerank.MaxWait = Duration(time.Millisecond)
 	cfg.Embed.MaxWait = Duration(time.Millisecond)
 	sc, ix := &fakeScorer{}, newFakeIndex()
-	b := Backends{Scorers: scorers(sc), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
+	b := Services{Scorers: scorers(sc), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
 	if mut != nil {
 		mut(&cfg, &b)
 	}
@@ -307,7 +307,7 @@ func TestEmbedResponsesLeaveCachedVectorsAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newTestServer(t, func(c *Config, b *Backends) { b.Embedder = ce })
+	ts := newTestServer(t, func(c *Config, b *Services) { b.Embedder = ce })
 	const text = "hello world"
 	same := func(what string, got, want []float32) {
 		t.Helper()
@@ -432,7 +432,7 @@ func TestModelsHealthReadyTokenize(t *testing.T) {
 		t.Fatalf("tokenize %d %s", code, body)
 	}
 
-	empty := newTestServer(t, func(c *Config, b *Backends) { *b = Backends{} })
+	empty := newTestServer(t, func(c *Config, b *Services) { *b = Services{} })
 	if code, _, body := empty.do(t, "GET", "/readyz", "", nil); code != 503 {
 		t.Fatalf("readyz without models: %d %s", code, body)
 	}
@@ -445,7 +445,7 @@ type fixedCacheStats cache.Stats
 func (f fixedCacheStats) Stats() cache.Stats { return cache.Stats(f) }
 
 func TestMetrics(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, b *Backends) {
+	ts := newTestServer(t, func(c *Config, b *Services) {
 		c.Provider = "cuda"
 		b.Caches = map[string]CacheStats{"hybrank-rerank": fixedCacheStats{Hits: 5, Misses: 2, Entries: 2, Bytes: 200}}
 	})
@@ -480,7 +480,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, b *Backends) {
+	ts := newTestServer(t, func(c *Config, b *Services) {
 		c.MaxBodyBytes = 2048
 		c.MaxDocuments = 3
 		c.MaxInputs = 2
@@ -552,7 +552,7 @@ func TestLimits(t *testing.T) {
 func TestQueueFullAndTimeout(t *testing.T) {
 	t.Run("too many requests in flight", func(t *testing.T) {
 		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
-		ts := newTestServer(t, func(c *Config, b *Backends) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
+		ts := newTestServer(t, func(c *Config, b *Services) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
 		done := make(chan int)
 		go func() {
 			code, _, _ := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
@@ -571,7 +571,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 	})
 	t.Run("batcher queue full", func(t *testing.T) {
 		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 4)}
-		ts := newTestServer(t, func(c *Config, b *Backends) {
+		ts := newTestServer(t, func(c *Config, b *Services) {
 			b.Scorers = scorers(sc)
 			c.Rerank.Workers, c.Rerank.MaxQueueItems, c.Rerank.MaxItems = 1, 4, 2
 		})
@@ -609,7 +609,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 		}
 	})
 	t.Run("deadline exceeded is 504", func(t *testing.T) {
-		ts := newTestServer(t, func(c *Config, b *Backends) {
+		ts := newTestServer(t, func(c *Config, b *Services) {
 			c.RequestTimeout = Duration(20 * time.Millisecond)
 			b.Scorers = scorers(&fakeScorer{delay: time.Second})
 			ix := newFakeIndex()
@@ -622,7 +622,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 		expectError(t, code, body, 504, TypeTimeout, "deadline")
 	})
 	t.Run("backend error is 500", func(t *testing.T) {
-		ts := newTestServer(t, func(c *Config, b *Backends) { b.Scorers = scorers(&fakeScorer{err: fmt.Errorf("onnx exploded")}) })
+		ts := newTestServer(t, func(c *Config, b *Services) { b.Scorers = scorers(&fakeScorer{err: fmt.Errorf("onnx exploded")}) })
 		code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
 		expectError(t, code, body, 500, TypeInternal, "onnx exploded")
 	})
@@ -655,12 +655,35 @@ func TestSearchAndDocuments(t *testing.T) {
 	if len(resp.Hits) != 1 || resp.Hits[0].Document.ID != "d1" {
 		t.Fatalf("after delete %s", body)
 	}
+	// The batch rule is the engine's: documents in order, then delete, the
+	// last operation on a document winning.
+	for _, tc := range []struct {
+		name, query, body string
+		want              map[string]string // tenant/id -> text ("": absent)
+	}{
+		{"duplicate ids", "", `{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}`, map[string]string{"/a": "y"}},
+		{"duplicate ids in a tenant", "", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}, {"id": "a", "text": "y", "tenant": "t"}]}`, map[string]string{"t/a": "y", "/a": "y"}},
+		{"upserted and deleted", "", `{"documents": [{"id": "u", "text": "x"}], "delete": ["b", "u"]}`, map[string]string{"/u": ""}},
+		{"upserted and deleted in a tenant", "?tenant=t", `{"documents": [{"id": "u", "text": "x", "tenant": "t"}], "delete": ["u"]}`, map[string]string{"t/u": "", "t/a": "y"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := ts.do(t, "POST", "/documents"+tc.query, "", tc.body)
+			if code != 200 {
+				t.Fatalf("%d %s", code, body)
+			}
+			for k, text := range tc.want {
+				tenant, id, _ := strings.Cut(k, "/")
+				d, ok := ts.index.docs[docKey(tenant, id)]
+				if ok != (text != "") || d.Text != text {
+					t.Errorf("%s = %q %v, want %q", k, d.Text, ok, text)
+				}
+			}
+		})
+	}
 	for _, tc := range []struct{ name, method, body, msg string }{
-		{"duplicate ids", "POST", `{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}`, "twice"},
-		{"duplicate ids in a tenant", "POST", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}, {"id": "a", "text": "y", "tenant": "t"}]}`, `"a" of tenant "t" appears twice`},
-		{"upserted and deleted", "POST", `{"documents": [{"id": "a", "text": "x"}], "delete": ["b", "a"]}`, `ids[1]: id "a" is both upserted and deleted`},
-		{"upserted and deleted in a tenant", "POST?tenant=t", `{"documents": [{"id": "a", "text": "x", "tenant": "t"}], "delete": ["a"]}`, "both upserted and deleted"},
-		{"empty id", "POST", `{"documents": [{"text": "x"}]}`, "id"},
+		{"empty id", "POST", `{"documents": [{"text": "x"}]}`, "documents[0]: engine: invalid document: empty ID"},
+		{"empty id deleted", "POST", `{"documents": [{"id": "a", "text": "x"}], "delete": ["b", ""]}`, "ids[1]: engine: invalid document: deletion of an empty ID"},
+		{"empty id on DELETE", "DELETE", `{"ids": [""]}`, "ids[0]: engine: invalid document: deletion of an empty ID"},
 		{"ids on POST", "POST", `{"ids": ["a"]}`, "DELETE"},
 		{"documents on DELETE", "DELETE", `{"documents": [{"id": "a"}]}`, "ids"},
 		{"nothing", "POST", `{}`, "nothing to do"},
@@ -692,7 +715,7 @@ func TestSearchAndDocuments(t *testing.T) {
 func TestAuthTenantIsolation(t *testing.T) {
 	for _, leak := range []bool{false, true} {
 		t.Run(fmt.Sprintf("searcher leaks=%v", leak), func(t *testing.T) {
-			ts := newTestServer(t, func(c *Config, b *Backends) {
+			ts := newTestServer(t, func(c *Config, b *Services) {
 				c.APIKeys = []APIKey{{Key: "key-a", Tenant: "a"}, {Key: "key-b", Tenant: "b"}}
 			})
 			ts.index.leak = leak
@@ -802,7 +825,7 @@ func TestConfig(t *testing.T) {
 			if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "invalid config") {
 				t.Fatalf("Validate = %v, want ErrConfig", err)
 			}
-			if _, err := New(c, Backends{}); err == nil {
+			if _, err := New(c, Services{}); err == nil {
 				t.Fatal("New accepted an invalid config")
 			}
 		})
@@ -842,7 +865,7 @@ func TestConfig(t *testing.T) {
 func TestSlowBody(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.RequestTimeout = Duration(200 * time.Millisecond)
-	s, err := New(cfg, Backends{Scorers: scorers(&fakeScorer{})})
+	s, err := New(cfg, Services{Scorers: scorers(&fakeScorer{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -870,7 +893,7 @@ func TestSlowBody(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
 	cfg := DefaultConfig()
-	s, err := New(cfg, Backends{Scorers: scorers(sc)})
+	s, err := New(cfg, Services{Scorers: scorers(sc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -972,7 +995,7 @@ func TestUsageWithCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newTestServer(t, func(c *Config, b *Backends) { b.Embedder = ce })
+	ts := newTestServer(t, func(c *Config, b *Services) { b.Embedder = ce })
 	embed := func(inputs ...string) (usage int, compute string) {
 		t.Helper()
 		code, h, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": inputs})
@@ -1006,7 +1029,7 @@ func TestUsageWithCache(t *testing.T) {
 // waits for it) rather than refused with 503.
 func TestShutdownServesBodyInFlight(t *testing.T) {
 	ix := newFakeIndex()
-	s, err := New(DefaultConfig(), Backends{Documents: ix, Searcher: ix, Stats: ix})
+	s, err := New(DefaultConfig(), Services{Documents: ix, Searcher: ix, Stats: ix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestTokenListsJSON(t *testing.T) {
 // TestTokenizeTokenCap: /tokenize answers 413 past max_inputs ×
 // max_input_tokens tokens in one request, and serves a request at the cap.
 func TestTokenizeTokenCap(t *testing.T) {
-	ts := newTestServer(t, func(c *Config, _ *Backends) { c.MaxInputs, c.MaxInputTokens = 2, 4 })
+	ts := newTestServer(t, func(c *Config, _ *Services) { c.MaxInputs, c.MaxInputTokens = 2, 4 })
 	code, _, body := ts.do(t, "POST", "/tokenize", "", map[string]any{"inputs": []string{"a b c d", "e f g h"}, "add_special_tokens": false})
 	var toks [][]Token
 	mustJSON(t, body, &toks)
@@ -88,7 +88,7 @@ func (droppingTokenizer) CountTokens(text string) int {
 // is the request's 400, not an error of the batch it would share with
 // other requests.
 func TestRerankQueryWithoutTokens(t *testing.T) {
-	ts := newTestServer(t, func(_ *Config, b *Backends) { b.Tokenizer = droppingTokenizer{} })
+	ts := newTestServer(t, func(_ *Config, b *Services) { b.Tokenizer = droppingTokenizer{} })
 	code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "\u200b", "documents": []string{"a cat"}})
 	expectError(t, code, body, 400, TypeInvalidRequest, "no tokens")
 	if code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "cat", "documents": []string{"a cat"}}); code != 200 {

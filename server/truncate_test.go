@@ -32,7 +32,7 @@ func TestTruncateTokens(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Server{b: Backends{Tokenizer: tc.tok}}
+			s := &Server{b: Services{Tokenizer: tc.tok}}
 			got, err := s.truncateTokens(context.Background(), tc.text, tc.max)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +79,7 @@ func TestTruncateTokensMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	pieces := []string{"a", "bc", "def", "word", "中", "日本", "é", ",", ".", " ", " ", "  ", "\n", strings.Repeat("x", 300), strings.Repeat("語", 120)}
 	for _, tok := range []Tokenizer{nil, fakeTokenizer{}} {
-		s := &Server{b: Backends{Tokenizer: tok}}
+		s := &Server{b: Services{Tokenizer: tok}}
 		for range 300 {
 			text := randomText(rng, pieces, 80)
 			total := s.countTokens(text)
@@ -122,7 +122,7 @@ func TestTruncateTokensBoundedWork(t *testing.T) {
 		"letters": strings.Repeat("abcdefgh", size/8),
 	} {
 		var n int
-		s := &Server{b: Backends{Tokenizer: countingTokenizer{bytes: &n}}}
+		s := &Server{b: Services{Tokenizer: countingTokenizer{bytes: &n}}}
 		got, err := s.truncateTokens(context.Background(), text, 512)
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +158,7 @@ func TestCountTokensUpTo(t *testing.T) {
 		}
 	}
 	var n int
-	c := &Server{b: Backends{Tokenizer: countingTokenizer{bytes: &n}}}
+	c := &Server{b: Services{Tokenizer: countingTokenizer{bytes: &n}}}
 	if got := c.countTokensUpTo(strings.Repeat("token ", 1<<20), 512); got != 512 || n > 64<<10 {
 		t.Fatalf("512 of a 6 MB text: %d tokens, %d bytes read", got, n)
 	}

@@ -136,7 +136,7 @@ func (m *model) body(docs int) func(c, seq int) []byte {
 // its base URL and a stop function that shuts it down gracefully.
 func startServer(scfg server.Config, sc server.PairScorer) (string, func() error, error) {
 	scfg.Addr = "127.0.0.1:0"
-	srv, err := server.New(scfg, server.Backends{Scorers: map[string]server.PairScorer{scfg.RerankModel: sc}})
+	srv, err := server.New(scfg, server.Services{Scorers: map[string]server.PairScorer{scfg.RerankModel: sc}})
 	if err != nil {
 		return "", nil, err
 	}

@@ -1,5 +1,6 @@
 // Command serve runs hybrank's HTTP endpoint (package server): flags fill a
-// backend.Config over an optional JSON server.Config file (flags given
+// backend.Config over an optional JSON config file (backend.LoadConfig:
+// server.Config's keys, and engine.Config's under "engine"; flags given
 // explicitly win), and backend.Run loads the models with ONNX Runtime and
 // serves until SIGTERM or SIGINT, then drains, snapshots the index and
 // exits. serve -h lists the flags.
@@ -15,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/hybrank/hybrank/models/ort"
-	"github.com/hybrank/hybrank/server"
 	"github.com/hybrank/hybrank/server/backend"
 )
 
@@ -51,12 +51,10 @@ func parse(args []string) (backend.Config, error) {
 	if err := parseAll(fs, args); err != nil || *path == "" {
 		return cfg, err
 	}
-	file, err := server.LoadConfig(*path)
+	cfg, err := backend.LoadConfig(*path)
 	if err != nil {
 		return cfg, err
 	}
-	cfg = backend.DefaultConfig()
-	cfg.Server = file
 	fs, _ = flags(&cfg)
 	return cfg, parseAll(fs, args)
 }
@@ -77,7 +75,7 @@ func parseAll(fs *flag.FlagSet, args []string) error {
 
 func flags(cfg *backend.Config) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	path := fs.String("config", "", "JSON config file (server.Config); flags given explicitly override it")
+	path := fs.String("config", "", `JSON config file: server.Config's keys, and engine.Config's under "engine"; flags given explicitly override it`)
 	cfg.RegisterFlags(fs)
 	return fs, path
 }

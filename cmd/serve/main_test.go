@@ -7,14 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/server"
 )
 
 // Flags given explicitly override the config file; the others keep the
-// file's values, not the defaults.
+// file's values, not the defaults. The file's "engine" object is the
+// index's engine.Config.
 func TestParseConfigFileThenFlags(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "serve.json")
-	file := `{"addr": "127.0.0.1:7000", "max_documents": 50, "rerank": {"max_items": 5}, "api_keys": [{"key": "f", "tenant": "file"}]}`
+	file := `{"addr": "127.0.0.1:7000", "max_documents": 50, "rerank": {"max_items": 5}, "api_keys": [{"key": "f", "tenant": "file"}],
+		"engine": {"durability": {"sync": "interval", "snapshot_log_bytes": 4096}}}`
 	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +29,9 @@ func TestParseConfigFileThenFlags(t *testing.T) {
 	if s.Addr != "127.0.0.1:7000" || s.MaxDocuments != 60 || s.Rerank.MaxItems != 5 || s.Embed.MaxItems != server.DefaultConfig().Embed.MaxItems ||
 		time.Duration(s.Rerank.MaxWait) != time.Millisecond || len(s.APIKeys) != 1 || s.APIKeys[0].Tenant != "file" || !cfg.MemoryIndex {
 		t.Fatalf("config %+v", cfg)
+	}
+	if d := cfg.Engine.Durability; d.Sync != engine.SyncInterval || d.SnapshotLogBytes != 4096 || d.SyncInterval != engine.DefaultConfig().Durability.SyncInterval {
+		t.Fatalf("engine durability %+v", d)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -94,7 +94,7 @@ func TestReadmeExamples(t *testing.T) {
 	if err := b.Warm(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(b.ServerConfig(), b.Backends())
+	s, err := server.New(b.ServerConfig(), b.Services())
 	if err != nil {
 		t.Fatal(err)
 	}

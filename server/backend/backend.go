@@ -24,6 +24,7 @@ var ErrConfig = errors.New("backend: invalid config")
 
 // Config is what one server process serves: the HTTP server's
 // configuration, the models and the index. It is plain data, safe to copy.
+// LoadConfig reads it from cmd/serve's config file.
 type Config struct {
 	// Server configures the HTTP server (limits, batching, API keys) and
 	// names the rerankers (Server.Rerankers): each is loaded from its
@@ -70,6 +71,29 @@ type Config struct {
 	// MemoryIndex serves them from an in-memory engine instead, lost on
 	// exit. With neither, the index routes answer 503.
 	MemoryIndex bool
+	// Engine configures the engine of IndexDir or MemoryIndex (the
+	// config file's "engine" object): durability and snapshots,
+	// maintenance, the rerank budget's margins, retrieval defaults.
+	// Validate checks it with engine.Config.Validate. Its index-shaping
+	// parts (analysis, postings, dense) apply to a new index only: an
+	// existing snapshot's replace them (engine.Open).
+	Engine engine.Config
+}
+
+// LoadConfig reads cmd/serve's JSON config file over DefaultConfig: the
+// server.Config keys at the top level and the engine's under "engine"
+// (engine.Config's keys; durations in nanoseconds). Missing keys keep
+// their defaults; unknown ones are an error (server.LoadJSON). The model
+// and index settings come from flags only. It does not call Validate.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	file := struct {
+		server.Config
+		Engine *engine.Config `json:"engine"`
+	}{cfg.Server, &cfg.Engine}
+	err := server.LoadJSON(path, &file)
+	cfg.Server = file.Config
+	return cfg, err
 }
 
 // DefaultConfig returns the configuration cmd/serve starts from: the
@@ -80,6 +104,7 @@ func DefaultConfig() Config {
 		Embed:    true,
 		Provider: "auto",
 		Pool:     1,
+		Engine:   engine.DefaultConfig(),
 	}
 }
 
@@ -125,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.IndexDir != "" && c.MemoryIndex {
 		errs = append(errs, errors.New("set IndexDir or MemoryIndex, not both"))
+	}
+	if err := c.Engine.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("engine: %w", err))
 	}
 	if c.CacheMB < 0 || c.CacheMB > math.MaxInt64>>20 {
 		errs = append(errs, fmt.Errorf("cache size %d MB out of range (0 to %d)", c.CacheMB, math.MaxInt64>>20))
@@ -220,12 +248,13 @@ type BiEncoder interface {
 	io.Closer
 }
 
-// Backend is an open set of server backends: loaded models and, when
-// configured, an engine. It is safe for concurrent use; Close it once the
-// server using it has stopped.
-type Backend struct {
+// Resources are what Open loaded and opened for one server process: the
+// models and, when configured, the engine, and the server.Services they
+// make (Services). Resources own them: they are safe for concurrent use;
+// Close them once the server using them has stopped.
+type Resources struct {
 	cfg      Config
-	backends server.Backends
+	services server.Services
 	engine   *engine.Engine // nil without an index
 	closers  []io.Closer    // the models, in load order
 
@@ -235,24 +264,24 @@ type Backend struct {
 
 // Open loads the models cfg names (now, so a bad directory or runtime is
 // reported at start-up) and opens the index, and adapts them to the
-// server's Backends.
+// server's Services.
 //
 // The models are built by the constructors passed in: cmd/serve passes
 // models/ort's NewCrossEncoder and NewBiEncoder. They are parameters so this
 // package, like the server, builds without cgo (internal/layering), and so
 // tests can pass stand-ins. newBiEncoder is called only when cfg.Embed is set.
-func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.Config) (C, error), newBiEncoder func(models.Config) (B, error)) (_ *Backend, err error) {
+func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.Config) (C, error), newBiEncoder func(models.Config) (B, error)) (_ *Resources, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg}
+	b := &Resources{cfg: cfg}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, b.Close())
 		}
 	}()
 	srv := &b.cfg.Server
-	b.backends = server.Backends{Scorers: map[string]server.PairScorer{}, Caches: map[string]server.CacheStats{}}
+	b.services = server.Services{Scorers: map[string]server.PairScorer{}, Caches: map[string]server.CacheStats{}}
 	var opts []engine.Option
 	rerankers := cfg.rerankers()
 	taken := append(srv.RerankNames(), srv.EmbedNames()...)
@@ -279,7 +308,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, fmt.Errorf("cross-encoder %q tokenizer: %w", r.Name, err)
 			}
-			b.backends.Tokenizer = NewTokenizer(tok)
+			b.services.Tokenizer = NewTokenizer(tok)
 			opts = append(opts, engine.WithTokenCounter(tok))
 			srv.Provider = ce.Provider()
 		}
@@ -297,12 +326,12 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, err
 			}
-			reranker, scorer, b.backends.Caches[r.Name] = rc, rc, rc
+			reranker, scorer, b.services.Caches[r.Name] = rc, rc, rc
 		}
 		// One model, shared: the rerank routes score through scorer, the
 		// engine reranks /search through reranker (the same model, behind
 		// the same cache) under the served name.
-		b.backends.Scorers[r.Name] = scorer
+		b.services.Scorers[r.Name] = scorer
 		opts = append(opts, engine.WithReranker(r.Name, reranker))
 	}
 	srv.RerankModels, srv.RerankAliases = rerankers, nil
@@ -333,21 +362,21 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			if err != nil {
 				return nil, err
 			}
-			embedder, b.backends.Caches[srv.EmbedModel] = ec, ec
+			embedder, b.services.Caches[srv.EmbedModel] = ec, ec
 		}
-		b.backends.Embedder = embedder
+		b.services.Embedder = embedder
 		srv.EmbedAliases, _ = addAliases(srv.EmbedAliases, taken, models.ProfileEmbed, sourceDir(cfg.embedConfig(), emd.Dir))
 		opts = append(opts, engine.WithEmbedder(embedder))
 	}
 	if cfg.IndexDir != "" || cfg.MemoryIndex {
-		if b.engine, err = engine.Open(cfg.IndexDir, engine.DefaultConfig(), opts...); err != nil {
+		if b.engine, err = engine.Open(cfg.IndexDir, cfg.Engine, opts...); err != nil {
 			return nil, err
 		}
 		if fb := b.engine.Durability().Recovery.FellBack; fb != "" {
 			slog.Warn("index opened from the previous snapshot generation", "dir", cfg.IndexDir, "why", fb)
 		}
 		ix := NewIndex(b.engine)
-		b.backends.Searcher, b.backends.Documents, b.backends.Stats = ix, ix, ix
+		b.services.Searcher, b.services.Documents, b.services.Stats = ix, ix, ix
 	}
 	return b, nil
 }
@@ -381,35 +410,47 @@ func addAliases(aliases, taken []string, profile, dir string) ([]string, []strin
 // Warm runs one inference through every model, the engine's Warm when an
 // index is served, else the scorer and embedder directly, so that the
 // first request does not pay ONNX Runtime's first-run allocations.
-func (b *Backend) Warm(ctx context.Context) error {
+func (b *Resources) Warm(ctx context.Context) error {
 	if b.engine != nil {
 		return b.engine.Warm(ctx)
 	}
 	const text = "warm up"
 	for _, r := range b.cfg.Server.RerankModels {
-		if _, _, err := b.backends.Scorers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
+		if _, _, err := b.services.Scorers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
 			return fmt.Errorf("warm cross-encoder %q: %w", r.Name, err)
 		}
 	}
-	if b.backends.Embedder != nil {
-		if _, _, err := b.backends.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
+	if b.services.Embedder != nil {
+		if _, _, err := b.services.Embedder.EmbedPooled(ctx, models.InputRaw, []string{text}); err != nil {
 			return fmt.Errorf("warm embedder: %w", err)
 		}
 	}
 	return nil
 }
 
-// Backends returns what the server serves.
-func (b *Backend) Backends() server.Backends { return b.backends }
+// Services returns what the server serves: the models and the engine
+// adapted to the server's interfaces.
+func (b *Resources) Services() server.Services { return b.services }
+
+// EngineConfig returns the effective configuration of the engine Open
+// opened (engine.Engine.Config: an existing snapshot's index-shaping
+// settings in place of Config.Engine's), or the zero Config without an
+// index.
+func (b *Resources) EngineConfig() engine.Config {
+	if b.engine == nil {
+		return engine.Config{}
+	}
+	return b.engine.Config()
+}
 
 // ServerConfig returns the server configuration as Open completed it: the
 // rerankers as served (RerankModels), the models' aliases and windows, and
 // Provider set to what the default cross-encoder runs on.
-func (b *Backend) ServerConfig() server.Config { return b.cfg.Server }
+func (b *Resources) ServerConfig() server.Config { return b.cfg.Server }
 
 // Close writes the index snapshot (IndexDir only), then closes the engine
 // and the models, joining their errors. It is idempotent.
-func (b *Backend) Close() error {
+func (b *Resources) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		if b.engine != nil {
@@ -442,7 +483,7 @@ func Run[C CrossEncoder, B BiEncoder](ctx context.Context, cfg Config, newCrossE
 	}
 	slog.Info("models warmed", "took", time.Since(start).Round(time.Millisecond))
 	scfg := b.ServerConfig()
-	s, err := server.New(scfg, b.Backends())
+	s, err := server.New(scfg, b.Services())
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
@@ -141,6 +143,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bad quantize", func(c *backend.Config) { c.Quantize = "int4" }, models.ErrInvalidConfig},
 		{"two indexes", func(c *backend.Config) { c.IndexDir, c.MemoryIndex = t.TempDir(), true }, backend.ErrConfig},
 		{"bad server", func(c *backend.Config) { c.Server.MaxDocuments = 0 }, server.ErrConfig},
+		{"bad engine", func(c *backend.Config) { c.Engine.Durability.SnapshotLogBytes = -1 }, engine.ErrInvalidConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := backend.DefaultConfig()
@@ -172,7 +175,7 @@ func TestOpen(t *testing.T) {
 	if rc := (*cfgs)[0]; rc.Profile != models.ProfileBalanced || rc.MaxDocs != max(cfg.Server.MaxDocuments, cfg.Server.Rerank.MaxItems) {
 		t.Errorf("cross-encoder config %+v", rc)
 	}
-	bs := b.Backends()
+	bs := b.Services()
 	if bs.Scorers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
@@ -235,7 +238,7 @@ func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bs := b.Backends(); len(bs.Scorers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
+	if bs := b.Services(); len(bs.Scorers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
 		t.Fatalf("backends %+v", bs)
 	}
 	if err := b.Warm(context.Background()); err != nil {
@@ -264,7 +267,7 @@ func TestCloseSnapshotsIndexDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Backends().Documents.Apply(context.Background(), server.DocumentBatch{Upserts: []engine.Document{{ID: "kept", Text: "survives a restart"}}}); err != nil {
+	if _, err := b.Services().Documents.Apply(context.Background(), server.DocumentBatch{Upserts: []engine.Document{{ID: "kept", Text: "survives a restart"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Close(); err != nil {
@@ -344,7 +347,7 @@ func TestOpenWithCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	bs := b.Backends()
+	bs := b.Services()
 	if len(bs.Caches) != 2 || bs.Caches["hybrank-rerank"] == nil || bs.Caches["hybrank-embed"] == nil {
 		t.Fatalf("caches %v", bs.Caches)
 	}
@@ -377,7 +380,7 @@ func TestOpenWithCaches(t *testing.T) {
 }
 
 // Open serves several rerankers at once: each is built and loaded once,
-// and the one object serves both its rerank routes (Backends.Scorers) and
+// and the one object serves both its rerank routes (Services.Scorers) and
 // /search (the engine's reranker of the same name); the default comes
 // first and answers to rerank_model.
 func TestOpenSeveralRerankers(t *testing.T) {
@@ -416,7 +419,7 @@ func TestOpenSeveralRerankers(t *testing.T) {
 	if want := [][]string{{"fast", "hybrank-rerank"}, {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("rerankers' names %v, want %v", names, want)
 	}
-	bs := b.Backends()
+	bs := b.Services()
 	ctx := context.Background()
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
 		t.Fatal(err)
@@ -558,5 +561,56 @@ func TestOpenKeepsSmallerPairWindow(t *testing.T) {
 			t.Errorf("max_pair_tokens %d: the model was configured with MaxLength %d, want %d", tc.configured, got, tc.maxLength)
 		}
 		b.Close()
+	}
+}
+
+// TestConfigFileReachesEngine: the config file's "engine" object is the
+// engine.Config the index opens with (durability, snapshots, rerank
+// margins), over the engine's defaults; unknown engine keys are refused.
+func TestConfigFileReachesEngine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "serve.json")
+	file := `{"max_documents": 40, "engine": {"durability": {"sync": "interval", "snapshot_log_bytes": 12345}, "rerank": {"margin": 7000000}, "top_k": 7}}`
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := backend.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.MaxDocuments != 40 || cfg.Server.MaxInputs != server.DefaultConfig().MaxInputs {
+		t.Fatalf("server config %+v", cfg.Server)
+	}
+	var ev events
+	newCE, newBE, _ := fakes(t, &ev, nil)
+	cfg.IndexDir = filepath.Join(dir, "idx")
+	b, err := backend.Open(cfg, newCE, newBE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ec, def := b.EngineConfig(), engine.DefaultConfig()
+	if ec.Durability.Sync != engine.SyncInterval || ec.Durability.SnapshotLogBytes != 12345 || ec.Rerank.Margin != 7*time.Millisecond || ec.TopK != 7 {
+		t.Fatalf("engine opened with %+v", ec)
+	}
+	if ec.Durability.SyncInterval != def.Durability.SyncInterval || ec.Candidates != def.Candidates || ec.Maintenance != def.Maintenance {
+		t.Fatalf("keys missing from the file lost their defaults: %+v", ec)
+	}
+	for name, body := range map[string]string{
+		"unknown engine key": `{"engine": {"durability": {"fsync": "always"}}}`,
+		"engine not object":  `{"engine": 3}`,
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := backend.LoadConfig(path); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := os.WriteFile(path, []byte(`{"engine": {"durability": {"sync": "sometimes"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := backend.LoadConfig(path); err != nil || !errors.Is(cfg.Validate(), engine.ErrInvalidConfig) {
+		t.Fatalf("bad sync policy: load %v, Validate %v", err, cfg.Validate())
 	}
 }

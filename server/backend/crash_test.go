@@ -106,7 +106,7 @@ func TestServeCrashChild(t *testing.T) {
 		fail("open", err)
 	}
 	ix := backend.NewIndex(e)
-	s, err := server.New(server.DefaultConfig(), server.Backends{Searcher: ix, Documents: ix, Stats: ix})
+	s, err := server.New(server.DefaultConfig(), server.Services{Searcher: ix, Documents: ix, Stats: ix})
 	if err != nil {
 		fail("server", err)
 	}

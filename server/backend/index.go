@@ -34,14 +34,13 @@ var (
 // NewIndex returns an Index over e; the caller keeps e and closes it.
 func NewIndex(e *engine.Engine) *Index { return &Index{e: e} }
 
-// Apply commits b atomically after b.Validate (a batch that upserts a
-// document twice, or upserts and deletes it, is refused). Deleted counts
-// the distinct IDs of b's deletes that existed in b's tenant just before
-// the commit (a delete committed concurrently may count in both).
+// Apply commits b atomically as one engine batch: the upserts in order,
+// then the deletes, the last operation on a document winning (the
+// engine's batch rule); the engine's Commit validates it (Batch.Validate,
+// what b.Validate runs). Deleted counts the distinct IDs of b's deletes
+// that existed in b's tenant just before the commit (a delete committed
+// concurrently may count in both).
 func (x *Index) Apply(ctx context.Context, b server.DocumentBatch) (server.CommitResult, error) {
-	if err := b.Validate(); err != nil {
-		return server.CommitResult{}, err
-	}
 	batch := x.e.NewBatch()
 	var res server.CommitResult
 	for _, d := range b.Upserts {

@@ -20,7 +20,7 @@ func TestIndexTenantIsolation(t *testing.T) {
 	e, ix := memoryIndex(t)
 	ctx := context.Background()
 	apply := func(tenant string, b server.DocumentBatch) (server.CommitResult, error) {
-		b.Tenant, b.Scoped = tenant, true
+		b.Tenant = tenant
 		for i := range b.Upserts {
 			b.Upserts[i].Tenant = tenant
 		}
@@ -79,23 +79,35 @@ func TestIndexTenantIsolation(t *testing.T) {
 	}
 }
 
-// TestIndexBatchConflicts: a batch that upserts and deletes one document
-// is refused (its outcome would depend on the order of the two), an ID
-// deleted twice in a batch counts once, and the same ID upserted in two
-// tenants is two documents.
-func TestIndexBatchConflicts(t *testing.T) {
+// TestIndexBatchRule: a batch is the engine's, upserts in order then
+// deletes, the last operation on a document winning (an upsert and a
+// delete of one document deletes it; of two upserts the second stays); an
+// ID deleted twice in a batch counts once; the same ID upserted in two
+// tenants is two documents; a bad document is refused with the engine's
+// message.
+func TestIndexBatchRule(t *testing.T) {
 	e, ix := memoryIndex(t)
 	ctx := context.Background()
 	res, err := ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "a", Text: "x"}, {ID: "a", Tenant: "t", Text: "y"}}})
 	if err != nil || res.Upserted != 2 {
 		t.Fatalf("same id in two tenants: %+v %v", res, err)
 	}
-	_, err = ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "n", Text: "new"}}, Deletes: []string{"n"}})
-	if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), "both upserted and deleted") {
-		t.Fatalf("upsert and delete of one id: %v, want ErrInvalid", err)
+	_, err = ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "n", Text: "new"}, {ID: "twice", Text: "first"}, {ID: "twice", Text: "second"}}, Deletes: []string{"n"}})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, ok := e.GetIn("", "n"); ok {
-		t.Fatal("the refused batch was applied")
+		t.Fatal("a document upserted and deleted by one batch is stored")
+	}
+	if d, _ := e.GetIn("", "twice"); d.Text != "second" {
+		t.Fatalf("a document upserted twice: %q, want the second", d.Text)
+	}
+	_, err = ix.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "ok", Text: "fine"}, {ID: "bad", Span: engine.Span{Start: 2, End: 1}}}})
+	if !errors.Is(err, server.ErrInvalid) || !strings.Contains(err.Error(), `engine: invalid document: document "bad": span [2,1) is not a range`) {
+		t.Fatalf("bad span: %v, want ErrInvalid with the engine's message", err)
+	}
+	if _, ok := e.GetIn("", "ok"); ok {
+		t.Fatal("a refused batch was applied")
 	}
 	res, err = ix.Apply(ctx, server.DocumentBatch{Deletes: []string{"a", "a", "missing"}})
 	if err != nil || res.Deleted != 1 {

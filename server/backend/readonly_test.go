@@ -40,7 +40,7 @@ func TestReadOnlyAfterLogFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			ix := backend.NewIndex(e)
-			s, err := server.New(server.DefaultConfig(), server.Backends{Searcher: ix, Documents: ix, Stats: ix})
+			s, err := server.New(server.DefaultConfig(), server.Services{Searcher: ix, Documents: ix, Stats: ix})
 			if err != nil {
 				t.Fatal(err)
 			}

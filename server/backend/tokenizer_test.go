@@ -63,7 +63,7 @@ func TestTokenizeRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := server.New(server.DefaultConfig(), server.Backends{Tokenizer: backend.NewTokenizer(wp)})
+	s, err := server.New(server.DefaultConfig(), server.Services{Tokenizer: backend.NewTokenizer(wp)})
 	if err != nil {
 		t.Fatal(err)
 	}
