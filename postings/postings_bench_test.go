@@ -121,15 +121,19 @@ func BenchmarkCommit(b *testing.B) {
 
 // BenchmarkBuild1M builds 1M synthetic docs once and reports the index size
 // per posting (the ≤ 3 B/posting target) and pruned vs exhaustive query
-// rates. Slow (tens of seconds): run it explicitly with -bench Build1M.
+// rates. Slow (tens of seconds): run it explicitly with -bench Build1M;
+// under -short (make test's smoke run) it builds 20K docs.
 func BenchmarkBuild1M(b *testing.B) {
+	docs, chunk := 1_000_000, 100_000
+	if testing.Short() {
+		docs, chunk = 20_000, 10_000
+	}
 	for b.Loop() {
 		ix, err := New(DefaultConfig())
 		if err != nil {
 			b.Fatal(err)
 		}
-		const chunk = 100_000
-		for start := 0; start < 1_000_000; start += chunk {
+		for start := 0; start < docs; start += chunk {
 			bt := ix.NewBatch()
 			for _, d := range synthCorpus(uint64(10+start), chunk, 200_000, 20, 120) {
 				d.ID = fmt.Sprint("doc", start, "-", d.ID)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -88,7 +89,7 @@ func Write(dir, name string, r Report) (string, error) {
 // notes, figure links, config, table and the rows as JSON lines.
 func (r Report) Markdown(b *bytes.Buffer, m MachineInfo, at time.Time) error {
 	fmt.Fprintf(b, "# %s\n\n", r.Title)
-	fmt.Fprintf(b, "Generated %s on: %s\n\n", at.UTC().Format(time.RFC3339), m)
+	fmt.Fprintf(b, "%s%s on: %s\n\n", generatedPrefix, at.UTC().Format(time.RFC3339), m)
 	if r.Command != "" {
 		fmt.Fprintf(b, "Command: `%s`\n\n", r.Command)
 	}
@@ -118,7 +119,7 @@ func (r Report) Markdown(b *bytes.Buffer, m MachineInfo, at time.Time) error {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("Raw results (JSON lines):\n\n```json\n")
+	b.WriteString(rawHeading + "```json\n")
 	for _, row := range r.Rows {
 		j, err := json.Marshal(row)
 		if err != nil {
@@ -129,4 +130,57 @@ func (r Report) Markdown(b *bytes.Buffer, m MachineInfo, at time.Time) error {
 	}
 	b.WriteString("```\n")
 	return nil
+}
+
+// The markers Markdown writes and Read finds.
+const (
+	generatedPrefix = "Generated "
+	rawHeading      = "Raw results (JSON lines):\n\n"
+)
+
+// Written is what Read recovers of a report that Write wrote: when, on
+// which machine, and its rows as raw JSON.
+type Written struct {
+	Generated time.Time
+	// Machine is the machine line as written (MachineInfo.String).
+	Machine string
+	Rows    []json.RawMessage
+}
+
+// Read parses the report at path (written by Write) back into its time,
+// machine and raw rows, so that a later run can build on an earlier one
+// (bench all takes its step estimates from its last report).
+func Read(path string) (Written, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Written{}, fmt.Errorf("read report: %w", err)
+	}
+	text := string(data)
+	var w Written
+	if _, rest, ok := strings.Cut(text, "\n"+generatedPrefix); ok {
+		line, _, _ := strings.Cut(rest, "\n")
+		at, machine, _ := strings.Cut(line, " on: ")
+		if w.Generated, err = time.Parse(time.RFC3339, at); err != nil {
+			return Written{}, fmt.Errorf("read report %s: generated time: %w", path, err)
+		}
+		w.Machine = machine
+	}
+	_, raw, ok := strings.Cut(text, rawHeading+"```json\n")
+	if !ok {
+		return Written{}, fmt.Errorf("read report %s: no raw results", path)
+	}
+	raw, _, ok = strings.Cut(raw, "```")
+	if !ok {
+		return Written{}, fmt.Errorf("read report %s: raw results not closed", path)
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(raw, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		if !json.Valid([]byte(line)) {
+			return Written{}, fmt.Errorf("read report %s: raw row is not JSON: %.60s", path, line)
+		}
+		w.Rows = append(w.Rows, json.RawMessage(line))
+	}
+	return w, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +96,49 @@ func TestCheckStringShowsTheDifference(t *testing.T) {
 	}
 	if got := Verdict([]Check{AtMost("rss", 352.04, 352.03, "")}); got != "FAIL: rss 352.04 > 352.03" {
 		t.Fatalf("verdict %q", got)
+	}
+}
+
+// TestWriteRead: Read gets back what Write wrote (time, machine, rows), and
+// refuses a file that is not a report.
+func TestWriteRead(t *testing.T) {
+	type row struct {
+		Step  string  `json:"step" table:""`
+		WallS float64 `json:"wall_s" table:""`
+	}
+	dir := t.TempDir()
+	before := time.Now().Add(-time.Second)
+	path, err := Write(dir, "all", Report{Title: "bench all", Columns: Columns(row{}), Notes: []string{"Raw results are below."},
+		Rows: []any{row{"models", 12.5}, row{"lexical", 61}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Generated.Before(before) || w.Generated.After(time.Now()) || !strings.Contains(w.Machine, "commit=") {
+		t.Errorf("generated %v, machine %q", w.Generated, w.Machine)
+	}
+	var got []row
+	for _, r := range w.Rows {
+		var x row
+		if err := json.Unmarshal(r, &x); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, x)
+	}
+	if len(got) != 2 || got[0] != (row{"models", 12.5}) || got[1] != (row{"lexical", 61}) {
+		t.Errorf("rows %+v", got)
+	}
+	bad := filepath.Join(dir, "bad.md")
+	if err := os.WriteFile(bad, []byte("# not a report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(bad); err == nil {
+		t.Error("Read of a file without raw results: no error")
+	}
+	if _, err := Read(filepath.Join(dir, "missing.md")); err == nil {
+		t.Error("Read of a missing file: no error")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybrank/hybrank/bench/measure"
+	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/artifacts"
 )
 
@@ -27,6 +30,21 @@ type step struct {
 	args []string // its flags
 	data bool     // needs the BEIR datasets
 	real bool     // needs the real models (make models)
+	// est is the step's built-in wall-time estimate on a 2-core machine
+	// (see cost); a finished run's all.md replaces it in the next plan.
+	est time.Duration
+}
+
+// cost is a step's built-in estimate: seconds is its wall time in `bench
+// all --quick` on a 2-core AMD EPYC (AVX-512 VNNI, 2026-12-02,
+// bench/results/all-quick.md), and for the full job that time times work,
+// the full step's work over the quick one's (corpus sizes, query counts,
+// durations, models), to be replaced by a full run's all.md.
+func cost(quick bool, seconds, work float64) time.Duration {
+	if !quick {
+		seconds *= work
+	}
+	return time.Duration(seconds * float64(time.Second))
 }
 
 // allSteps lists the main job. Every step is an ordinary subcommand run,
@@ -106,28 +124,28 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 		serveOverload = nil
 	}
 	return []step{
-		{name: "models", cmd: "models", args: []string{"--out", models}},
-		{name: "lexical (BEIR, lucene)", cmd: "lexical", data: true,
+		{name: "models", cmd: "models", est: cost(quick, 2, 1), args: []string{"--out", models}},
+		{name: "lexical (BEIR, lucene)", cmd: "lexical", data: true, est: cost(quick, 5, 1),
 			args: []string{"--data", ds("scifact"), "--data", ds("cisi"), "--data", ds("cran"), "--out", out, "--name", "lexical"}},
-		{name: "lexical (scifact, five variants)", cmd: "lexical", data: true,
+		{name: "lexical (scifact, five variants)", cmd: "lexical", data: true, est: cost(quick, 13, 1),
 			args: []string{"--data", ds("scifact"), "--variants", "all", "--out", out, "--name", "lexical_variants"}},
-		{name: "lexical (synthetic scaling)", cmd: "lexical",
+		{name: "lexical (synthetic scaling)", cmd: "lexical", est: cost(quick, 16, 10), // + 1M docs
 			args: append(synth, "--out", out, "--name", "lexical_synthetic")},
-		{name: "tokenize (ours vs HF)", cmd: "tokenize", data: true,
+		{name: "tokenize (ours vs HF)", cmd: "tokenize", data: true, est: cost(quick, 20, 1),
 			args: []string{"--data", ds("scifact"), "--out", out}},
-		{name: "rerank (scifact pairs beside the peer; profiles × batch × threads × doc tokens)", cmd: "rerank",
+		{name: "rerank (scifact pairs beside the peer; profiles × batch × threads × doc tokens)", cmd: "rerank", est: cost(quick, 2296, 2.5), // 4× the real pairs, 2× the sweep's
 			args: append([]string{"--sweep", "--models-root", models, "--real-data", realData, "--real-queries", rerankQueries, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}, rerankInt8...)},
-		{name: "embed (batch × threads × tokens)", cmd: "embed",
+		{name: "embed (batch × threads × tokens)", cmd: "embed", est: cost(quick, 275, 2), // 2× the pairs
 			args: []string{"--sweep", "--models-root", models, "--pairs", rerankPairs, "--sweep-batches", "1,4,16,32", "--sweep-threads", "1,2", "--sweep-doc-tokens", "128,256", "--out", out}},
-		{name: "dense (HNSW M × ef vs exact)", cmd: "dense",
+		{name: "dense (HNSW M × ef vs exact)", cmd: "dense", est: cost(quick, 51, 6), // 5× the vectors
 			args: []string{"--n", denseN, "--dim", "384", "--m", "16", "--ef", "16,32,64,128", "--out", out}},
-		{name: "hybrid (scifact, fusion × rerank profiles)", cmd: "hybrid", data: true,
+		{name: "hybrid (scifact, fusion × rerank profiles)", cmd: "hybrid", data: true, est: cost(quick, 814, 2), // 4× the queries, 5× the replay; the budget sweep alike
 			args: []string{"--data", ds("scifact"), "--models-root", models, "--queries", hybridQueries,
 				"--budget-sweep", "50ms,100ms,200ms,400ms", "--rerank", "balanced,fast,fast>balanced", "--sweep-searches", "200",
 				"--replay", replay, "--out", out}},
-		{name: "ingest (fsync per commit vs interval; search during a 100K ingest)", cmd: "ingest", data: true,
+		{name: "ingest (fsync per commit vs interval; search during a 100K ingest)", cmd: "ingest", data: true, est: cost(quick, 392, 1),
 			args: []string{"--data", ds("scifact"), "--out", out}},
-		{name: "serve (batching on/off, balanced)", cmd: "serve",
+		{name: "serve (batching on/off, balanced)", cmd: "serve", est: cost(quick, 126, 3), // 3× the duration, + 60 s of overload
 			args: append([]string{"--models-root", models, "--profile", "balanced", "--clients", "16", "--docs", "8", "--doc-tokens", "100",
 				"--batching", "both", "--duration", serveDur, "--out", out}, serveOverload...)},
 	}
@@ -136,12 +154,13 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 func runAll(ctx context.Context, cl *cli, args []string) error {
 	fs := cl.flags("all")
 	datasets := fs.String("datasets", "../shared/datasets", "folder of BEIR datasets (scifact, cisi, cran); steps that need it are skipped when absent")
-	out := fs.String("out", "bench/results", "folder for the reports")
+	out := fs.String("out", "bench/results", "folder for the reports (and all.md / all-quick.md: the job's steps and their times)")
 	models := fs.String("models", ".deps/models", "folder for the generated model directories (one per profile)")
-	quick := fs.Bool("quick", false, "smaller corpora and shorter runs (minutes instead of tens of minutes)")
+	quick := fs.Bool("quick", false, "smaller corpora and shorter runs (minutes instead of hours)")
 	var only listFlag
 	fs.Var(&only, "only", "comma list of step commands to run (default all), e.g. lexical,rerank")
 	keepGoing := fs.Bool("keep-going", true, "run the remaining steps after one fails (the exit status still reports the failure)")
+	planOnly := fs.Bool("plan", false, "print the plan (steps, estimated times) and stop")
 	var o output
 	o.registerJSON(fs)
 	if err := parse(fs, args); err != nil {
@@ -154,7 +173,7 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 	}
 	_, err := os.Stat(filepath.Join(artifacts.RealModels(), "all-minilm-l6-v2"))
 	haveReal := err == nil
-	var failed []string
+	var steps []step
 	for _, s := range allSteps(*datasets, *out, *models, *quick, haveData) {
 		switch {
 		case len(only) > 0 && !slices.Contains(only, s.cmd):
@@ -169,7 +188,24 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 		if o.json {
 			s.args = append(s.args, "--json")
 		}
-		if err := runStep(ctx, cl, s); err != nil {
+		steps = append(steps, s)
+	}
+	name := allReportName(*quick)
+	plan := measure.NewPlan(cl.stderr, planSteps(steps, filepath.Join(*out, name+".md")), nil)
+	plan.Print()
+	if *planOnly || len(steps) == 0 {
+		return nil
+	}
+	var failed []string
+	rows := make([]stepRow, 0, len(steps))
+	for i, s := range steps {
+		plan.Begin(i)
+		start := time.Now()
+		err := runStep(ctx, cl, s)
+		took := time.Since(start)
+		plan.End(i, took, err)
+		rows = append(rows, newStepRow(s, took, err))
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -179,6 +215,12 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 			}
 		}
 	}
+	if *out != "" && len(only) == 0 {
+		// A partial job (--only) would replace the whole job's times.
+		if err := writeAllReport(cl, *out, name, args, rows, plan); err != nil {
+			return err
+		}
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d step(s) failed: %s", len(failed), strings.Join(failed, "; "))
 	}
@@ -186,18 +228,90 @@ func runAll(ctx context.Context, cl *cli, args []string) error {
 }
 
 // runStep runs one step as the subcommand it names, logging its command
-// line, outcome and time.
+// line.
 func runStep(ctx context.Context, cl *cli, s step) error {
 	c, ok := subcommands[s.cmd]
 	if !ok {
 		return fmt.Errorf("step %s: unknown subcommand %q", s.name, s.cmd)
 	}
-	fmt.Fprintf(cl.stderr, "== %s\n   bench %s %s\n", s.name, s.cmd, strings.Join(s.args, " "))
-	start := time.Now()
-	if err := c.run(ctx, cl, s.args); err != nil {
-		fmt.Fprintf(cl.stderr, "== %s FAILED after %s: %v\n", s.name, time.Since(start).Round(time.Second), err)
+	fmt.Fprintf(cl.stderr, "   %s\n", command(s.cmd, s.args))
+	return c.run(ctx, cl, s.args)
+}
+
+// allReportName is the report of the main job's steps and times: one for
+// the full job, one for --quick.
+func allReportName(quick bool) string {
+	if quick {
+		return "all-quick"
+	}
+	return "all"
+}
+
+// stepRow is one step of the main job's report (OUT/all.md).
+type stepRow struct {
+	Step      string  `json:"step" table:""`
+	Status    string  `json:"status" table:""`
+	WallS     float64 `json:"wall_s" table:"wall s"`
+	EstimateS float64 `json:"estimate_s" table:"built-in estimate s"`
+	Command   string  `json:"command" table:""`
+	Error     string  `json:"error,omitempty"`
+}
+
+func newStepRow(s step, took time.Duration, err error) stepRow {
+	r := stepRow{Step: s.name, Status: "done", WallS: measure.Round(took.Seconds(), 1), EstimateS: s.est.Seconds(), Command: command(s.cmd, s.args)}
+	if err != nil {
+		r.Status, r.Error = "failed", err.Error()
+	}
+	return r
+}
+
+// planSteps gives each step its estimate: its wall time in the last
+// report of the job at last (when that run finished the step), else the
+// built-in figure.
+func planSteps(steps []step, last string) []measure.PlanStep {
+	prev := map[string]float64{}
+	src := ""
+	if w, err := report.Read(last); err == nil {
+		for _, raw := range w.Rows {
+			var r stepRow
+			if json.Unmarshal(raw, &r) == nil && r.Status == "done" {
+				prev[r.Step] = r.WallS
+			}
+		}
+		cpu, _, _ := strings.Cut(w.Machine, " | ")
+		src = fmt.Sprintf("last run %s, %s", w.Generated.Format("2006-01-02"), cpu)
+	}
+	out := make([]measure.PlanStep, len(steps))
+	for i, s := range steps {
+		out[i] = measure.PlanStep{Name: s.name, Estimate: s.est, Source: "built-in"}
+		if sec, ok := prev[s.name]; ok {
+			out[i].Estimate, out[i].Source = time.Duration(sec*float64(time.Second)), src
+		}
+	}
+	return out
+}
+
+// writeAllReport writes the job's steps, outcomes and times as OUT/name.md:
+// what `make bench` costs, and the next run's estimates.
+func writeAllReport(cl *cli, out, name string, args []string, rows []stepRow, plan *measure.Plan) error {
+	var total float64
+	for _, r := range rows {
+		total += r.WallS
+	}
+	rep := report.Report{
+		Title:   "bench all: the main job's steps and wall times",
+		Command: command("all", args),
+		Notes: []string{
+			fmt.Sprintf("%d steps, %s of wall time in all (built-in estimate %s).", len(rows), measure.Approx(time.Duration(total*float64(time.Second))), measure.Approx(plan.Total())),
+			"The next `bench all` with the same --out takes its plan's estimates from this file's wall times; the built-in estimates are for a 2-core machine.",
+		},
+		Columns: report.Columns(stepRow{}),
+		Rows:    report.Rows(rows),
+	}
+	path, err := report.Write(out, name, rep)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cl.stderr, "== %s done in %s\n", s.name, time.Since(start).Round(time.Second))
+	fmt.Fprintln(cl.stderr, "wrote", path)
 	return nil
 }

@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hybrank/hybrank/bench/measure"
 	"github.com/hybrank/hybrank/internal/testenv"
 )
 
@@ -128,6 +132,38 @@ func TestAllStepsParse(t *testing.T) {
 	}
 	if code, _, _ := run(t, "all", "--only", "none-of-them", "--datasets", t.TempDir(), "--json"); code != 0 {
 		t.Errorf("all with no step selected: exit %d", code)
+	}
+}
+
+// TestAllPlan: bench all --plan prints every step with its estimate and
+// stops; a step that the last run in --out finished takes that run's time.
+func TestAllPlan(t *testing.T) {
+	out := t.TempDir()
+	noData := t.TempDir()
+	code, _, stderr := run(t, "all", "--plan", "--quick", "--datasets", noData, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	steps := allSteps(noData, out, ".deps/models", true, false)
+	for _, want := range []string{"plan: ", "1. models", "(built-in)", "lexical (synthetic scaling)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("plan lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "== [1/") {
+		t.Errorf("--plan ran a step:\n%s", stderr)
+	}
+	plan := measure.NewPlan(io.Discard, planSteps(steps, filepath.Join(out, "all-quick.md")), nil)
+	if err := writeAllReport(&cli{stdout: io.Discard, stderr: io.Discard}, out, "all-quick", nil,
+		[]stepRow{newStepRow(steps[0], 42*time.Second, nil), newStepRow(steps[1], time.Hour, errors.New("boom"))}, plan); err != nil {
+		t.Fatal(err)
+	}
+	got := planSteps(steps, filepath.Join(out, "all-quick.md"))
+	if got[0].Estimate != 42*time.Second || !strings.HasPrefix(got[0].Source, "last run ") {
+		t.Errorf("step finished last run: %+v", got[0])
+	}
+	if got[1].Estimate != steps[1].est || got[1].Source != "built-in" { // it failed: its time says nothing
+		t.Errorf("step failed last run: %+v", got[1])
 	}
 }
 
