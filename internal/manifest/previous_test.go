@@ -12,19 +12,6 @@ import (
 	"github.com/hybrank/hybrank/internal/vfs/errorfs"
 )
 
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // TestKeepPrevious: with KeepPrevious, Commit keeps the generation the
 // current manifest named and its manifest as MANIFEST.prev; ReadPrevious
 // reads it and Restore makes it current again, so that the next Commit
@@ -41,7 +28,7 @@ func TestKeepPrevious(t *testing.T) {
 	writeGen(t, l, dir, "two", "second")
 	writeGen(t, l, dir, "three", "third")
 	want := []string{"MANIFEST", "MANIFEST.prev", "data-000002.bin", "data-000003.bin", "dir-000002", "dir-000003"}
-	if got := entries(t, dir); !slices.Equal(got, want) {
+	if got := names(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("entries %v, want %v", got, want)
 	}
 	if err := l.ReadPrevious(vfs.OS, dir, &m); err != nil || m.Generation != 2 || m.Note != "second" {
@@ -69,7 +56,7 @@ func TestKeepPrevious(t *testing.T) {
 		t.Fatalf("previous after the restore and a commit: %+v %v, want generation 2", m, err)
 	}
 	want = []string{"MANIFEST", "MANIFEST.prev", "data-000002.bin", "data-000004.bin", "dir-000002", "dir-000004"}
-	if got := entries(t, dir); !slices.Equal(got, want) {
+	if got := names(t, dir); !slices.Equal(got, want) {
 		t.Fatalf("entries %v, want %v", got, want)
 	}
 	// A damaged previous manifest is corrupt, and cannot be restored.
@@ -104,7 +91,7 @@ func TestAbort(t *testing.T) {
 			l := testLayout()
 			dir := t.TempDir()
 			writeGen(t, l, dir, "one", "first")
-			before := entries(t, dir)
+			before := names(t, dir)
 			fsys := errorfs.New(vfs.OS, tc.fault)
 			w, err := l.Begin(fsys, dir)
 			if err != nil {
@@ -138,7 +125,7 @@ func TestAbort(t *testing.T) {
 				}
 				return
 			}
-			if got := entries(t, dir); m.Generation != 1 || !slices.Equal(got, before) {
+			if got := names(t, dir); m.Generation != 1 || !slices.Equal(got, before) {
 				t.Fatalf("after Abort: generation %d, entries %v, want 1 and %v", m.Generation, got, before)
 			}
 		})
