@@ -37,9 +37,11 @@ type step struct {
 
 // cost is a step's built-in estimate: seconds is its wall time in `bench
 // all --quick` on a 2-core AMD EPYC (AVX-512 VNNI, 2026-12-02,
-// bench/results/all-quick.md), and for the full job that time times work,
-// the full step's work over the quick one's (corpus sizes, query counts,
-// durations, models), to be replaced by a full run's all.md.
+// bench/results/all-quick.md, with other builds and tests sharing the
+// machine: upper bounds), and for the full job that time times work, the
+// full step's work over the quick one's (corpus sizes, query counts,
+// durations, models). A finished run's all.md replaces them in the next
+// plan, and the remaining time scales with how the run compares.
 func cost(quick bool, seconds, work float64) time.Duration {
 	if !quick {
 		seconds *= work
@@ -81,9 +83,9 @@ func realSteps(datasets, out, real, models string, quick bool) []step {
 		fp32, denseModels, denseData, passages = fp32[:1], rm("all-minilm-l6-v2"), ds("scifact"), "20000"
 	}
 	steps := []step{
-		{name: "dense real (MTEB reproduction, float32 and int8)", cmd: "dense", data: true, real: true,
+		{name: "dense real (MTEB reproduction, float32 and int8)", cmd: "dense", data: true, real: true, est: cost(quick, 776, 11), // 6 models (bge, e5 twice MiniLM's layers), 1.55× the documents
 			args: []string{"--beir", "--data", denseData, "--model", denseModels, "--int8", "--quantize-cache", filepath.Join(models, "int8"), "--out", out, "--name", "dense_real"}},
-		{name: "dense sentences (real all-MiniLM-L6-v2 vectors, HNSW vs faiss)", cmd: "dense", data: true, real: true,
+		{name: "dense sentences (real all-MiniLM-L6-v2 vectors, HNSW vs faiss)", cmd: "dense", data: true, real: true, est: cost(quick, 374, 2.4), // 48,717 passages, not 20,000
 			args: []string{"--passages", "--data", ds("scifact"), "--model", rm("all-minilm-l6-v2"), "--max-passages", passages,
 				"--m", "16", "--ef", "16,32,64,128", "--out", out}},
 	}
@@ -91,9 +93,14 @@ func realSteps(datasets, out, real, models string, quick bool) []step {
 	if quick {
 		longdoc = append(longdoc, "--max-queries", "20", "--distractors", "10", "--strides", "256", "--rerank-queries", "1")
 	}
-	steps = append(steps, step{name: "longdoc (buried scifact abstracts: truncation vs chunking)", cmd: "longdoc", data: true, real: true, args: longdoc})
-	for _, m := range fp32 {
-		steps = append(steps, step{name: "hybrid real (" + m + ", fusion chosen on cisi)", cmd: "hybrid", data: true, real: true,
+	steps = append(steps, step{name: "longdoc (buried scifact abstracts: truncation vs chunking)", cmd: "longdoc", data: true, real: true,
+		est: cost(quick, 127, 8), args: longdoc}) // 5× the queries, 3× the distractors, 2 strides, 3 rerank queries
+	for i, m := range fp32 {
+		work := 1.0 // bge and e5 have twice MiniLM's layers
+		if i > 0 {
+			work = 2
+		}
+		steps = append(steps, step{name: "hybrid real (" + m + ", fusion chosen on cisi)", cmd: "hybrid", data: true, real: true, est: cost(quick, 359, work),
 			args: []string{"--data", ds("cisi", "cran", "scifact"), "--embed-dir", rm(m), "--max-doc-tokens", "0", "--tune-on", "cisi",
 				"--configs", "bm25,dense,rrf,weighted-0.3,weighted-0.5,weighted-0.7,relative,rrf+mmr-0.7", "--out", out, "--name", "hybrid_real_" + m}})
 	}
