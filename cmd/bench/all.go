@@ -309,7 +309,7 @@ func writeAllReport(cl *cli, out, name string, args []string, rows []stepRow, pl
 		Title:   "bench all: the main job's steps and wall times",
 		Command: command("all", args),
 		Notes: []string{
-			fmt.Sprintf("%d steps, %s of wall time in all (built-in estimate %s).", len(rows), measure.Approx(time.Duration(total*float64(time.Second))), measure.Approx(plan.Total())),
+			fmt.Sprintf("%d steps, %s of wall time in all (the plan estimated %s).", len(rows), measure.Approx(time.Duration(total*float64(time.Second))), measure.Approx(plan.Total())),
 			"The next `bench all` with the same --out takes its plan's estimates from this file's wall times; the built-in estimates are for a 2-core machine.",
 		},
 		Columns: report.Columns(stepRow{}),
