@@ -11,33 +11,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/queue"
 )
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
-// string ("2ms", "30s"); a bare JSON number is taken as nanoseconds.
-type Duration time.Duration
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a duration string or a number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: %w", s, err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration: want a string like \"2ms\" or nanoseconds, got %s", b)
-	}
-	*d = Duration(n)
-	return nil
-}
+// string (models.Duration, which the model queues' config shares).
+type Duration = models.Duration
 
 // APIKey binds one bearer token to one tenant. A request authenticated with
 // the key can only read and write that tenant's documents.
@@ -47,32 +28,6 @@ type APIKey struct {
 	// Tenant is the tenant every search and document request made with this
 	// key is forced to.
 	Tenant string `json:"tenant"`
-}
-
-// BatchConfig tunes one dynamic batcher (reranking or embedding).
-type BatchConfig struct {
-	// Enabled merges work from concurrent requests into shared model calls.
-	// When false each request goes straight to the model on its own.
-	Enabled bool `json:"enabled"`
-	// MaxTokens caps the estimated tokens in one model call (sum over items).
-	// One item larger than the cap still runs, alone.
-	MaxTokens int `json:"max_tokens"`
-	// MaxItems caps the items (pairs or texts) in one model call.
-	MaxItems int `json:"max_items"`
-	// MaxWait is how long the batcher waits for more work once a batch has
-	// been started and is not yet full.
-	MaxWait Duration `json:"max_wait"`
-	// ChunkItems is how many items one request contributes to a batch per
-	// round-robin turn, so one huge request cannot starve small ones.
-	ChunkItems int `json:"chunk_items"`
-	// MaxQueueItems caps the items waiting in the queue; more is refused with
-	// 429 (a request that arrives on an empty queue is always admitted).
-	MaxQueueItems int `json:"max_queue_items"`
-	// Workers is how many model calls may run at once (both modes). One
-	// batch at a time, as TEI does, is the default: on CPU two concurrent
-	// runtime calls contend for the same cores. Raise it to the model's
-	// session pool size when the runtime has capacity to spare (GPU).
-	Workers int `json:"workers"`
 }
 
 // RerankerConfig is one served cross-encoder (Config.RerankModels): the
@@ -184,10 +139,13 @@ type Config struct {
 	// ShutdownTimeout bounds how long graceful shutdown waits for in-flight
 	// requests to drain.
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
-	// Rerank tunes the pair batchers, one per reranker.
-	Rerank BatchConfig `json:"rerank"`
-	// Embed tunes the embedding batcher.
-	Embed BatchConfig `json:"embed"`
+	// Rerank tunes the rerankers' queues (models/queue, one per reranker:
+	// the rerank routes and the engine's /search submit to it). The server
+	// reads it only for its rate-limit headers; backend.Open builds the
+	// queues with it.
+	Rerank queue.Config `json:"rerank"`
+	// Embed tunes the embedder's queue, as Rerank.
+	Embed queue.Config `json:"embed"`
 	// APIKeys, when non-empty, turns authentication on for every route but
 	// /healthz, /readyz and /metrics.
 	APIKeys []APIKey `json:"api_keys"`
@@ -195,15 +153,6 @@ type Config struct {
 
 // DefaultConfig returns the configuration cmd/serve starts from.
 func DefaultConfig() Config {
-	b := BatchConfig{
-		Enabled:       true,
-		MaxTokens:     16384,
-		MaxItems:      64,
-		MaxWait:       Duration(2 * time.Millisecond),
-		ChunkItems:    16,
-		MaxQueueItems: 65536,
-		Workers:       1,
-	}
 	return Config{
 		Addr:                  "127.0.0.1:8080",
 		RerankModel:           "hybrank-rerank",
@@ -220,8 +169,8 @@ func DefaultConfig() Config {
 		MemoryHighWater:       0.9,
 		RequestTimeout:        Duration(30 * time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
-		Rerank:                b,
-		Embed:                 b,
+		Rerank:                queue.DefaultConfig(),
+		Embed:                 queue.DefaultConfig(),
 	}
 }
 
@@ -256,33 +205,6 @@ func LoadJSON(path string, v any) error {
 	return nil
 }
 
-// Validate reports b's invalid fields (as Config.Validate does for the
-// rerank and embed batchers), for callers that configure a batcher alone.
-func (b BatchConfig) Validate() error { return b.validate("batch") }
-
-func (b BatchConfig) validate(name string) error {
-	var errs []error
-	if b.MaxTokens <= 0 {
-		errs = append(errs, fmt.Errorf("%s.max_tokens must be > 0", name))
-	}
-	if b.MaxItems <= 0 {
-		errs = append(errs, fmt.Errorf("%s.max_items must be > 0", name))
-	}
-	if b.MaxWait < 0 || time.Duration(b.MaxWait) > time.Second {
-		errs = append(errs, fmt.Errorf("%s.max_wait must be in [0, 1s]", name))
-	}
-	if b.ChunkItems <= 0 {
-		errs = append(errs, fmt.Errorf("%s.chunk_items must be > 0", name))
-	}
-	if b.MaxQueueItems <= 0 {
-		errs = append(errs, fmt.Errorf("%s.max_queue_items must be > 0", name))
-	}
-	if b.Workers <= 0 {
-		errs = append(errs, fmt.Errorf("%s.workers must be > 0", name))
-	}
-	return errors.Join(errs...)
-}
-
 // Validate reports every invalid field at once, wrapped in ErrConfig.
 func (c Config) Validate() error {
 	var errs []error
@@ -314,7 +236,7 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("request_timeout and shutdown_timeout must be > 0"))
 	}
-	errs = append(errs, c.Rerank.validate("rerank"), c.Embed.validate("embed"))
+	errs = append(errs, c.Rerank.ValidateAs("rerank"), c.Embed.ValidateAs("embed"))
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		if k.Key == "" || k.Tenant == "" {

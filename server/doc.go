@@ -54,7 +54,7 @@
 //
 // One server serves one embedder and any number of rerankers
 // (rerank_models; without it one, named rerank_model), each with its own
-// batcher, window (max_pair_tokens) and metrics (the "model" label). A
+// queue (models/queue), window (max_pair_tokens) and metrics (the "model" label). A
 // request's "model" may be empty (the route's default: the reranker that
 // rerank_model names, else the first of rerank_models; the embedder), a
 // served name (a reranker's name, embed_model) or an alias (its aliases;
@@ -84,7 +84,7 @@
 // aggregate ("max" | "mean_top_k"), top_k} (models.Chunking). A document
 // is then cut into overlapping windows of the Tokenizer's tokens that fit
 // max_pair_tokens beside the query (after max_tokens_per_doc, if given),
-// the windows go through the batcher as ordinary pairs (sharing batches
+// the windows go through the model's queue as ordinary pairs (sharing batches
 // with other requests, cached with --cache-mb), and the document's score is
 // their aggregate; each result gets an extra "span": {start, end}, the best
 // window's byte offsets in the document (Cohere and Elasticsearch also take

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models/queue"
 )
 
 // Errors returned by the server's building blocks. statusOf turns them
@@ -16,10 +17,11 @@ import (
 var (
 	// ErrConfig wraps every problem Config.Validate finds.
 	ErrConfig = errors.New("server: invalid config")
-	// ErrQueueFull means a batcher or the request limiter is at capacity
-	// (429 with Retry-After).
+	// ErrQueueFull means the request limiter is at capacity (429 with
+	// Retry-After), as queue.ErrFull means a model's queue is.
 	ErrQueueFull = errors.New("server: queue full")
-	// ErrClosed means the server or batcher is shutting down (503).
+	// ErrClosed means the server is shutting down (503), as
+	// queue.ErrClosed means a model's queue is.
 	ErrClosed = errors.New("server: shutting down")
 	// ErrNotConfigured means the route's backend was not given (503).
 	ErrNotConfigured = errors.New("server: backend not configured")
@@ -106,10 +108,10 @@ func statusOf(err error) *apiError {
 			msg: "the request ran past its deadline (request_timeout) and was abandoned"}
 	case errors.Is(err, context.Canceled):
 		return &apiError{status: 499, typ: TypeTimeout, msg: "the client went away"}
-	case errors.Is(err, ErrQueueFull):
+	case errors.Is(err, ErrQueueFull), errors.Is(err, queue.ErrFull):
 		return &apiError{status: http.StatusTooManyRequests, typ: TypeOverloaded,
 			msg: "server overloaded: queue full, retry later", retryAfter: 1}
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, ErrClosed), errors.Is(err, queue.ErrClosed):
 		return &apiError{status: http.StatusServiceUnavailable, typ: TypeUnavailable, msg: "server is shutting down"}
 	case errors.Is(err, ErrForbidden):
 		return &apiError{status: http.StatusForbidden, typ: TypeForbidden, msg: err.Error()}

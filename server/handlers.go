@@ -283,7 +283,7 @@ func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 			if req.served, err = s.rerankModelFor(req.Model); err != nil {
 				return err
 			}
-			if req.served.batch == nil {
+			if req.served.r == nil {
 				return notConfigured(fmt.Sprintf("reranking model %q", req.served.cfg.Name))
 			}
 			return nil
@@ -351,7 +351,7 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		return reply{}, err
 	}
 	m := req.served
-	scores, usage, err := m.batch.Submit(ctx, pairs)
+	scores, usage, err := m.r.ScorePairs(ctx, pairs)
 	if err != nil {
 		return reply{}, err
 	}
@@ -414,7 +414,7 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 	return reply{body: resp, tokens: usage.Tokens}, nil
 }
 
-// embedTexts runs an embedding request through the batcher after applying
+// embedTexts runs an embedding request through the model's queue after applying
 // truncation rules; it returns vectors the caller may modify (the
 // responses normalise and shorten them in place): embedders hand out
 // vectors their callers own (models.Embedder). input is the request's
@@ -439,7 +439,7 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) (vecs [][]flo
 		}
 		input += n + 2
 	}
-	vecs, usage, err = s.embed.Submit(ctx, texts)
+	vecs, usage, err = s.b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
 	if err != nil {
 		return nil, 0, usage, err
 	}
@@ -453,7 +453,7 @@ func (s *Server) authorizeEmbed(_ *http.Request, req *embedRequest) error {
 	if err := checkModel("embedding", req.Model, s.cfg.EmbedNames()); err != nil {
 		return err
 	}
-	if s.embed == nil {
+	if s.b.Embedder == nil {
 		return notConfigured("embedding model")
 	}
 	if req.Dimensions > s.b.Embedder.Dim() {
@@ -775,7 +775,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for i, m := range s.rerankers {
-		if m.batch != nil {
+		if m.r != nil {
 			add("rerank", m.cfg.Names(), i == 0)
 		}
 	}
@@ -805,7 +805,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	loaded := []string{}
 	for _, m := range s.rerankers {
-		if m.batch != nil {
+		if m.r != nil {
 			loaded = append(loaded, m.cfg.Name)
 		}
 	}

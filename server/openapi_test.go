@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hybrank/hybrank/models/modeltest"
 )
 
 // The OpenAPI document (openapi.json) is checked two ways: its paths and
@@ -588,7 +590,7 @@ func TestOpenAPIResponses(t *testing.T) {
 	})
 
 	failing := newTestServer(t, func(c *Config, b *Services) {
-		b.Scorers = scorers(&fakeScorer{err: fmt.Errorf("onnx exploded")})
+		b.Rerankers = defaultReranker(&modeltest.Scorer{Err: fmt.Errorf("onnx exploded")})
 		c.RequestTimeout = Duration(20 * time.Millisecond)
 		ix := newFakeIndex()
 		ix.wait = time.Second
@@ -599,16 +601,16 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"POST", "/search", "", map[string]any{"query": "q"}, 504},
 	})
 
-	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
-	busy := newTestServer(t, func(c *Config, b *Services) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
+	sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 1)}
+	busy := newTestServer(t, func(c *Config, b *Services) { c.MaxConcurrentRequests = 1; b.Rerankers = defaultReranker(sc) })
 	done := make(chan int)
 	go func() {
 		code, _, _ := busy.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
 		done <- code
 	}()
-	<-sc.started
+	<-sc.Started
 	checkOpenAPI(t, busy, []openAPICase{{"POST", "/v2/rerank", "", map[string]any{"query": "q", "documents": []string{"b"}}, 429}})
-	close(sc.gate)
+	close(sc.Gate)
 	if code := <-done; code != 200 {
 		t.Fatalf("first request %d", code)
 	}

@@ -43,27 +43,18 @@ type Server struct {
 	// (Config.Rerankers); rerankByName finds one by any of its names.
 	rerankers    []*rerankModel
 	rerankByName map[string]*rerankModel
-	embed        *batcher[string, []float32]
 
 	draining  atomic.Bool // Serve is shutting down: /readyz answers 503
 	closed    atomic.Bool // Close ran: no request is admitted
 	closeOnce sync.Once
-	cancel    context.CancelFunc // cancels batch contexts after Close
 }
 
-// rerankModel is one served reranker: its configuration and its batcher
-// (nil when Services has no scorer for it).
+// rerankModel is one served reranker: its configuration and its model
+// (nil when Services has none for it).
 type rerankModel struct {
 	cfg    RerankerConfig
 	window int // tokens of the longest pair: cfg.MaxPairTokens, else Config.MaxPairTokens
-	batch  *batcher[models.Pair, float32]
-}
-
-// pairCost is a pair's estimated tokens, capped at the model's window (and
-// read only as far as the window: a request's every pair shares its query,
-// however long).
-func (m *rerankModel) pairCost(p models.Pair) int {
-	return models.EstimatePairTokensUpTo(p.Query, p.Doc, m.window)
+	r      models.Reranker
 }
 
 // New validates cfg and builds a Server over b; nil services leave their
@@ -84,35 +75,27 @@ func New(cfg Config, b Services) (*Server, error) {
 	if b.Stats != nil {
 		s.metrics.reg.MustRegister(newIndexCollector(b.Stats))
 	}
+	kinds := map[string]string{cfg.EmbedModel: "embed"}
+	for _, m := range s.rerankers {
+		kinds[m.cfg.Name] = "rerank"
+		m.r = b.Rerankers[m.cfg.Name]
+	}
 	if len(b.Caches) > 0 {
-		kinds := map[string]string{cfg.EmbedModel: "embed"}
-		for _, m := range s.rerankers {
-			kinds[m.cfg.Name] = "rerank"
-		}
 		s.metrics.reg.MustRegister(newCacheCollector(b.Caches, kinds))
+	}
+	if len(b.Queues) > 0 {
+		s.metrics.reg.MustRegister(newQueueCollector(b.Queues, kinds))
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
-	}
-	base, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	for _, m := range s.rerankers {
-		if sc := b.Scorers[m.cfg.Name]; sc != nil {
-			m.batch = newBatcher(base, cfg.Rerank, sc.ScorePairs, m.pairCost, s.metrics.observer("rerank", m.cfg.Name))
-		}
-	}
-	if b.Embedder != nil {
-		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
-			return b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
-		}
-		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed", cfg.EmbedModel))
 	}
 	s.handler = s.routes()
 	return s, nil
 }
 
 // servedModels builds the rerankers from the configuration and checks
-// that every scorer and cache of the Services fronts a served model.
+// that every reranker, cache and queue of the Services fronts a served
+// model.
 func (s *Server) servedModels() error {
 	s.rerankByName = map[string]*rerankModel{}
 	for _, rc := range s.cfg.Rerankers() {
@@ -123,14 +106,19 @@ func (s *Server) servedModels() error {
 		}
 	}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(s.b.Scorers)) {
+	for _, name := range slices.Sorted(maps.Keys(s.b.Rerankers)) {
 		if m := s.rerankByName[name]; m == nil || m.cfg.Name != name {
-			errs = append(errs, fmt.Errorf("Services.Scorers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
+			errs = append(errs, fmt.Errorf("Services.Rerankers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.b.Caches)) {
 		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
 			errs = append(errs, fmt.Errorf("Services.Caches[%q]: no model is served under that name", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.b.Queues)) {
+		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
+			errs = append(errs, fmt.Errorf("Services.Queues[%q]: no model is served under that name", name))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -288,24 +276,14 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Close stops the batchers (waiting for batches in flight). It does not
-// close the backends, which the caller owns. It is idempotent.
+// Close stops admitting requests. It does not close the Services (models,
+// their queues, the index), which the caller owns. It is idempotent.
 func (s *Server) Close() error {
-	var err error
 	s.closeOnce.Do(func() {
 		s.draining.Store(true)
 		s.closed.Store(true)
-		for _, m := range s.rerankers {
-			if m.batch != nil {
-				err = errors.Join(err, m.batch.Close())
-			}
-		}
-		if s.embed != nil {
-			err = errors.Join(err, s.embed.Close())
-		}
-		s.cancel()
 	})
-	return err
+	return nil
 }
 
 // tenantKey is the context key of the authenticated tenant.
@@ -338,12 +316,6 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 func keyTenant(r *http.Request) (string, bool) {
 	t, ok := r.Context().Value(tenantKey{}).(string)
 	return t, ok
-}
-
-// textCost is an embedding input's estimated tokens with [CLS] and [SEP],
-// capped at MaxInputTokens (read only as far as the cap).
-func (s *Server) textCost(t string) int {
-	return min(models.EstimateTokensUpTo(t, s.cfg.MaxInputTokens)+2, s.cfg.MaxInputTokens)
 }
 
 // countTokens counts text's tokens with the Tokenizer, else estimates.
