@@ -86,9 +86,10 @@ type Capabilities struct {
 	// without it they return an error wrapping ErrNoChunking and callers
 	// truncate instead.
 	Chunking bool
-	// Normalize says an embedder's vectors are L2 normalised after
-	// pooling (Embed does it to EmbedPooled's).
-	Normalize bool
+	// Embedding is an embedder's pooling, normalisation (Embed
+	// L2-normalises EmbedPooled's vectors when its Normalize is set) and
+	// prompts, once loaded; zero for a reranker.
+	Embedding Embedding
 	// Cost, when not nil, predicts the wall time of one ScorePairs call on
 	// pairs of these token lengths (EstimatePairTokens; a length past the
 	// window counts as the window). ok is false when there is nothing to
@@ -118,7 +119,8 @@ func Score(ctx context.Context, r Reranker, query string, docs []string) ([]floa
 }
 
 // Embed embeds texts with e.EmbedPooled and L2-normalises the vectors
-// when e's Capabilities say so: the vectors a search compares.
+// when e's Capabilities say so (Embedding.Normalize): the vectors a search
+// compares.
 func Embed(ctx context.Context, e Embedder, in Input, texts []string) ([][]float32, Usage, error) {
 	v, u, err := e.EmbedPooled(ctx, in, texts)
 	if err != nil {
@@ -127,7 +129,7 @@ func Embed(ctx context.Context, e Embedder, in Input, texts []string) ([][]float
 	if len(v) != len(texts) {
 		return nil, u, fmt.Errorf("models: embedder returned %d vectors for %d texts", len(v), len(texts))
 	}
-	if e.Capabilities().Normalize {
+	if e.Capabilities().Embedding.Normalize {
 		for _, x := range v {
 			simd.L2Normalize(x)
 		}

@@ -213,7 +213,7 @@ func (e *Embedder) EmbedSpans(ctx context.Context, in models.Input, texts []stri
 // Normalize (Embed's vectors are final).
 func (e *Embedder) Capabilities() models.Capabilities {
 	c := e.inner.Capabilities()
-	c.Normalize = false
+	c.Embedding.Normalize = false
 	return c
 }
 

@@ -154,7 +154,7 @@ func (f *fakeEmbedder) EmbedSpans(context.Context, models.Input, []string, model
 	return nil, models.Usage{}, models.ErrNoChunking
 }
 func (f *fakeEmbedder) Capabilities() models.Capabilities {
-	return models.Capabilities{Normalize: f.normalize}
+	return models.Capabilities{Embedding: models.Embedding{Normalize: f.normalize}}
 }
 func (f *fakeEmbedder) Load() error { return nil }
 func (f *fakeEmbedder) Embed(_ context.Context, in models.Input, texts []string) ([][]float32, error) {
@@ -198,7 +198,7 @@ func TestEmbedderNormalizes(t *testing.T) {
 	if inner.calls != 1 || a[0][0] != 3 || u1 != (models.Usage{}) || !slices.Equal(n[0], n2[0]) || math.Abs(float64(n[0][0]*n[0][0]+n[0][1]*n[0][1])-1) > 1e-6 {
 		t.Fatalf("calls %d, pooled %v, normalised %v %v, usage %+v", inner.calls, a, n, n2, u1)
 	}
-	if !e.Capabilities().Normalize {
+	if !e.Capabilities().Embedding.Normalize {
 		t.Fatal("the cache lost the model's Normalize")
 	}
 }

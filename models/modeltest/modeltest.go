@@ -173,7 +173,9 @@ func (f *Embedder) EmbedSpans(context.Context, models.Input, []string, models.Ch
 func (f *Embedder) Dim() int { return Dim }
 
 // Capabilities implements models.Embedder: normalised vectors.
-func (f *Embedder) Capabilities() models.Capabilities { return models.Capabilities{Normalize: true} }
+func (f *Embedder) Capabilities() models.Capabilities {
+	return models.Capabilities{Embedding: models.Embedding{Pooling: models.PoolingMean, Normalize: true}}
+}
 
 // Load implements models.Embedder: nothing to load.
 func (f *Embedder) Load() error { return nil }

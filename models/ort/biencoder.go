@@ -30,12 +30,12 @@ type BiEncoder struct {
 var _ models.Embedder = (*BiEncoder)(nil)
 
 // Capabilities implements models.Embedder: it embeds in windows
-// (EmbedSpans) and, once loaded, knows its window and whether its vectors
-// are normalised (Embedding().Normalize).
+// (EmbedSpans) and, once loaded, knows its window and its pooling,
+// normalisation and prompts (Embedding).
 func (be *BiEncoder) Capabilities() models.Capabilities {
 	c := models.Capabilities{Chunking: true}
 	if m := be.c.peek(); m != nil {
-		c.Window, c.Normalize = m.maxLen, m.embedding.Normalize
+		c.Window, c.Embedding = m.maxLen, m.embedding
 	}
 	return c
 }
