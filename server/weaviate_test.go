@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/models"
-	"github.com/hybrank/hybrank/models/modeltest"
 	"github.com/hybrank/hybrank/models/cache"
+	"github.com/hybrank/hybrank/models/modeltest"
 	"github.com/hybrank/hybrank/simd"
 )
 
@@ -212,7 +212,9 @@ func TestWeaviateRerank(t *testing.T) {
 	if code != 413 || !strings.Contains(string(out), "the limit is 2") {
 		t.Fatalf("over max_documents: %d %s", code, out)
 	}
-	failing := newTestServer(t, func(_ *Config, b *Services) { b.Rerankers = defaultReranker(&modeltest.Scorer{Err: errors.New("onnx exploded")}) })
+	failing := newTestServer(t, func(_ *Config, b *Services) {
+		b.Rerankers = defaultReranker(&modeltest.Scorer{Err: errors.New("onnx exploded")})
+	})
 	code, _, out = moduleRequest(t, failing, "POST", "/weaviate/rerank", nil, moduleFixture(t, "reranker-transformers-rerank.json"))
 	if code != 500 || string(out) != "{\"error\":\"onnx exploded\"}\n" {
 		t.Fatalf("model failure: %d %s", code, out)
