@@ -200,12 +200,7 @@ func runServe(ctx context.Context, cfg Config, m *model, batching bool) (ServeRo
 	}
 	ok, elapsed := lg.Count(http.StatusOK), cfg.Duration.Seconds()
 	ls := measure.LatencyStats(lg.Latency(http.StatusOK))
-	errs := map[string]int{}
-	for st, n := range lg.Statuses {
-		if st != "200" {
-			errs[st] = n
-		}
-	}
+	errs := failures(lg)
 	s := cfg.Model
 	row := ServeRow{
 		Run: "serve", Route: "/v1/rerank", Profile: s.Profile, Provider: m.ce.Provider(), Threads: s.Threads,
@@ -223,6 +218,17 @@ func runServe(ctx context.Context, cfg Config, m *model, batching bool) (ServeRo
 	}
 	row.LibraryPairsPerS = measure.Round(lib, 1)
 	return row, nil
+}
+
+// failures counts lg's answers other than 200 by status.
+func failures(lg loadgen.Result) map[string]int {
+	errs := map[string]int{}
+	for st, n := range lg.Statuses {
+		if st != "200" {
+			errs[st] = n
+		}
+	}
+	return errs
 }
 
 // libraryRate is the library's pairs/s on the same documents at the same

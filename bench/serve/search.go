@@ -176,12 +176,7 @@ func runSearch(ctx context.Context, cfg Config, sc SearchConfig, m *model) ([]Se
 		}
 		ok, el := lg.Count(http.StatusOK), cfg.Duration.Seconds()
 		ls := measure.LatencyStats(lg.Latency(http.StatusOK))
-		errs := map[string]int{}
-		for st, n := range lg.Statuses {
-			if st != "200" {
-				errs[st] = n
-			}
-		}
+		errs := failures(lg)
 		row := SearchRow{Run: "search", Route: route, Profile: cfg.Model.Profile, Clients: cfg.Clients, Docs: cfg.Docs,
 			BudgetMs: measure.Round(measure.Ms(budget), 1), Requests: ok, RPS: measure.Round(float64(ok)/el, 2),
 			PairsPerS: measure.Round(float64(pairs[1]-pairs[0])/el, 1),
