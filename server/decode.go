@@ -257,6 +257,11 @@ type embedRequest struct {
 	Single    bool
 	Normalize bool
 	Truncate  bool
+	// ModelCut leaves a text longer than max_input_tokens to the model,
+	// which cuts it at its window, token-exact, as sentence-transformers
+	// does (Weaviate's inference containers); Truncate cuts it here, at a
+	// word boundary.
+	ModelCut bool
 	// Base64 asks for little-endian float32 bytes, base64 encoded (OpenAI).
 	Base64 bool
 	// Dimensions truncates vectors to this length when > 0 (OpenAI).

@@ -435,7 +435,9 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) (vecs [][]flo
 	texts, copied := req.Inputs, false
 	for i, t := range req.Inputs {
 		n := s.countTokens(t)
-		if n > s.cfg.MaxInputTokens {
+		if n > s.cfg.MaxInputTokens && req.ModelCut {
+			n = s.cfg.MaxInputTokens // the model cuts it at its window
+		} else if n > s.cfg.MaxInputTokens {
 			if !req.Truncate {
 				return nil, 0, models.Usage{}, tooLarge("input %d has %d tokens, more than max_input_tokens %d; send truncate=true to cut it", i, n, s.cfg.MaxInputTokens)
 			}

@@ -35,7 +35,7 @@ import (
 //	        "cls" CLS; none: the embedder's), else 400; dimensions cuts the vector
 //	        to its leading dimensions (more than the embedder has is 400). Vectors
 //	        are unit length, after the cut, as the sentence-transformers container
-//	        gives them. A text longer than max_input_tokens is cut to it.
+//	        gives them. A text longer than the window is cut by the model, token-exact (as sentence-transformers cuts).
 //	POST {prefix}/rerank  {"query", "documents", "property"} -> {"query", "scores":
 //	        [{"document", "score"}]} in the documents' order (the module places
 //	        scores by position and sends at most 32 documents a request, several
@@ -215,7 +215,7 @@ func (s *Server) weaviateVectorsEndpoint() endpoint[weaviateVectorRequest] {
 		call: func(ctx context.Context, _ *http.Request, req weaviateVectorRequest) (reply, error) {
 			// A query or a document: the model adds its prompt for the
 			// kind (models.Embedding.Prefix), through the shared queue.
-			vecs, _, usage, err := s.embedTexts(ctx, embedRequest{Inputs: []string{req.Text}, Input: req.Input, Truncate: true})
+			vecs, _, usage, err := s.embedTexts(ctx, embedRequest{Inputs: []string{req.Text}, Input: req.Input, ModelCut: true})
 			if err != nil {
 				return reply{}, err
 			}
