@@ -97,7 +97,8 @@ func TestFakeProcess(t *testing.T) {
 	case "sidecar":
 		addr = args[1]
 		if os.Getenv("FAKE_NO_ROUTES") == "" {
-			mux.HandleFunc("GET /weaviate/.well-known/ready", func(w http.ResponseWriter, r *http.Request) {})
+			// 204, as hybrank answers it: any 2xx is ready to Weaviate.
+			mux.HandleFunc("GET /weaviate/.well-known/ready", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 			mux.HandleFunc("GET /weaviate/.well-known/live", func(w http.ResponseWriter, r *http.Request) {})
 			mux.HandleFunc("GET /weaviate/meta", func(w http.ResponseWriter, r *http.Request) {
 				w.Write([]byte(`{"model":{"name":"fake-hash-embedder"}}`))

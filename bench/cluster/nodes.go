@@ -798,7 +798,7 @@ func (s *State) ReplaceSidecar(i int, cmd Command) error {
 }
 
 // WaitNodeReady waits until node i answers /v1/.well-known/ready with
-// 200, or fails (ErrNotReady) when it exits or ctx ends.
+// 2xx (and its data and gRPC ports accept connections), or fails (ErrNotReady) when it exits or ctx ends.
 func (s *State) WaitNodeReady(ctx context.Context, i int) error {
 	if _, err := s.node(i); err != nil {
 		return err
@@ -807,7 +807,7 @@ func (s *State) WaitNodeReady(ctx context.Context, i int) error {
 }
 
 // WaitSidecarReady waits until node i's sidecar answers its ready path
-// with 200, or fails (ErrNotReady) when it exits or ctx ends.
+// with 2xx, or fails (ErrNotReady) when it exits or ctx ends.
 func (s *State) WaitSidecarReady(ctx context.Context, i int) error {
 	if _, err := s.node(i); err != nil {
 		return err
@@ -858,7 +858,7 @@ func (e *notFoundError) Error() string { return "GET " + e.url + ": 404 Not Foun
 
 var readyClient = &http.Client{Timeout: 2 * time.Second}
 
-// waitReady polls url every 200ms until it answers 200. It fails at once
+// waitReady polls url every 200ms until it answers 2xx. It fails at once
 // on 404 (a server that lacks the route will not grow it) and when p has
 // exited (with the end of its log).
 func waitReady(ctx context.Context, what, url string, p *Process) error {
@@ -880,10 +880,10 @@ func waitReady(ctx context.Context, what, url string, p *Process) error {
 		if err == nil {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 			resp.Body.Close()
-			switch resp.StatusCode {
-			case http.StatusOK:
+			switch {
+			case resp.StatusCode >= 200 && resp.StatusCode < 300: // as Weaviate's modules check it
 				return nil
-			case http.StatusNotFound:
+			case resp.StatusCode == http.StatusNotFound:
 				return fmt.Errorf("%w: %s: %w", ErrNotReady, what, &notFoundError{url})
 			}
 			err = fmt.Errorf("GET %s: %s", url, resp.Status)

@@ -19,7 +19,7 @@ import (
 // the environment of whoever starts it (so a restart from another command
 // runs with the same variables set; PATH and HOME come from the caller).
 // ReadyPath is the HTTP path, under the process's base URL, that answers
-// 200 once it serves.
+// 2xx once it serves.
 type Command struct {
 	Path      string   `json:"path"`
 	Args      []string `json:"args"`
