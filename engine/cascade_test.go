@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/engine/enginetest"
+	"github.com/hybrank/hybrank/models"
 )
 
 // lengthReranker scores a document by its length (longer is better) and
@@ -19,6 +20,18 @@ type lengthReranker struct {
 	mu   sync.Mutex
 	seen []string
 }
+
+func (r *lengthReranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
+}
+
+func (r *lengthReranker) ScoreSpans(context.Context, string, []string, models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+func (r *lengthReranker) Capabilities() models.Capabilities { return models.Capabilities{} }
+
+func (r *lengthReranker) Load() error { return nil }
 
 func (r *lengthReranker) Score(_ context.Context, _ string, docs []string) ([]float32, error) {
 	r.mu.Lock()

@@ -152,7 +152,7 @@ func (d DurabilityConfig) walConfig() wal.Config {
 type RerankConfig struct {
 	// FirstBatch is the size of the first batch of a profile whose cost
 	// per document is not known yet (and whose reranker does not predict
-	// its cost, models.CostEstimator). Keep it small: it is a measurement.
+	// its cost, models.Capabilities Cost). Keep it small: it is a measurement.
 	FirstBatch int `json:"first_batch"`
 	// MinBatch is the smallest batch worth a reranker call; when not even
 	// that is predicted to fit in the time left, reranking stops.
@@ -276,14 +276,14 @@ type options struct {
 
 // WithEmbedder attaches the bi-encoder used to embed documents on Commit and
 // queries on Search. Without one, search is BM25 only (a fallback that each
-// Result records). An embedder that is a models.Loader is loaded by Open.
+// Result records). Open loads the embedder (Load).
 func WithEmbedder(e models.Embedder) Option {
 	return func(o *options) { o.embedder = e }
 }
 
 // WithReranker registers r under a profile name (e.g. "fast", "balanced",
 // "accurate") for Request.Rerank. Registering a name twice keeps the last.
-// A reranker that is a models.Loader is loaded by Open.
+// Open loads the reranker (Load).
 func WithReranker(profile string, r models.Reranker) Option {
 	return func(o *options) {
 		if o.rerankers == nil {

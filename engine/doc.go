@@ -7,8 +7,8 @@
 // The engine does not construct models. It takes a models.Embedder
 // (WithEmbedder), named models.Rerankers (WithReranker("fast", r), ...) and a
 // TokenCounter (WithTokenCounter) at Open; package enginetest has small
-// deterministic fakes for tests. Open loads every model that loads lazily
-// (models.Loader, as models/ort's CrossEncoder and BiEncoder do) and fails
+// deterministic fakes for tests. Open loads every model (Load of the
+// models contracts: models/ort's CrossEncoder and BiEncoder load lazily) and fails
 // with ErrModelLoad if one cannot, so no search pays a model load inside
 // its budget or folds one into the rerank cost estimate; Warm then runs one
 // small inference per model (not measured), for what a model does on its
@@ -74,7 +74,7 @@
 //  5. rerank (when req.Rerank names a registered profile): candidates are
 //     scored in fused order under the latency budget (below). With
 //     req.Chunking a candidate longer than the reranker's window is scored
-//     in overlapping windows (models.SpanReranker; the windows of a batch's
+//     in overlapping windows (Reranker.ScoreSpans; the windows of a batch's
 //     candidates are batched together), its score is their aggregate and
 //     Provenance.RerankSpan is the best window's bytes in Document.Text; a
 //     reranker that cannot chunk truncates, with a chunking_unsupported
@@ -114,8 +114,9 @@
 // reranking on the budget is met by doing less: each batch is sized to the
 // time left minus a margin for MMR and packing (RerankConfig.Margin +
 // MarginFraction × Budget), at most MaxBatch documents. A reranker that
-// predicts its own cost (models.CostEstimator; the ONNX Runtime
-// cross-encoder does, from the cost model its batches are planned with)
+// predicts its own cost (models.Capabilities Cost; the ONNX Runtime
+// cross-encoder does, from the cost model its batches are planned with,
+// and its queue (models/queue) adds the predicted wait behind other work)
 // predicts each run of the next candidates from their estimated token
 // lengths, and the batch is the longest run that fits; the loop keeps, per
 // profile, an EWMA of the ratio of observed to predicted wall time and of

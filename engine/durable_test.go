@@ -242,6 +242,11 @@ func TestReplayWipeRecords(t *testing.T) {
 // HashEmbedder's vectors otherwise.
 type zeroEmbedder struct{ *enginetest.HashEmbedder }
 
+func (z zeroEmbedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := z.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts)}, err
+}
+
 func (z zeroEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
 	out, err := z.HashEmbedder.Embed(ctx, in, texts)
 	for i, t := range texts {

@@ -156,15 +156,12 @@ func Open(dir string, cfg Config, opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// loadModels loads every registered model that loads lazily
-// (models.Loader), so that the first search that needs one does not pay
+// loadModels loads every registered model (models.Reranker.Load), so that the first search that needs one does not pay
 // the load inside its budget, nor fold it into the rerank cost estimate.
 func (e *Engine) loadModels() error {
-	load := func(what string, m any) error {
-		if l, ok := m.(models.Loader); ok {
-			if err := l.Load(); err != nil {
-				return fmt.Errorf("%w: %s: %w", ErrModelLoad, what, err)
-			}
+	load := func(what string, m interface{ Load() error }) error {
+		if err := m.Load(); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrModelLoad, what, err)
 		}
 		return nil
 	}
@@ -183,19 +180,19 @@ func (e *Engine) loadModels() error {
 
 // Warm runs one small inference through every registered model (one query
 // embedding, one scored pair per reranker), so that what a model does on
-// its first call — loading, if it is not a models.Loader; allocating its
+// its first call — allocating its
 // buffers — happens now rather than inside a search's budget. Warm-up
 // calls are not folded into the rerank cost estimates. Call it after Open,
 // before serving; it is safe to call at any time.
 func (e *Engine) Warm(ctx context.Context) error {
 	const text = "warm up"
 	if e.embedder != nil {
-		if _, err := e.embedder.Embed(ctx, models.InputQuery, []string{text}); err != nil {
+		if _, _, err := models.Embed(ctx, e.embedder, models.InputQuery, []string{text}); err != nil {
 			return fmt.Errorf("%w: embedder: %w", ErrModelLoad, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.rerankers)) {
-		if _, err := e.rerankers[name].Score(ctx, text, []string{text}); err != nil {
+		if _, _, err := models.Score(ctx, e.rerankers[name], text, []string{text}); err != nil {
 			return fmt.Errorf("%w: reranker %q: %w", ErrModelLoad, name, err)
 		}
 	}
@@ -829,7 +826,7 @@ func (e *Engine) embed(ctx context.Context, recs []*record) error {
 		for _, r := range recs[lo:hi] {
 			texts = append(texts, docText(&r.doc))
 		}
-		vecs, err := e.embedder.Embed(ctx, models.InputDocument, texts)
+		vecs, _, err := models.Embed(ctx, e.embedder, models.InputDocument, texts)
 		if err != nil {
 			return fmt.Errorf("%w: documents %d..%d: %w", ErrEmbed, lo, hi, err)
 		}
@@ -933,7 +930,7 @@ func (e *Engine) Search(ctx context.Context, req Request) (*Result, error) {
 	case st.nvec == 0:
 		res.Fallbacks = append(res.Fallbacks, Fallback{Code: FallbackNoVectors, Detail: "BM25 only"})
 	default:
-		vs, err := e.embedder.Embed(sctx, models.InputQuery, []string{req.Query})
+		vs, _, err := models.Embed(sctx, e.embedder, models.InputQuery, []string{req.Query})
 		if err == nil && (len(vs) != 1 || len(vs[0]) != e.embedder.Dim()) {
 			err = errors.New("embedder returned a malformed vector")
 		}

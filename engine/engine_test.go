@@ -540,6 +540,11 @@ func TestScoreThreshold(t *testing.T) {
 // texts) until their context ends.
 type blockingEmbedder struct{ *enginetest.HashEmbedder }
 
+func (b blockingEmbedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := b.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts)}, err
+}
+
 func (b blockingEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
 	if in == models.InputQuery {
 		<-ctx.Done()

@@ -44,7 +44,7 @@ var (
 	// Close or when the holding process dies.
 	ErrLocked = errors.New("engine: index directory is in use by another engine")
 	// ErrModelLoad is returned by Open when a registered model that loads
-	// ahead of use (models.Loader) fails to load, and by Warm when a model
+	// ahead of use (models.Reranker.Load) fails to load, and by Warm when a model
 	// fails its warm-up; the error names the model.
 	ErrModelLoad = errors.New("engine: model failed to load")
 	// ErrEmbed is returned by Commit when the attached embedder fails or

@@ -15,7 +15,7 @@ import (
 
 // costModel keeps, per rerank profile, what a batch costs the reranker:
 // an exponentially weighted moving average of the wall time per document
-// and, for rerankers that predict their own cost (models.CostEstimator),
+// and, for rerankers that predict their own cost (models.Capabilities Cost),
 // one of the ratio of observed to predicted wall time (which carries what
 // the reranker's own model does not see: tokenization, waiting for a
 // session behind other searches, a machine busier than at calibration).
@@ -157,12 +157,12 @@ const cutRatio = 1.25
 const skipRelax = 0.85
 
 // predictor predicts the wall time of scoring runs of a stage's
-// candidates with a reranker's own cost model (models.CostEstimator), from
+// candidates with a reranker's own cost model (models.Capabilities Cost), from
 // their estimated pair lengths (models.EstimatePairTokens, the query's
 // part estimated once), which it computes once per candidate, when first
 // asked.
 type predictor struct {
-	est    models.CostEstimator
+	est    func(pairTokens []int) (time.Duration, bool)
 	query  int   // the query's estimated tokens
 	lens   []int // pair tokens of cands[:len(lens)]
 	cands  []*candidate
@@ -175,10 +175,11 @@ type predictor struct {
 // ch is the stage's chunking as asked: a reranker that cannot score in
 // windows truncates, and its calls are predicted.
 func stagePredictor(r models.Reranker, query string, ch models.Chunking, cands []*candidate) *predictor {
-	est, ok := r.(models.CostEstimator)
-	if _, spans := r.(models.SpanReranker); !ok || ch.Enabled() && spans {
+	caps := r.Capabilities()
+	if caps.Cost == nil || ch.Enabled() && caps.Chunking {
 		return nil
 	}
+	est := caps.Cost
 	return &predictor{est: est, query: models.EstimateTokens(query), cands: cands}
 }
 
@@ -191,7 +192,7 @@ func (p *predictor) predict(from, n int) (time.Duration, bool) {
 	for i := len(p.lens); i < from+n; i++ {
 		p.lens = append(p.lens, models.EstimatePairTokensWith(p.query, docText(&p.cands[i].rec.doc)))
 	}
-	d, ok := p.est.EstimateScore(p.lens[from : from+n])
+	d, ok := p.est(p.lens[from : from+n])
 	p.failed = !ok
 	return d, ok
 }
@@ -283,7 +284,7 @@ func newChunkedScorer(r models.Reranker, profile string, ch models.Chunking) *ch
 // stageChunking is the chunking a stage of r runs when ch is asked for:
 // none when r cannot score in windows (it truncates instead).
 func stageChunking(r models.Reranker, ch models.Chunking) models.Chunking {
-	if _, ok := r.(models.SpanReranker); ch.Enabled() && !ok {
+	if ch.Enabled() && !r.Capabilities().Chunking {
 		return models.Chunking{}
 	}
 	return ch
@@ -298,7 +299,7 @@ func (s *chunkedScorer) off(detail string) {
 // each (byte offsets into the text).
 func (s *chunkedScorer) score(ctx context.Context, query string, texts []string) ([]float32, []models.Span, error) {
 	if s.ch.Enabled() {
-		res, _, err := s.r.(models.SpanReranker).ScoreSpans(ctx, query, texts, s.ch)
+		res, _, err := s.r.ScoreSpans(ctx, query, texts, s.ch)
 		if err == nil {
 			if len(res) != len(texts) {
 				return nil, nil, fmt.Errorf("reranker returned %d chunked scores for %d documents", len(res), len(texts))
@@ -314,7 +315,7 @@ func (s *chunkedScorer) score(ctx context.Context, query string, texts []string)
 		}
 		s.off(fmt.Sprintf("profile %q: %v; candidates truncated to its window", s.profile, err))
 	}
-	scores, err := s.r.Score(ctx, query, texts)
+	scores, _, err := models.Score(ctx, s.r, query, texts)
 	return scores, nil, err
 }
 
@@ -333,7 +334,7 @@ func textSpan(d *Document, s models.Span) Span {
 //
 // Each batch is sized so that its predicted time fits in the time left
 // before deadline minus margin, at most MaxBatch documents. A reranker
-// that predicts its own cost (models.CostEstimator) predicts the batch:
+// that predicts its own cost (models.Capabilities Cost) predicts the batch:
 // from its documents' estimated lengths, its fixed cost per call and its
 // batching, scaled by the profile's observed/predicted ratio; the batch
 // is the longest run of the next candidates that fits. Otherwise (and in
@@ -350,7 +351,7 @@ func textSpan(d *Document, s models.Span) Span {
 // returns a rerank_error fallback: the caller keeps fused order. A
 // cancellation of the parent context is returned as an error.
 //
-// With ch enabled the batches are scored in windows (models.SpanReranker)
+// With ch enabled the batches are scored in windows (Reranker.ScoreSpans)
 // and each scored candidate gets its best window's span; a reranker that
 // does not chunk truncates instead and the outcome says so (noChunking).
 // The cost estimate of a chunked stage is kept apart (costKey).

@@ -13,19 +13,12 @@ import (
 	"github.com/hybrank/hybrank/models"
 )
 
-// scoreFunc adapts a function to models.Reranker.
-type scoreFunc func(ctx context.Context, query string, docs []string) ([]float32, error)
-
-func (f scoreFunc) Score(ctx context.Context, q string, docs []string) ([]float32, error) {
-	return f(ctx, q, docs)
-}
-
 // TestRerankNonFiniteScores: a reranker that answers ±Inf (an overflowing
 // fp16 logit) or NaN failed: the result falls back to the fused order with
 // rerank_error, encodes as JSON, and MMR over it does not panic.
 func TestRerankNonFiniteScores(t *testing.T) {
 	for _, bad := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())} {
-		r := scoreFunc(func(_ context.Context, _ string, docs []string) ([]float32, error) {
+		r := models.RerankFunc(func(_ context.Context, _ string, docs []string) ([]float32, error) {
 			out := make([]float32, len(docs))
 			for i := range out {
 				out[i] = float32(i)
@@ -65,6 +58,11 @@ func hasFallback(res *engine.Result, code engine.FallbackCode) bool {
 type slowQueryEmbedder struct {
 	*enginetest.HashEmbedder
 	sleep time.Duration
+}
+
+func (s slowQueryEmbedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := s.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts)}, err
 }
 
 func (s slowQueryEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {

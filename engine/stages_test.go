@@ -365,6 +365,10 @@ type startCounter struct {
 	started atomic.Int32
 }
 
+func (r *startCounter) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
+}
+
 func (r *startCounter) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
 	r.started.Add(1)
 	return r.CostReranker.Score(ctx, query, docs)
@@ -410,7 +414,9 @@ type spanCostReranker struct {
 	enginetest.WindowReranker
 }
 
-func (*spanCostReranker) EstimateScore([]int) (time.Duration, bool) { return time.Second, true }
+func (*spanCostReranker) Capabilities() models.Capabilities {
+	return models.Capabilities{Chunking: true, Cost: func([]int) (time.Duration, bool) { return time.Second, true }}
+}
 
 // A stage is predicted unless its reranker cannot, or it scores in
 // windows (a reranker that cannot score in windows truncates: predicted).
@@ -549,7 +555,7 @@ func TestRerankBudgeted(t *testing.T) {
 	t.Run("a wrong answer after the deadline is an error, not a cut", func(t *testing.T) {
 		// The reranker answers with NaN once its cut has passed: that call
 		// failed, whatever the clock says.
-		r := rerankerFunc(func(ctx context.Context, _ string, _ []string) ([]float32, error) {
+		r := models.RerankFunc(func(ctx context.Context, _ string, _ []string) ([]float32, error) {
 			<-ctx.Done()
 			return []float32{float32(math.NaN())}, nil
 		})
@@ -736,6 +742,25 @@ type recordedCall struct {
 	err         error
 }
 
+func (r *ctxRecorder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
+}
+
+func (r *ctxRecorder) ScoreSpans(context.Context, string, []string, models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+func (r *ctxRecorder) Capabilities() models.Capabilities {
+	if c, ok := r.inner.(interface{ Capabilities() models.Capabilities }); ok {
+		c := c.Capabilities()
+		c.Chunking = false
+		return c
+	}
+	return models.Capabilities{}
+}
+
+func (r *ctxRecorder) Load() error { return nil }
+
 func (r *ctxRecorder) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
 	d, ok := ctx.Deadline()
 	start := time.Now()
@@ -777,13 +802,6 @@ func TestMMRCut(t *testing.T) {
 	if top, _ := mmr(context.Background(), cs, nan, 3, 0.5); len(top) != 3 {
 		t.Fatalf("%d places of 3", len(top))
 	}
-}
-
-// rerankerFunc adapts a function to models.Reranker.
-type rerankerFunc func(ctx context.Context, query string, docs []string) ([]float32, error)
-
-func (f rerankerFunc) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
-	return f(ctx, query, docs)
 }
 
 // TestReplayDropsNULMetadataKeys: a log written before metadata keys with

@@ -203,7 +203,7 @@ type Request struct {
 	// it to the window: its score is the windows' aggregate and
 	// Provenance.RerankSpan names its best window (see models.Chunking).
 	// It applies to every rerank stage (a cascade's both) and needs a
-	// reranker that implements models.SpanReranker (models/ort's does);
+	// reranker whose Capabilities say Chunking (models/ort's does);
 	// with another one the stage truncates and Result.Fallbacks says so.
 	// The zero value truncates, as without it.
 	Chunking models.Chunking `json:"chunking,omitzero"`
@@ -449,7 +449,7 @@ const (
 	// order (Result.Degraded is set too).
 	FallbackMMRBudget FallbackCode = "mmr_budget"
 	// FallbackNoChunking: the request asked for chunking but the reranker
-	// does not score in windows (models.SpanReranker); candidates were
+	// does not score in windows (Capabilities Chunking); candidates were
 	// truncated to its window.
 	FallbackNoChunking FallbackCode = "chunking_unsupported"
 )

@@ -22,7 +22,9 @@ type lazyReranker struct {
 	scores     atomic.Int32
 }
 
-var _ models.Loader = (*lazyReranker)(nil)
+func (r *lazyReranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
+}
 
 func (r *lazyReranker) Load() error {
 	r.loads.Add(1)

@@ -62,8 +62,8 @@ const (
 // document is truncated to the window, as without chunking. A plain value,
 // safe to copy and compare.
 //
-// Windows are as long as the model's window allows (SpanReranker: the
-// window less the query and three special tokens; SpanEmbedder: less the
+// Windows are as long as the model's window allows (ScoreSpans: the
+// window less the query and three special tokens; EmbedSpans: less the
 // prefix and two special tokens) and start Stride tokens apart, so
 // consecutive windows overlap by window − Stride tokens (none when Stride
 // is at least the window, which is then used as the stride). Window edges

@@ -242,7 +242,7 @@ type Config struct {
 	Int8ActivationBits int `json:"int8_activation_bits,omitempty"`
 	// MaxDocs caps the documents of one Score call and the texts of one
 	// Embed call; more is an error wrapping ErrTooManyDocs. ScorePairs is
-	// not capped (its caller, the server's batcher, bounds the size).
+	// not capped (its caller, the model's queue, bounds the size).
 	MaxDocs int `json:"max_docs"`
 	// MaxChars caps each text, in characters (runes), before tokenizing:
 	// longer texts are cut, which bounds tokenizer time on huge inputs.

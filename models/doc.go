@@ -1,8 +1,13 @@
 // Package models holds the contracts of hybrank's neural models and the
 // plain types around them: the Reranker (cross-encoder) and Embedder
-// (bi-encoder) interfaces, Loader (models that load ahead of first use),
-// CostEstimator (rerankers that predict a call's time, which the engine
-// sizes budgeted batches with), Pair and Usage, the documented errors, the model
+// (bi-encoder) contracts that every model and every decorator in front of
+// one (models/cache, the per-model queue models/queue) implements, with
+// what a model can do as a value, Capabilities (its window, whether it
+// chunks, whether its vectors are normalised, and a cost estimate of a
+// call, which the engine sizes budgeted batches with), so no caller finds
+// a capability by type assertion; Score and Embed, the one-query and
+// normalised calls over the contracts; RerankFunc and EmbedFunc, adapters
+// for stand-ins; Pair and Usage, the documented errors, the model
 // Config with its profiles and ModelDir, the reader of a model directory.
 // (The measured time of a runtime call that cost-mode batching plans with,
 // and its fit, are models/ort's CallTimeTable and CallTimeModel.) It also holds
@@ -69,9 +74,9 @@
 // spread), all windows go to the model as ordinary inputs (so they share
 // batches), and ChunkPlan.Scores aggregates each document's window scores
 // (max, or mean of the top k) and names the best window's byte span.
-// SpanReranker and SpanEmbedder are the models that do this themselves
-// (models/ort's CrossEncoder.ScoreSpans and BiEncoder.EmbedSpans); the
-// server chunks with the same plan in front of its cross-request batcher.
+// Reranker.ScoreSpans and Embedder.EmbedSpans do this inside the model
+// (models/ort's, where Capabilities says Chunking); the server chunks with
+// the same plan in front of the model's queue.
 // Span is the one range type, shared with package engine.
 //
 // # Batch memory

@@ -21,7 +21,7 @@ var (
 	// ErrTooManyDocs reports a call with more documents (or pairs) than
 	// Config.MaxDocs; raise MaxDocs to score more in one call.
 	ErrTooManyDocs = errors.New("models: too many documents")
-	// ErrNoChunking reports a chunked call (SpanReranker, SpanEmbedder) on
+	// ErrNoChunking reports a chunked call (ScoreSpans, EmbedSpans) on
 	// a wrapper whose model does not score long documents in windows.
 	ErrNoChunking = errors.New("models: the model does not score long documents in windows")
 	// ErrClosed reports a call on a model after Close.

@@ -10,27 +10,8 @@ import (
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/cache"
+	"github.com/hybrank/hybrank/models/queue"
 )
-
-// PairScorer scores (query, document) pairs with a cross-encoder: one raw
-// logit per pair, in input order. Implementations must be safe for
-// concurrent use; *ort.CrossEncoder satisfies it.
-type PairScorer interface {
-	ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error)
-}
-
-// Embedder embeds texts with a bi-encoder. EmbedPooled returns one pooled
-// vector of length Dim per text, in input order, not L2-normalised: the
-// server normalises them itself unless a request asks for raw vectors
-// (TEI's normalize=false), so one batch serves both kinds of request. in is
-// the kind of the texts (the embedding APIs send models.InputRaw: clients
-// add prompts themselves, as with TEI without a default prompt).
-// Implementations must be safe for concurrent use; *ort.BiEncoder
-// satisfies it.
-type Embedder interface {
-	EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
-	Dim() int
-}
 
 // Token is one token of a tokenized text, TEI's /tokenize item. For a
 // token of the input, Text is input[Start:Stop]: Start and Stop are byte
@@ -235,12 +216,21 @@ type Searcher interface {
 
 // Services are what a Server serves. Any may be nil: its routes then answer
 // 503 (not configured) and /readyz reports it missing.
+//
+// The server calls the models as they are given: give it each model
+// behind its queue (models/queue, shared with the engine that serves
+// /search, so that concurrent requests and searches share model calls)
+// and, in front of that, its cache (models/cache), as backend.Open does.
+// The server applies the sigmoid itself (Cohere's relevance_score, TEI's
+// raw_scores), so rerankers return logits (models.Config.Sigmoid off), and
+// it normalises embeddings itself (TEI's normalize=false), reading
+// EmbedPooled's vectors.
 type Services struct {
-	// Scorers are the rerankers' cross-encoders, by served name
+	// Rerankers are the cross-encoders, by served name
 	// (RerankerConfig.Name of Config.Rerankers); a reranker without one
 	// answers 503. A key that names no reranker is a configuration error.
-	Scorers   map[string]PairScorer
-	Embedder  Embedder
+	Rerankers map[string]models.Reranker
+	Embedder  models.Embedder
 	Tokenizer Tokenizer
 	Searcher  Searcher
 	Documents DocumentStore
@@ -250,6 +240,16 @@ type Services struct {
 	// Name, or EmbedModel), are scraped by /metrics
 	// (hybrank_cache_*{cache="rerank" or "embed", model="name"}).
 	Caches map[string]CacheStats
+	// Queues, by the served name of the model they queue, are scraped by
+	// /metrics (hybrank_batch_items, hybrank_batch_tokens and
+	// hybrank_queue_items{kind="rerank" or "embed", model="name"}).
+	Queues map[string]QueueStats
+}
+
+// QueueStats is implemented by a model queue (*queue.Reranker,
+// *queue.Embedder).
+type QueueStats interface {
+	Stats() queue.Stats
 }
 
 // CacheStats is implemented by a model cache (*cache.Reranker,

@@ -8,7 +8,7 @@ import (
 
 // windows are the windows of a chunked rerank request (models.ChunkPlan):
 // the request's documents were replaced by their windows before the
-// batcher, so the windows share batches with every other request's pairs
+// model's queue, so the windows share batches with every other request's pairs
 // (and go through the score cache, --cache-mb, like any pair).
 type windows struct {
 	ch   models.Chunking

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/modeltest"
 )
 
 // TestRerankChunking checks the chunking field of the rerank routes: a
@@ -43,14 +44,14 @@ func TestRerankChunking(t *testing.T) {
 	if !strings.Contains(best, "zebra striped grass") || len(strings.Fields(best)) > 10 {
 		t.Fatalf("best window %v is %q", *tei[0].Span, best)
 	}
-	if want := fakeScore(models.Pair{Query: "zebra striped grass", Doc: best}); tei[0].Score != float64(want) {
+	if want := modeltest.PairScore(models.Pair{Query: "zebra striped grass", Doc: best}); tei[0].Score != float64(want) {
 		t.Fatalf("score %v, want the best window's %v", tei[0].Score, want)
 	}
 	if *tei[1].Span != (models.Span{Start: 0, End: len(short)}) {
 		t.Fatalf("short text span %v", *tei[1].Span)
 	}
 	pairs := 0
-	for _, n := range ts.scorer.batchSizes() {
+	for _, n := range ts.scorer.BatchSizes() {
 		pairs += n
 	}
 	// 73 words in windows of 10 starting 5 apart: 14 windows (the last

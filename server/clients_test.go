@@ -8,10 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/modeltest"
 )
 
 // needNode skips (or, in CI, fails) when node or npm is missing.
@@ -67,7 +69,9 @@ func TestRealClients(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.APIKeys = []APIKey{{Key: "secret-key", Tenant: "t"}}
-	s, err := New(cfg, Services{Scorers: scorers(&fakeScorer{}), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}})
+	b := Services{Rerankers: defaultReranker(&modeltest.Scorer{}), Embedder: &modeltest.Embedder{}, Tokenizer: fakeTokenizer{}}
+	queued(t, cfg, &b)
+	s, err := New(cfg, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +102,14 @@ func TestRealClients(t *testing.T) {
 		OpenAIFloat struct {
 			Data []struct{ Embedding []float32 }
 		} `json:"openai_float"`
+		OpenAIAlias struct {
+			Model string
+			Dims  int
+		} `json:"openai_alias"`
+		CohereUnknownModel struct {
+			Status  int
+			Message string
+		} `json:"cohere_unknown_model"`
 		OpenAIUnknownModel struct{ Status int } `json:"openai_unknown_model"`
 		OpenAIBadKey       struct{ Status int } `json:"openai_bad_key"`
 		CohereV1           struct {
@@ -128,7 +140,7 @@ func TestRealClients(t *testing.T) {
 		t.Fatalf("openai embeddings: %+v", got.OpenAIDefault)
 	}
 	for i, d := range got.OpenAIDefault.Data {
-		assertVec(t, "openai base64", d.Embedding, fakeVector(inputs[d.Index]))
+		assertVec(t, "openai base64", d.Embedding, modeltest.Vector(inputs[d.Index]))
 		if d.Index != i {
 			t.Fatalf("index %d at %d", d.Index, i)
 		}
@@ -136,9 +148,16 @@ func TestRealClients(t *testing.T) {
 	if len(got.OpenAIFloat.Data) != 1 {
 		t.Fatalf("openai float: %+v", got.OpenAIFloat)
 	}
-	assertVec(t, "openai float", got.OpenAIFloat.Data[0].Embedding, fakeVector("first text"))
+	assertVec(t, "openai float", got.OpenAIFloat.Data[0].Embedding, modeltest.Vector("first text"))
 	if got.OpenAIUnknownModel.Status != 404 || got.OpenAIBadKey.Status != 401 {
 		t.Fatalf("openai errors: unknown model %d (want 404), bad key %d (want 401)", got.OpenAIUnknownModel.Status, got.OpenAIBadKey.Status)
+	}
+
+	if got.OpenAIAlias.Model != "hybrank-embed" || got.OpenAIAlias.Dims != modeltest.Dim {
+		t.Fatalf("openai with text-embedding-3-small: %+v", got.OpenAIAlias)
+	}
+	if got.CohereUnknownModel.Status != 404 || !strings.Contains(got.CohereUnknownModel.Message, `unknown rerank model "no-such-reranker"`) {
+		t.Fatalf("cohere unknown model: %+v (the client reads the top-level message)", got.CohereUnknownModel)
 	}
 
 	want := expectedOrder("cat dog", rerankDocs)
@@ -148,7 +167,7 @@ func TestRealClients(t *testing.T) {
 	}
 	for k, r := range v1.Results {
 		if r.Index != want[k] || r.Document == nil || r.Document.Text != rerankDocs[r.Index] ||
-			math.Abs(r.RelevanceScore-models.Sigmoid(fakeScore(models.Pair{Query: "cat dog", Doc: rerankDocs[r.Index]}))) > 1e-9 {
+			math.Abs(r.RelevanceScore-models.Sigmoid(modeltest.PairScore(models.Pair{Query: "cat dog", Doc: rerankDocs[r.Index]}))) > 1e-9 {
 			t.Fatalf("cohere v1 result %d: %+v", k, r)
 		}
 	}

@@ -11,33 +11,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/queue"
 )
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
-// string ("2ms", "30s"); a bare JSON number is taken as nanoseconds.
-type Duration time.Duration
-
-// MarshalJSON writes d as a duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalJSON reads a duration string or a number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("duration %q: %w", s, err)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration: want a string like \"2ms\" or nanoseconds, got %s", b)
-	}
-	*d = Duration(n)
-	return nil
-}
+// string (models.Duration, which the model queues' config shares).
+type Duration = models.Duration
 
 // APIKey binds one bearer token to one tenant. A request authenticated with
 // the key can only read and write that tenant's documents.
@@ -47,32 +28,6 @@ type APIKey struct {
 	// Tenant is the tenant every search and document request made with this
 	// key is forced to.
 	Tenant string `json:"tenant"`
-}
-
-// BatchConfig tunes one dynamic batcher (reranking or embedding).
-type BatchConfig struct {
-	// Enabled merges work from concurrent requests into shared model calls.
-	// When false each request goes straight to the model on its own.
-	Enabled bool `json:"enabled"`
-	// MaxTokens caps the estimated tokens in one model call (sum over items).
-	// One item larger than the cap still runs, alone.
-	MaxTokens int `json:"max_tokens"`
-	// MaxItems caps the items (pairs or texts) in one model call.
-	MaxItems int `json:"max_items"`
-	// MaxWait is how long the batcher waits for more work once a batch has
-	// been started and is not yet full.
-	MaxWait Duration `json:"max_wait"`
-	// ChunkItems is how many items one request contributes to a batch per
-	// round-robin turn, so one huge request cannot starve small ones.
-	ChunkItems int `json:"chunk_items"`
-	// MaxQueueItems caps the items waiting in the queue; more is refused with
-	// 429 (a request that arrives on an empty queue is always admitted).
-	MaxQueueItems int `json:"max_queue_items"`
-	// Workers is how many model calls may run at once (both modes). One
-	// batch at a time, as TEI does, is the default: on CPU two concurrent
-	// runtime calls contend for the same cores. Raise it to the model's
-	// session pool size when the runtime has capacity to spare (GPU).
-	Workers int `json:"workers"`
 }
 
 // RerankerConfig is one served cross-encoder (Config.RerankModels): the
@@ -105,6 +60,26 @@ type RerankerConfig struct {
 // without repeats.
 func (r RerankerConfig) Names() []string { return modelNames(r.Name, r.Aliases) }
 
+// WeaviateConfig places the inference protocols of Weaviate's
+// text2vec-transformers and reranker-transformers modules, so that the
+// server stands in for their Python containers (see weaviate.go).
+type WeaviateConfig struct {
+	// Prefix is the path the protocols are served under: Weaviate is given
+	// http://host:port<Prefix> as TRANSFORMERS_INFERENCE_API and
+	// RERANKER_INFERENCE_API, and calls <Prefix>/vectors, <Prefix>/rerank,
+	// <Prefix>/meta and <Prefix>/.well-known/{ready,live}. A prefix is
+	// needed because /rerank already speaks TEI. It starts with "/" and
+	// does not end with one; "" turns the protocols off.
+	Prefix string `json:"prefix"`
+	// Public serves <Prefix>/vectors, /rerank and /meta without an API key
+	// when api_keys are configured: Weaviate's transformers modules send
+	// no Authorization header, so with keys and without this they are
+	// answered 401. Only inference is opened (no tenant's documents); put
+	// the server where only the cluster reaches it. Readiness and
+	// liveness are public either way, as /healthz is.
+	Public bool `json:"public,omitempty"`
+}
+
 // Config is the whole server configuration. It is loadable from a JSON file
 // (LoadConfig) and is plain data: safe to copy, not to mutate while a Server
 // built from it runs.
@@ -130,6 +105,25 @@ type Config struct {
 	// EmbedAliases are more names for the embedder; backend.Open adds
 	// "embed" and the model directory's base name.
 	EmbedAliases []string `json:"embed_aliases,omitempty"`
+	// ClientRerankAliases are the rerank model names that clients send
+	// when their user names none, accepted as more names of the default
+	// reranker (after RerankAliases), so that a client left at its
+	// defaults is served rather than answered 404. A name that another
+	// model is given by its own fields (a reranker's name or aliases,
+	// embed_model or embed_aliases) is not added: the explicit name wins.
+	// The defaults are Weaviate v1.35.2's reranker-cohere default
+	// (rerank-v3.5) and Cohere's other current rerankers, and
+	// reranker-jinaai's default; an empty list turns them off.
+	ClientRerankAliases []string `json:"client_rerank_aliases"`
+	// ClientEmbedAliases are the same for the embedder: text2vec-openai's
+	// default (text-embedding-3-small, which Weaviate sends with
+	// "dimensions": 1536, more than most served models have: the answer
+	// is a 400 saying which dimensions to set), OpenAI's other embedding
+	// models, and text2vec-jinaai's default. Empty turns them off.
+	ClientEmbedAliases []string `json:"client_embed_aliases"`
+	// Weaviate places Weaviate's own inference protocols
+	// (text2vec-transformers, reranker-transformers).
+	Weaviate WeaviateConfig `json:"weaviate"`
 	// Provider names the execution provider in use (cpu, cuda), exported as
 	// the hybrank_provider gauge: what the models report (backend.Open
 	// sets it), not a setting, so a config file may not hold it (serve's
@@ -184,10 +178,13 @@ type Config struct {
 	// ShutdownTimeout bounds how long graceful shutdown waits for in-flight
 	// requests to drain.
 	ShutdownTimeout Duration `json:"shutdown_timeout"`
-	// Rerank tunes the pair batchers, one per reranker.
-	Rerank BatchConfig `json:"rerank"`
-	// Embed tunes the embedding batcher.
-	Embed BatchConfig `json:"embed"`
+	// Rerank tunes the rerankers' queues (models/queue, one per reranker:
+	// the rerank routes and the engine's /search submit to it). The server
+	// reads it only for its rate-limit headers; backend.Open builds the
+	// queues with it.
+	Rerank queue.Config `json:"rerank"`
+	// Embed tunes the embedder's queue, as Rerank.
+	Embed queue.Config `json:"embed"`
 	// APIKeys, when non-empty, turns authentication on for every route but
 	// /healthz, /readyz and /metrics.
 	APIKeys []APIKey `json:"api_keys"`
@@ -195,15 +192,6 @@ type Config struct {
 
 // DefaultConfig returns the configuration cmd/serve starts from.
 func DefaultConfig() Config {
-	b := BatchConfig{
-		Enabled:       true,
-		MaxTokens:     16384,
-		MaxItems:      64,
-		MaxWait:       Duration(2 * time.Millisecond),
-		ChunkItems:    16,
-		MaxQueueItems: 65536,
-		Workers:       1,
-	}
 	return Config{
 		Addr:                  "127.0.0.1:8080",
 		RerankModel:           "hybrank-rerank",
@@ -220,8 +208,17 @@ func DefaultConfig() Config {
 		MemoryHighWater:       0.9,
 		RequestTimeout:        Duration(30 * time.Second),
 		ShutdownTimeout:       Duration(30 * time.Second),
-		Rerank:                b,
-		Embed:                 b,
+		Rerank:                queue.DefaultConfig(),
+		Embed:                 queue.DefaultConfig(),
+		ClientRerankAliases: []string{
+			"rerank-v3.5", "rerank-english-v3.0", "rerank-multilingual-v3.0",
+			"jina-reranker-v2-base-multilingual",
+		},
+		ClientEmbedAliases: []string{
+			"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002",
+			"jina-embeddings-v4",
+		},
+		Weaviate: WeaviateConfig{Prefix: "/weaviate"},
 	}
 }
 
@@ -256,33 +253,6 @@ func LoadJSON(path string, v any) error {
 	return nil
 }
 
-// Validate reports b's invalid fields (as Config.Validate does for the
-// rerank and embed batchers), for callers that configure a batcher alone.
-func (b BatchConfig) Validate() error { return b.validate("batch") }
-
-func (b BatchConfig) validate(name string) error {
-	var errs []error
-	if b.MaxTokens <= 0 {
-		errs = append(errs, fmt.Errorf("%s.max_tokens must be > 0", name))
-	}
-	if b.MaxItems <= 0 {
-		errs = append(errs, fmt.Errorf("%s.max_items must be > 0", name))
-	}
-	if b.MaxWait < 0 || time.Duration(b.MaxWait) > time.Second {
-		errs = append(errs, fmt.Errorf("%s.max_wait must be in [0, 1s]", name))
-	}
-	if b.ChunkItems <= 0 {
-		errs = append(errs, fmt.Errorf("%s.chunk_items must be > 0", name))
-	}
-	if b.MaxQueueItems <= 0 {
-		errs = append(errs, fmt.Errorf("%s.max_queue_items must be > 0", name))
-	}
-	if b.Workers <= 0 {
-		errs = append(errs, fmt.Errorf("%s.workers must be > 0", name))
-	}
-	return errors.Join(errs...)
-}
-
 // Validate reports every invalid field at once, wrapped in ErrConfig.
 func (c Config) Validate() error {
 	var errs []error
@@ -314,7 +284,7 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("request_timeout and shutdown_timeout must be > 0"))
 	}
-	errs = append(errs, c.Rerank.validate("rerank"), c.Embed.validate("embed"))
+	errs = append(errs, c.Rerank.ValidateAs("rerank"), c.Embed.ValidateAs("embed"), c.Weaviate.validate())
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		if k.Key == "" || k.Tenant == "" {
@@ -339,7 +309,10 @@ func (c Config) Validate() error {
 // alias slices are copies.
 func (c Config) Rerankers() []RerankerConfig {
 	if len(c.RerankModels) == 0 {
-		return []RerankerConfig{{Name: c.RerankModel, Aliases: slices.Clone(c.RerankAliases)}}
+		aliases := append(slices.Clone(c.RerankAliases), c.clientAliases(c.ClientRerankAliases, 0)...)
+		d := RerankerConfig{Name: c.RerankModel, Aliases: aliases}
+		d.Aliases = d.Names()[1:]
+		return []RerankerConfig{d}
 	}
 	def := 0
 	for i, r := range c.RerankModels {
@@ -351,6 +324,7 @@ func (c Config) Rerankers() []RerankerConfig {
 	out := make([]RerankerConfig, 0, len(c.RerankModels))
 	d := c.RerankModels[def]
 	d.Aliases = append(append(slices.Clone(d.Aliases), c.RerankModel), c.RerankAliases...)
+	d.Aliases = append(d.Aliases, c.clientAliases(c.ClientRerankAliases, def)...)
 	d.Aliases = d.Names()[1:]
 	out = append(out, d)
 	for i, r := range c.RerankModels {
@@ -373,8 +347,43 @@ func (c Config) RerankNames() []string {
 }
 
 // EmbedNames returns every name a request may give for the embedder:
-// EmbedModel, then EmbedAliases, without repeats.
-func (c Config) EmbedNames() []string { return modelNames(c.EmbedModel, c.EmbedAliases) }
+// EmbedModel, then EmbedAliases, then ClientEmbedAliases that no
+// reranker is given, without repeats.
+func (c Config) EmbedNames() []string {
+	return modelNames(c.EmbedModel, append(slices.Clone(c.EmbedAliases), c.clientAliases(c.ClientEmbedAliases, -1)...))
+}
+
+// clientAliases returns the names of list (ClientRerankAliases or
+// ClientEmbedAliases) that no other model is given by its own fields:
+// for the default reranker (owner, the index of its RerankModels entry,
+// 0 without entries), the names of the other entries and of the embedder;
+// for the embedder (owner -1), every reranker's own names. An explicit
+// name always wins over a client default.
+func (c Config) clientAliases(list []string, owner int) []string {
+	var taken []string
+	if owner >= 0 {
+		taken = append(taken, c.EmbedModel)
+		taken = append(taken, c.EmbedAliases...)
+		for i, r := range c.RerankModels {
+			if i != owner {
+				taken = append(taken, r.Names()...)
+			}
+		}
+	} else {
+		taken = append(taken, c.RerankModel)
+		taken = append(taken, c.RerankAliases...)
+		for _, r := range c.RerankModels {
+			taken = append(taken, r.Names()...)
+		}
+	}
+	var out []string
+	for _, n := range list {
+		if !slices.Contains(taken, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // modelNames returns served, then the aliases other than it, without
 // repeats.
@@ -401,6 +410,8 @@ func (c Config) validateNames() error {
 	}
 	empty("rerank_aliases", c.RerankAliases)
 	empty("embed_aliases", c.EmbedAliases)
+	empty("client_rerank_aliases", c.ClientRerankAliases)
+	empty("client_embed_aliases", c.ClientEmbedAliases)
 	for i, r := range c.RerankModels {
 		if strings.TrimSpace(r.Name) == "" {
 			errs = append(errs, fmt.Errorf("rerank_models[%d].name is empty", i))

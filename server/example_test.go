@@ -8,26 +8,34 @@ import (
 	"strings"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/queue"
 	"github.com/hybrank/hybrank/server"
 )
 
-// lengthScorer scores a pair by document length: a stand-in for a
+// lengthScorer scores a document by its length: a stand-in for a
 // cross-encoder.
-type lengthScorer struct{}
-
-func (lengthScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
-	out := make([]float32, len(pairs))
-	for i, p := range pairs {
-		out[i] = float32(len(p.Doc)) / 10
+var lengthScorer = models.RerankFunc(func(_ context.Context, _ string, docs []string) ([]float32, error) {
+	out := make([]float32, len(docs))
+	for i, d := range docs {
+		out[i] = float32(len(d)) / 10
 	}
-	return out, models.Usage{Pairs: len(pairs), Batches: 1, Tokens: 3 * len(pairs)}, nil
-}
+	return out, nil
+})
 
-// A server over a PairScorer answers Cohere-shape rerank requests (here
-// Cohere v2's: index and score, no documents).
+// A server over a models.Reranker, behind its queue as backend.Open
+// serves a model, answers Cohere-shape rerank requests (here Cohere v2's:
+// index and score, no documents).
 func Example() {
 	cfg := server.DefaultConfig()
-	s, err := server.New(cfg, server.Services{Scorers: map[string]server.PairScorer{cfg.RerankModel: lengthScorer{}}})
+	q, err := queue.NewReranker(lengthScorer, cfg.Rerank)
+	if err != nil {
+		panic(err)
+	}
+	defer q.Close()
+	s, err := server.New(cfg, server.Services{
+		Rerankers: map[string]models.Reranker{cfg.RerankModel: q},
+		Queues:    map[string]server.QueueStats{cfg.RerankModel: q},
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -2,138 +2,17 @@ package server
 
 import (
 	"context"
-	"hash/fnv"
-	"math"
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/modeltest"
+	"github.com/hybrank/hybrank/models/queue"
 )
-
-// fakeScore is the deterministic score of a pair: the number of query words
-// found in the document, minus a small hash-based tie breaker, so tests can
-// recompute every expected score.
-func fakeScore(p models.Pair) float32 {
-	doc := strings.Fields(strings.ToLower(p.Doc))
-	set := map[string]bool{}
-	for _, w := range doc {
-		set[w] = true
-	}
-	n := 0
-	for _, w := range strings.Fields(strings.ToLower(p.Query)) {
-		if set[w] {
-			n++
-		}
-	}
-	h := fnv.New32a()
-	h.Write([]byte(p.Doc))
-	return float32(n) - float32(h.Sum32()%1000)/10000
-}
-
-// fakeScorer scores with fakeScore and records every batch.
-type fakeScorer struct {
-	mu      sync.Mutex
-	batches [][]models.Pair
-	delay   time.Duration
-	gate    chan struct{} // when set, each call waits for a value
-	started chan int      // when set, receives each batch's size on entry
-	err     error
-}
-
-func (f *fakeScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
-	f.mu.Lock()
-	f.batches = append(f.batches, append([]models.Pair(nil), pairs...))
-	f.mu.Unlock()
-	if f.started != nil {
-		f.started <- len(pairs)
-	}
-	if f.gate != nil {
-		select {
-		case <-f.gate:
-		case <-ctx.Done():
-			return nil, models.Usage{}, ctx.Err()
-		}
-	}
-	if f.delay > 0 {
-		select {
-		case <-time.After(f.delay):
-		case <-ctx.Done():
-			return nil, models.Usage{}, ctx.Err()
-		}
-	}
-	if f.err != nil {
-		return nil, models.Usage{}, f.err
-	}
-	out := make([]float32, len(pairs))
-	tokens := 0
-	for i, p := range pairs {
-		out[i] = fakeScore(p)
-		tokens += len(strings.Fields(p.Query)) + len(strings.Fields(p.Doc)) + 3
-	}
-	return out, models.Usage{Tokens: tokens, Pairs: len(pairs), Batches: 1}, nil
-}
-
-func (f *fakeScorer) batchSizes() []int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]int, len(f.batches))
-	for i, b := range f.batches {
-		out[i] = len(b)
-	}
-	return out
-}
-
-const fakeDim = 8
-
-// fakeVector is the deterministic unit vector of a text.
-func fakeVector(t string) []float32 {
-	v := make([]float32, fakeDim)
-	h := fnv.New64a()
-	h.Write([]byte(t))
-	x := h.Sum64()
-	var ss float64
-	for i := range v {
-		v[i] = float32(int64(x>>(8*i))&0xff) - 127.5
-		ss += float64(v[i]) * float64(v[i])
-	}
-	for i := range v {
-		v[i] /= float32(math.Sqrt(ss))
-	}
-	return v
-}
-
-type fakeEmbedder struct {
-	mu    sync.Mutex
-	calls int
-}
-
-// fakeRawVector is the pooled (unnormalised) vector of a text: its unit
-// vector scaled by a length that differs between texts.
-func fakeRawVector(t string) []float32 {
-	v := fakeVector(t)
-	for i := range v {
-		v[i] *= float32(len(t) + 2)
-	}
-	return v
-}
-
-func (f *fakeEmbedder) EmbedPooled(ctx context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
-	f.mu.Lock()
-	f.calls++
-	f.mu.Unlock()
-	out := make([][]float32, len(texts))
-	tokens := 0
-	for i, t := range texts {
-		out[i] = fakeRawVector(t)
-		tokens += len(strings.Fields(t)) + 2
-	}
-	return out, models.Usage{Tokens: tokens, Pairs: len(texts), Batches: 1}, nil
-}
-
-func (f *fakeEmbedder) Dim() int { return fakeDim }
 
 // fakeTokenizer splits on spaces; ids are word lengths.
 type fakeTokenizer struct{}
@@ -215,7 +94,7 @@ func (x *fakeIndex) Search(ctx context.Context, req engine.Request) (*engine.Res
 		if !x.leak && d.Tenant != req.Tenant {
 			continue
 		}
-		s := fakeScore(models.Pair{Query: req.Query, Doc: d.Text})
+		s := modeltest.PairScore(models.Pair{Query: req.Query, Doc: d.Text})
 		if s <= 0 {
 			continue
 		}
@@ -247,8 +126,55 @@ func (x *fakeIndex) Stats() engine.Stats {
 	return st
 }
 
-// scorers returns Services.Scorers serving sc as DefaultConfig's one
-// reranker.
-func scorers(sc PairScorer) map[string]PairScorer {
-	return map[string]PairScorer{DefaultConfig().RerankModel: sc}
+// defaultReranker returns Services.Rerankers serving r as DefaultConfig's
+// one reranker.
+func defaultReranker(r models.Reranker) map[string]models.Reranker {
+	return map[string]models.Reranker{DefaultConfig().RerankModel: r}
+}
+
+// queued puts the models of b behind queues built from cfg, as
+// backend.Open does (cfg.Rerank for each reranker, cfg.Embed for the
+// embedder), lists the queues in b.Queues under the models' served names
+// and closes them when the test ends (after a server closed in a cleanup
+// registered later). A model that b.Queues has a queue for already (a
+// test that put a cache in front of its queue, as backend.Open does) is
+// left as it is.
+func queued(t testing.TB, cfg Config, b *Services) {
+	t.Helper()
+	if b.Queues == nil {
+		b.Queues = map[string]QueueStats{}
+	}
+	for name, r := range b.Rerankers {
+		if _, ok := b.Queues[name]; ok || r == nil {
+			continue
+		}
+		q := rerankQueue(t, r, cfg.Rerank)
+		b.Rerankers[name], b.Queues[name] = q, q
+	}
+	if _, ok := b.Queues[cfg.EmbedModel]; !ok && b.Embedder != nil {
+		q := embedQueue(t, b.Embedder, cfg.Embed)
+		b.Embedder, b.Queues[cfg.EmbedModel] = q, q
+	}
+}
+
+// rerankQueue is queue.NewReranker(r, cfg), closed when the test ends.
+func rerankQueue(t testing.TB, r models.Reranker, cfg queue.Config) *queue.Reranker {
+	t.Helper()
+	q, err := queue.NewReranker(r, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// embedQueue is queue.NewEmbedder(e, cfg), closed when the test ends.
+func embedQueue(t testing.TB, e models.Embedder, cfg queue.Config) *queue.Embedder {
+	t.Helper()
+	q, err := queue.NewEmbedder(e, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
 }

@@ -9,22 +9,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hybrank/hybrank/models/queue"
 )
 
 // metrics are one Server's Prometheus collectors, on a registry of its own
 // so several servers (tests) never collide.
 type metrics struct {
-	reg        *prometheus.Registry
-	requests   *prometheus.CounterVec   // route, code
-	latency    *prometheus.HistogramVec // route, code
-	batchItems *prometheus.HistogramVec // kind, model
-	batchToks  *prometheus.HistogramVec // kind, model
-	queue      *prometheus.GaugeVec     // kind, model
-	tokens     *prometheus.CounterVec   // kind, model
-	inflight   prometheus.Gauge
-	bodyBytes  prometheus.Gauge       // request body bytes reserved (MaxInflightBodyBytes)
-	shed       *prometheus.CounterVec // reason: memory, body_bytes
-	provider   *prometheus.GaugeVec   // provider
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // route, code
+	latency   *prometheus.HistogramVec // route, code
+	tokens    *prometheus.CounterVec   // kind, model
+	inflight  prometheus.Gauge
+	bodyBytes prometheus.Gauge       // request body bytes reserved (MaxInflightBodyBytes)
+	shed      *prometheus.CounterVec // reason: memory, body_bytes
+	provider  *prometheus.GaugeVec   // provider
 }
 
 func newMetrics(provider string) *metrics {
@@ -37,17 +36,6 @@ func newMetrics(provider string) *metrics {
 			Name: "hybrank_http_request_duration_seconds", Help: "HTTP request latency by route and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"route", "code"}),
-		batchItems: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "hybrank_batch_items", Help: "Items (pairs or texts) per model call.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		}, []string{"kind", "model"}),
-		batchToks: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "hybrank_batch_tokens", Help: "Estimated tokens per model call.",
-			Buckets: prometheus.ExponentialBuckets(16, 2, 14),
-		}, []string{"kind", "model"}),
-		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "hybrank_queue_items", Help: "Items waiting in a batcher's queue.",
-		}, []string{"kind", "model"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hybrank_tokens_total", Help: "Input tokens processed by the models.",
 		}, []string{"kind", "model"}),
@@ -64,20 +52,10 @@ func newMetrics(provider string) *metrics {
 			Name: "hybrank_provider", Help: "Execution provider in use (value 1).",
 		}, []string{"provider"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.batchItems, m.batchToks, m.queue, m.tokens, m.inflight, m.bodyBytes, m.shed, m.provider,
+	m.reg.MustRegister(m.requests, m.latency, m.tokens, m.inflight, m.bodyBytes, m.shed, m.provider,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.provider.WithLabelValues(provider).Set(1)
 	return m
-}
-
-// observer returns the statistics sink of one model's batcher; kind is
-// "rerank" or "embed", model its served name.
-func (m *metrics) observer(kind, model string) batchObserver {
-	items, toks, q := m.batchItems.WithLabelValues(kind, model), m.batchToks.WithLabelValues(kind, model), m.queue.WithLabelValues(kind, model)
-	return batchObserver{
-		batch: func(n, t int) { items.Observe(float64(n)); toks.Observe(float64(t)) },
-		queue: func(n int) { q.Set(float64(n)) },
-	}
 }
 
 func (m *metrics) handler() http.Handler {
@@ -245,4 +223,46 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(st.Entries), kind, model)
 		ch <- prometheus.MustNewConstMetric(c.nbytes, prometheus.GaugeValue, float64(st.Bytes), kind, model)
 	}
+}
+
+// queueCollector exports the model queues' statistics at every scrape.
+type queueCollector struct {
+	queues              map[string]QueueStats // by model name
+	kinds               map[string]string     // model name -> "rerank" or "embed"
+	items, tokens, wait *prometheus.Desc
+}
+
+func newQueueCollector(queues map[string]QueueStats, kinds map[string]string) *queueCollector {
+	labels := []string{"kind", "model"}
+	return &queueCollector{queues: queues, kinds: kinds,
+		items:  prometheus.NewDesc("hybrank_batch_items", "Items (pairs or texts) per model call.", labels, nil),
+		tokens: prometheus.NewDesc("hybrank_batch_tokens", "Estimated tokens per model call.", labels, nil),
+		wait:   prometheus.NewDesc("hybrank_queue_items", "Items waiting in a model's queue.", labels, nil),
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.items
+	ch <- c.tokens
+	ch <- c.wait
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	for model, q := range c.queues {
+		st, kind := q.Stats(), c.kinds[model]
+		ch <- constHistogram(c.items, st.Items, kind, model)
+		ch <- constHistogram(c.tokens, st.Tokens, kind, model)
+		ch <- prometheus.MustNewConstMetric(c.wait, prometheus.GaugeValue, float64(st.Queued), kind, model)
+	}
+}
+
+// constHistogram is h as a Prometheus histogram (cumulative buckets).
+func constHistogram(d *prometheus.Desc, h queue.Histogram, labels ...string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Buckets))
+	var cum uint64
+	for i, ub := range h.Buckets {
+		cum += h.Counts[i]
+		buckets[ub] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets, labels...)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hybrank/hybrank/models/modeltest"
 )
 
 // TestOverload drives a server with deliberately tiny limits (8 requests in
@@ -32,7 +34,9 @@ func TestOverload(t *testing.T) {
 			cfg.Rerank.Enabled = batching
 			cfg.Rerank.MaxQueueItems, cfg.Rerank.MaxItems, cfg.Rerank.Workers = 8, 4, 1
 			cfg.Rerank.MaxWait = Duration(time.Millisecond)
-			s, err := New(cfg, Services{Scorers: scorers(&fakeScorer{delay: 5 * time.Millisecond})})
+			b := Services{Rerankers: defaultReranker(&modeltest.Scorer{Delay: 5 * time.Millisecond})}
+			queued(t, cfg, &b)
+			s, err := New(cfg, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,11 +100,10 @@ func TestOverload(t *testing.T) {
 
 			// Healthy afterwards: nothing queued or held, probes and a normal
 			// request answer.
-			s.rerankers[0].batch.mu.Lock()
-			queued, jobs := s.rerankers[0].batch.queued, len(s.rerankers[0].batch.jobs)
-			s.rerankers[0].batch.mu.Unlock()
-			if queued != 0 || jobs != 0 || len(s.slots) != 0 {
-				t.Errorf("after the run: %d pairs in %d jobs queued, %d slots held", queued, jobs, len(s.slots))
+			// (A job leaves the queue with its last item: no item queued is
+			// no job queued.)
+			if queued := b.Queues[cfg.RerankModel].Stats().Queued; queued != 0 || len(s.slots) != 0 {
+				t.Errorf("after the run: %d pairs queued, %d slots held", queued, len(s.slots))
 			}
 			for _, path := range []string{"/healthz", "/readyz"} {
 				resp, err := client.Get(base + path)

@@ -9,22 +9,24 @@ import (
 	"testing"
 
 	"github.com/hybrank/hybrank/engine"
+	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/modeltest"
 )
 
 // threeRerankers configures fast, balanced and accurate, each with an
 // alias, and gives each its own scorer.
-func threeRerankers(t *testing.T, mut func(*Config, *Services)) (*testServer, map[string]*fakeScorer) {
+func threeRerankers(t *testing.T, mut func(*Config, *Services)) (*testServer, map[string]*modeltest.Scorer) {
 	t.Helper()
-	fakes := map[string]*fakeScorer{"fast": {}, "balanced": {}, "accurate": {}}
+	fakes := map[string]*modeltest.Scorer{"fast": {}, "balanced": {}, "accurate": {}}
 	ts := newTestServer(t, func(c *Config, b *Services) {
 		c.RerankModels = []RerankerConfig{
 			{Name: "fast", Aliases: []string{"ms-marco-TinyBERT-L-2-v2"}},
 			{Name: "balanced", Aliases: []string{"ms-marco-MiniLM-L-6-v2"}},
 			{Name: "accurate", Aliases: []string{"ms-marco-MiniLM-L-12-v2"}},
 		}
-		b.Scorers = map[string]PairScorer{}
+		b.Rerankers = map[string]models.Reranker{}
 		for n, f := range fakes {
-			b.Scorers[n] = f
+			b.Rerankers[n] = f
 		}
 		if mut != nil {
 			mut(c, b)
@@ -34,10 +36,10 @@ func threeRerankers(t *testing.T, mut func(*Config, *Services)) (*testServer, ma
 }
 
 // calls returns how many batches each fake scorer has seen.
-func calls(fakes map[string]*fakeScorer) map[string]int {
+func calls(fakes map[string]*modeltest.Scorer) map[string]int {
 	out := map[string]int{}
 	for n, f := range fakes {
-		out[n] = len(f.batchSizes())
+		out[n] = len(f.BatchSizes())
 	}
 	return out
 }
@@ -72,6 +74,7 @@ func TestRerankModelPerRequest(t *testing.T) {
 		{"ms-marco-MiniLM-L-6-v2", "balanced"},
 		{"accurate", "accurate"},
 		{"ms-marco-MiniLM-L-12-v2", "accurate"},
+		{"rerank-v3.5", "fast"}, // a client's default name (ClientRerankAliases) means the default
 	} {
 		for _, r := range routes {
 			before := calls(fakes)
@@ -97,8 +100,8 @@ func TestRerankModelPerRequest(t *testing.T) {
 	// A name no reranker answers to is 404 naming every served model and
 	// its aliases, on every route.
 	for _, r := range routes {
-		code, _, body := ts.do(t, "POST", r.path, "", r.body("rerank-english-v3.0"))
-		expectError(t, code, body, 404, TypeNotFound, `unknown rerank model "rerank-english-v3.0"; this server's rerank models are "fast" (or "ms-marco-TinyBERT-L-2-v2", "hybrank-rerank"), "balanced" (or "ms-marco-MiniLM-L-6-v2"), "accurate" (or "ms-marco-MiniLM-L-12-v2")`)
+		code, _, body := ts.do(t, "POST", r.path, "", r.body("rerank-english-v2.0"))
+		expectError(t, code, body, 404, TypeNotFound, `unknown rerank model "rerank-english-v2.0"; this server's rerank models are "fast" (or "ms-marco-TinyBERT-L-2-v2", "hybrank-rerank", "rerank-v3.5", "rerank-english-v3.0", "rerank-multilingual-v3.0", "jina-reranker-v2-base-multilingual"), "balanced" (or "ms-marco-MiniLM-L-6-v2"), "accurate" (or "ms-marco-MiniLM-L-12-v2")`)
 	}
 	// Embedding names are not rerankers.
 	code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"model": "hybrank-embed", "query": "q", "documents": []string{"a"}})
@@ -139,7 +142,8 @@ func TestRerankDefaultModel(t *testing.T) {
 func TestModelsListsEveryModel(t *testing.T) {
 	ts, _ := threeRerankers(t, func(c *Config, b *Services) {
 		c.EmbedAliases = []string{"embed"}
-		delete(b.Scorers, "accurate")
+		c.ClientRerankAliases, c.ClientEmbedAliases = nil, nil // clientnames_test.go lists those
+		delete(b.Rerankers, "accurate")
 	})
 	code, _, body := ts.do(t, "GET", "/v1/models", "", nil)
 	var list modelList
@@ -177,7 +181,7 @@ func TestModelsListsEveryModel(t *testing.T) {
 	}
 }
 
-// Each reranker has its own window (max_pair_tokens) and its own batcher
+// Each reranker has its own window (max_pair_tokens) and its own queue
 // and metrics, labelled with its name.
 func TestRerankModelWindowAndMetrics(t *testing.T) {
 	ts, _ := threeRerankers(t, func(c *Config, _ *Services) {
@@ -191,8 +195,8 @@ func TestRerankModelWindowAndMetrics(t *testing.T) {
 	if code, _, body := ts.do(t, "POST", "/rerank", "", tei("balanced")); code != 200 {
 		t.Fatalf("balanced (window 512): %d %s", code, body)
 	}
-	if len(ts.s.rerankers) != 3 || ts.s.rerankers[0].batch == ts.s.rerankers[1].batch {
-		t.Fatal("rerankers share a batcher")
+	if len(ts.s.rerankers) != 3 || ts.s.rerankers[0].r == ts.s.rerankers[1].r {
+		t.Fatal("rerankers share a queue")
 	}
 	ts.do(t, "POST", "/v1/rerank", "", map[string]any{"model": "accurate", "query": "q", "documents": []string{"a", "b"}})
 	_, _, metrics := ts.do(t, "GET", "/metrics", "", nil)
@@ -267,14 +271,16 @@ func TestRerankModelsValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.RerankNames(), []string{"fast", "hybrank-rerank", "balanced", "b", "accurate"}; !slices.Equal(got, want) {
+	if got, want := c.RerankNames(), slices.Concat([]string{"fast", "hybrank-rerank"}, c.ClientRerankAliases, []string{"balanced", "b", "accurate"}); !slices.Equal(got, want) {
 		t.Fatalf("RerankNames = %v, want %v", got, want)
 	}
-	// A scorer or a cache must front a served model, by its served name.
+	// A reranker, a cache or a queue must front a served model, by its
+	// served name.
 	for _, b := range []Services{
-		{Scorers: map[string]PairScorer{"b": &fakeScorer{}}},
-		{Scorers: map[string]PairScorer{"hybrank-rerank": &fakeScorer{}}},
+		{Rerankers: map[string]models.Reranker{"b": &modeltest.Scorer{}}},
+		{Rerankers: map[string]models.Reranker{"hybrank-rerank": &modeltest.Scorer{}}},
 		{Caches: map[string]CacheStats{"rerank": fixedCacheStats{}}},
+		{Queues: map[string]QueueStats{"b": fixedQueueStats{}}},
 	} {
 		if _, err := New(c, b); !errors.Is(err, ErrConfig) {
 			t.Errorf("New(%+v) = %v, want ErrConfig", b, err)

@@ -43,27 +43,20 @@ type Server struct {
 	// (Config.Rerankers); rerankByName finds one by any of its names.
 	rerankers    []*rerankModel
 	rerankByName map[string]*rerankModel
-	embed        *batcher[string, []float32]
+	embedLoad    modelLoad // the embedder's admission (rate-limit headers)
 
 	draining  atomic.Bool // Serve is shutting down: /readyz answers 503
 	closed    atomic.Bool // Close ran: no request is admitted
 	closeOnce sync.Once
-	cancel    context.CancelFunc // cancels batch contexts after Close
 }
 
-// rerankModel is one served reranker: its configuration and its batcher
-// (nil when Services has no scorer for it).
+// rerankModel is one served reranker: its configuration and its model
+// (nil when Services has none for it).
 type rerankModel struct {
 	cfg    RerankerConfig
 	window int // tokens of the longest pair: cfg.MaxPairTokens, else Config.MaxPairTokens
-	batch  *batcher[models.Pair, float32]
-}
-
-// pairCost is a pair's estimated tokens, capped at the model's window (and
-// read only as far as the window: a request's every pair shares its query,
-// however long).
-func (m *rerankModel) pairCost(p models.Pair) int {
-	return models.EstimatePairTokensUpTo(p.Query, p.Doc, m.window)
+	r      models.Reranker
+	load   modelLoad // its admission (rate-limit headers)
 }
 
 // New validates cfg and builds a Server over b; nil services leave their
@@ -81,56 +74,58 @@ func New(cfg Config, b Services) (*Server, error) {
 	if err := s.servedModels(); err != nil {
 		return nil, err
 	}
+	if err := s.checkRoutes(); err != nil {
+		return nil, err
+	}
 	if b.Stats != nil {
 		s.metrics.reg.MustRegister(newIndexCollector(b.Stats))
 	}
+	kinds := map[string]string{cfg.EmbedModel: "embed"}
+	for _, m := range s.rerankers {
+		kinds[m.cfg.Name] = "rerank"
+		m.r = b.Rerankers[m.cfg.Name]
+	}
 	if len(b.Caches) > 0 {
-		kinds := map[string]string{cfg.EmbedModel: "embed"}
-		for _, m := range s.rerankers {
-			kinds[m.cfg.Name] = "rerank"
-		}
 		s.metrics.reg.MustRegister(newCacheCollector(b.Caches, kinds))
+	}
+	if len(b.Queues) > 0 {
+		s.metrics.reg.MustRegister(newQueueCollector(b.Queues, kinds))
 	}
 	for _, k := range cfg.APIKeys {
 		s.keys[sha256.Sum256([]byte(k.Key))] = k.Tenant
 	}
-	base, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	for _, m := range s.rerankers {
-		if sc := b.Scorers[m.cfg.Name]; sc != nil {
-			m.batch = newBatcher(base, cfg.Rerank, sc.ScorePairs, m.pairCost, s.metrics.observer("rerank", m.cfg.Name))
-		}
-	}
-	if b.Embedder != nil {
-		embedRaw := func(ctx context.Context, texts []string) ([][]float32, models.Usage, error) {
-			return b.Embedder.EmbedPooled(ctx, models.InputRaw, texts)
-		}
-		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed", cfg.EmbedModel))
-	}
+	s.embedLoad.queueItems, s.embedLoad.maxItems, s.embedLoad.itemTokens = cfg.Embed.MaxQueueItems, cfg.MaxInputs, cfg.MaxInputTokens+2
 	s.handler = s.routes()
 	return s, nil
 }
 
 // servedModels builds the rerankers from the configuration and checks
-// that every scorer and cache of the Services fronts a served model.
+// that every reranker, cache and queue of the Services fronts a served
+// model.
 func (s *Server) servedModels() error {
 	s.rerankByName = map[string]*rerankModel{}
 	for _, rc := range s.cfg.Rerankers() {
 		m := &rerankModel{cfg: rc, window: cmp.Or(rc.MaxPairTokens, s.cfg.MaxPairTokens)}
+		m.load.queueItems, m.load.maxItems, m.load.itemTokens = s.cfg.Rerank.MaxQueueItems, s.cfg.MaxDocuments, m.window
 		s.rerankers = append(s.rerankers, m)
 		for _, n := range rc.Names() {
 			s.rerankByName[n] = m
 		}
 	}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(s.b.Scorers)) {
+	for _, name := range slices.Sorted(maps.Keys(s.b.Rerankers)) {
 		if m := s.rerankByName[name]; m == nil || m.cfg.Name != name {
-			errs = append(errs, fmt.Errorf("Services.Scorers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
+			errs = append(errs, fmt.Errorf("Services.Rerankers[%q]: no reranker is served under that name (served: %s)", name, quoteList(s.rerankerNames())))
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.b.Caches)) {
 		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
 			errs = append(errs, fmt.Errorf("Services.Caches[%q]: no model is served under that name", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.b.Queues)) {
+		if m := s.rerankByName[name]; name != s.cfg.EmbedModel && (m == nil || m.cfg.Name != name) {
+			errs = append(errs, fmt.Errorf("Services.Queues[%q]: no model is served under that name", name))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -171,12 +166,14 @@ type route struct {
 // it (each route documented with its method, nothing else documented).
 func (s *Server) routeTable() []route {
 	rerank := serveEndpoint(s, s.rerankEndpoint())
-	openAIEmbed := serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding))
+	// Cohere's and OpenAI's routes send rate-limit headers (ratelimit.go).
+	cohereRerank := s.rateLimited(func() *modelLoad { return &s.rerankers[0].load }, rerank)
+	openAIEmbed := s.rateLimited(func() *modelLoad { return &s.embedLoad }, serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding)))
 	documents := serveEndpoint(s, s.documentsEndpoint())
-	return []route{
+	return append([]route{
 		{"POST", "/rerank", "/rerank", true, rerank},
-		{"POST", "/v1/rerank", "/v1/rerank", true, rerank},
-		{"POST", "/v2/rerank", "/v2/rerank", true, rerank},
+		{"POST", "/v1/rerank", "/v1/rerank", true, cohereRerank},
+		{"POST", "/v2/rerank", "/v2/rerank", true, cohereRerank},
 		{"POST", "/embed", "/embed", true, serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))},
 		{"POST", "/v1/embeddings", "/v1/embeddings", true, openAIEmbed},
 		{"POST", "/embeddings", "/v1/embeddings", true, openAIEmbed},
@@ -191,7 +188,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/readyz", "/readyz", false, http.HandlerFunc(s.handleReady)},
 		{"GET", "/metrics", "", false, s.metrics.handler()},
 		{"GET", "/openapi.json", "/openapi.json", false, http.HandlerFunc(serveOpenAPI)},
-	}
+	}, s.weaviateRoutes()...)
 }
 
 func (s *Server) routes() http.Handler {
@@ -201,15 +198,51 @@ func (s *Server) routes() http.Handler {
 		if rt.auth {
 			h = s.authenticate(h)
 		}
+		h = withState(s.pathAPI(rt.path), h)
 		if rt.metric != "" {
 			h = s.metrics.instrument(rt.metric, h)
 		}
-		mux.Handle(rt.method+" "+rt.path, h)
+		mux.Handle(routePattern(rt), h)
 	}
-	// The catch-all keeps errors in the server's JSON shape; it also
+	// The catch-all keeps errors in the server's JSON shapes; it also
 	// swallows ServeMux's own 405, so it answers that itself (noRoute).
-	mux.Handle("/", s.metrics.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })))
+	mux.Handle("/", s.metrics.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		withState(s.pathAPI(r.URL.Path), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })).ServeHTTP(w, r)
+	})))
 	return mux
+}
+
+// routePattern is rt's ServeMux pattern: "METHOD PATH", and a path ending
+// in "/" matches that path only ({$}), not the tree below it.
+func routePattern(rt route) string {
+	p := rt.method + " " + rt.path
+	if strings.HasSuffix(rt.path, "/") {
+		p += "{$}"
+	}
+	return p
+}
+
+// checkRoutes refuses a route table in which a path would be registered
+// twice or shadow another route (a Weaviate prefix such as /v1 or
+// /documents), which ServeMux would panic on or silently prefer.
+func (s *Server) checkRoutes() error {
+	mux := http.NewServeMux()
+	seen := map[string]bool{}
+	var errs []error
+	for _, rt := range s.routeTable() {
+		p := routePattern(rt)
+		probe, _ := http.NewRequest(rt.method, rt.path, nil)
+		if _, taken := mux.Handler(probe); seen[p] || taken != "" {
+			errs = append(errs, fmt.Errorf("route %s %s is also served as %s; choose another weaviate.prefix", rt.method, rt.path, cmp.Or(taken, p)))
+			continue
+		}
+		seen[p] = true
+		mux.Handle(p, http.NotFoundHandler())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
 }
 
 // probeMethods are the methods an Allow header may list, in its order.
@@ -234,13 +267,13 @@ func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+		writeError(w, r, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
 			msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 		return
 	}
 	list := strings.Join(allow, ", ")
 	w.Header().Set("Allow", list)
-	writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: TypeMethodNotAllowed,
+	writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, typ: TypeMethodNotAllowed,
 		msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, list)})
 }
 
@@ -288,24 +321,14 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Close stops the batchers (waiting for batches in flight). It does not
-// close the backends, which the caller owns. It is idempotent.
+// Close stops admitting requests. It does not close the Services (models,
+// their queues, the index), which the caller owns. It is idempotent.
 func (s *Server) Close() error {
-	var err error
 	s.closeOnce.Do(func() {
 		s.draining.Store(true)
 		s.closed.Store(true)
-		for _, m := range s.rerankers {
-			if m.batch != nil {
-				err = errors.Join(err, m.batch.Close())
-			}
-		}
-		if s.embed != nil {
-			err = errors.Join(err, s.embed.Close())
-		}
-		s.cancel()
 	})
-	return err
+	return nil
 }
 
 // tenantKey is the context key of the authenticated tenant.
@@ -326,8 +349,11 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		tenant, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
 		if !ok || !known {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hybrank"`)
-			writeError(w, &apiError{status: http.StatusUnauthorized, typ: TypeUnauthorized,
-				msg: "missing or unknown API key; send Authorization: Bearer <key>"})
+			msg := "missing or unknown API key; send Authorization: Bearer <key>"
+			if stateOf(r) != nil && stateOf(r).api == apiWeaviate {
+				msg += weaviateKeyHint
+			}
+			writeError(w, r, &apiError{status: http.StatusUnauthorized, typ: TypeUnauthorized, msg: msg})
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
@@ -338,12 +364,6 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 func keyTenant(r *http.Request) (string, bool) {
 	t, ok := r.Context().Value(tenantKey{}).(string)
 	return t, ok
-}
-
-// textCost is an embedding input's estimated tokens with [CLS] and [SEP],
-// capped at MaxInputTokens (read only as far as the cap).
-func (s *Server) textCost(t string) int {
-	return min(models.EstimateTokensUpTo(t, s.cfg.MaxInputTokens)+2, s.cfg.MaxInputTokens)
 }
 
 // countTokens counts text's tokens with the Tokenizer, else estimates.

@@ -24,26 +24,33 @@ import (
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/cache"
+	"github.com/hybrank/hybrank/models/modeltest"
+	"github.com/hybrank/hybrank/models/queue"
 	"github.com/hybrank/hybrank/simd"
 )
 
 type testServer struct {
 	*httptest.Server
 	s      *Server
-	scorer *fakeScorer
+	scorer *modeltest.Scorer
 	index  *fakeIndex
 }
+
+// newTestServer serves the stand-in models (modeltest), each behind a
+// queue built from the config (queued), over an in-memory index; mut may
+// change the config and the Services first.
 
 func newTestServer(t *testing.T, mut func(*Config, *Services)) *testServer {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Rerank.MaxWait = Duration(time.Millisecond)
 	cfg.Embed.MaxWait = Duration(time.Millisecond)
-	sc, ix := &fakeScorer{}, newFakeIndex()
-	b := Services{Scorers: scorers(sc), Embedder: &fakeEmbedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
+	sc, ix := &modeltest.Scorer{}, newFakeIndex()
+	b := Services{Rerankers: defaultReranker(sc), Embedder: &modeltest.Embedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
 	if mut != nil {
 		mut(&cfg, &b)
 	}
+	queued(t, cfg, &b)
 	s, err := New(cfg, b)
 	if err != nil {
 		t.Fatal(err)
@@ -97,16 +104,44 @@ func mustJSON(t *testing.T, b []byte, v any) {
 	}
 }
 
-// expectError checks a JSON error response.
+// errorFields returns an error body's message and type in whichever API's
+// shape it is (errorJSON): the "error" object of hybrank's and OpenAI's,
+// TEI's "error" and "error_type", Cohere's top-level "message" and
+// "type", Weaviate's "error" (no type).
+func errorFields(t *testing.T, body []byte) (msg, typ string) {
+	t.Helper()
+	var e struct {
+		Error     json.RawMessage `json:"error"`
+		ErrorType string          `json:"error_type"`
+		Message   *string         `json:"message"`
+		Type      string          `json:"type"`
+	}
+	mustJSON(t, body, &e)
+	switch {
+	case e.Message != nil:
+		return *e.Message, e.Type
+	case len(e.Error) > 0 && e.Error[0] == '"':
+		mustJSON(t, e.Error, &msg)
+		return msg, e.ErrorType
+	case len(e.Error) > 0:
+		var d errorDetail
+		mustJSON(t, e.Error, &d)
+		return d.Message, d.Type
+	}
+	t.Fatalf("no error message in %s", body)
+	return "", ""
+}
+
+// expectError checks a JSON error response, in any API's shape (a TEI
+// error's type may be TEI's word for the status, teiErrorType).
 func expectError(t *testing.T, code int, body []byte, wantCode int, wantType, wantMsg string) {
 	t.Helper()
 	if code != wantCode {
 		t.Fatalf("status %d, want %d; body %s", code, wantCode, body)
 	}
-	var e errorBody
-	mustJSON(t, body, &e)
-	if e.Error.Type != wantType || !strings.Contains(e.Error.Message, wantMsg) {
-		t.Fatalf("error %+v, want type %q and message containing %q", e.Error, wantType, wantMsg)
+	msg, typ := errorFields(t, body)
+	if (typ != wantType && typ != teiErrorType(wantCode, wantType)) || !strings.Contains(msg, wantMsg) {
+		t.Fatalf("error %s, want type %q and message containing %q", body, wantType, wantMsg)
 	}
 }
 
@@ -123,7 +158,7 @@ func expectedOrder(query string, docs []string) []int {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		return fakeScore(models.Pair{Query: query, Doc: docs[order[a]]}) > fakeScore(models.Pair{Query: query, Doc: docs[order[b]]})
+		return modeltest.PairScore(models.Pair{Query: query, Doc: docs[order[a]]}) > modeltest.PairScore(models.Pair{Query: query, Doc: docs[order[b]]})
 	})
 	return order
 }
@@ -166,7 +201,7 @@ func TestRerankCohere(t *testing.T) {
 				if r.Index != want[k] {
 					t.Fatalf("result %d index %d, want %d", k, r.Index, want[k])
 				}
-				wantScore := models.Sigmoid(fakeScore(models.Pair{Query: query, Doc: rerankDocs[r.Index]}))
+				wantScore := models.Sigmoid(modeltest.PairScore(models.Pair{Query: query, Doc: rerankDocs[r.Index]}))
 				if math.Abs(r.RelevanceScore-wantScore) > 1e-9 {
 					t.Fatalf("result %d score %v want %v", k, r.RelevanceScore, wantScore)
 				}
@@ -221,7 +256,7 @@ func TestRerankTEI(t *testing.T) {
 				t.Fatalf("got %d", len(out))
 			}
 			for k, r := range out {
-				s := fakeScore(models.Pair{Query: query, Doc: rerankDocs[r.Index]})
+				s := modeltest.PairScore(models.Pair{Query: query, Doc: rerankDocs[r.Index]})
 				ws := models.Sigmoid(s)
 				if raw {
 					ws = float64(s)
@@ -241,7 +276,7 @@ func TestRerankMaxTokensPerDoc(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("status %d: %s", code, body)
 	}
-	b := ts.scorer.batches
+	b := ts.scorer.Batches()
 	if len(b) != 1 || b[0][0].Doc != "one two" {
 		t.Fatalf("scorer saw %+v, want the doc truncated to \"one two\"", b)
 	}
@@ -272,9 +307,9 @@ func TestEmbedTEI(t *testing.T) {
 				t.Fatalf("got %d vectors", len(out))
 			}
 			for i, v := range out {
-				w := fakeVector(tc.inputs[i])
+				w := modeltest.Vector(tc.inputs[i])
 				if tc.raw {
-					w = fakeRawVector(tc.inputs[i])
+					w = modeltest.RawVector(tc.inputs[i])
 				}
 				for d := range w {
 					if math.Abs(float64(v[d]-w[d])) > 1e-6 {
@@ -289,25 +324,25 @@ func TestEmbedTEI(t *testing.T) {
 	}
 }
 
-// cachedFakeEmbedder is fakeEmbedder with models.Embedder's Embed, so that
-// cache.NewEmbedder (what backend.Open puts in front with --cache-mb) can
-// wrap it.
-type cachedFakeEmbedder struct{ fakeEmbedder }
-
-func (f *cachedFakeEmbedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
-	v, _, err := f.EmbedPooled(ctx, in, texts)
-	return v, err
+// cachedEmbedder serves the stand-in embedder as backend.Open does with
+// --cache-mb: behind its queue (c.Embed), behind a cache, which it returns.
+func cachedEmbedder(t *testing.T, c *Config, b *Services) *cache.Embedder {
+	t.Helper()
+	q := embedQueue(t, &modeltest.Embedder{}, c.Embed)
+	ce, err := cache.NewEmbedder(q, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Embedder, b.Queues = ce, map[string]QueueStats{c.EmbedModel: q}
+	return ce
 }
 
 // TestEmbedResponsesLeaveCachedVectorsAlone: behind an embedding cache,
 // which hands out the vectors it stores, TEI's normalisation and OpenAI's
 // shortened dimensions must not change what later requests get.
 func TestEmbedResponsesLeaveCachedVectorsAlone(t *testing.T) {
-	ce, err := cache.NewEmbedder(&cachedFakeEmbedder{}, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newTestServer(t, func(c *Config, b *Services) { b.Embedder = ce })
+	var ce *cache.Embedder
+	ts := newTestServer(t, func(c *Config, b *Services) { ce = cachedEmbedder(t, c, b) })
 	const text = "hello world"
 	same := func(what string, got, want []float32) {
 		t.Helper()
@@ -341,14 +376,14 @@ func TestEmbedResponsesLeaveCachedVectorsAlone(t *testing.T) {
 		}
 		return resp.Data[0].Embedding
 	}
-	unit := fakeVector(text)
+	unit := modeltest.Vector(text)
 	same("/embed normalised", tei(true), unit)
-	same("/embed normalize=false after a normalised request", tei(false), fakeRawVector(text))
+	same("/embed normalize=false after a normalised request", tei(false), modeltest.RawVector(text))
 	if got := openAI(2); len(got) != 2 || math.Abs(float64(simd.Dot(got, got))-1) > 1e-5 {
 		t.Fatalf("dimensions=2: %v, want a unit vector of 2", got)
 	}
 	same("/v1/embeddings after a dimensions=2 request", openAI(0), unit)
-	same("/embed normalize=false at the end", tei(false), fakeRawVector(text))
+	same("/embed normalize=false at the end", tei(false), modeltest.RawVector(text))
 	if st := ce.Stats(); st.Hits == 0 {
 		t.Fatalf("the cache was not used: %+v", st)
 	}
@@ -384,7 +419,7 @@ func TestOpenAIEmbeddings(t *testing.T) {
 				t.Fatalf("data %d = %+v", i, d)
 			}
 			// Unit vectors: the server normalises the pooled vectors.
-			assertVec(t, "openai float", d.Embedding, fakeVector(inputs[i]))
+			assertVec(t, "openai float", d.Embedding, modeltest.Vector(inputs[i]))
 		}
 	})
 	t.Run("base64 with dimensions", func(t *testing.T) {
@@ -398,7 +433,7 @@ func TestOpenAIEmbeddings(t *testing.T) {
 		if err != nil || len(raw) != 16 {
 			t.Fatalf("base64 %q: %v (%d bytes)", resp.Data[0].Embedding, err, len(raw))
 		}
-		want := append([]float32(nil), fakeVector("first text")[:4]...)
+		want := append([]float32(nil), modeltest.Vector("first text")[:4]...)
 		simd.L2NormalizeGeneric(want) // the pure-Go reference; the server runs the dispatched kernel
 		for i := range want {
 			got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
@@ -409,7 +444,7 @@ func TestOpenAIEmbeddings(t *testing.T) {
 	})
 	t.Run("dimensions too large", func(t *testing.T) {
 		code, _, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": "x", "dimensions": 9})
-		expectError(t, code, body, 400, TypeInvalidRequest, "has 8")
+		expectError(t, code, body, 400, TypeInvalidRequest, "more than the 8")
 	})
 }
 
@@ -443,6 +478,10 @@ func TestModelsHealthReadyTokenize(t *testing.T) {
 type fixedCacheStats cache.Stats
 
 func (f fixedCacheStats) Stats() cache.Stats { return cache.Stats(f) }
+
+type fixedQueueStats queue.Stats
+
+func (f fixedQueueStats) Stats() queue.Stats { return queue.Stats(f) }
 
 func TestMetrics(t *testing.T) {
 	ts := newTestServer(t, func(c *Config, b *Services) {
@@ -520,8 +559,8 @@ func TestLimits(t *testing.T) {
 		{"bad encoding", "POST", "/v1/embeddings", `{"input": "a", "encoding_format": "hex"}`, 400, TypeInvalidRequest, "encoding_format"},
 		{"bad search fusion", "POST", "/search", `{"query": "q", "fusion": "magic"}`, 400, TypeInvalidRequest, "fusion"},
 		{"bad search reserve", "POST", "/search", `{"query": "q", "token_budget": 10, "reserve": 10}`, 400, TypeInvalidRequest, "reserve"},
-		{"unknown rerank model", "POST", "/v1/rerank", map[string]any{"model": "rerank-english-v3.0", "query": "q", "documents": []string{"a"}}, 404, TypeNotFound, "unknown rerank model"},
-		{"unknown embed model", "POST", "/v1/embeddings", map[string]any{"model": "text-embedding-3-small", "input": "a"}, 404, TypeNotFound, "unknown embedding model"},
+		{"unknown rerank model", "POST", "/v1/rerank", map[string]any{"model": "rerank-english-v2.0", "query": "q", "documents": []string{"a"}}, 404, TypeNotFound, "unknown rerank model"},
+		{"unknown embed model", "POST", "/v1/embeddings", map[string]any{"model": "text-embedding-4-tiny", "input": "a"}, 404, TypeNotFound, "unknown embedding model"},
 		{"unknown route", "GET", "/v3/whatever", nil, 404, TypeNotFound, "no route"},
 	}
 	for _, tc := range tests {
@@ -551,28 +590,28 @@ func TestLimits(t *testing.T) {
 
 func TestQueueFullAndTimeout(t *testing.T) {
 	t.Run("too many requests in flight", func(t *testing.T) {
-		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
-		ts := newTestServer(t, func(c *Config, b *Services) { c.MaxConcurrentRequests = 1; b.Scorers = scorers(sc) })
+		sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 1)}
+		ts := newTestServer(t, func(c *Config, b *Services) { c.MaxConcurrentRequests = 1; b.Rerankers = defaultReranker(sc) })
 		done := make(chan int)
 		go func() {
 			code, _, _ := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
 			done <- code
 		}()
-		<-sc.started
+		<-sc.Started
 		code, h, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"b"}})
 		expectError(t, code, body, 429, TypeOverloaded, "retry later")
 		if h.Get("Retry-After") != "1" {
 			t.Fatalf("Retry-After %q", h.Get("Retry-After"))
 		}
-		close(sc.gate)
+		close(sc.Gate)
 		if c := <-done; c != 200 {
 			t.Fatalf("first request %d", c)
 		}
 	})
-	t.Run("batcher queue full", func(t *testing.T) {
-		sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 4)}
+	t.Run("model queue full", func(t *testing.T) {
+		sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 4)}
 		ts := newTestServer(t, func(c *Config, b *Services) {
-			b.Scorers = scorers(sc)
+			b.Rerankers = defaultReranker(sc)
 			c.Rerank.Workers, c.Rerank.MaxQueueItems, c.Rerank.MaxItems = 1, 4, 2
 		})
 		done := make(chan int, 2)
@@ -581,14 +620,11 @@ func TestQueueFullAndTimeout(t *testing.T) {
 			done <- code
 		}
 		go send([]string{"a", "b"}) // occupies the only worker
-		<-sc.started
+		<-sc.Started
 		go send([]string{"c", "d", "e"}) // waits in the queue
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			ts.s.rerankers[0].batch.mu.Lock()
-			q := ts.s.rerankers[0].batch.queued
-			ts.s.rerankers[0].batch.mu.Unlock()
-			if q == 3 {
+			if q := ts.s.b.Queues[DefaultConfig().RerankModel].Stats().Queued; q == 3 {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -601,7 +637,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 		if h.Get("Retry-After") == "" {
 			t.Fatal("no Retry-After")
 		}
-		close(sc.gate)
+		close(sc.Gate)
 		for range 2 {
 			if c := <-done; c != 200 {
 				t.Fatalf("queued request %d", c)
@@ -611,7 +647,7 @@ func TestQueueFullAndTimeout(t *testing.T) {
 	t.Run("deadline exceeded is 504", func(t *testing.T) {
 		ts := newTestServer(t, func(c *Config, b *Services) {
 			c.RequestTimeout = Duration(20 * time.Millisecond)
-			b.Scorers = scorers(&fakeScorer{delay: time.Second})
+			b.Rerankers = defaultReranker(&modeltest.Scorer{Delay: time.Second})
 			ix := newFakeIndex()
 			ix.wait = time.Second
 			b.Searcher = ix
@@ -622,7 +658,9 @@ func TestQueueFullAndTimeout(t *testing.T) {
 		expectError(t, code, body, 504, TypeTimeout, "deadline")
 	})
 	t.Run("backend error is 500", func(t *testing.T) {
-		ts := newTestServer(t, func(c *Config, b *Services) { b.Scorers = scorers(&fakeScorer{err: fmt.Errorf("onnx exploded")}) })
+		ts := newTestServer(t, func(c *Config, b *Services) {
+			b.Rerankers = defaultReranker(&modeltest.Scorer{Err: fmt.Errorf("onnx exploded")})
+		})
 		code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"query": "q", "documents": []string{"a"}})
 		expectError(t, code, body, 500, TypeInternal, "onnx exploded")
 	})
@@ -865,7 +903,9 @@ func TestConfig(t *testing.T) {
 func TestSlowBody(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.RequestTimeout = Duration(200 * time.Millisecond)
-	s, err := New(cfg, Services{Scorers: scorers(&fakeScorer{})})
+	services := Services{Rerankers: defaultReranker(&modeltest.Scorer{})}
+	queued(t, cfg, &services)
+	s, err := New(cfg, services)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -891,9 +931,11 @@ func TestSlowBody(t *testing.T) {
 }
 
 func TestGracefulShutdown(t *testing.T) {
-	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1)}
+	sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 1)}
 	cfg := DefaultConfig()
-	s, err := New(cfg, Services{Scorers: scorers(sc)})
+	b := Services{Rerankers: defaultReranker(sc)}
+	queued(t, cfg, &b)
+	s, err := New(cfg, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -922,7 +964,7 @@ func TestGracefulShutdown(t *testing.T) {
 		resp.Body.Close()
 		inflight <- result{code: resp.StatusCode, body: string(b)}
 	}()
-	<-sc.started // the request is inside the model
+	<-sc.Started // the request is inside the model
 	cancel()     // SIGTERM
 	// The listener closes promptly; new connections are refused while the
 	// in-flight request is still held inside the model.
@@ -943,7 +985,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("Serve returned %v before the in-flight request finished", err)
 	default:
 	}
-	close(sc.gate)
+	close(sc.Gate)
 	r := <-inflight
 	if r.err != nil || r.code != 200 || !strings.Contains(r.body, `"relevance_score"`) {
 		t.Fatalf("in-flight request: %+v", r)
@@ -991,11 +1033,7 @@ func TestOwnTenantDropsLeakedPassages(t *testing.T) {
 // request of cached texts plus one new text reports all of them), while
 // x-compute-tokens says what the model computed (0 on all hits).
 func TestUsageWithCache(t *testing.T) {
-	ce, err := cache.NewEmbedder(&cachedFakeEmbedder{}, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := newTestServer(t, func(c *Config, b *Services) { b.Embedder = ce })
+	ts := newTestServer(t, func(c *Config, b *Services) { cachedEmbedder(t, c, b) })
 	embed := func(inputs ...string) (usage int, compute string) {
 		t.Helper()
 		code, h, body := ts.do(t, "POST", "/v1/embeddings", "", map[string]any{"input": inputs})

@@ -13,7 +13,7 @@
 // at random, so quality is measured with a real bi-encoder
 // (all-MiniLM-L6-v2, a 256-token window): cosine of the query and the
 // truncated document, or of the query and each window (the bi-encoder's
-// chunking path, models.SpanEmbedder), aggregated by max or by the mean of
+// chunking path, Embedder.EmbedSpans), aggregated by max or by the mean of
 // the top k. The generated cross-encoder (balanced profile) gives the
 // speed and cost rows, marked real_weights=false: truncated and chunked
 // (models.SpanReranker) at a few strides and caps, pairs scored and time.

@@ -235,12 +235,9 @@ type Model struct {
 	Window int
 }
 
-// Embedder is what the quality rows need of a bi-encoder: Embed truncates,
-// EmbedSpans chunks (*ort.BiEncoder has both).
-type Embedder interface {
-	models.Embedder
-	models.SpanEmbedder
-}
+// Embedder is what the quality rows need of a bi-encoder: models.Embed
+// truncates, EmbedSpans chunks (*ort.BiEncoder does both).
+type Embedder = models.Embedder
 
 // Quality scores set with the bi-encoder e: one truncated row, then per
 // stride one chunked embedding pass aggregated by max and by the mean of
@@ -251,7 +248,8 @@ func Quality(ctx context.Context, cfg Config, set *Set, e Embedder, m Model) ([]
 		qtexts[i] = q.Text
 	}
 	qvecs, err := inBatches(ctx, qtexts, cfg.Batch, func(ctx context.Context, b []string) ([][]float32, error) {
-		return e.Embed(ctx, models.InputQuery, b)
+		v, _, err := models.Embed(ctx, e, models.InputQuery, b)
+		return v, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("longdoc: embed queries: %w", err)
@@ -264,7 +262,8 @@ func Quality(ctx context.Context, cfg Config, set *Set, e Embedder, m Model) ([]
 
 	start := time.Now()
 	dvecs, err := inBatches(ctx, texts, cfg.Batch, func(ctx context.Context, b []string) ([][]float32, error) {
-		return e.Embed(ctx, models.InputDocument, b)
+		v, _, err := models.Embed(ctx, e, models.InputDocument, b)
+		return v, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("longdoc: embed documents: %w", err)
@@ -420,12 +419,9 @@ func runRerank(ctx context.Context, cfg Config, set *Set) ([]Row, error) {
 	return Rerank(ctx, cfg, set, ce, Model{Name: filepath.Base(dir), Real: modeldir.RealWeights(dir), Window: window})
 }
 
-// Reranker is what the cross-encoder rows need: Score truncates,
-// ScoreSpans chunks (*ort.CrossEncoder has both).
-type Reranker interface {
-	models.Reranker
-	models.SpanReranker
-}
+// Reranker is what the cross-encoder rows need: models.Score truncates,
+// ScoreSpans chunks (*ort.CrossEncoder does both).
+type Reranker = models.Reranker
 
 // Rerank times the cross-encoder r on the first Rerank.Queries queries'
 // first Rerank.Docs candidates: truncated, then each of Rerank.Chunkings.
@@ -454,7 +450,7 @@ func Rerank(ctx context.Context, cfg Config, set *Set, r Reranker, m Model) ([]R
 		start := time.Now()
 		for qi, q := range sub.Queries {
 			if !ch.Enabled() {
-				s, err := r.Score(ctx, q.Text, texts(qi))
+				s, _, err := models.Score(ctx, r, q.Text, texts(qi))
 				if err != nil {
 					return rows, fmt.Errorf("longdoc: rerank: %w", err)
 				}

@@ -23,7 +23,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 				"the distractors are unjudged documents only. A query's candidates are its relevant long documents and every distractor.",
 				res.Docs, res.Relevant, res.Docs-res.Relevant, res.MeanTokens, cfg.Build.MinTokens, cfg.Build.MaxTokens, cfg.Build.Seed),
 			"Quality rows (real_weights=true) score with a real bi-encoder: the cosine of the query vector and the document vector (truncate: the document cut to the model's window, today's behaviour) " +
-				"or each window's vector (chunk: models.SpanEmbedder, aggregated by max or by the mean of the top k window cosines). Both aggregates of a stride come from one embedding pass and share its time. " +
+				"or each window's vector (chunk: Embedder.EmbedSpans, aggregated by max or by the mean of the top k window cosines). Both aggregates of a stride come from one embedding pass and share its time. " +
 				"span hit: the share of relevant long documents whose best window overlaps the buried abstract.",
 			"Cross-encoder rows (real_weights=false) run a generated cross-encoder: random weights, so scores (and nDCG) mean nothing, but the pairs scored and the time are real. " +
 				"Chunked rows score every window of every candidate of a query in one ScoreSpans call: the windows are planned and batched as ordinary pairs. " +

@@ -8,15 +8,16 @@ import (
 	"github.com/hybrank/hybrank/models/ort"
 )
 
-// countingScorer is the cross-encoder as the server sees it
-// (server.PairScorer) and counts its calls, which says how much the server's
-// batcher merged.
+// countingScorer is the cross-encoder that counts its ScorePairs calls,
+// which says how much the model's queue merged.
 type countingScorer struct {
-	ce    *ort.CrossEncoder
-	calls atomic.Int64
+	*ort.CrossEncoder
+	calls, pairs atomic.Int64
 }
 
+// ScorePairs implements models.Reranker and counts the call.
 func (s *countingScorer) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
 	s.calls.Add(1)
-	return s.ce.ScorePairs(ctx, pairs)
+	s.pairs.Add(int64(len(pairs)))
+	return s.CrossEncoder.ScorePairs(ctx, pairs)
 }

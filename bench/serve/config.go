@@ -10,6 +10,7 @@ import (
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/queue"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -30,9 +31,9 @@ type Config struct {
 	// Duration is how long requests are measured, after Warmup.
 	Duration time.Duration `json:"duration_ns"`
 	Warmup   time.Duration `json:"warmup_ns"`
-	// Batch configures the server's rerank batcher (Enabled is set per
-	// run; Workers bounds concurrent model calls in both modes).
-	Batch server.BatchConfig `json:"batch"`
+	// Batch configures the model's queue (Enabled is set per run;
+	// Workers bounds concurrent model calls in both modes).
+	Batch queue.Config `json:"batch"`
 	// Batching lists the serve runs: batching on (true) and/or off
 	// (false), in order; empty runs none.
 	Batching []bool `json:"batching"`
@@ -40,6 +41,9 @@ type Config struct {
 	// curve); each is measured for at least CurveMinTime.
 	CurveSizes   []int         `json:"curve_sizes,omitempty"`
 	CurveMinTime time.Duration `json:"curve_min_time_ns"`
+	// Search, when set, runs the search run (SearchConfig) after the
+	// serve runs.
+	Search *SearchConfig `json:"search,omitempty"`
 	// Overload, when set, runs the overload check last.
 	Overload *OverloadConfig `json:"overload,omitempty"`
 	// Targets are checked against the serve runs and the curve.
@@ -90,6 +94,11 @@ func (c Config) Validate() error {
 	}
 	if c.Overload != nil {
 		if err := c.Overload.Validate(); err != nil {
+			return err
+		}
+	}
+	if c.Search != nil {
+		if err := c.Search.Validate(); err != nil {
 			return err
 		}
 	}

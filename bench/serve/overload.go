@@ -30,7 +30,7 @@ func runOverload(ctx context.Context, cfg Config, oc OverloadConfig, m *model) (
 	scfg.Rerank.MaxQueueItems = oc.QueueItems
 	scfg.MaxConcurrentRequests = oc.MaxConcurrentRequests
 	scfg.MaxInputTokens, scfg.MaxPairTokens = m.mc.MaxLength, m.mc.MaxLength // batch costs cap at the window
-	base, stopServer, err := startServer(scfg, &countingScorer{ce: m.ce})
+	base, stopServer, err := startServer(scfg, &countingScorer{CrossEncoder: m.ce})
 	if err != nil {
 		return OverloadRow{}, err
 	}

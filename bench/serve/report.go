@@ -16,10 +16,11 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Checks:  res.Checks,
 		Notes:   notes,
 		Config:  cfg,
-		Columns: report.Columns(ServeRow{}, CurvePoint{}, OverloadRow{}),
+		Columns: report.Columns(ServeRow{}, CurvePoint{}, SearchRow{}, OverloadRow{}),
 	}
 	rep.Rows = append(rep.Rows, report.Rows(res.Serve)...)
 	rep.Rows = append(rep.Rows, report.Rows(res.Curve)...)
+	rep.Rows = append(rep.Rows, report.Rows(res.Search)...)
 	if res.Overload != nil {
 		rep.Rows = append(rep.Rows, *res.Overload)
 	}
@@ -37,6 +38,11 @@ var notes = []string{
 		"on the same documents (`requests` = calls, `p50_ms` = mean ms per call); its best `pairs_per_s` is the " +
 		"reference of the library-share target. Batching off runs calls of `docs` pairs, batching on calls of up to " +
 		"`batch.max_items`, so the curve's best over its value at `docs` bounds what batching can gain. " +
+		"**search**: the composition cmd/serve runs (backend.Open: the cross-encoder behind its queue, an in-memory " +
+		"engine over the `search.dataset` corpus registering the same queue), each request on one judged query's " +
+		"first `docs` BM25 candidates: `/v1/rerank` with those candidates as documents, `/search` with `rerank` " +
+		"(retrieval and reranking of the same candidates, through the same queue), and `/search` under `budget_ms`; " +
+		"`pairs_per_s` counts the pairs the model scored in the window. " +
 		"**overload**: many clients against a server with small limits (see `overload` in the config); `errors` " +
 		"counts every status, `requests`/`rps`/`p50_ms`/`p99_ms` are over the 200s, `rss_*_mib` is the resident " +
 		"memory of the whole process (server, model and clients) before, at peak during, and after the run; " +

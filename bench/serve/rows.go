@@ -113,6 +113,7 @@ func (r OverloadRow) Pass() bool { return len(report.Failed(r.Checks)) == 0 }
 type Result struct {
 	Serve    []ServeRow     `json:"serve"`
 	Curve    []CurvePoint   `json:"curve"`
+	Search   []SearchRow    `json:"search,omitempty"`
 	Overload *OverloadRow   `json:"overload,omitempty"`
 	Checks   []report.Check `json:"checks"`
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hybrank/hybrank/bench/throughput"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/ort"
+	"github.com/hybrank/hybrank/models/queue"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -56,6 +57,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res.Checks = cfg.Targets.Check(res, cfg.Docs)
+	if cfg.Search != nil {
+		rows, checks, err := runSearch(ctx, cfg, *cfg.Search, m)
+		res.Search = rows
+		if err != nil {
+			return res, fmt.Errorf("search run: %w", err)
+		}
+		res.Checks = append(res.Checks, checks...)
+	}
 	if cfg.Overload != nil {
 		row, err := runOverload(ctx, cfg, *cfg.Overload, m)
 		if err != nil {
@@ -132,12 +141,21 @@ func (m *model) body(docs int) func(c, seq int) []byte {
 	return func(c, seq int) []byte { return bodies[c][seq%len(bodies[c])] }
 }
 
-// startServer serves scfg over sc on a fresh 127.0.0.1 port and returns
-// its base URL and a stop function that shuts it down gracefully.
-func startServer(scfg server.Config, sc server.PairScorer) (string, func() error, error) {
+// startServer serves scfg over sc, behind its queue (scfg.Rerank), on a
+// fresh 127.0.0.1 port and returns its base URL and a stop function that
+// shuts it down gracefully.
+func startServer(scfg server.Config, sc models.Reranker) (string, func() error, error) {
 	scfg.Addr = "127.0.0.1:0"
-	srv, err := server.New(scfg, server.Services{Scorers: map[string]server.PairScorer{scfg.RerankModel: sc}})
+	q, err := queue.NewReranker(sc, scfg.Rerank)
 	if err != nil {
+		return "", nil, err
+	}
+	srv, err := server.New(scfg, server.Services{
+		Rerankers: map[string]models.Reranker{scfg.RerankModel: q},
+		Queues:    map[string]server.QueueStats{scfg.RerankModel: q},
+	})
+	if err != nil {
+		q.Close()
 		return "", nil, err
 	}
 	ln, err := net.Listen("tcp", scfg.Addr)
@@ -148,13 +166,13 @@ func startServer(scfg server.Config, sc server.PairScorer) (string, func() error
 	sctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(sctx, ln) }()
-	return "http://" + ln.Addr().String(), func() error { stop(); return <-served }, nil
+	return "http://" + ln.Addr().String(), func() error { stop(); err := <-served; q.Close(); return err }, nil
 }
 
 // runServe measures cfg.Clients clients against a server with batching on
 // or off, then the library in process on the same documents.
 func runServe(ctx context.Context, cfg Config, m *model, batching bool) (ServeRow, error) {
-	sc := &countingScorer{ce: m.ce}
+	sc := &countingScorer{CrossEncoder: m.ce}
 	scfg := server.DefaultConfig()
 	scfg.Rerank = cfg.Batch
 	scfg.Rerank.Enabled = batching
@@ -182,12 +200,7 @@ func runServe(ctx context.Context, cfg Config, m *model, batching bool) (ServeRo
 	}
 	ok, elapsed := lg.Count(http.StatusOK), cfg.Duration.Seconds()
 	ls := measure.LatencyStats(lg.Latency(http.StatusOK))
-	errs := map[string]int{}
-	for st, n := range lg.Statuses {
-		if st != "200" {
-			errs[st] = n
-		}
-	}
+	errs := failures(lg)
 	s := cfg.Model
 	row := ServeRow{
 		Run: "serve", Route: "/v1/rerank", Profile: s.Profile, Provider: m.ce.Provider(), Threads: s.Threads,
@@ -205,6 +218,17 @@ func runServe(ctx context.Context, cfg Config, m *model, batching bool) (ServeRo
 	}
 	row.LibraryPairsPerS = measure.Round(lib, 1)
 	return row, nil
+}
+
+// failures counts lg's answers other than 200 by status.
+func failures(lg loadgen.Result) map[string]int {
+	errs := map[string]int{}
+	for st, n := range lg.Statuses {
+		if st != "200" {
+			errs[st] = n
+		}
+	}
+	return errs
 }
 
 // libraryRate is the library's pairs/s on the same documents at the same

@@ -112,7 +112,7 @@ func TestBestPointAndResident(t *testing.T) {
 }
 
 func TestReportColumns(t *testing.T) {
-	want := "run profile threads clients batching docs doc_tokens batch_size requests rps pairs_per_s p50_ms p99_ms errors " +
+	want := "run route profile threads clients batching docs doc_tokens batch_size budget_ms requests rps pairs_per_s p50_ms p99_ms errors " +
 		"pairs_per_call library_pairs_per_s rss_start_mib rss_peak_mib rss_end_mib verdict real_weights"
 	if got := strings.Join(Report(DefaultConfig(), Result{}, "").Columns, " "); got != want {
 		t.Fatalf("columns\n%s\nwant\n%s", got, want)
@@ -169,5 +169,42 @@ func TestRun(t *testing.T) {
 	rep := Report(cfg, res, "bench serve")
 	if len(rep.Rows) != 5 {
 		t.Fatalf("%d report rows", len(rep.Rows))
+	}
+}
+
+// TestRunSearch runs the search run on scifact with the generated fast
+// profile: /v1/rerank, /search and budgeted /search rows, each with
+// pairs scored by the model, and its two checks.
+func TestRunSearch(t *testing.T) {
+	testenv.NeedORT(t)
+	if testing.Short() {
+		t.Skip("starts a server, a model and an engine over scifact")
+	}
+	cfg := DefaultConfig()
+	cfg.Model.Profile = models.ProfileFast
+	cfg.Model.Models = modeldir.Source{Root: t.TempDir(), VocabTxt: testenv.NeedVocabTxt(t), TokenizerJSON: testenv.NeedTokenizerJSON(t)}
+	cfg.Model.Threads, cfg.Model.DocTokens = 1, 20
+	cfg.Clients, cfg.Docs, cfg.Duration, cfg.Warmup = 2, 4, 2*time.Second, 300*time.Millisecond
+	cfg.Batching, cfg.CurveSizes = nil, nil
+	sc := DefaultSearchConfig(testenv.NeedDataset(t, "scifact"))
+	cfg.Search = &sc
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := []string{"/v1/rerank", "/search", "/search"}
+	if len(res.Search) != len(routes) {
+		t.Fatalf("search rows %+v", res.Search)
+	}
+	for i, r := range res.Search {
+		if r.Route != routes[i] || r.Requests == 0 || r.PairsPerS <= 0 || r.PairsPerCall <= 0 || len(r.Errors) != 0 {
+			t.Fatalf("row %d: %+v", i, r)
+		}
+	}
+	if b := res.Search[2].BudgetMs; b <= 0 {
+		t.Fatalf("budgeted row without a budget: %v", b)
+	}
+	if len(res.Checks) != 2 {
+		t.Fatalf("checks %v", res.Checks)
 	}
 }

@@ -143,7 +143,8 @@ func (e *Embedder) Stats() Stats {
 // not be modified.
 func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
 	if e.only != nil && !slices.Contains(e.only, in) {
-		return e.inner.Embed(ctx, in, texts)
+		v, _, err := models.Embed(ctx, e.inner, in, texts)
+		return v, err
 	}
 	s, err := e.store(in)
 	if err != nil {
@@ -175,7 +176,7 @@ func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) (
 		for _, i := range idx {
 			batch = append(batch, texts[i])
 		}
-		v, err := e.inner.Embed(ctx, in, batch)
+		v, _, err := models.Embed(ctx, e.inner, in, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +195,30 @@ func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) (
 	}
 	return out, nil
 }
+
+// EmbedPooled implements models.Embedder with Embed: its vectors are the
+// wrapped model's final ones (normalised as the model says), which is why
+// Capabilities says no Normalize is left to do.
+func (e *Embedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := e.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts)}, err
+}
+
+// EmbedSpans implements models.Embedder: the wrapped model's, uncached.
+func (e *Embedder) EmbedSpans(ctx context.Context, in models.Input, texts []string, ch models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	return e.inner.EmbedSpans(ctx, in, texts, ch)
+}
+
+// Capabilities implements models.Embedder: the wrapped model's, without
+// Normalize (Embed's vectors are final).
+func (e *Embedder) Capabilities() models.Capabilities {
+	c := e.inner.Capabilities()
+	c.Embedding.Normalize = false
+	return c
+}
+
+// Load implements models.Embedder: the wrapped model's Load.
+func (e *Embedder) Load() error { return e.inner.Load() }
 
 // Close flushes and closes the cache files (not the wrapped embedder).
 func (e *Embedder) Close() error {

@@ -12,8 +12,9 @@ import (
 	"github.com/hybrank/hybrank/models/ort"
 )
 
-// fake embeds a text as a vector derived from its hash and kind, and
-// records the batches it was given.
+// fake is a models.Embedder that embeds a text as a vector derived from
+// its hash and kind (Embed, which the tests call for the vectors they
+// expect), and records the batches it was given.
 type fake struct {
 	dim     int
 	batches [][]string
@@ -36,6 +37,21 @@ func (f *fake) Embed(_ context.Context, in models.Input, texts []string) ([][]fl
 	}
 	return out, nil
 }
+
+// EmbedPooled implements models.Embedder with Embed.
+func (f *fake) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := f.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts), Batches: 1}, err
+}
+
+func (f *fake) EmbedSpans(context.Context, models.Input, []string, models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+// Capabilities implements models.Embedder: Embed's vectors are taken as
+// they are (no Normalize).
+func (f *fake) Capabilities() models.Capabilities { return models.Capabilities{} }
+func (f *fake) Load() error                       { return nil }
 
 func (f *fake) embedded() int {
 	n := 0

@@ -152,9 +152,9 @@ func mainSteps(datasets, out, models string, quick, haveData bool) []step {
 				"--replay", replay, "--out", out}},
 		{name: "ingest (fsync per commit vs interval; search during a 100K ingest)", cmd: "ingest", data: true, est: cost(quick, 392, 1),
 			args: []string{"--data", ds("scifact"), "--out", out}},
-		{name: "serve (batching on/off, balanced)", cmd: "serve", est: cost(quick, 126, 3), // 3× the duration, + 60 s of overload
+		{name: "serve (batching on/off, /search vs /v1/rerank, balanced)", cmd: "serve", data: true, est: cost(quick, 170, 3), // 6 runs of the duration, + 60 s of overload
 			args: append([]string{"--models-root", models, "--profile", "balanced", "--clients", "16", "--docs", "8", "--doc-tokens", "100",
-				"--batching", "both", "--duration", serveDur, "--out", out}, serveOverload...)},
+				"--batching", "both", "--duration", serveDur, "--search", ds("scifact"), "--out", out}, serveOverload...)},
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench/serve"
-	"github.com/hybrank/hybrank/server"
+	"github.com/hybrank/hybrank/models"
 )
 
 func init() {
@@ -36,6 +36,9 @@ func runServe(ctx context.Context, cl *cli, args []string) error {
 	fs.DurationVar(&cfg.CurveMinTime, "curve-min-time", cfg.CurveMinTime, "measured time per batch size of the curve")
 	fs.Float64Var(&cfg.Targets.MinBatchingGain, "min-batching-gain", cfg.Targets.MinBatchingGain, "target: pairs/s with batching on over off (0 = unchecked)")
 	fs.Float64Var(&cfg.Targets.MinLibraryShare, "min-library-share", cfg.Targets.MinLibraryShare, "target: server pairs/s over the library curve's best (0 = unchecked)")
+	search := fs.String("search", "", "also run the search run on this BEIR dataset directory: /search with rerank vs /v1/rerank on the same candidates, and a budgeted /search")
+	sc := serve.DefaultSearchConfig("")
+	fs.DurationVar(&sc.Budget, "search-budget", 0, "search run: the budgeted run's budget (0: half the unbudgeted p50)")
 	overload := fs.Bool("overload", false, "also run the overload test: many clients against small queues")
 	ov := serve.DefaultOverloadConfig()
 	fs.IntVar(&ov.Clients, "overload-clients", ov.Clients, "overload: concurrent clients")
@@ -52,7 +55,7 @@ func runServe(ctx context.Context, cl *cli, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg.Batch.MaxWait = server.Duration(*maxWait) // serve.Config.Validate checks it
+	cfg.Batch.MaxWait = models.Duration(*maxWait) // serve.Config.Validate checks it
 	modes := map[string][]bool{"on": {true}, "off": {false}, "both": {true, false}, "none": nil}
 	m, ok := modes[*batching]
 	if !ok {
@@ -64,6 +67,10 @@ func runServe(ctx context.Context, cl *cli, args []string) error {
 	}
 	if *overload {
 		cfg.Overload = &ov
+	}
+	if *search != "" {
+		sc.Dataset = *search
+		cfg.Search = &sc
 	}
 	cfg.Log = cl.stderr
 	res, err := serve.Run(ctx, cfg)

@@ -71,7 +71,26 @@ func NewHashEmbedder(d int) *HashEmbedder { return &HashEmbedder{D: d} }
 // Dim returns D.
 func (h *HashEmbedder) Dim() int { return h.D }
 
-// Embed implements models.Embedder. The input kind is ignored: queries and
+// EmbedPooled implements models.Embedder: Embed's vectors, unit length
+// already.
+func (h *HashEmbedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := h.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts), Batches: 1}, err
+}
+
+// EmbedSpans implements models.Embedder: it cannot chunk.
+func (h *HashEmbedder) EmbedSpans(context.Context, models.Input, []string, models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+// Capabilities implements models.Embedder: none (its vectors are unit
+// length as they are).
+func (h *HashEmbedder) Capabilities() models.Capabilities { return models.Capabilities{} }
+
+// Load implements models.Embedder: nothing to load.
+func (h *HashEmbedder) Load() error { return nil }
+
+// Embed returns one vector per text. The input kind is ignored: queries and
 // documents share one space, as with a model that has no prompts.
 func (h *HashEmbedder) Embed(ctx context.Context, _ models.Input, texts []string) ([][]float32, error) {
 	if h.Err != nil {
@@ -123,7 +142,25 @@ type OverlapReranker struct {
 	sizes       atomic.Pointer[[]int]
 }
 
-// Score implements models.Reranker.
+// ScorePairs implements models.Reranker: Score per run of pairs of one
+// query.
+func (r *OverlapReranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
+}
+
+// ScoreSpans implements models.Reranker: it cannot chunk.
+func (r *OverlapReranker) ScoreSpans(context.Context, string, []string, models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+// Capabilities implements models.Reranker: none.
+func (r *OverlapReranker) Capabilities() models.Capabilities { return models.Capabilities{} }
+
+// Load implements models.Reranker: nothing to load.
+func (r *OverlapReranker) Load() error { return nil }
+
+// Score scores docs against query (one call, as ScorePairs makes for one
+// query).
 func (r *OverlapReranker) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
 	if r.Err != nil {
 		return nil, r.Err
@@ -192,7 +229,7 @@ func (r *OverlapReranker) BatchSizes() []int {
 }
 
 // CostReranker is an OverlapReranker that predicts its own cost
-// (models.CostEstimator): PerCall plus PerToken for every token of the
+// (models.Capabilities Cost, EstimateScore): PerCall plus PerToken for every token of the
 // pairs it is asked about (models.EstimatePairTokens). It scores as
 // OverlapReranker does, taking OverlapReranker.PerDoc per document
 // whatever it predicted, or, with Run set, the time it predicts.
@@ -207,7 +244,17 @@ type CostReranker struct {
 	Run bool
 }
 
-// Score implements models.Reranker.
+// ScorePairs implements models.Reranker with CostReranker's Score.
+func (r *CostReranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
+}
+
+// Capabilities implements models.Reranker: its Cost is EstimateScore.
+func (r *CostReranker) Capabilities() models.Capabilities {
+	return models.Capabilities{Cost: r.EstimateScore}
+}
+
+// Score is OverlapReranker's, taking the time Run says first.
 func (r *CostReranker) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
 	if r.Run {
 		d := r.PerCall
@@ -221,7 +268,7 @@ func (r *CostReranker) Score(ctx context.Context, query string, docs []string) (
 	return r.OverlapReranker.Score(ctx, query, docs)
 }
 
-// EstimateScore implements models.CostEstimator.
+// EstimateScore predicts a call on pairs of these token lengths.
 func (r *CostReranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
 	if r.Unready {
 		return 0, false
@@ -234,7 +281,7 @@ func (r *CostReranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
 }
 
 // WindowReranker is an OverlapReranker that also scores long documents in
-// windows (models.SpanReranker): a document's tokens are its
+// windows (models.Capabilities Chunking): a document's tokens are its
 // whitespace-separated words, a window holds at most Window of them (the
 // stand-in for a model's window) and each window is scored as Score scores
 // its text.
@@ -244,7 +291,12 @@ type WindowReranker struct {
 	Window int
 }
 
-// ScoreSpans implements models.SpanReranker.
+// Capabilities implements models.Reranker: it chunks.
+func (r *WindowReranker) Capabilities() models.Capabilities {
+	return models.Capabilities{Chunking: true}
+}
+
+// ScoreSpans implements models.Reranker.
 func (r *WindowReranker) ScoreSpans(ctx context.Context, query string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
 	if err := ch.Validate(); err != nil {
 		return nil, models.Usage{}, err

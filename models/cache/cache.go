@@ -2,23 +2,11 @@ package cache
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/hybrank/hybrank/models"
 )
-
-// ErrNoPairScorer is returned by Reranker.ScorePairs when the wrapped
-// model has no ScorePairs.
-var ErrNoPairScorer = errors.New("cache: the wrapped reranker does not score pairs")
-
-// pairScorer is the server's pair-scoring method (server.PairScorer),
-// which *ort.CrossEncoder has.
-type pairScorer interface {
-	ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error)
-}
 
 // Reranker caches a reranker's scores by (query, document).
 type Reranker struct {
@@ -40,57 +28,15 @@ func (r *Reranker) Stats() Stats { return r.c.stats() }
 // Unwrap returns the wrapped reranker.
 func (r *Reranker) Unwrap() models.Reranker { return r.inner }
 
-// Score returns the scores of docs for query: cached ones from the cache,
-// the others from one call of the wrapped reranker.
-func (r *Reranker) Score(ctx context.Context, query string, docs []string) ([]float32, error) {
-	out := make([]float32, len(docs))
-	keys := make([]key, len(docs))
-	var miss []int
-	var missDocs []string
-	for i, d := range docs {
-		keys[i] = hashKey(query, d)
-		if s, ok := r.c.get(keys[i]); ok {
-			out[i] = s
-		} else {
-			miss, missDocs = append(miss, i), append(missDocs, d)
-		}
-	}
-	if len(miss) == 0 {
-		return out, nil
-	}
-	s, err := r.inner.Score(ctx, query, missDocs)
-	if err != nil {
-		return nil, err
-	}
-	if len(s) != len(miss) {
-		return nil, fmt.Errorf("cache: reranker returned %d scores for %d documents", len(s), len(miss))
-	}
-	for j, i := range miss {
-		out[i] = s[j]
-		r.c.put(keys[i], s[j])
-	}
-	return out, nil
-}
+// Capabilities are the wrapped reranker's: a cache can do what its model
+// can. Its Cost prices every pair as a model call: pairs the cache holds
+// cost less, so a budgeted batch is sized on the safe side.
+func (r *Reranker) Capabilities() models.Capabilities { return r.inner.Capabilities() }
 
-// EstimateScore is the wrapped reranker's (models.CostEstimator), so that
-// a budgeted rerank stage sizes its batches by the model's own cost model
-// behind the cache too; ok is false when the wrapped reranker has none.
-// It prices every pair as a model call: pairs the cache holds cost less,
-// so a batch is sized on the safe side.
-func (r *Reranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
-	if ce, ok := r.inner.(models.CostEstimator); ok {
-		return ce.EstimateScore(pairTokens)
-	}
-	return 0, false
-}
-
-// ScorePairs is Score for independent pairs (the server's batched path);
-// Usage counts the pairs the wrapped model scored.
+// ScorePairs returns the scores of pairs: cached ones from the cache, the
+// others from one call of the wrapped reranker. Usage counts the pairs the
+// wrapped model scored.
 func (r *Reranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
-	ps, ok := r.inner.(pairScorer)
-	if !ok {
-		return nil, models.Usage{}, ErrNoPairScorer
-	}
 	out := make([]float32, len(pairs))
 	keys := make([]key, len(pairs))
 	var miss []int
@@ -106,7 +52,7 @@ func (r *Reranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float
 	if len(miss) == 0 {
 		return out, models.Usage{}, nil
 	}
-	s, u, err := ps.ScorePairs(ctx, missPairs)
+	s, u, err := r.inner.ScorePairs(ctx, missPairs)
 	if err != nil {
 		return nil, u, err
 	}
@@ -120,23 +66,12 @@ func (r *Reranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float
 	return out, u, nil
 }
 
-// ScoreSpans is the wrapped reranker's ScoreSpans (models.SpanReranker),
-// uncached: a chunked score depends on the chunking as well as the texts,
-// and the server, which chunks in front of its batcher, scores the windows
-// through ScorePairs and so through the cache. It returns an error
-// wrapping models.ErrNoChunking when the wrapped reranker has none.
+// ScoreSpans is the wrapped reranker's, uncached: a chunked score depends
+// on the chunking as well as the texts, and the server, which chunks in
+// front of the model, scores the windows through ScorePairs and so through
+// the cache.
 func (r *Reranker) ScoreSpans(ctx context.Context, query string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
-	sr, ok := r.inner.(models.SpanReranker)
-	if !ok {
-		return nil, models.Usage{}, fmt.Errorf("cache: %w", models.ErrNoChunking)
-	}
-	return sr.ScoreSpans(ctx, query, docs, ch)
-}
-
-// usageEmbedder is the server's embedding method (server.Embedder), which
-// *ort.BiEncoder has.
-type usageEmbedder interface {
-	EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
+	return r.inner.ScoreSpans(ctx, query, docs, ch)
 }
 
 // Embedder caches an embedder's vectors of queries and raw texts by
@@ -164,51 +99,23 @@ func (e *Embedder) Unwrap() models.Embedder { return e.inner }
 // Dim is the wrapped embedder's.
 func (e *Embedder) Dim() int { return e.inner.Dim() }
 
-// Embed returns the vectors of texts, the caller's to keep and modify (a
-// hit is a copy of the stored vector, a miss the model's own).
-func (e *Embedder) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
-	v, _, err := e.EmbedWithUsage(ctx, in, texts)
-	return v, err
-}
+// Capabilities are the wrapped embedder's.
+func (e *Embedder) Capabilities() models.Capabilities { return e.inner.Capabilities() }
 
-// EmbedWithUsage is Embed that reports the wrapped model's work (zero on
-// all hits). Over an embedder without EmbedWithUsage, Usage counts the
-// texts embedded as Pairs.
-func (e *Embedder) EmbedWithUsage(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
-	return e.cached(ctx, "", in, texts, e.embed)
-}
-
-// pooledEmbedder is the server's raw-vector method (server.Embedder),
-// which *ort.BiEncoder has: vectors before L2 normalisation.
-type pooledEmbedder interface {
-	EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error)
-}
-
-// EmbedPooled is the wrapped model's EmbedPooled (vectors before
-// normalisation) through the cache, under keys of their own; it returns
-// ErrNoPooled when the model has none.
+// EmbedPooled returns the wrapped model's vectors of texts (before
+// normalisation): hits from the cache, misses from one call of the model.
+// Every vector is the caller's to keep and modify (a hit is a copy of the
+// stored vector, a miss the model's own). Usage counts the model's work
+// (zero on all hits).
 func (e *Embedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
-	pe, ok := e.inner.(pooledEmbedder)
-	if !ok {
-		return nil, models.Usage{}, ErrNoPooled
-	}
-	return e.cached(ctx, "pooled", in, texts, pe.EmbedPooled)
+	return e.cached(ctx, "pooled", in, texts, e.inner.EmbedPooled)
 }
 
-// EmbedSpans is the wrapped embedder's EmbedSpans (models.SpanEmbedder),
-// uncached (documents are not cached anyway); it returns an error wrapping
-// models.ErrNoChunking when the wrapped embedder has none.
+// EmbedSpans is the wrapped embedder's, uncached (documents are not
+// cached anyway).
 func (e *Embedder) EmbedSpans(ctx context.Context, in models.Input, texts []string, ch models.Chunking) ([]models.SpanVectors, models.Usage, error) {
-	se, ok := e.inner.(models.SpanEmbedder)
-	if !ok {
-		return nil, models.Usage{}, fmt.Errorf("cache: %w", models.ErrNoChunking)
-	}
-	return se.EmbedSpans(ctx, in, texts, ch)
+	return e.inner.EmbedSpans(ctx, in, texts, ch)
 }
-
-// ErrNoPooled is returned by Embedder.EmbedPooled when the wrapped model
-// has no EmbedPooled.
-var ErrNoPooled = errors.New("cache: the wrapped embedder does not return pooled vectors")
 
 // cached serves texts from the cache (keys in namespace ns) and the misses
 // from compute; documents bypass the cache. Every vector it returns is the
@@ -250,25 +157,8 @@ func (e *Embedder) cached(ctx context.Context, ns string, in models.Input, texts
 	return out, u, nil
 }
 
-// embed calls the wrapped embedder, with its usage when it reports one
-// (else Usage counts the texts as Pairs).
-func (e *Embedder) embed(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
-	if ue, ok := e.inner.(usageEmbedder); ok {
-		return ue.EmbedWithUsage(ctx, in, texts)
-	}
-	v, err := e.inner.Embed(ctx, in, texts)
-	return v, models.Usage{Pairs: len(texts)}, err
-}
+// Load loads the wrapped reranker (models.Reranker).
+func (r *Reranker) Load() error { return r.inner.Load() }
 
-// Load loads the wrapped reranker when it loads lazily (models.Loader).
-func (r *Reranker) Load() error { return load(r.inner) }
-
-// Load loads the wrapped embedder when it loads lazily (models.Loader).
-func (e *Embedder) Load() error { return load(e.inner) }
-
-func load(m any) error {
-	if l, ok := m.(models.Loader); ok {
-		return l.Load()
-	}
-	return nil
-}
+// Load loads the wrapped embedder (models.Embedder).
+func (e *Embedder) Load() error { return e.inner.Load() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -35,18 +36,28 @@ func (r *countingReranker) Score(_ context.Context, q string, docs []string) ([]
 }
 
 func (r *countingReranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
-	out := make([]float32, len(pairs))
-	for i, p := range pairs {
-		s, err := r.Score(ctx, p.Query, []string{p.Doc})
-		if err != nil {
-			return nil, models.Usage{}, err
-		}
-		out[i] = s[0]
-	}
-	return out, models.Usage{Pairs: len(pairs)}, nil
+	return models.RerankFunc(r.Score).ScorePairs(ctx, pairs)
 }
 
+func (r *countingReranker) ScoreSpans(ctx context.Context, q string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	return models.RerankFunc(r.Score).ScoreSpans(ctx, q, docs, ch)
+}
+
+func (r *countingReranker) Capabilities() models.Capabilities { return models.Capabilities{} }
+
 func (r *countingReranker) Load() error { r.loads++; return nil }
+
+// score is models.Score without the usage.
+func score(ctx context.Context, r models.Reranker, q string, docs []string) ([]float32, error) {
+	s, _, err := models.Score(ctx, r, q, docs)
+	return s, err
+}
+
+// embed is models.Embed without the usage.
+func embed(ctx context.Context, e models.Embedder, in models.Input, texts []string) ([][]float32, error) {
+	v, _, err := models.Embed(ctx, e, in, texts)
+	return v, err
+}
 
 func TestRerankerCache(t *testing.T) {
 	ctx := context.Background()
@@ -57,10 +68,10 @@ func TestRerankerCache(t *testing.T) {
 	}
 	want, _ := inner.Score(ctx, "q", []string{"a", "bb", "ccc"})
 	inner.calls = nil
-	if got, _ := r.Score(ctx, "q", []string{"a", "bb"}); !slices.Equal(got, want[:2]) {
+	if got, _ := score(ctx, r, "q", []string{"a", "bb"}); !slices.Equal(got, want[:2]) {
 		t.Fatalf("first %v", got)
 	}
-	got, err := r.Score(ctx, "q", []string{"a", "bb", "ccc"})
+	got, err := score(ctx, r, "q", []string{"a", "bb", "ccc"})
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("second %v %v", got, err)
 	}
@@ -71,7 +82,7 @@ func TestRerankerCache(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// Another query is another key.
-	if _, err := r.Score(ctx, "other", []string{"a"}); err != nil || len(inner.calls) != 3 {
+	if _, err := score(ctx, r, "other", []string{"a"}); err != nil || len(inner.calls) != 3 {
 		t.Fatalf("other query: %v, calls %d", err, len(inner.calls))
 	}
 	// Pairs share the cache; usage counts only what the model scored.
@@ -81,11 +92,11 @@ func TestRerankerCache(t *testing.T) {
 	}
 	// Errors are returned and not cached.
 	inner.err = errors.New("boom")
-	if _, err := r.Score(ctx, "q", []string{"eeeee"}); !errors.Is(err, inner.err) {
+	if _, err := score(ctx, r, "q", []string{"eeeee"}); !errors.Is(err, inner.err) {
 		t.Fatalf("err %v", err)
 	}
 	inner.err = nil
-	if _, err := r.Score(ctx, "q", []string{"eeeee"}); err != nil {
+	if _, err := score(ctx, r, "q", []string{"eeeee"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Load(); err != nil || inner.loads != 1 {
@@ -128,9 +139,24 @@ func TestLRUEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 }
 
-type fakeEmbedder struct{ calls int }
+// fakeEmbedder embeds a text as (its length, its kind's length).
+type fakeEmbedder struct {
+	calls     int
+	normalize bool
+}
 
 func (f *fakeEmbedder) Dim() int { return 2 }
+func (f *fakeEmbedder) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
+	v, err := f.Embed(ctx, in, texts)
+	return v, models.Usage{Pairs: len(texts), Tokens: 7}, err
+}
+func (f *fakeEmbedder) EmbedSpans(context.Context, models.Input, []string, models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+func (f *fakeEmbedder) Capabilities() models.Capabilities {
+	return models.Capabilities{Embedding: models.Embedding{Normalize: f.normalize}}
+}
+func (f *fakeEmbedder) Load() error { return nil }
 func (f *fakeEmbedder) Embed(_ context.Context, in models.Input, texts []string) ([][]float32, error) {
 	f.calls++
 	out := make([][]float32, len(texts))
@@ -147,10 +173,10 @@ func TestEmbedderCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q1, _ := e.Embed(ctx, models.InputQuery, []string{"cats"})
-	q2, u, _ := e.EmbedWithUsage(ctx, models.InputQuery, []string{"cats"})
-	d, _ := e.Embed(ctx, models.InputDocument, []string{"cats"})
-	e.Embed(ctx, models.InputDocument, []string{"cats"}) // documents are not cached
+	q1, _ := embed(ctx, e, models.InputQuery, []string{"cats"})
+	q2, u, _ := models.Embed(ctx, e, models.InputQuery, []string{"cats"})
+	d, _ := embed(ctx, e, models.InputDocument, []string{"cats"})
+	embed(ctx, e, models.InputDocument, []string{"cats"}) // documents are not cached
 	if inner.calls != 3 || !slices.Equal(q1[0], q2[0]) || u != (models.Usage{}) || slices.Equal(q1[0], d[0]) {
 		t.Fatalf("calls %d, q %v %v, usage %+v, document %v", inner.calls, q1, q2, u, d)
 	}
@@ -159,29 +185,21 @@ func TestEmbedderCache(t *testing.T) {
 	}
 }
 
-type pooledFake struct{ fakeEmbedder }
-
-func (p *pooledFake) EmbedPooled(ctx context.Context, in models.Input, texts []string) ([][]float32, models.Usage, error) {
-	v, err := p.Embed(ctx, in, texts)
-	for _, x := range v {
-		x[0] *= 10 // not what Embed returns, so the namespaces must differ
-	}
-	return v, models.Usage{Pairs: len(texts), Tokens: 7}, err
-}
-
-func TestEmbedderPooled(t *testing.T) {
+// TestEmbedderNormalizes: models.Embed normalises what the cache returns
+// (for a model whose Capabilities say so) without touching the stored
+// pooled vector, which a later hit returns as it was.
+func TestEmbedderNormalizes(t *testing.T) {
 	ctx := context.Background()
-	inner := &pooledFake{}
+	inner := &fakeEmbedder{normalize: true}
 	e, _ := NewEmbedder(inner, 1<<20)
+	n, _ := embed(ctx, e, models.InputRaw, []string{"cat"})
 	a, u1, _ := e.EmbedPooled(ctx, models.InputRaw, []string{"cat"})
-	b, u2, _ := e.EmbedPooled(ctx, models.InputRaw, []string{"cat"})
-	n, _ := e.Embed(ctx, models.InputRaw, []string{"cat"})
-	if inner.calls != 2 || a[0][0] != b[0][0] || a[0][0] == n[0][0] || u1.Tokens != 7 || u2 != (models.Usage{}) {
-		t.Fatalf("calls %d, pooled %v %v, normalised %v, usage %+v %+v", inner.calls, a, b, n, u1, u2)
+	n2, _ := embed(ctx, e, models.InputRaw, []string{"cat"})
+	if inner.calls != 1 || a[0][0] != 3 || u1 != (models.Usage{}) || !slices.Equal(n[0], n2[0]) || math.Abs(float64(n[0][0]*n[0][0]+n[0][1]*n[0][1])-1) > 1e-6 {
+		t.Fatalf("calls %d, pooled %v, normalised %v %v, usage %+v", inner.calls, a, n, n2, u1)
 	}
-	plain, _ := NewEmbedder(&fakeEmbedder{}, 1<<20)
-	if _, _, err := plain.EmbedPooled(ctx, models.InputRaw, []string{"x"}); !errors.Is(err, ErrNoPooled) {
-		t.Fatalf("EmbedPooled without support: %v", err)
+	if !e.Capabilities().Embedding.Normalize {
+		t.Fatal("the cache lost the model's Normalize")
 	}
 }
 
@@ -191,6 +209,9 @@ type spanFake struct {
 	fakeEmbedder
 	spanCalls int
 }
+
+func (s *spanFake) Capabilities() models.Capabilities { return models.Capabilities{Chunking: true} }
+func (s *spanFake) Load() error                       { return nil }
 
 func (s *spanFake) ScoreSpans(_ context.Context, q string, docs []string, ch models.Chunking) ([]models.SpanScore, models.Usage, error) {
 	s.spanCalls++
@@ -206,21 +227,25 @@ func (s *spanFake) EmbedSpans(_ context.Context, _ models.Input, texts []string,
 	return make([]models.SpanVectors, len(texts)), models.Usage{Pairs: len(texts)}, nil
 }
 
-// TestSpansPassThrough checks that both caches keep the chunked methods of
-// the model they wrap (the server's --cache-mb must not lose them) and
-// report models.ErrNoChunking over a model without them.
+// TestSpansPassThrough checks that both caches keep the chunked methods
+// and capability of the model they wrap (the server's --cache-mb must not
+// lose them) and pass models.ErrNoChunking on over a model without them.
 func TestSpansPassThrough(t *testing.T) {
 	ctx := context.Background()
 	ch := models.Chunking{Stride: 8}
 	inner := &spanFake{}
 	r, _ := NewReranker(inner, 1<<20)
-	var _ models.SpanReranker = r
+	if !r.Capabilities().Chunking {
+		t.Fatal("the reranker cache lost the model's Chunking")
+	}
 	got, u, err := r.ScoreSpans(ctx, "q", []string{"abc", "de"}, ch)
 	if err != nil || len(got) != 2 || got[0].Span != (models.Span{Start: 1, End: 3}) || u.Pairs != 2 || inner.spanCalls != 1 {
 		t.Fatalf("ScoreSpans: %+v %+v %v (calls %d)", got, u, err, inner.spanCalls)
 	}
 	e, _ := NewEmbedder(inner, 1<<20)
-	var _ models.SpanEmbedder = e
+	if !e.Capabilities().Chunking {
+		t.Fatal("the embedder cache lost the model's Chunking")
+	}
 	if v, u, err := e.EmbedSpans(ctx, models.InputDocument, []string{"x"}, ch); err != nil || len(v) != 1 || u.Pairs != 1 || inner.spanCalls != 2 {
 		t.Fatalf("EmbedSpans: %v %+v %v", v, u, err)
 	}
@@ -244,8 +269,8 @@ func TestKeysHoldAnyBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Score(ctx, "q\x00d1", []string{"d2"})
-	got, _ := r.Score(ctx, "q", []string{"d1\x00d2"})
+	score(ctx, r, "q\x00d1", []string{"d2"})
+	got, _ := score(ctx, r, "q", []string{"d1\x00d2"})
 	want, _ := inner.Score(ctx, "q", []string{"d1\x00d2"})
 	if got[0] != want[0] {
 		t.Fatalf("(q, d1\\x00d2) scored %v from another pair's entry; want %v", got[0], want[0])
@@ -258,22 +283,23 @@ func TestKeysHoldAnyBytes(t *testing.T) {
 // estimatingReranker is a reranker with a cost model of its own.
 type estimatingReranker struct{ countingReranker }
 
-func (*estimatingReranker) EstimateScore(pairTokens []int) (time.Duration, bool) {
-	return time.Duration(len(pairTokens)) * time.Millisecond, true
+func (*estimatingReranker) Capabilities() models.Capabilities {
+	return models.Capabilities{Cost: func(pairTokens []int) (time.Duration, bool) {
+		return time.Duration(len(pairTokens)) * time.Millisecond, true
+	}}
 }
 
 // TestRerankerForwardsEstimates: behind the cache a reranker's cost model
 // still sizes budgeted batches; without one there is nothing to predict.
 func TestRerankerForwardsEstimates(t *testing.T) {
 	r, _ := NewReranker(&estimatingReranker{}, 1<<20)
-	if d, ok := r.EstimateScore([]int{10, 20, 30}); !ok || d != 3*time.Millisecond {
-		t.Fatalf("EstimateScore = %v, %v; want the wrapped model's 3ms", d, ok)
+	if d, ok := r.Capabilities().Cost([]int{10, 20, 30}); !ok || d != 3*time.Millisecond {
+		t.Fatalf("Cost = %v, %v; want the wrapped model's 3ms", d, ok)
 	}
 	r, _ = NewReranker(&countingReranker{}, 1<<20)
-	if _, ok := r.EstimateScore([]int{10}); ok {
-		t.Fatal("an estimate from a reranker without a cost model")
+	if r.Capabilities().Cost != nil {
+		t.Fatal("a cost model from a reranker without one")
 	}
-	var _ models.CostEstimator = r
 }
 
 // TestEmbedderStoresOwnCopies: a stored vector does not share memory with
@@ -282,9 +308,9 @@ func TestRerankerForwardsEstimates(t *testing.T) {
 func TestEmbedderStoresOwnCopies(t *testing.T) {
 	ctx := context.Background()
 	e, _ := NewEmbedder(&fakeEmbedder{}, 1<<20)
-	first, _ := e.Embed(ctx, models.InputQuery, []string{"cats", "dogs"})
+	first, _ := embed(ctx, e, models.InputQuery, []string{"cats", "dogs"})
 	first[0][0] = -1 // the caller's copy only
-	again, _ := e.Embed(ctx, models.InputQuery, []string{"cats"})
+	again, _ := embed(ctx, e, models.InputQuery, []string{"cats"})
 	if again[0][0] != 4 {
 		t.Fatalf("cached vector %v changed with the caller's", again[0])
 	}

@@ -1,12 +1,12 @@
 // Package cache puts byte-bounded LRU caches in front of models: Reranker
 // remembers cross-encoder scores by (query, document), Embedder remembers
 // embeddings of queries and raw texts by (input kind, text) (documents,
-// embedded once at ingest, are not cached). Both wrap a model of package models
-// and are themselves one (Reranker is a models.Reranker and, over a model
-// that has it, a pair scorer for the server; Embedder is a models.Embedder
-// with EmbedWithUsage), so the engine and the server use them unchanged:
-// a repeated query then skips the query embedding, and a repeated (query,
-// candidate) pair skips the cross-encoder.
+// embedded once at ingest, are not cached). Both are decorators: they wrap
+// a models.Reranker or models.Embedder, are one themselves and keep its
+// Capabilities, so the engine and the server use them unchanged: a
+// repeated query then skips the query embedding, and a repeated (query,
+// candidate) pair skips the cross-encoder. Put the cache in front of the
+// model's queue (models/queue), so that a hit does not wait in it.
 //
 // Keys are 128-bit hashes (sha256, truncated) of the texts, so memory does
 // not grow with text length; a cache holds one model's results (wrap each
@@ -14,13 +14,12 @@
 // value and a fixed per-entry overhead, and evicts least recently used
 // entries. Stats reports hits, misses, evictions, entries and bytes.
 //
-// Chunked scoring of long documents (models.SpanReranker,
-// models.SpanEmbedder) passes through to the wrapped model uncached, so a
-// cached model keeps the capability; the server chunks in front of its
-// batcher and scores the windows as pairs, which are cached.
+// Chunked scoring of long documents (ScoreSpans, EmbedSpans) passes
+// through to the wrapped model uncached; the server chunks in front of the
+// model and scores the windows as pairs, which are cached.
 //
 // Only what the wrapped model computed successfully is cached; an error
-// returns as it was and caches nothing. Usage (EmbedWithUsage, ScorePairs)
+// returns as it was and caches nothing. Usage (EmbedPooled, ScorePairs)
 // counts only the work the model did, not the hits.
 //
 // # Concurrency

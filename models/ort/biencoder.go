@@ -28,8 +28,17 @@ type BiEncoder struct {
 }
 
 var _ models.Embedder = (*BiEncoder)(nil)
-var _ models.SpanEmbedder = (*BiEncoder)(nil)
-var _ models.Loader = (*BiEncoder)(nil)
+
+// Capabilities implements models.Embedder: it embeds in windows
+// (EmbedSpans) and, once loaded, knows its window and its pooling,
+// normalisation and prompts (Embedding).
+func (be *BiEncoder) Capabilities() models.Capabilities {
+	c := models.Capabilities{Chunking: true}
+	if m := be.c.peek(); m != nil {
+		c.Window, c.Embedding = m.maxLen, m.embedding
+	}
+	return c
+}
 
 // NewBiEncoder validates cfg and returns an embedder that loads its model
 // directory on first use (or Load).
@@ -121,12 +130,12 @@ func (be *BiEncoder) EmbedPooled(ctx context.Context, in models.Input, texts []s
 }
 
 // EmbedSpans embeds texts longer than the model's window in overlapping
-// windows (models.SpanEmbedder): each text is split by its tokens' byte
+// windows (models.Embedder): each text is split by its tokens' byte
 // offsets (the model's own tokenizer) into windows of as many tokens as
 // fit beside in's prefix and the two special tokens, as ch says; the
 // windows of all texts are embedded in one call (batched together), each
 // exactly as Embed embeds its text; and every text gets its windows'
-// vectors with their byte spans, not an average (see models.SpanEmbedder).
+// vectors with their byte spans, not an average (see models.Embedder).
 // Usage counts the windows.
 //
 // ch must be enabled and valid (else an error wrapping ErrInvalidConfig);

@@ -21,9 +21,6 @@ type CrossEncoder struct {
 }
 
 var _ models.Reranker = (*CrossEncoder)(nil)
-var _ models.SpanReranker = (*CrossEncoder)(nil)
-var _ models.Loader = (*CrossEncoder)(nil)
-var _ models.CostEstimator = (*CrossEncoder)(nil)
 
 // NewCrossEncoder validates cfg and returns a cross-encoder that loads its
 // model directory on first use. Errors wrap ErrInvalidConfig or
@@ -69,7 +66,18 @@ func (ce *CrossEncoder) Batching() (BatchingInfo, error) { return ce.c.batchingI
 // ErrClosed.
 func (ce *CrossEncoder) Close() error { return ce.c.close() }
 
-// EstimateScore implements models.CostEstimator: the time the batches a
+// Capabilities implements models.Reranker: it scores in windows
+// (ScoreSpans), and once loaded it knows its window and, unless it batches
+// by tokens, predicts its calls (EstimateScore).
+func (ce *CrossEncoder) Capabilities() models.Capabilities {
+	c := models.Capabilities{Chunking: true, Cost: ce.EstimateScore}
+	if m := ce.c.peek(); m != nil {
+		c.Window = m.maxLen
+	}
+	return c
+}
+
+// EstimateScore is the cost of Capabilities: the time the batches a
 // Score call would plan for pairs of these lengths are predicted to take
 // by the cost model that plans them, spread over the session pool (the
 // call takes at least its costliest batch). Lengths are cut to the
@@ -140,7 +148,7 @@ func (ce *CrossEncoder) ScoreWithUsage(ctx context.Context, query string, docs [
 }
 
 // ScorePairs scores pairs that may come from different queries (the
-// server's cross-request batcher merges the candidates of concurrent
+// model's queue (models/queue) merges the candidates of concurrent
 // requests), one score per pair in input order. MaxDocs does not apply:
 // the caller bounds the merged size, and any number of pairs is split
 // into batches as Config.Batching says. A pair with an empty query is an error
@@ -156,7 +164,7 @@ func (ce *CrossEncoder) ScorePairs(ctx context.Context, pairs []models.Pair) ([]
 }
 
 // ScoreSpans scores documents longer than the model's window in
-// overlapping windows (models.SpanReranker): each document is split by its
+// overlapping windows (models.Reranker): each document is split by its
 // tokens' byte offsets (the model's own tokenizer) into windows of
 // models.PairWindow tokens, the size that fits beside the query, as ch
 // says; the windows of all documents are scored together as ordinary

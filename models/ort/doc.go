@@ -11,7 +11,7 @@
 // CrossEncoder implements models.Reranker: Score(ctx, query, docs) returns one
 // logit (or sigmoid, Config.Sigmoid) per document in input order, and
 // ScorePairs scores (query, document) pairs from several requests at once
-// for the server's cross-request batcher; ScoreSpans scores long documents
+// for the model's queue (models/queue); ScoreSpans scores long documents
 // in windows (below). BiEncoder implements models.Embedder:
 // Embed returns one vector per text, mean-pooled over the attention mask
 // (or the model's own `sentence_embedding` output) and L2-normalised when
@@ -36,12 +36,12 @@
 // more than Config.MaxDocs documents (default 100) in one Score or Embed
 // wraps models.ErrTooManyDocs (raise MaxDocs for more); no documents give an empty
 // result and no error; an empty document is scored as [CLS] q [SEP] [SEP].
-// ScorePairs ignores MaxDocs: its caller, the batcher, bounds the size.
+// ScorePairs ignores MaxDocs: its caller, the queue, bounds the size.
 //
 // # Long documents
 //
-// CrossEncoder.ScoreSpans (models.SpanReranker) and BiEncoder.EmbedSpans
-// (models.SpanEmbedder) score texts longer than the window instead of
+// CrossEncoder.ScoreSpans and BiEncoder.EmbedSpans (models.Capabilities
+// Chunking) score texts longer than the window instead of
 // truncating them. Each text is tokenized once with byte offsets (the
 // model's own tokenizer: wordpiece.TokenSpans, or Hugging Face's offsets)
 // and split by models.Chunking into overlapping windows of the tokens that
@@ -134,7 +134,7 @@
 // batches of a call still run concurrently.
 //
 // The same model predicts whole calls: CrossEncoder.EstimateScore
-// (models.CostEstimator) plans the batches a Score call would make for
+// (models.Capabilities Cost) plans the batches a Score call would make for
 // pairs of given token lengths and sums their predicted times (divided
 // among the pool's sessions), without tokenizing or running anything.
 // The engine sizes its budgeted rerank batches with it.

@@ -16,6 +16,7 @@ import (
 	"github.com/hybrank/hybrank/engine"
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/cache"
+	"github.com/hybrank/hybrank/models/queue"
 	"github.com/hybrank/hybrank/server"
 )
 
@@ -165,9 +166,13 @@ func (c Config) Validate() error {
 
 // rerankers are the rerankers to load, the default first
 // (Server.Rerankers), the one of RerankProfile and RerankDir when
-// Server.RerankModels is empty.
+// Server.RerankModels is empty. The default's aliases leave out the
+// client defaults (ClientRerankAliases): Server.Rerankers adds them after
+// the names Open adds, so a model's own names come first.
 func (c Config) rerankers() []server.RerankerConfig {
-	rs := c.Server.Rerankers()
+	sc := c.Server
+	sc.ClientRerankAliases = nil
+	rs := sc.Rerankers()
 	if len(c.Server.RerankModels) == 0 {
 		rs[0].Profile, rs[0].Dir = c.RerankProfile, c.RerankDir
 	}
@@ -223,27 +228,21 @@ func (c Config) modelConfig(mc models.Config, dir string, maxDocs int) models.Co
 	return mc
 }
 
-// CrossEncoder is what Open needs of a runtime-backed cross-encoder: engine
-// reranking, the server's pair scoring, eager loading, its tokenizer (from
-// Info's model directory), the provider it runs on and Close.
-// *ort.CrossEncoder satisfies it.
+// CrossEncoder is what Open needs of a runtime-backed cross-encoder: the
+// reranker contract, its tokenizer (from Info's model directory), the
+// provider it runs on and Close. *ort.CrossEncoder satisfies it.
 type CrossEncoder interface {
 	models.Reranker
-	server.PairScorer
-	Load() error
 	Info() (models.ModelDir, int, error)
 	Provider() string
 	io.Closer
 }
 
-// BiEncoder is what Open needs of a runtime-backed bi-encoder: engine
-// embedding (normalised as configured), the server's pooled embedding with
-// usage (the server normalises), eager loading, its directory and sequence
-// length (Info), and Close. *ort.BiEncoder satisfies it.
+// BiEncoder is what Open needs of a runtime-backed bi-encoder: the
+// embedder contract, its directory and sequence length (Info), and Close.
+// *ort.BiEncoder satisfies it.
 type BiEncoder interface {
 	models.Embedder
-	server.Embedder
-	Load() error
 	Info() (models.ModelDir, int, error)
 	io.Closer
 }
@@ -281,7 +280,7 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		}
 	}()
 	srv := &b.cfg.Server
-	b.services = server.Services{Scorers: map[string]server.PairScorer{}, Caches: map[string]server.CacheStats{}}
+	b.services = server.Services{Rerankers: map[string]models.Reranker{}, Caches: map[string]server.CacheStats{}, Queues: map[string]server.QueueStats{}}
 	var opts []engine.Option
 	rerankers := cfg.rerankers()
 	taken := append(srv.RerankNames(), srv.EmbedNames()...)
@@ -317,21 +316,25 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		}
 		r.Profile, r.Dir = rc.Profile, sourceDir(rc, md.Dir)
 		r.Aliases, taken = addAliases(r.Aliases, taken, r.Profile, r.Dir)
-		var (
-			scorer   server.PairScorer = ce
-			reranker models.Reranker   = ce
-		)
+		// One model, one queue, shared: the rerank routes and the engine's
+		// /search (under the served name) submit to the same queue, behind
+		// the same cache, so concurrent requests and searches share model
+		// calls and a search's budget sees the queue's wait.
+		q, err := queue.NewReranker(ce, srv.Rerank)
+		if err != nil {
+			return nil, fmt.Errorf("cross-encoder %q queue: %w", r.Name, err)
+		}
+		b.closers = append(b.closers, q)
+		b.services.Queues[r.Name] = q
+		var reranker models.Reranker = q
 		if cfg.CacheMB > 0 {
-			rc, err := cache.NewReranker(ce, int64(cfg.CacheMB)<<20)
+			rc, err := cache.NewReranker(q, int64(cfg.CacheMB)<<20)
 			if err != nil {
 				return nil, err
 			}
-			reranker, scorer, b.services.Caches[r.Name] = rc, rc, rc
+			reranker, b.services.Caches[r.Name] = rc, rc
 		}
-		// One model, shared: the rerank routes score through scorer, the
-		// engine reranks /search through reranker (the same model, behind
-		// the same cache) under the served name.
-		b.services.Scorers[r.Name] = scorer
+		b.services.Rerankers[r.Name] = reranker
 		opts = append(opts, engine.WithReranker(r.Name, reranker))
 	}
 	srv.RerankModels, srv.RerankAliases = rerankers, nil
@@ -353,12 +356,15 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 			// cut by the model: the server refuses or truncates them first.
 			srv.MaxInputTokens = min(srv.MaxInputTokens, ewindow-2)
 		}
-		var embedder interface {
-			models.Embedder
-			server.Embedder
-		} = be
+		q, err := queue.NewEmbedder(be, srv.Embed)
+		if err != nil {
+			return nil, fmt.Errorf("embedder queue: %w", err)
+		}
+		b.closers = append(b.closers, q)
+		b.services.Queues[srv.EmbedModel] = q
+		var embedder models.Embedder = q
 		if cfg.CacheMB > 0 {
-			ec, err := cache.NewEmbedder(be, int64(cfg.CacheMB)<<20)
+			ec, err := cache.NewEmbedder(q, int64(cfg.CacheMB)<<20)
 			if err != nil {
 				return nil, err
 			}
@@ -416,7 +422,7 @@ func (b *Resources) Warm(ctx context.Context) error {
 	}
 	const text = "warm up"
 	for _, r := range b.cfg.Server.RerankModels {
-		if _, _, err := b.services.Scorers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
+		if _, _, err := b.services.Rerankers[r.Name].ScorePairs(ctx, []models.Pair{{Query: text, Doc: text}}); err != nil {
 			return fmt.Errorf("warm cross-encoder %q: %w", r.Name, err)
 		}
 	}
@@ -479,6 +485,9 @@ func Run[C CrossEncoder, B BiEncoder](ctx context.Context, cfg Config, newCrossE
 	defer func() { err = errors.Join(err, b.Close()) }()
 	start := time.Now()
 	if err := b.Warm(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while warming: a clean shutdown
+		}
 		return err
 	}
 	slog.Info("models warmed", "took", time.Since(start).Round(time.Millisecond))

@@ -24,7 +24,8 @@ type events []string
 
 func (e *events) add(s string) { *e = append(*e, s) }
 
-// fakeCE stands in for *ort.CrossEncoder: it scores by shared words.
+// fakeCE stands in for *ort.CrossEncoder: it scores a pair by the query
+// words found in the document.
 type fakeCE struct {
 	cfg     models.Config
 	vocab   string
@@ -33,35 +34,37 @@ type fakeCE struct {
 	scored  atomic.Int64 // documents scored
 }
 
-func (f *fakeCE) Score(_ context.Context, q string, docs []string) ([]float32, error) {
-	f.scored.Add(int64(len(docs)))
-	out := make([]float32, len(docs))
-	for i, d := range docs {
-		for _, w := range strings.Fields(q) {
-			if strings.Contains(d, w) {
+func (f *fakeCE) ScorePairs(_ context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
+	f.scored.Add(int64(len(pairs)))
+	out := make([]float32, len(pairs))
+	for i, p := range pairs {
+		for _, w := range strings.Fields(p.Query) {
+			if strings.Contains(p.Doc, w) {
 				out[i]++
 			}
 		}
 	}
-	return out, nil
-}
-
-func (f *fakeCE) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
-	out := make([]float32, len(pairs))
-	for i, p := range pairs {
-		s, _ := f.Score(ctx, p.Query, []string{p.Doc})
-		out[i] = s[0]
-	}
 	return out, models.Usage{Pairs: len(pairs), Batches: 1}, nil
 }
 
+func (f *fakeCE) ScoreSpans(context.Context, string, []string, models.Chunking) ([]models.SpanScore, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+func (f *fakeCE) Capabilities() models.Capabilities { return models.Capabilities{Window: f.window()} }
+
 func (f *fakeCE) Load() error { f.ev.add("load ce " + f.cfg.Profile); return f.loadErr }
 func (f *fakeCE) Info() (models.ModelDir, int, error) {
-	window := fakeWindow // what a model of fakeWindow positions resolves (models.ModelDir.SequenceLength)
+	return models.ModelDir{Dir: loadedDir(f.cfg), VocabTxt: f.vocab, LowerCase: true}, f.window(), nil
+}
+
+// window is what a model of fakeWindow positions resolves
+// (models.ModelDir.SequenceLength), cut to the configured MaxLength.
+func (f *fakeCE) window() int {
 	if f.cfg.MaxLength > 0 {
-		window = min(window, f.cfg.MaxLength)
+		return min(fakeWindow, f.cfg.MaxLength)
 	}
-	return models.ModelDir{Dir: loadedDir(f.cfg), VocabTxt: f.vocab, LowerCase: true}, window, nil
+	return fakeWindow
 }
 
 // loadedDir is where a stand-in says its model loaded from: as with
@@ -85,11 +88,6 @@ type fakeBE struct {
 	ev  *events
 }
 
-func (f *fakeBE) Embed(ctx context.Context, in models.Input, texts []string) ([][]float32, error) {
-	v, _, err := f.EmbedPooled(ctx, in, texts)
-	return v, err
-}
-
 func (f *fakeBE) EmbedPooled(_ context.Context, _ models.Input, texts []string) ([][]float32, models.Usage, error) {
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
@@ -99,6 +97,14 @@ func (f *fakeBE) EmbedPooled(_ context.Context, _ models.Input, texts []string) 
 		}
 	}
 	return out, models.Usage{Pairs: len(texts), Batches: 1}, nil
+}
+
+func (f *fakeBE) EmbedSpans(context.Context, models.Input, []string, models.Chunking) ([]models.SpanVectors, models.Usage, error) {
+	return nil, models.Usage{}, models.ErrNoChunking
+}
+
+func (f *fakeBE) Capabilities() models.Capabilities {
+	return models.Capabilities{Window: fakeEmbedWindow}
 }
 
 func (f *fakeBE) Info() (models.ModelDir, int, error) {
@@ -176,7 +182,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("cross-encoder config %+v", rc)
 	}
 	bs := b.Services()
-	if bs.Scorers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
+	if bs.Rerankers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
 		t.Fatalf("backends %+v", bs)
 	}
 	sc := b.ServerConfig()
@@ -220,8 +226,7 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	// Open loads each model itself (a bad directory fails at start-up), and
-	// engine.Open loads them again as models.Loader, a no-op on a loaded
-	// model.
+	// engine.Open loads them again (Load), a no-op on a loaded model.
 	if want := (events{"load ce balanced", "load be", "load be", "load ce balanced", "close be", "close ce balanced"}); !reflect.DeepEqual(ev, want) {
 		t.Fatalf("lifecycle %v, want %v", ev, want)
 	}
@@ -238,7 +243,7 @@ func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bs := b.Services(); len(bs.Scorers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
+	if bs := b.Services(); len(bs.Rerankers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
 		t.Fatalf("backends %+v", bs)
 	}
 	if err := b.Warm(context.Background()); err != nil {
@@ -321,10 +326,13 @@ func TestOpenModelAliases(t *testing.T) {
 			}
 			defer b.Close()
 			sc := b.ServerConfig()
-			if got, want := sc.RerankNames(), []string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}; !reflect.DeepEqual(got, want) {
-				t.Errorf("rerank names %v, want %v", got, want)
+			// The clients' default names (server.Config.ClientRerankAliases
+			// and ClientEmbedAliases) come after the models' own.
+			wantRerank := append([]string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}, cfg.Server.ClientRerankAliases...)
+			if got := sc.RerankNames(); !reflect.DeepEqual(got, wantRerank) {
+				t.Errorf("rerank names %v, want %v", got, wantRerank)
 			}
-			if got, want := sc.EmbedNames(), []string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}; !reflect.DeepEqual(got, want) {
+			if got, want := sc.EmbedNames(), append([]string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}, cfg.Server.ClientEmbedAliases...); !reflect.DeepEqual(got, want) {
 				t.Errorf("embed names %v, want %v", got, want)
 			}
 			if got := sc.RerankModels[0].Dir; got != "/models/ms-marco-MiniLM-L-12-v2" {
@@ -354,7 +362,7 @@ func TestOpenWithCaches(t *testing.T) {
 	ctx := context.Background()
 	pairs := []models.Pair{{Query: "cats", Doc: "cats sat"}}
 	for range 2 {
-		if _, _, err := bs.Scorers["hybrank-rerank"].ScorePairs(ctx, pairs); err != nil {
+		if _, _, err := bs.Rerankers["hybrank-rerank"].ScorePairs(ctx, pairs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -380,12 +388,18 @@ func TestOpenWithCaches(t *testing.T) {
 }
 
 // Open serves several rerankers at once: each is built and loaded once,
-// and the one object serves both its rerank routes (Services.Scorers) and
+// and the one object serves both its rerank routes (Services.Rerankers) and
 // /search (the engine's reranker of the same name); the default comes
 // first and answers to rerank_model.
 func TestOpenSeveralRerankers(t *testing.T) {
 	var ev events
 	newCE, newBE, cfgs := fakes(t, &ev, nil)
+	var ces []*fakeCE // in the order built: that of RerankModels
+	buildCE := func(c models.Config) (*fakeCE, error) {
+		ce, err := newCE(c)
+		ces = append(ces, ce)
+		return ce, err
+	}
 	cfg := backend.DefaultConfig()
 	cfg.MemoryIndex = true
 	cfg.Server.RerankModels = []server.RerankerConfig{
@@ -393,7 +407,7 @@ func TestOpenSeveralRerankers(t *testing.T) {
 		{Name: "balanced"},
 		{Name: "large", Profile: models.ProfileAccurate, Dir: "/models/ms-marco-MiniLM-L-12-v2"},
 	}
-	b, err := backend.Open(cfg, newCE, newBE)
+	b, err := backend.Open(cfg, buildCE, newBE)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +430,7 @@ func TestOpenSeveralRerankers(t *testing.T) {
 			t.Errorf("reranker %q window %d, want the model's %d", r.Name, r.MaxPairTokens, fakeWindow)
 		}
 	}
-	if want := [][]string{{"fast", "hybrank-rerank"}, {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
+	if want := [][]string{append([]string{"fast", "hybrank-rerank"}, cfg.Server.ClientRerankAliases...), {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("rerankers' names %v, want %v", names, want)
 	}
 	bs := b.Services()
@@ -424,10 +438,17 @@ func TestOpenSeveralRerankers(t *testing.T) {
 	if _, err := bs.Documents.Apply(ctx, server.DocumentBatch{Upserts: []engine.Document{{ID: "1", Text: "cats sat"}, {ID: "2", Text: "a dog ran"}}}); err != nil {
 		t.Fatal(err)
 	}
+	// The Services serve each model (behind its queue) under its name.
+	if len(bs.Rerankers) != len(ces) || len(bs.Queues) != len(ces)+1 {
+		t.Fatalf("rerankers %v, queues %v; want one of each per model built (%d), and the embedder's queue", bs.Rerankers, bs.Queues, len(ces))
+	}
 	scored := func() map[string]int64 {
 		out := map[string]int64{}
-		for n, s := range bs.Scorers {
-			out[n] = s.(*fakeCE).scored.Load()
+		for i, rc := range cfg.Server.RerankModels {
+			if bs.Rerankers[rc.Name] == nil {
+				t.Fatalf("no reranker served as %q", rc.Name)
+			}
+			out[rc.Name] = ces[i].scored.Load()
 		}
 		return out
 	}
@@ -469,8 +490,8 @@ func TestOpenSeveralRerankers(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Open loads each model once; engine.Open's load (models.Loader) is a
-	// no-op on a loaded model. The models close in reverse order.
+	// Open loads each model once; engine.Open's Load is a no-op on a
+	// loaded model. The models close in reverse order.
 	want := events{"load ce fast", "load ce balanced", "load ce accurate", "load be",
 		"load be", "load ce balanced", "load ce fast", "load ce accurate", // engine.Open: by name
 		"close be", "close ce accurate", "close ce balanced", "close ce fast"}

@@ -14,7 +14,8 @@
 //
 // LoadConfig reads cmd/serve's --config file: one JSON object with
 // server.Config's keys at the top level (addr, max_documents, rerank,
-// embed, api_keys, rerank_models, ...) and the engine's under "engine",
+// embed, api_keys, rerank_models, client_rerank_aliases,
+// client_embed_aliases, weaviate: {prefix, public}, ...) and the engine's under "engine",
 // engine.Config's JSON (durations in nanoseconds), which Config.Engine
 // holds and Open passes to engine.Open. Its keys:
 //
@@ -46,9 +47,13 @@
 // token counts and packing. Validate refuses two rerankers that would load
 // the same directory (give one model both names instead).
 //
-// The cross-encoder and bi-encoder need no adapter: the server's
-// PairScorer and Embedder speak models.Pair and models.Usage, so
-// *ort.CrossEncoder and *ort.BiEncoder are backends as they are.
+// The cross-encoder and bi-encoder need no adapter: they implement the
+// models contracts, which the server and the engine both take. Each model
+// gets one queue (models/queue, configured by the server config's "rerank"
+// and "embed" objects), with the cache in front of it when CacheMB is set;
+// the server's routes and the engine (/search) share that one object, so
+// searches and rerank requests are batched together and a search's budget
+// sees the queue's wait (the queue's Capabilities().Cost).
 //
 // # No cgo
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybrank/hybrank/models/queue"
 	"github.com/hybrank/hybrank/server"
 	"github.com/hybrank/hybrank/server/backend"
 )
@@ -30,13 +31,13 @@ func TestRegisterFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Server
-	for _, b := range []server.BatchConfig{s.Rerank, s.Embed} {
+	for _, b := range []queue.Config{s.Rerank, s.Embed} {
 		if b.Workers != 3 || b.Enabled || time.Duration(b.MaxWait) != 5*time.Millisecond || b.MaxTokens != 100 {
-			t.Errorf("batcher %+v", b)
+			t.Errorf("queue %+v", b)
 		}
 	}
 	if s.Rerank.MaxItems != 7 || s.Embed.MaxItems != 9 {
-		t.Errorf("flags not given changed the batchers' items: %d %d", s.Rerank.MaxItems, s.Embed.MaxItems)
+		t.Errorf("flags not given changed the queues' items: %d %d", s.Rerank.MaxItems, s.Embed.MaxItems)
 	}
 	if len(s.APIKeys) != 2 || s.APIKeys[0] != (server.APIKey{Key: "k1", Tenant: "t1"}) || s.APIKeys[1] != (server.APIKey{Key: "a2V5Mg==", Tenant: "t2"}) {
 		t.Errorf("api keys %+v (the flags replace the file's)", s.APIKeys)

@@ -1,4 +1,4 @@
-package server
+package queue
 
 import (
 	"context"
@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/models"
+	"github.com/hybrank/hybrank/models/modeltest"
 )
 
-func testBatchConfig() BatchConfig {
-	return BatchConfig{Enabled: true, MaxTokens: 1 << 20, MaxItems: 16, MaxWait: Duration(time.Millisecond),
+func testBatchConfig() Config {
+	return Config{Enabled: true, MaxTokens: 1 << 20, MaxItems: 16, MaxWait: models.Duration(time.Millisecond),
 		ChunkItems: 4, MaxQueueItems: 1 << 20, Workers: 2}
 }
 
@@ -24,10 +25,10 @@ func unitCost(models.Pair) int { return 1 }
 func TestBatcherCorrectness(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		t.Run(fmt.Sprintf("enabled=%v", enabled), func(t *testing.T) {
-			sc := &fakeScorer{}
+			sc := &modeltest.Scorer{}
 			cfg := testBatchConfig()
 			cfg.Enabled = enabled
-			b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+			b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, newStats())
 			defer b.Close()
 			var wg sync.WaitGroup
 			errs := make(chan error, 64)
@@ -50,8 +51,8 @@ func TestBatcherCorrectness(t *testing.T) {
 						return
 					}
 					for i, p := range pairs {
-						if out[i] != fakeScore(p) {
-							errs <- fmt.Errorf("request %d item %d: score %v, want %v", r, i, out[i], fakeScore(p))
+						if out[i] != modeltest.PairScore(p) {
+							errs <- fmt.Errorf("request %d item %d: score %v, want %v", r, i, out[i], modeltest.PairScore(p))
 							return
 						}
 					}
@@ -62,13 +63,13 @@ func TestBatcherCorrectness(t *testing.T) {
 			for err := range errs {
 				t.Error(err)
 			}
-			for _, n := range sc.batchSizes() {
+			for _, n := range sc.BatchSizes() {
 				if enabled && n > cfg.MaxItems {
 					t.Fatalf("batch of %d exceeds MaxItems %d", n, cfg.MaxItems)
 				}
 			}
-			if enabled && len(sc.batchSizes()) >= 64 {
-				t.Logf("note: %d batches for 64 requests (no merging observed)", len(sc.batchSizes()))
+			if enabled && len(sc.BatchSizes()) >= 64 {
+				t.Logf("note: %d batches for 64 requests (no merging observed)", len(sc.BatchSizes()))
 			}
 		})
 	}
@@ -76,10 +77,10 @@ func TestBatcherCorrectness(t *testing.T) {
 
 // TestBatcherMerges: requests queued while the worker is busy share one call.
 func TestBatcherMerges(t *testing.T) {
-	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 16)}
+	sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 16)}
 	cfg := testBatchConfig()
 	cfg.Workers, cfg.MaxItems, cfg.ChunkItems = 1, 64, 64
-	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, newStats())
 	defer b.Close()
 	var wg sync.WaitGroup
 	submit := func(n int) {
@@ -94,15 +95,15 @@ func TestBatcherMerges(t *testing.T) {
 	}
 	wg.Add(1)
 	go submit(1)
-	<-sc.started
+	<-sc.Started
 	for range 5 {
 		wg.Add(1)
 		go submit(8)
 	}
 	waitQueued(t, b, 40)
-	close(sc.gate)
+	close(sc.Gate)
 	wg.Wait()
-	if got := sc.batchSizes(); len(got) != 2 || got[1] != 40 {
+	if got := sc.BatchSizes(); len(got) != 2 || got[1] != 40 {
 		t.Fatalf("batch sizes %v, want [1 40]", got)
 	}
 }
@@ -127,10 +128,10 @@ func waitQueued[In, Out any](t *testing.T, b *batcher[In, Out], n int) {
 // TestBatcherFairness: a small request queued behind a huge one is served
 // in the next batch, not after the huge one's 1,000 pairs.
 func TestBatcherFairness(t *testing.T) {
-	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 1024)}
+	sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 1024)}
 	cfg := testBatchConfig()
 	cfg.Workers, cfg.MaxItems, cfg.ChunkItems = 1, 32, 8
-	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, newStats())
 	defer b.Close()
 
 	big := make([]models.Pair, 1000)
@@ -139,14 +140,14 @@ func TestBatcherFairness(t *testing.T) {
 	}
 	bigDone := make(chan error, 1)
 	go func() { _, _, err := b.Submit(context.Background(), big); bigDone <- err }()
-	<-sc.started // first batch (big only) is running
+	<-sc.Started // first batch (big only) is running
 	waitQueued(t, b, 1000-32)
 
 	small := []models.Pair{{Query: "small", Doc: "s0"}, {Query: "small", Doc: "s1"}}
 	smallDone := make(chan int, 1)
 	go func() {
 		out, u, err := b.Submit(context.Background(), small)
-		if err != nil || out[0] != fakeScore(small[0]) || out[1] != fakeScore(small[1]) {
+		if err != nil || out[0] != modeltest.PairScore(small[0]) || out[1] != modeltest.PairScore(small[1]) {
 			t.Errorf("small: %v %v", out, err)
 		}
 		smallDone <- u.Batches
@@ -159,10 +160,9 @@ func TestBatcherFairness(t *testing.T) {
 	// (its goroutine may not have run yet) instead of releasing more. (The
 	// old loop released on, and under load ran past its bound first.)
 	smallRan := func() bool {
-		sc.mu.Lock()
-		defer sc.mu.Unlock()
+		batches := sc.Batches()
 		ran := 0
-		for _, batch := range sc.batches[:len(sc.batches)-1] {
+		for _, batch := range batches[:len(batches)-1] {
 			for _, p := range batch {
 				if p.Query == "small" {
 					ran++
@@ -173,43 +173,42 @@ func TestBatcherFairness(t *testing.T) {
 	}
 	for released := 0; ; released++ {
 		if released > 5 {
-			close(sc.gate) // let the deferred Close finish
+			close(sc.Gate) // let the deferred Close finish
 			t.Fatal("small request starved")
 		}
-		sc.gate <- struct{}{}
+		sc.Gate <- struct{}{}
 		var n int
 		select {
 		case n = <-smallDone:
-		case <-sc.started:
+		case <-sc.Started:
 			if !smallRan() {
 				continue
 			}
 			n = <-smallDone
 		}
 		if n != 1 {
-			close(sc.gate)
+			close(sc.Gate)
 			t.Fatalf("small request spread over %d batches", n)
 		}
 		break
 	}
-	sc.mu.Lock()
+	batches := sc.Batches()
 	at := -1
-	for i, batch := range sc.batches {
+	for i, batch := range batches {
 		for _, p := range batch {
 			if p.Query == "small" && at < 0 {
 				at = i
 			}
 		}
 	}
-	second := len(sc.batches[1])
-	sc.mu.Unlock()
+	second := len(batches[1])
 	if at != 1 {
 		t.Fatalf("small request ran in batch %d, want batch 1 (the one right after the running one)", at)
 	}
 	if second != cfg.MaxItems {
 		t.Fatalf("second batch has %d pairs, want a full %d", second, cfg.MaxItems)
 	}
-	close(sc.gate)
+	close(sc.Gate)
 	if err := <-bigDone; err != nil {
 		t.Fatal(err)
 	}
@@ -218,11 +217,11 @@ func TestBatcherFairness(t *testing.T) {
 // TestBatcherTokenCap: batches never exceed MaxTokens, except a single
 // oversized item which runs alone.
 func TestBatcherTokenCap(t *testing.T) {
-	sc := &fakeScorer{}
+	sc := &modeltest.Scorer{}
 	cfg := testBatchConfig()
 	cfg.MaxTokens, cfg.MaxItems, cfg.ChunkItems, cfg.Workers = 100, 1000, 1000, 1
 	cost := func(p models.Pair) int { return len(p.Doc) }
-	b := newBatcher(context.Background(), cfg, sc.ScorePairs, cost, batchObserver{})
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, cost, newStats())
 	defer b.Close()
 	pairs := []models.Pair{{Doc: string(make([]byte, 150))}}
 	for i := range 30 {
@@ -232,9 +231,7 @@ func TestBatcherTokenCap(t *testing.T) {
 	if err != nil || len(out) != len(pairs) {
 		t.Fatal(err)
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	for _, batch := range sc.batches {
+	for _, batch := range sc.Batches() {
 		tokens := 0
 		for _, p := range batch {
 			tokens += cost(p)
@@ -243,18 +240,18 @@ func TestBatcherTokenCap(t *testing.T) {
 			t.Fatalf("batch of %d pairs has %d tokens > %d", len(batch), tokens, cfg.MaxTokens)
 		}
 	}
-	if len(sc.batches[0]) != 1 {
-		t.Fatalf("oversized item shared its batch: %d pairs", len(sc.batches[0]))
+	if len(sc.Batches()[0]) != 1 {
+		t.Fatalf("oversized item shared its batch: %d pairs", len(sc.Batches()[0]))
 	}
 }
 
 // TestBatcherCancel: a cancelled request leaves the queue and the others
 // are unaffected; a batch whose only request is cancelled is cancelled.
 func TestBatcherCancel(t *testing.T) {
-	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 16)}
+	sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 16)}
 	cfg := testBatchConfig()
 	cfg.Workers, cfg.MaxItems, cfg.ChunkItems = 1, 4, 4
-	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, newStats())
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -262,7 +259,7 @@ func TestBatcherCancel(t *testing.T) {
 		_, _, err := b.Submit(ctx, []models.Pair{{Doc: "a"}, {Doc: "b"}, {Doc: "c"}, {Doc: "d"}, {Doc: "e"}, {Doc: "f"}})
 		first <- err
 	}()
-	<-sc.started
+	<-sc.Started
 	waitQueued(t, b, 2)
 	cancel()
 	if err := <-first; !errors.Is(err, context.Canceled) {
@@ -276,37 +273,37 @@ func TestBatcherCancel(t *testing.T) {
 	p := models.Pair{Query: "x", Doc: "x y"}
 	go func() {
 		out, _, err := b.Submit(context.Background(), []models.Pair{p})
-		if err == nil && out[0] != fakeScore(p) {
+		if err == nil && out[0] != modeltest.PairScore(p) {
 			err = fmt.Errorf("score %v", out[0])
 		}
 		res <- err
 	}()
 	select {
-	case <-sc.started:
+	case <-sc.Started:
 	case <-time.After(5 * time.Second):
 		t.Fatal("batch of the cancelled request kept the worker busy")
 	}
-	close(sc.gate)
+	close(sc.Gate)
 	if err := <-res; err != nil {
 		t.Fatalf("after cancel: %v", err)
 	}
 }
 
 func TestBatcherClose(t *testing.T) {
-	sc := &fakeScorer{gate: make(chan struct{}), started: make(chan int, 16)}
+	sc := &modeltest.Scorer{Gate: make(chan struct{}), Started: make(chan int, 16)}
 	cfg := testBatchConfig()
 	cfg.Workers = 1
-	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, batchObserver{})
+	b := newBatcher(context.Background(), cfg, sc.ScorePairs, unitCost, newStats())
 	running := make(chan error, 1)
 	queued := make(chan error, 1)
 	go func() { _, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "a"}}); running <- err }()
-	<-sc.started
+	<-sc.Started
 	go func() { _, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "b"}}); queued <- err }()
 	waitQueued(t, b, 1)
 	closed := make(chan error)
 	go func() { closed <- b.Close() }()
 	time.Sleep(10 * time.Millisecond)
-	sc.gate <- struct{}{}
+	sc.Gate <- struct{}{}
 	if err := <-running; err != nil {
 		t.Fatalf("running batch: %v", err)
 	}
@@ -331,10 +328,10 @@ func TestBatcherBackendErrors(t *testing.T) {
 	for _, enabled := range []bool{true, false} {
 		cfg := testBatchConfig()
 		cfg.Enabled = enabled
-		b := newBatcher(context.Background(), cfg, bad, unitCost, batchObserver{})
+		b := newBatcher(context.Background(), cfg, bad, unitCost, newStats())
 		_, _, err := b.Submit(context.Background(), []models.Pair{{Doc: "a"}, {Doc: "b"}})
-		if !errors.Is(err, ErrBackend) {
-			t.Fatalf("enabled=%v: short result gave %v, want ErrBackend", enabled, err)
+		if !errors.Is(err, ErrMismatch) {
+			t.Fatalf("enabled=%v: short result gave %v, want ErrMismatch", enabled, err)
 		}
 		b.Close()
 	}
@@ -348,7 +345,7 @@ func BenchmarkBatcher(b *testing.B) {
 		b.Run(fmt.Sprintf("batching=%v", enabled), func(b *testing.B) {
 			cfg := testBatchConfig()
 			cfg.Enabled, cfg.MaxWait = enabled, 0
-			bt := newBatcher(context.Background(), cfg, run, unitCost, batchObserver{})
+			bt := newBatcher(context.Background(), cfg, run, unitCost, newStats())
 			defer bt.Close()
 			pairs := make([]models.Pair, 8)
 			b.ReportAllocs()

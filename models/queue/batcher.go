@@ -1,8 +1,9 @@
-package server
+package queue
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,12 +13,6 @@ import (
 
 // runFunc is one model call over a batch of inputs.
 type runFunc[In, Out any] func(ctx context.Context, in []In) ([]Out, models.Usage, error)
-
-// batchObserver receives batcher statistics; any field may be nil.
-type batchObserver struct {
-	batch func(items, tokens int)
-	queue func(items int)
-}
 
 // batcher merges the items of concurrent Submit calls into shared model
 // calls capped by items and estimated tokens.
@@ -36,8 +31,8 @@ type batchObserver struct {
 type batcher[In, Out any] struct {
 	run  runFunc[In, Out]
 	cost func(In) int
-	cfg  BatchConfig
-	obs  batchObserver
+	cfg  Config
+	st   *stats
 	base context.Context // parent of every batch context; never cancelled by clients
 
 	sem  chan struct{} // one slot per concurrent model call (cfg.Workers)
@@ -45,12 +40,18 @@ type batcher[In, Out any] struct {
 	quit chan struct{} // closed by Close
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex // guards everything below and every job's mutable fields
-	jobs   []*job[In, Out]
-	rr     int // round-robin cursor into jobs
-	queued int // items not yet dispatched
-	oldest time.Time
-	closed bool
+	// predict, when set, predicts a model call on items of these costs
+	// (the reranker's Capabilities().Cost): dispatched batches record when
+	// they should end, for wait.
+	predict func(costs []int) (time.Duration, bool)
+
+	mu      sync.Mutex                      // guards everything below and every job's mutable fields
+	running map[*segment[In, Out]]time.Time // a batch (its first segment) -> predicted end
+	jobs    []*job[In, Out]
+	rr      int // round-robin cursor into jobs
+	queued  int // items not yet dispatched
+	oldest  time.Time
+	closed  bool
 }
 
 // job is one Submit call.
@@ -75,12 +76,13 @@ type segment[In, Out any] struct {
 	cost     int
 }
 
-func newBatcher[In, Out any](base context.Context, cfg BatchConfig, run runFunc[In, Out], cost func(In) int, obs batchObserver) *batcher[In, Out] {
+func newBatcher[In, Out any](base context.Context, cfg Config, run runFunc[In, Out], cost func(In) int, st *stats) *batcher[In, Out] {
 	b := &batcher[In, Out]{
-		run: run, cost: cost, cfg: cfg, obs: obs, base: base,
-		sem:  make(chan struct{}, cfg.Workers),
-		wake: make(chan struct{}, 1),
-		quit: make(chan struct{}),
+		run: run, cost: cost, cfg: cfg, st: st, base: base,
+		sem:     make(chan struct{}, cfg.Workers),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		running: map[*segment[In, Out]]time.Time{},
 	}
 	if cfg.Enabled {
 		b.wg.Add(1)
@@ -91,7 +93,7 @@ func newBatcher[In, Out any](base context.Context, cfg BatchConfig, run runFunc[
 
 // Submit runs in through the model and returns one output per input, in
 // order, with the usage attributed to this call. With batching disabled it
-// calls the model directly. It returns ErrQueueFull when the queue is at
+// calls the model directly. It returns ErrFull when the queue is at
 // capacity, ErrClosed after Close, and ctx's error if ctx ends first.
 func (b *batcher[In, Out]) Submit(ctx context.Context, in []In) ([]Out, models.Usage, error) {
 	if len(in) == 0 {
@@ -112,7 +114,7 @@ func (b *batcher[In, Out]) Submit(ctx context.Context, in []In) ([]Out, models.U
 		return nil, models.Usage{}, ErrClosed
 	case b.queued > 0 && b.queued+len(in) > b.cfg.MaxQueueItems:
 		b.mu.Unlock()
-		return nil, models.Usage{}, ErrQueueFull
+		return nil, models.Usage{}, ErrFull
 	}
 	if b.queued == 0 {
 		b.oldest = j.queued
@@ -146,18 +148,29 @@ func (b *batcher[In, Out]) direct(ctx context.Context, in []In) ([]Out, models.U
 		return nil, models.Usage{}, ctx.Err()
 	}
 	defer func() { <-b.sem }()
-	if b.obs.batch != nil {
-		tokens := 0
-		for _, x := range in {
-			tokens += max(1, b.cost(x))
-		}
-		b.obs.batch(len(in), tokens)
+	tokens := 0
+	for _, x := range in {
+		tokens += max(1, b.cost(x))
 	}
+	b.st.batch(len(in), tokens)
 	out, u, err := b.run(ctx, in)
 	if err == nil && len(out) != len(in) {
-		err = fmt.Errorf("%w: model returned %d results for %d inputs", ErrBackend, len(out), len(in))
+		err = fmt.Errorf("%w: model returned %d results for %d inputs", ErrMismatch, len(out), len(in))
 	}
 	return out, u, err
+}
+
+// slot runs fn in one of the worker slots, as a direct call does: for a
+// model call that is not merged with others but must not run beside
+// Workers batches.
+func (b *batcher[In, Out]) slot(ctx context.Context, fn func() error) error {
+	select {
+	case b.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-b.sem }()
+	return fn()
 }
 
 func (b *batcher[In, Out]) nudge() {
@@ -167,11 +180,7 @@ func (b *batcher[In, Out]) nudge() {
 	}
 }
 
-func (b *batcher[In, Out]) observeQueueLocked() {
-	if b.obs.queue != nil {
-		b.obs.queue(b.queued)
-	}
-}
+func (b *batcher[In, Out]) observeQueueLocked() { b.st.queue(b.queued) }
 
 // dropLocked removes j's undispatched items from the queue. Items already
 // in a batch finish and are discarded.
@@ -243,6 +252,7 @@ func (b *batcher[In, Out]) dispatch() {
 				<-b.sem
 				continue
 			}
+			b.track(segs)
 			b.wg.Add(1)
 			go b.execute(segs, inputs)
 		}
@@ -322,8 +332,8 @@ func (b *batcher[In, Out]) formLocked() ([]segment[In, Out], []In) {
 		}
 	}
 	b.observeQueueLocked()
-	if b.obs.batch != nil && len(inputs) > 0 {
-		b.obs.batch(len(inputs), tokens)
+	if len(inputs) > 0 {
+		b.st.batch(len(inputs), tokens)
 	}
 	return segs, inputs
 }
@@ -346,8 +356,11 @@ func (b *batcher[In, Out]) execute(segs []segment[In, Out], inputs []In) {
 		defer stop()
 	}
 	out, u, err := b.run(ctx, inputs)
+	b.mu.Lock()
+	delete(b.running, &segs[0])
+	b.mu.Unlock()
 	if err == nil && len(out) != len(inputs) {
-		err = fmt.Errorf("%w: model returned %d results for %d inputs", ErrBackend, len(out), len(inputs))
+		err = fmt.Errorf("%w: model returned %d results for %d inputs", ErrMismatch, len(out), len(inputs))
 	}
 	totalCost := 0
 	for _, s := range segs {
@@ -383,6 +396,61 @@ func (b *batcher[In, Out]) execute(segs []segment[In, Out], inputs []In) {
 			close(j.done)
 		}
 	}
+}
+
+// track records the predicted end of the batch of segs, when the batcher
+// predicts.
+func (b *batcher[In, Out]) track(segs []segment[In, Out]) {
+	if b.predict == nil {
+		return
+	}
+	var costs []int
+	for _, s := range segs {
+		costs = append(costs, s.j.costs[s.start:s.start+s.n]...)
+	}
+	d, ok := b.predict(costs)
+	if !ok {
+		return
+	}
+	b.mu.Lock()
+	b.running[&segs[0]] = time.Now().Add(d)
+	b.mu.Unlock()
+}
+
+// wait predicts how long a job of n items submitted now waits for its
+// last item to be dispatched: the items dispatched before it (round robin
+// gives every queued job about as many turns as it needs, so each
+// contributes at most n items) as model calls spread over the workers,
+// plus, when every worker is busy, the time until the first frees. ok is
+// false when the batcher does not predict.
+func (b *batcher[In, Out]) wait(n int) (time.Duration, bool) {
+	if b.predict == nil || !b.cfg.Enabled {
+		return 0, b.predict != nil
+	}
+	b.mu.Lock()
+	var ahead []int
+	for _, j := range b.jobs {
+		rest := j.costs[j.next:]
+		ahead = append(ahead, rest[:min(len(rest), n)]...)
+	}
+	var first time.Duration
+	if len(b.running) >= b.cfg.Workers {
+		now := time.Now()
+		first = time.Duration(math.MaxInt64)
+		for _, end := range b.running {
+			first = min(first, max(end.Sub(now), 0))
+		}
+	}
+	b.mu.Unlock()
+	var queued time.Duration
+	for from := 0; from < len(ahead); from += b.cfg.MaxItems {
+		d, ok := b.predict(ahead[from:min(from+b.cfg.MaxItems, len(ahead))])
+		if !ok {
+			return 0, false
+		}
+		queued += d
+	}
+	return first + queued/time.Duration(b.cfg.Workers), true
 }
 
 // Close stops the dispatcher, waits for batches in flight, and fails every
