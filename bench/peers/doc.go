@@ -15,17 +15,28 @@
 // (ReadRun, ReadInt64s, ReadFloat32s) so that the drivers compute every
 // metric with the same code as for hybrank.
 //
+// StartInference runs the one peer that is a server, not a script that
+// exits: weaviate_inference.py, Weaviate's text2vec-transformers and
+// reranker-transformers containers reproduced (FastAPI, sentence-
+// transformers, PyTorch), from the packages `make peers-weaviate` installs
+// into their own folder (InferenceConfig); InferenceCmd is its command for
+// a caller that owns the process (make cluster). An Inference is stopped
+// by Close, or killed by Kill as a crash would.
+//
 // # Errors
 //
-// New fails with ErrNotInstalled, naming `make peers`, when the packages
-// folder lacks the marker a complete install leaves; a script that cannot
-// import a package fails the same way; a missing interpreter is
-// ErrNoPython; output that cannot be read is ErrOutput.
+// New fails with ErrNotInstalled, naming `make peers` (or the Config's
+// Target), when the packages folder lacks the marker a complete install
+// leaves; a script that cannot import a package fails the same way; a
+// missing interpreter is ErrNoPython; output that cannot be read is
+// ErrOutput. StartInference reports the same errors, and a peer that exits
+// during start with the end of its stderr.
 //
 // # Concurrency
 //
 // Config is a plain value. A Runner is safe for concurrent use: each call
 // runs in its own temporary folder, removed when it returns. The drivers
 // run peers one at a time, after their own measurements, so the timings
-// do not disturb each other. A cancelled context kills the script.
+// do not disturb each other. A cancelled context kills the script; for
+// StartInference it bounds the start only (the peer runs until Close).
 package peers

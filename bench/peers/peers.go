@@ -2,6 +2,7 @@ package peers
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
@@ -40,6 +42,10 @@ type Config struct {
 	// Dir is the folder of the Python packages (make peers, HYBRANK_PEERS);
 	// it goes on PYTHONPATH.
 	Dir string `json:"dir,omitempty"`
+	// Target is the make target that installs Dir, named in the errors:
+	// "" is peers (HYBRANK_PEERS); InferenceConfig's is peers-weaviate
+	// (HYBRANK_PEERS_WEAVIATE).
+	Target string `json:"target,omitempty"`
 	// Exec starts the interpreter; nil means os/exec.
 	Exec Exec `json:"-"`
 }
@@ -58,6 +64,21 @@ func Detect() Config {
 	return c
 }
 
+// InferenceConfig is python3 and the packages where `make peers-weaviate`
+// puts them (weaviate_inference.py's), enabled when they are installed.
+func InferenceConfig() Config {
+	c := Config{Python: "python3", Dir: artifacts.PeersWeaviate(), Target: "peers-weaviate"}
+	c.Enabled = c.Installed() == nil
+	return c
+}
+
+// howToInstall is the advice in the errors: the make target and the
+// variable that points elsewhere.
+func (c Config) howToInstall() string {
+	t := cmp.Or(c.Target, "peers")
+	return fmt.Sprintf("run `make %s` (or set HYBRANK_%s)", t, strings.ToUpper(strings.ReplaceAll(t, "-", "_")))
+}
+
 // Validate reports an enabled config without an interpreter or a package
 // folder. It does not look at the file system (Installed does).
 func (c Config) Validate() error {
@@ -67,14 +88,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Installed returns nil when c.Dir holds a complete `make peers` install,
+// Installed returns nil when c.Dir holds a complete `make peers` (or
+// c.Target) install,
 // else an error wrapping ErrNotInstalled that says how to install.
 func (c Config) Installed() error {
 	if c.Dir == "" {
-		return fmt.Errorf("%w: no packages folder; run `make peers` (or set HYBRANK_PEERS)", ErrNotInstalled)
+		return fmt.Errorf("%w: no packages folder; %s", ErrNotInstalled, c.howToInstall())
 	}
 	if _, err := os.Stat(filepath.Join(c.Dir, artifacts.PeersMarker)); err != nil {
-		return fmt.Errorf("%w: no complete install in %s; run `make peers` (or set HYBRANK_PEERS)", ErrNotInstalled, c.Dir)
+		return fmt.Errorf("%w: no complete install in %s; %s", ErrNotInstalled, c.Dir, c.howToInstall())
 	}
 	return nil
 }
@@ -136,28 +158,11 @@ func (r *Runner) Run(ctx context.Context, dir, script string, args []string, out
 	if _, err := fs.Stat(scripts, script); err != nil {
 		return fmt.Errorf("peers: unknown script %q: %w", script, err)
 	}
-	// Every script goes beside the one run: they import shared modules
-	// (rerank_common.py) from their own folder.
-	files, err := fs.ReadDir(scripts, ".")
-	if err != nil {
-		return fmt.Errorf("peers: %w", err)
-	}
-	for _, f := range files {
-		src, err := scripts.ReadFile(f.Name())
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, f.Name()), src, 0o600)
-		}
-		if err != nil {
-			return fmt.Errorf("peers: %w", err)
-		}
+	if err := writeScripts(dir); err != nil {
+		return err
 	}
 	path := filepath.Join(dir, script)
-	env := append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // nothing written into the shared folder
-	where := "the interpreter's environment"
-	if r.cfg.Dir != "" {
-		env = append(env, "PYTHONPATH="+r.cfg.Dir, "PYTHONNOUSERSITE=1") // the pinned packages, not the user's
-		where = r.cfg.Dir + "; run `make peers`"
-	}
+	env, where := r.env()
 	stdout, stderr, err := r.cfg.Exec(ctx, dir, env, r.cfg.Python, append([]string{path}, args...)...)
 	if err != nil {
 		switch {
@@ -178,6 +183,39 @@ func (r *Runner) Run(ctx context.Context, dir, script string, args []string, out
 		return fmt.Errorf("%w: %s: %v: %s", ErrOutput, script, err, line)
 	}
 	return nil
+}
+
+// writeScripts writes every script of this folder into dir: a script
+// imports the shared modules (rerank_common.py, bert_weights.py) from its
+// own folder.
+func writeScripts(dir string) error {
+	files, err := fs.ReadDir(scripts, ".")
+	if err != nil {
+		return fmt.Errorf("peers: %w", err)
+	}
+	for _, f := range files {
+		src, err := scripts.ReadFile(f.Name())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f.Name()), src, 0o600)
+		}
+		if err != nil {
+			return fmt.Errorf("peers: %w", err)
+		}
+	}
+	return nil
+}
+
+// env is a script's environment, and where its packages come from (for
+// the errors): the packages folder on PYTHONPATH, set last, when the
+// Runner has one.
+func (r *Runner) env() (env []string, where string) {
+	env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1") // nothing written into the shared folder
+	where = "the interpreter's environment"
+	if r.cfg.Dir != "" {
+		env = append(env, "PYTHONPATH="+r.cfg.Dir, "PYTHONNOUSERSITE=1") // the pinned packages, not the user's
+		where = r.cfg.Dir + "; " + r.cfg.howToInstall()
+	}
+	return env, where
 }
 
 // notStarted reports whether err says the interpreter does not exist: not

@@ -5,60 +5,22 @@ CrossEncoder runs on a GPU: pairs in input order, batches of a fixed size
 padded to their longest pair, longest_first truncation to max_length, the
 model in --dtype (float16 by default) on --device.
 
-The weights are read from the model directory's ONNX file (onnx package):
-its initializers carry the Hugging Face parameter names of a hybrank
-bertgen model (generated or imported), dense weights stored [in, out] as
-MatMul operands, so every 2-D weight outside the embeddings is transposed
-into torch's [out, in]. A name or shape that does not match stops the
-script: the peer must run exactly the model hybrank runs.
+The weights are read from the model directory's ONNX file (bert_weights.py:
+the Hugging Face parameter names of a hybrank bertgen model; a name or shape
+that does not match stops the script): the peer runs exactly the model
+hybrank runs.
 
 Writes the logits (float32 LE) of each batch size to OUT.b<size>.f32 and
 the timings as one JSON object on stdout, like ort_rerank.py; tokenization
 is inside the timing, as in hybrank.
 """
 import json
-import os
 import sys
 
-import numpy as np
-import onnx
 import torch
-from onnx import numpy_helper
-from transformers import BertConfig, BertForSequenceClassification
 
-from rerank_common import arguments, model_path, read_pairs, timed_batches, tokenizer
-
-
-def load_model(d, dtype, device):
-    with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
-        raw = json.load(f)
-    raw = {k: v for k, v in raw.items() if not k.startswith("hybrank")}
-    cfg = BertConfig(**raw)
-    cfg.num_labels = 1
-    try:
-        model = BertForSequenceClassification._from_config(cfg, attn_implementation="sdpa")
-    except TypeError:  # a transformers without the keyword
-        cfg._attn_implementation = "sdpa"
-        model = BertForSequenceClassification(cfg)
-    inits = {t.name: t for t in onnx.load(model_path(d)).graph.initializer}
-    state = {}
-    for key, want in model.state_dict().items():
-        name = key.removeprefix("bert.")
-        if name not in inits:
-            if name.endswith("position_ids") or name.endswith("token_type_ids"):
-                continue  # buffers the model builds itself
-            raise SystemExit(f"{d}: the ONNX file has no initializer {name!r} for {key}")
-        arr = numpy_helper.to_array(inits[name])
-        if arr.ndim == 2 and name.endswith(".weight") and not name.startswith("embeddings."):
-            arr = arr.T
-        if tuple(arr.shape) != tuple(want.shape):
-            raise SystemExit(f"{d}: {name}: shape {arr.shape}, the model wants {tuple(want.shape)}")
-        state[key] = torch.from_numpy(np.ascontiguousarray(arr))
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if not (m.endswith("position_ids") or m.endswith("token_type_ids"))]
-    if missing or unexpected:
-        raise SystemExit(f"{d}: weights missing {missing}, unexpected {unexpected}")
-    return model.to(device=device, dtype=dtype).eval()
+from bert_weights import load_cross_encoder
+from rerank_common import arguments, read_pairs, timed_batches, tokenizer
 
 
 def main():
@@ -72,7 +34,7 @@ def main():
     dtype = getattr(torch, args.dtype)
     pairs = read_pairs(args.pairs)
     tok = tokenizer(args.model, args.max_length)
-    model = load_model(args.model, dtype, device)
+    model = load_cross_encoder(args.model, dtype, device)
 
     @torch.inference_mode()
     def score(batch):

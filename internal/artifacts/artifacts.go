@@ -95,9 +95,15 @@ func Dataset(name string) string { return filepath.Join(Datasets(), name) }
 // drivers put it on PYTHONPATH.
 func Peers() string { return lookup("HYBRANK_PEERS", ".deps/peers") }
 
-// PeersMarker is the file `make peers` writes into the peers' folder last,
-// after the installed packages imported: its presence means a complete
-// install.
+// PeersWeaviate is the folder of the Weaviate inference peer's Python
+// packages (torch, sentence-transformers, transformers, FastAPI, uvicorn)
+// that `make peers-weaviate` installs, apart from Peers because they are
+// 4.4 GiB.
+func PeersWeaviate() string { return lookup("HYBRANK_PEERS_WEAVIATE", ".deps/peers-weaviate") }
+
+// PeersMarker is the file `make peers` (and `make peers-weaviate`) writes
+// into the peers' folder last, after the installed packages imported: its
+// presence means a complete install.
 const PeersMarker = ".installed"
 
 // Weaviate is the weaviate-server binary that `make cluster` builds (the

@@ -106,3 +106,20 @@ func NeedWeaviate(t testing.TB) string {
 	}
 	return p
 }
+
+// NeedPeersWeaviate returns the folder of the Weaviate inference peer's
+// Python packages or skips the test. Such a test starts PyTorch (tens of
+// seconds), so it runs only where HYBRANK_PEERS_WEAVIATE is set, as make
+// test-peers-weaviate does and make test does not, and the folder holds a
+// complete `make peers-weaviate` install.
+func NeedPeersWeaviate(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("HYBRANK_PEERS_WEAVIATE") == "" {
+		t.Skip("starts PyTorch: set HYBRANK_PEERS_WEAVIATE to the packages of `make peers-weaviate` (make test-peers-weaviate does)")
+	}
+	p := artifacts.PeersWeaviate()
+	if !exists(filepath.Join(p, artifacts.PeersMarker)) {
+		t.Skipf("the Weaviate inference peer is not installed at %q: run `make peers-weaviate`", p)
+	}
+	return p
+}
