@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,14 @@ func TestRealClients(t *testing.T) {
 		OpenAIFloat struct {
 			Data []struct{ Embedding []float32 }
 		} `json:"openai_float"`
+		OpenAIAlias struct {
+			Model string
+			Dims  int
+		} `json:"openai_alias"`
+		CohereUnknownModel struct {
+			Status  int
+			Message string
+		} `json:"cohere_unknown_model"`
 		OpenAIUnknownModel struct{ Status int } `json:"openai_unknown_model"`
 		OpenAIBadKey       struct{ Status int } `json:"openai_bad_key"`
 		CohereV1           struct {
@@ -139,6 +148,13 @@ func TestRealClients(t *testing.T) {
 	assertVec(t, "openai float", got.OpenAIFloat.Data[0].Embedding, fakeVector("first text"))
 	if got.OpenAIUnknownModel.Status != 404 || got.OpenAIBadKey.Status != 401 {
 		t.Fatalf("openai errors: unknown model %d (want 404), bad key %d (want 401)", got.OpenAIUnknownModel.Status, got.OpenAIBadKey.Status)
+	}
+
+	if got.OpenAIAlias.Model != "hybrank-embed" || got.OpenAIAlias.Dims != fakeDim {
+		t.Fatalf("openai with text-embedding-3-small: %+v", got.OpenAIAlias)
+	}
+	if got.CohereUnknownModel.Status != 404 || !strings.Contains(got.CohereUnknownModel.Message, `unknown rerank model "no-such-reranker"`) {
+		t.Fatalf("cohere unknown model: %+v (the client reads the top-level message)", got.CohereUnknownModel)
 	}
 
 	want := expectedOrder("cat dog", rerankDocs)

@@ -105,6 +105,26 @@ type RerankerConfig struct {
 // without repeats.
 func (r RerankerConfig) Names() []string { return modelNames(r.Name, r.Aliases) }
 
+// WeaviateConfig places the inference protocols of Weaviate's
+// text2vec-transformers and reranker-transformers modules, so that the
+// server stands in for their Python containers (see weaviate.go).
+type WeaviateConfig struct {
+	// Prefix is the path the protocols are served under: Weaviate is given
+	// http://host:port<Prefix> as TRANSFORMERS_INFERENCE_API and
+	// RERANKER_INFERENCE_API, and calls <Prefix>/vectors, <Prefix>/rerank,
+	// <Prefix>/meta and <Prefix>/.well-known/{ready,live}. A prefix is
+	// needed because /rerank already speaks TEI. It starts with "/" and
+	// does not end with one; "" turns the protocols off.
+	Prefix string `json:"prefix"`
+	// Public serves <Prefix>/vectors, /rerank and /meta without an API key
+	// when api_keys are configured: Weaviate's transformers modules send
+	// no Authorization header, so with keys and without this they are
+	// answered 401. Only inference is opened (no tenant's documents); put
+	// the server where only the cluster reaches it. Readiness and
+	// liveness are public either way, as /healthz is.
+	Public bool `json:"public,omitempty"`
+}
+
 // Config is the whole server configuration. It is loadable from a JSON file
 // (LoadConfig) and is plain data: safe to copy, not to mutate while a Server
 // built from it runs.
@@ -130,6 +150,25 @@ type Config struct {
 	// EmbedAliases are more names for the embedder; backend.Open adds
 	// "embed" and the model directory's base name.
 	EmbedAliases []string `json:"embed_aliases,omitempty"`
+	// ClientRerankAliases are the rerank model names that clients send
+	// when their user names none, accepted as more names of the default
+	// reranker (after RerankAliases), so that a client left at its
+	// defaults is served rather than answered 404. A name that another
+	// model is given by its own fields (a reranker's name or aliases,
+	// embed_model or embed_aliases) is not added: the explicit name wins.
+	// The defaults are Weaviate v1.35.2's reranker-cohere default
+	// (rerank-v3.5) and Cohere's other current rerankers, and
+	// reranker-jinaai's default; an empty list turns them off.
+	ClientRerankAliases []string `json:"client_rerank_aliases"`
+	// ClientEmbedAliases are the same for the embedder: text2vec-openai's
+	// default (text-embedding-3-small, which Weaviate sends with
+	// "dimensions": 1536, more than most served models have: the answer
+	// is a 400 saying which dimensions to set), OpenAI's other embedding
+	// models, and text2vec-jinaai's default. Empty turns them off.
+	ClientEmbedAliases []string `json:"client_embed_aliases"`
+	// Weaviate places Weaviate's own inference protocols
+	// (text2vec-transformers, reranker-transformers).
+	Weaviate WeaviateConfig `json:"weaviate"`
 	// Provider names the execution provider in use (cpu, cuda), exported as
 	// the hybrank_provider gauge: what the models report (backend.Open
 	// sets it), not a setting, so a config file may not hold it (serve's
@@ -222,6 +261,15 @@ func DefaultConfig() Config {
 		ShutdownTimeout:       Duration(30 * time.Second),
 		Rerank:                b,
 		Embed:                 b,
+		ClientRerankAliases: []string{
+			"rerank-v3.5", "rerank-english-v3.0", "rerank-multilingual-v3.0",
+			"jina-reranker-v2-base-multilingual",
+		},
+		ClientEmbedAliases: []string{
+			"text-embedding-3-small", "text-embedding-3-large", "text-embedding-ada-002",
+			"jina-embeddings-v4",
+		},
+		Weaviate: WeaviateConfig{Prefix: "/weaviate"},
 	}
 }
 
@@ -314,7 +362,7 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("request_timeout and shutdown_timeout must be > 0"))
 	}
-	errs = append(errs, c.Rerank.validate("rerank"), c.Embed.validate("embed"))
+	errs = append(errs, c.Rerank.validate("rerank"), c.Embed.validate("embed"), c.Weaviate.validate())
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		if k.Key == "" || k.Tenant == "" {
@@ -339,7 +387,10 @@ func (c Config) Validate() error {
 // alias slices are copies.
 func (c Config) Rerankers() []RerankerConfig {
 	if len(c.RerankModels) == 0 {
-		return []RerankerConfig{{Name: c.RerankModel, Aliases: slices.Clone(c.RerankAliases)}}
+		aliases := append(slices.Clone(c.RerankAliases), c.clientAliases(c.ClientRerankAliases, 0)...)
+		d := RerankerConfig{Name: c.RerankModel, Aliases: aliases}
+		d.Aliases = d.Names()[1:]
+		return []RerankerConfig{d}
 	}
 	def := 0
 	for i, r := range c.RerankModels {
@@ -351,6 +402,7 @@ func (c Config) Rerankers() []RerankerConfig {
 	out := make([]RerankerConfig, 0, len(c.RerankModels))
 	d := c.RerankModels[def]
 	d.Aliases = append(append(slices.Clone(d.Aliases), c.RerankModel), c.RerankAliases...)
+	d.Aliases = append(d.Aliases, c.clientAliases(c.ClientRerankAliases, def)...)
 	d.Aliases = d.Names()[1:]
 	out = append(out, d)
 	for i, r := range c.RerankModels {
@@ -373,8 +425,43 @@ func (c Config) RerankNames() []string {
 }
 
 // EmbedNames returns every name a request may give for the embedder:
-// EmbedModel, then EmbedAliases, without repeats.
-func (c Config) EmbedNames() []string { return modelNames(c.EmbedModel, c.EmbedAliases) }
+// EmbedModel, then EmbedAliases, then ClientEmbedAliases that no
+// reranker is given, without repeats.
+func (c Config) EmbedNames() []string {
+	return modelNames(c.EmbedModel, append(slices.Clone(c.EmbedAliases), c.clientAliases(c.ClientEmbedAliases, -1)...))
+}
+
+// clientAliases returns the names of list (ClientRerankAliases or
+// ClientEmbedAliases) that no other model is given by its own fields:
+// for the default reranker (owner, the index of its RerankModels entry,
+// 0 without entries), the names of the other entries and of the embedder;
+// for the embedder (owner -1), every reranker's own names. An explicit
+// name always wins over a client default.
+func (c Config) clientAliases(list []string, owner int) []string {
+	var taken []string
+	if owner >= 0 {
+		taken = append(taken, c.EmbedModel)
+		taken = append(taken, c.EmbedAliases...)
+		for i, r := range c.RerankModels {
+			if i != owner {
+				taken = append(taken, r.Names()...)
+			}
+		}
+	} else {
+		taken = append(taken, c.RerankModel)
+		taken = append(taken, c.RerankAliases...)
+		for _, r := range c.RerankModels {
+			taken = append(taken, r.Names()...)
+		}
+	}
+	var out []string
+	for _, n := range list {
+		if !slices.Contains(taken, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // modelNames returns served, then the aliases other than it, without
 // repeats.
@@ -401,6 +488,8 @@ func (c Config) validateNames() error {
 	}
 	empty("rerank_aliases", c.RerankAliases)
 	empty("embed_aliases", c.EmbedAliases)
+	empty("client_rerank_aliases", c.ClientRerankAliases)
+	empty("client_embed_aliases", c.ClientEmbedAliases)
 	for i, r := range c.RerankModels {
 		if strings.TrimSpace(r.Name) == "" {
 			errs = append(errs, fmt.Errorf("rerank_models[%d].name is empty", i))

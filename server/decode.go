@@ -166,6 +166,10 @@ type rerankRequest struct {
 
 	// served is the reranker Model names, set by the endpoint's authorize.
 	served *rerankModel
+	// dialect is the API the body speaks, once it decoded as a JSON
+	// object (apiTEI with "texts", else apiCohere; apiHybrank before):
+	// its errors take that API's shape.
+	dialect api
 }
 
 type rerankWire struct {
@@ -191,7 +195,10 @@ func decodeRerank(body []byte, lim limits) (rerankRequest, error) {
 	if err := decodeJSON(body, &w); err != nil {
 		return rerankRequest{}, err
 	}
-	r := rerankRequest{Model: w.Model, ReturnDocuments: w.ReturnDocuments}
+	r := rerankRequest{Model: w.Model, ReturnDocuments: w.ReturnDocuments, dialect: apiCohere}
+	if w.Texts != nil {
+		r.dialect = apiTEI
+	}
 	if w.Query == nil {
 		return r, badRequest("field \"query\" is required")
 	}

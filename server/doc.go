@@ -19,7 +19,8 @@
 //	                                      input over max_input_tokens is 413 unless truncate.
 //	POST /v1/embeddings                   OpenAI {input, model, encoding_format, dimensions}: an
 //	                                      input over max_input_tokens is cut to it (OpenAI's own
-//	                                      API answers 400; its clients send no truncate flag)
+//	                                      API answers 400; its clients send no truncate flag);
+//	                                      dimensions over the model's is 400 (param "dimensions")
 //	GET  /v1/models                       OpenAI model list: every name "model" may take, with
 //	                                      kind, root (the served name), default and aliases
 //	POST /tokenize                        TEI {inputs, add_special_tokens} -> [[{id, text, special,
@@ -36,6 +37,39 @@
 //	                                      with its message
 //	GET  /healthz (/health), /readyz, /metrics (Prometheus)
 //	GET  /openapi.json                    the OpenAPI 3.1 description of all of the above
+//	POST /weaviate/vectors, /vectors/     Weaviate's text2vec-transformers and
+//	POST /weaviate/rerank                 reranker-transformers protocols, under
+//	GET  /weaviate/meta                   weaviate.prefix (see below)
+//	GET  /weaviate/.well-known/{ready,live}
+//
+// # Weaviate
+//
+// The server stands in for the Python inference containers of Weaviate's
+// text2vec-transformers and reranker-transformers modules: give Weaviate
+// http://HOST:PORT/weaviate as TRANSFORMERS_INFERENCE_API and
+// RERANKER_INFERENCE_API (one sidecar per Weaviate node scales inference
+// with the nodes). The prefix (weaviate.prefix, serve --weaviate-prefix;
+// "" turns the routes off) keeps them apart from TEI's /rerank, whose
+// body ({query, documents}) is Cohere's and Weaviate's alike. The wire is
+// Weaviate v1.35.2's (weaviate.go has it in full): /vectors embeds one
+// text ({"text", "config": {"pooling_strategy", "task_type",
+// "dimensions"}} -> {"text", "vector", "dim", "dims"}), task_type "query"
+// with the embedder's query prompt, "passage" or none with its document
+// prompt; a pooling_strategy other than the embedder's ("masked_mean" is
+// mean) and more dimensions than it has are 400, fewer keep the leading
+// dimensions; vectors are unit length. /rerank scores {"query",
+// "documents"} with the default reranker -> {"query", "scores":
+// [{"document", "score"}]} in the documents' order. Both go through the
+// same batchers, caches, limits and metrics as the other routes. The
+// modules send no API key: with api_keys, these routes need one unless
+// weaviate.public is set; readiness and liveness are public.
+//
+// Weaviate's API modules work too, pointed at the server by their
+// baseURL: reranker-cohere calls /v1/rerank (return_documents false, no
+// top_n, results placed by index), text2vec-openai /v1/embeddings, both
+// with "Authorization: Bearer <module key>" (an --api-key of the server's
+// passes, another is 401 in the module's shape). text2vec-openai sizes
+// its batches by the rate-limit headers below.
 //
 // # OpenAPI
 //
@@ -67,6 +101,18 @@
 // only: Config.Validate refuses duplicates and aliases of two models.
 // GET /v1/models lists every name with its kind, the served name it means
 // (root), whether it is the default, and each served name's aliases.
+//
+// The names clients send when their user names none are more aliases of
+// the default models (client_rerank_aliases, client_embed_aliases; empty
+// lists turn them off): rerank-v3.5 (Weaviate's reranker-cohere),
+// rerank-english-v3.0, rerank-multilingual-v3.0,
+// jina-reranker-v2-base-multilingual (reranker-jinaai); for the embedder
+// text-embedding-3-small (text2vec-openai), text-embedding-3-large,
+// text-embedding-ada-002 and jina-embeddings-v4 (text2vec-jinaai). A name a
+// model is given by its own fields wins over them. text2vec-openai sends
+// "dimensions": 1536 with text-embedding-3-small: the 400 says to set the
+// collection's dimensions to the model's, or its model to the served
+// name, for which it sends none.
 //
 // Relevance scores are the sigmoid of the cross-encoder logit
 // (models.Sigmoid; TEI's raw_scores returns the logit). Inference and search
@@ -112,7 +158,20 @@
 //
 // # Errors and limits
 //
-// Every error is JSON {"error": {"message", "type"}}: 400 malformed JSON,
+// Every error is JSON in the shape of the request's API (errors.go, api),
+// so each API's clients find the text where they look: OpenAI's routes
+// (/v1/embeddings, /embeddings, /v1/models) {"error": {"message", "type",
+// "param", "code"}, "detail"} (detail for Jina's clients, whose
+// embeddings API shares the path); Cohere's and Jina's rerank bodies
+// {"message", "detail", "type"} (the two APIs share /v1/rerank and their
+// bodies cannot be told apart, so both texts are there; Weaviate's
+// reranker-cohere reads message); TEI's routes (/rerank, /embed,
+// /tokenize) and TEI bodies on any rerank route {"error", "error_type"}
+// (TEI's Validation, Overloaded, Backend, Unhealthy where TEI has a word
+// for the status); the Weaviate protocols {"error"}; hybrank's own
+// routes {"error": {"message", "type"}}. A rerank route answers in its
+// path's shape until the body is decoded (/rerank: TEI's; /v1, /v2:
+// Cohere's), then in the body's. The statuses: 400 malformed JSON,
 // a body that is not UTF-8 or wrong field types, 401 missing/unknown API
 // key, 403 another tenant, 404 unknown model or route, 405 a known path
 // under another method (with an Allow header listing the path's methods),
@@ -125,6 +184,22 @@
 // read-only after a failed write-ahead log write or fsync (a restart is
 // needed, so no Retry-After), 504 the request ran past request_timeout.
 // Idle keep-alive connections close after two minutes.
+//
+// # Rate-limit headers
+//
+// /v1/embeddings, /embeddings, /v1/rerank and /v2/rerank answer with
+// OpenAI's x-ratelimit-{limit,remaining}-{requests,tokens} and
+// x-ratelimit-reset-{requests,tokens}, which text2vec-openai needs to
+// batch at all (without them it sends one text a request). They are the
+// server's admission, not a quota over time (ratelimit.go): requests are
+// max_concurrent_requests and the slots free; tokens are the model
+// queue's items (max_queue_items; bounded by the request slots times the
+// items one request may send and by max_inflight_body_bytes) times the
+// measured tokens an item takes, and what of that the work in flight
+// leaves free; the resets, a request's running mean time while any is in
+// flight, else 0s. A client that sends at most the remaining tokens is
+// admitted unless its items are shorter than the mean or others come
+// first.
 //
 // # Batching
 //

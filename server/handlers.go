@@ -57,13 +57,13 @@ func serveEndpoint[Req any](s *Server, e endpoint[Req]) http.HandlerFunc {
 		start := time.Now()
 		out, compute, err := runEndpoint(s, e, w, r)
 		if err != nil {
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		if e.timed {
 			timing(w, start, compute, out.tokens)
 		}
-		writeJSON(w, http.StatusOK, out.body)
+		writeJSON(w, r, http.StatusOK, out.body)
 	}
 }
 
@@ -102,11 +102,11 @@ func runEndpoint[Req any](s *Server, e endpoint[Req], w http.ResponseWriter, r *
 	return out, time.Since(callStart), err
 }
 
-// writeJSON writes v with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON writes v with status (a failure to encode it as r's error).
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeError(w, fmt.Errorf("%w: encode response: %w", ErrBackend, err))
+		writeError(w, r, fmt.Errorf("%w: encode response: %w", ErrBackend, err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -188,7 +188,7 @@ func checkModel(kind, got string, names []string) error {
 	if got == "" || slices.Contains(names, got) {
 		return nil
 	}
-	return &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+	return &apiError{status: http.StatusNotFound, typ: TypeNotFound, param: "model",
 		msg: fmt.Sprintf("unknown %s model %q; this server's %s model is named %s", kind, got, kind, quoteList(names))}
 }
 
@@ -213,7 +213,7 @@ func (s *Server) rerankModelFor(name string) (*rerankModel, error) {
 			served[i] += " (or " + quoteList(names[1:]) + ")"
 		}
 	}
-	return nil, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+	return nil, &apiError{status: http.StatusNotFound, typ: TypeNotFound, param: "model",
 		msg: fmt.Sprintf("unknown rerank model %q; this server's rerank models are %s; an empty model means %q", name, strings.Join(served, ", "), s.rerankers[0].cfg.Name)}
 }
 
@@ -278,11 +278,18 @@ type teiRank struct {
 
 func (s *Server) rerankEndpoint() endpoint[rerankRequest] {
 	return endpoint[rerankRequest]{
-		decode: func(_ *http.Request, body []byte) (rerankRequest, error) { return decodeRerank(body, s.lim) },
-		authorize: func(_ *http.Request, req *rerankRequest) (err error) {
+		decode: func(r *http.Request, body []byte) (rerankRequest, error) {
+			req, err := decodeRerank(body, s.lim)
+			if req.dialect != apiHybrank {
+				setAPI(r, req.dialect) // TEI's body or Cohere's, on any rerank route
+			}
+			return req, err
+		},
+		authorize: func(r *http.Request, req *rerankRequest) (err error) {
 			if req.served, err = s.rerankModelFor(req.Model); err != nil {
 				return err
 			}
+			noteLoad(r, &req.served.load)
 			if req.served.batch == nil {
 				return notConfigured(fmt.Sprintf("reranking model %q", req.served.cfg.Name))
 			}
@@ -351,16 +358,19 @@ func (s *Server) rerankCall(ctx context.Context, r *http.Request, req rerankRequ
 		return reply{}, err
 	}
 	m := req.served
+	done := m.load.meter.begin(len(pairs), pairBytes(pairs))
 	scores, usage, err := m.batch.Submit(ctx, pairs)
 	if err != nil {
+		done(0)
 		return reply{}, err
 	}
+	input := s.pairInputTokens(q, pairs, m.window)
+	done(input)
 	scores, spans, err := windows.scores(scores)
 	if err != nil {
 		return reply{}, err
 	}
 	s.metrics.tokens.WithLabelValues("rerank", m.cfg.Name).Add(float64(usage.Tokens))
-	input := s.pairInputTokens(q, pairs, m.window)
 	order := make([]int, len(scores))
 	for i := range order {
 		order[i] = i
@@ -439,10 +449,13 @@ func (s *Server) embedTexts(ctx context.Context, req embedRequest) (vecs [][]flo
 		}
 		input += n + 2
 	}
+	done := s.embedLoad.meter.begin(len(texts), textBytes(texts))
 	vecs, usage, err = s.embed.Submit(ctx, texts)
 	if err != nil {
+		done(0)
 		return nil, 0, usage, err
 	}
+	done(input)
 	s.metrics.tokens.WithLabelValues("embed", s.cfg.EmbedModel).Add(float64(usage.Tokens))
 	return vecs, input, usage, nil
 }
@@ -456,8 +469,14 @@ func (s *Server) authorizeEmbed(_ *http.Request, req *embedRequest) error {
 	if s.embed == nil {
 		return notConfigured("embedding model")
 	}
-	if req.Dimensions > s.b.Embedder.Dim() {
-		return badRequest("field \"dimensions\" is %d; model %q has %d", req.Dimensions, s.cfg.EmbedModel, s.b.Embedder.Dim())
+	if d := s.b.Embedder.Dim(); req.Dimensions > d {
+		ae := badRequest("field \"dimensions\" is %d, more than the %d of embedding model %q; send at most %d, or no dimensions", req.Dimensions, d, s.cfg.EmbedModel, d)
+		if slices.Contains(s.cfg.ClientEmbedAliases, req.Model) && req.Model != s.cfg.EmbedModel {
+			ae.msg += fmt.Sprintf(" (%q is an alias here; Weaviate's text2vec-openai sends 1536 for text-embedding-3-small and 3072 for -3-large: "+
+				"set the collection's \"dimensions\" to %d, or its \"model\" to %q, for which it sends none)", req.Model, d, s.cfg.EmbedModel)
+		}
+		ae.param = "dimensions"
+		return ae
 	}
 	return nil
 }
@@ -782,11 +801,11 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if s.b.Embedder != nil {
 		add("embed", s.cfg.EmbedNames(), true)
 	}
-	writeJSON(w, http.StatusOK, list)
+	writeJSON(w, r, http.StatusOK, list)
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleReady answers 200 when every configured model is loaded, the
@@ -825,5 +844,5 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if reason != "" {
 		body["reason"] = reason
 	}
-	writeJSON(w, status, body)
+	writeJSON(w, r, status, body)
 }

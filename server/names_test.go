@@ -50,7 +50,9 @@ func TestModelAliases(t *testing.T) {
 	for _, m := range list.Data {
 		ids = append(ids, m.ID)
 	}
-	want := []string{"hybrank-rerank", "balanced", "ms-marco-MiniLM-L-6-v2", "hybrank-embed", "embed", "all-minilm-l6-v2"}
+	cfg := ts.s.Config()
+	want := append(append(append([]string{"hybrank-rerank", "balanced", "ms-marco-MiniLM-L-6-v2"}, cfg.ClientRerankAliases...),
+		"hybrank-embed", "embed", "all-minilm-l6-v2"), cfg.ClientEmbedAliases...)
 	if code != 200 || list.Object != "list" || !slices.Equal(ids, want) {
 		t.Fatalf("/v1/models %d: ids %v, want %v", code, ids, want)
 	}
@@ -90,7 +92,7 @@ func TestModelNamesValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("repeated aliases of one model: %v", err)
 	}
-	if got := c.RerankNames(); !slices.Equal(got, []string{"hybrank-rerank", "balanced"}) {
+	if got := c.RerankNames(); !slices.Equal(got, append([]string{"hybrank-rerank", "balanced"}, c.ClientRerankAliases...)) {
 		t.Fatalf("RerankNames = %v", got)
 	}
 }

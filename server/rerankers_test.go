@@ -72,6 +72,7 @@ func TestRerankModelPerRequest(t *testing.T) {
 		{"ms-marco-MiniLM-L-6-v2", "balanced"},
 		{"accurate", "accurate"},
 		{"ms-marco-MiniLM-L-12-v2", "accurate"},
+		{"rerank-v3.5", "fast"}, // a client's default name (ClientRerankAliases) means the default
 	} {
 		for _, r := range routes {
 			before := calls(fakes)
@@ -97,8 +98,8 @@ func TestRerankModelPerRequest(t *testing.T) {
 	// A name no reranker answers to is 404 naming every served model and
 	// its aliases, on every route.
 	for _, r := range routes {
-		code, _, body := ts.do(t, "POST", r.path, "", r.body("rerank-english-v3.0"))
-		expectError(t, code, body, 404, TypeNotFound, `unknown rerank model "rerank-english-v3.0"; this server's rerank models are "fast" (or "ms-marco-TinyBERT-L-2-v2", "hybrank-rerank"), "balanced" (or "ms-marco-MiniLM-L-6-v2"), "accurate" (or "ms-marco-MiniLM-L-12-v2")`)
+		code, _, body := ts.do(t, "POST", r.path, "", r.body("rerank-english-v2.0"))
+		expectError(t, code, body, 404, TypeNotFound, `unknown rerank model "rerank-english-v2.0"; this server's rerank models are "fast" (or "ms-marco-TinyBERT-L-2-v2", "hybrank-rerank", "rerank-v3.5", "rerank-english-v3.0", "rerank-multilingual-v3.0", "jina-reranker-v2-base-multilingual"), "balanced" (or "ms-marco-MiniLM-L-6-v2"), "accurate" (or "ms-marco-MiniLM-L-12-v2")`)
 	}
 	// Embedding names are not rerankers.
 	code, _, body := ts.do(t, "POST", "/v1/rerank", "", map[string]any{"model": "hybrank-embed", "query": "q", "documents": []string{"a"}})
@@ -139,6 +140,7 @@ func TestRerankDefaultModel(t *testing.T) {
 func TestModelsListsEveryModel(t *testing.T) {
 	ts, _ := threeRerankers(t, func(c *Config, b *Services) {
 		c.EmbedAliases = []string{"embed"}
+		c.ClientRerankAliases, c.ClientEmbedAliases = nil, nil // clientnames_test.go lists those
 		delete(b.Scorers, "accurate")
 	})
 	code, _, body := ts.do(t, "GET", "/v1/models", "", nil)
@@ -267,7 +269,7 @@ func TestRerankModelsValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.RerankNames(), []string{"fast", "hybrank-rerank", "balanced", "b", "accurate"}; !slices.Equal(got, want) {
+	if got, want := c.RerankNames(), slices.Concat([]string{"fast", "hybrank-rerank"}, c.ClientRerankAliases, []string{"balanced", "b", "accurate"}); !slices.Equal(got, want) {
 		t.Fatalf("RerankNames = %v, want %v", got, want)
 	}
 	// A scorer or a cache must front a served model, by its served name.

@@ -44,6 +44,7 @@ type Server struct {
 	rerankers    []*rerankModel
 	rerankByName map[string]*rerankModel
 	embed        *batcher[string, []float32]
+	embedLoad    modelLoad // the embedder's admission (rate-limit headers)
 
 	draining  atomic.Bool // Serve is shutting down: /readyz answers 503
 	closed    atomic.Bool // Close ran: no request is admitted
@@ -57,6 +58,7 @@ type rerankModel struct {
 	cfg    RerankerConfig
 	window int // tokens of the longest pair: cfg.MaxPairTokens, else Config.MaxPairTokens
 	batch  *batcher[models.Pair, float32]
+	load   modelLoad // its admission (rate-limit headers)
 }
 
 // pairCost is a pair's estimated tokens, capped at the model's window (and
@@ -79,6 +81,9 @@ func New(cfg Config, b Services) (*Server, error) {
 		memUsed: runtimeMemory, memLimit: memoryLimit,
 	}
 	if err := s.servedModels(); err != nil {
+		return nil, err
+	}
+	if err := s.checkRoutes(); err != nil {
 		return nil, err
 	}
 	if b.Stats != nil {
@@ -107,6 +112,7 @@ func New(cfg Config, b Services) (*Server, error) {
 		}
 		s.embed = newBatcher(base, cfg.Embed, embedRaw, s.textCost, s.metrics.observer("embed", cfg.EmbedModel))
 	}
+	s.embedLoad.queueItems, s.embedLoad.maxItems, s.embedLoad.itemTokens = cfg.Embed.MaxQueueItems, cfg.MaxInputs, cfg.MaxInputTokens+2
 	s.handler = s.routes()
 	return s, nil
 }
@@ -117,6 +123,7 @@ func (s *Server) servedModels() error {
 	s.rerankByName = map[string]*rerankModel{}
 	for _, rc := range s.cfg.Rerankers() {
 		m := &rerankModel{cfg: rc, window: cmp.Or(rc.MaxPairTokens, s.cfg.MaxPairTokens)}
+		m.load.queueItems, m.load.maxItems, m.load.itemTokens = s.cfg.Rerank.MaxQueueItems, s.cfg.MaxDocuments, m.window
 		s.rerankers = append(s.rerankers, m)
 		for _, n := range rc.Names() {
 			s.rerankByName[n] = m
@@ -171,12 +178,14 @@ type route struct {
 // it (each route documented with its method, nothing else documented).
 func (s *Server) routeTable() []route {
 	rerank := serveEndpoint(s, s.rerankEndpoint())
-	openAIEmbed := serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding))
+	// Cohere's and OpenAI's routes send rate-limit headers (ratelimit.go).
+	cohereRerank := s.rateLimited(func() *modelLoad { return &s.rerankers[0].load }, rerank)
+	openAIEmbed := s.rateLimited(func() *modelLoad { return &s.embedLoad }, serveEndpoint(s, s.embeddingEndpoint(decodeOpenAIEmbed, s.openAIEmbedding)))
 	documents := serveEndpoint(s, s.documentsEndpoint())
-	return []route{
+	return append([]route{
 		{"POST", "/rerank", "/rerank", true, rerank},
-		{"POST", "/v1/rerank", "/v1/rerank", true, rerank},
-		{"POST", "/v2/rerank", "/v2/rerank", true, rerank},
+		{"POST", "/v1/rerank", "/v1/rerank", true, cohereRerank},
+		{"POST", "/v2/rerank", "/v2/rerank", true, cohereRerank},
 		{"POST", "/embed", "/embed", true, serveEndpoint(s, s.embeddingEndpoint(decodeEmbed, teiEmbedding))},
 		{"POST", "/v1/embeddings", "/v1/embeddings", true, openAIEmbed},
 		{"POST", "/embeddings", "/v1/embeddings", true, openAIEmbed},
@@ -191,7 +200,7 @@ func (s *Server) routeTable() []route {
 		{"GET", "/readyz", "/readyz", false, http.HandlerFunc(s.handleReady)},
 		{"GET", "/metrics", "", false, s.metrics.handler()},
 		{"GET", "/openapi.json", "/openapi.json", false, http.HandlerFunc(serveOpenAPI)},
-	}
+	}, s.weaviateRoutes()...)
 }
 
 func (s *Server) routes() http.Handler {
@@ -201,15 +210,51 @@ func (s *Server) routes() http.Handler {
 		if rt.auth {
 			h = s.authenticate(h)
 		}
+		h = withState(s.pathAPI(rt.path), h)
 		if rt.metric != "" {
 			h = s.metrics.instrument(rt.metric, h)
 		}
-		mux.Handle(rt.method+" "+rt.path, h)
+		mux.Handle(routePattern(rt), h)
 	}
-	// The catch-all keeps errors in the server's JSON shape; it also
+	// The catch-all keeps errors in the server's JSON shapes; it also
 	// swallows ServeMux's own 405, so it answers that itself (noRoute).
-	mux.Handle("/", s.metrics.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })))
+	mux.Handle("/", s.metrics.instrument("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		withState(s.pathAPI(r.URL.Path), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })).ServeHTTP(w, r)
+	})))
 	return mux
+}
+
+// routePattern is rt's ServeMux pattern: "METHOD PATH", and a path ending
+// in "/" matches that path only ({$}), not the tree below it.
+func routePattern(rt route) string {
+	p := rt.method + " " + rt.path
+	if strings.HasSuffix(rt.path, "/") {
+		p += "{$}"
+	}
+	return p
+}
+
+// checkRoutes refuses a route table in which a path would be registered
+// twice or shadow another route (a Weaviate prefix such as /v1 or
+// /documents), which ServeMux would panic on or silently prefer.
+func (s *Server) checkRoutes() error {
+	mux := http.NewServeMux()
+	seen := map[string]bool{}
+	var errs []error
+	for _, rt := range s.routeTable() {
+		p := routePattern(rt)
+		probe, _ := http.NewRequest(rt.method, rt.path, nil)
+		if _, taken := mux.Handler(probe); seen[p] || taken != "" {
+			errs = append(errs, fmt.Errorf("route %s %s is also served as %s; choose another weaviate.prefix", rt.method, rt.path, cmp.Or(taken, p)))
+			continue
+		}
+		seen[p] = true
+		mux.Handle(p, http.NotFoundHandler())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return nil
 }
 
 // probeMethods are the methods an Allow header may list, in its order.
@@ -234,13 +279,13 @@ func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		writeError(w, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
+		writeError(w, r, &apiError{status: http.StatusNotFound, typ: TypeNotFound,
 			msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
 		return
 	}
 	list := strings.Join(allow, ", ")
 	w.Header().Set("Allow", list)
-	writeError(w, &apiError{status: http.StatusMethodNotAllowed, typ: TypeMethodNotAllowed,
+	writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, typ: TypeMethodNotAllowed,
 		msg: fmt.Sprintf("method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, list)})
 }
 
@@ -326,8 +371,11 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 		tenant, known := s.keys[sha256.Sum256([]byte(strings.TrimSpace(key)))]
 		if !ok || !known {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hybrank"`)
-			writeError(w, &apiError{status: http.StatusUnauthorized, typ: TypeUnauthorized,
-				msg: "missing or unknown API key; send Authorization: Bearer <key>"})
+			msg := "missing or unknown API key; send Authorization: Bearer <key>"
+			if stateOf(r) != nil && stateOf(r).api == apiWeaviate {
+				msg += weaviateKeyHint
+			}
+			writeError(w, r, &apiError{status: http.StatusUnauthorized, typ: TypeUnauthorized, msg: msg})
 			return
 		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))

@@ -165,9 +165,13 @@ func (c Config) Validate() error {
 
 // rerankers are the rerankers to load, the default first
 // (Server.Rerankers), the one of RerankProfile and RerankDir when
-// Server.RerankModels is empty.
+// Server.RerankModels is empty. The default's aliases leave out the
+// client defaults (ClientRerankAliases): Server.Rerankers adds them after
+// the names Open adds, so a model's own names come first.
 func (c Config) rerankers() []server.RerankerConfig {
-	rs := c.Server.Rerankers()
+	sc := c.Server
+	sc.ClientRerankAliases = nil
+	rs := sc.Rerankers()
 	if len(c.Server.RerankModels) == 0 {
 		rs[0].Profile, rs[0].Dir = c.RerankProfile, c.RerankDir
 	}

@@ -321,10 +321,13 @@ func TestOpenModelAliases(t *testing.T) {
 			}
 			defer b.Close()
 			sc := b.ServerConfig()
-			if got, want := sc.RerankNames(), []string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}; !reflect.DeepEqual(got, want) {
-				t.Errorf("rerank names %v, want %v", got, want)
+			// The clients' default names (server.Config.ClientRerankAliases
+			// and ClientEmbedAliases) come after the models' own.
+			wantRerank := append([]string{"hybrank-rerank", "accurate", "ms-marco-MiniLM-L-12-v2"}, cfg.Server.ClientRerankAliases...)
+			if got := sc.RerankNames(); !reflect.DeepEqual(got, wantRerank) {
+				t.Errorf("rerank names %v, want %v", got, wantRerank)
 			}
-			if got, want := sc.EmbedNames(), []string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}; !reflect.DeepEqual(got, want) {
+			if got, want := sc.EmbedNames(), append([]string{"hybrank-embed", "mine", "embed", "all-minilm-l6-v2"}, cfg.Server.ClientEmbedAliases...); !reflect.DeepEqual(got, want) {
 				t.Errorf("embed names %v, want %v", got, want)
 			}
 			if got := sc.RerankModels[0].Dir; got != "/models/ms-marco-MiniLM-L-12-v2" {
@@ -416,7 +419,7 @@ func TestOpenSeveralRerankers(t *testing.T) {
 			t.Errorf("reranker %q window %d, want the model's %d", r.Name, r.MaxPairTokens, fakeWindow)
 		}
 	}
-	if want := [][]string{{"fast", "hybrank-rerank"}, {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
+	if want := [][]string{append([]string{"fast", "hybrank-rerank"}, cfg.Server.ClientRerankAliases...), {"balanced"}, {"large", "accurate", "ms-marco-MiniLM-L-12-v2"}}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("rerankers' names %v, want %v", names, want)
 	}
 	bs := b.Services()

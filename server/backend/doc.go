@@ -14,7 +14,8 @@
 //
 // LoadConfig reads cmd/serve's --config file: one JSON object with
 // server.Config's keys at the top level (addr, max_documents, rerank,
-// embed, api_keys, rerank_models, ...) and the engine's under "engine",
+// embed, api_keys, rerank_models, client_rerank_aliases,
+// client_embed_aliases, weaviate: {prefix, public}, ...) and the engine's under "engine",
 // engine.Config's JSON (durations in nanoseconds), which Config.Engine
 // holds and Open passes to engine.Open. Its keys:
 //

@@ -15,11 +15,14 @@ out.openai_default = { model: e1.model, usage: e1.usage, data: e1.data.map((d) =
 const e2 = await openai.embeddings.create({ model: "hybrank-embed", input: "first text", encoding_format: "float" });
 out.openai_float = { data: e2.data.map((d) => ({ index: d.index, embedding: d.embedding })) };
 try {
-  await openai.embeddings.create({ model: "text-embedding-3-small", input: "x" });
+  await openai.embeddings.create({ model: "text-embedding-4-tiny", input: "x" });
   out.openai_unknown_model = { status: 200 };
 } catch (err) {
   out.openai_unknown_model = { status: err.status, message: err.error?.message ?? String(err) };
 }
+// A client default name (server.Config.ClientEmbedAliases) means the embedder.
+const e3 = await openai.embeddings.create({ model: "text-embedding-3-small", input: "first text", encoding_format: "float" });
+out.openai_alias = { model: e3.model, dims: e3.data[0].embedding.length };
 const bad = new OpenAI({ baseURL: base + "/v1", apiKey: "wrong-key", maxRetries: 0 });
 try {
   await bad.embeddings.create({ model: "hybrank-embed", input: "x" });
@@ -36,5 +39,13 @@ out.cohere_v1 = r1;
 const v2 = new CohereClientV2({ token: key, environment: base });
 const r2 = await v2.rerank({ model: "hybrank-rerank", query, documents, topN: 2 });
 out.cohere_v2 = r2;
+
+// Cohere's clients read an error's text from the top-level message.
+try {
+  await v2.rerank({ model: "no-such-reranker", query, documents });
+  out.cohere_unknown_model = { status: 200 };
+} catch (err) {
+  out.cohere_unknown_model = { status: err.statusCode, message: err.body?.message ?? "" };
+}
 
 process.stdout.write(JSON.stringify(out) + "\n");
