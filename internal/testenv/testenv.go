@@ -94,3 +94,15 @@ func NeedPeers(t testing.TB) string {
 	}
 	return p
 }
+
+// NeedWeaviate returns the weaviate-server binary or skips the test. `make
+// cluster` (which builds it) is not part of `make test`, so its absence
+// always skips, in CI too.
+func NeedWeaviate(t testing.TB) string {
+	t.Helper()
+	p := artifacts.Weaviate()
+	if !exists(p) {
+		t.Skipf("weaviate-server not found at %q: run `make cluster` (builds it) or set HYBRANK_WEAVIATE", p)
+	}
+	return p
+}
