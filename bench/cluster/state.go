@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -33,7 +34,8 @@ func OpenState(path string) (Cluster, error) {
 	sc := &stateCluster{s: s}
 	for i, n := range s.Nodes {
 		if i == 0 {
-			sc.peer = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), rerankDir(n.Sidecar.Process.Command))
+			c := n.Sidecar.Process.Command
+			sc.peer = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), flagValue(c, "--rerank-model"), max(1, atoi(flagValue(c, "--threads"))))
 		}
 		c := n.Sidecar.Process.Command
 		if isPeer(c) {
@@ -44,15 +46,21 @@ func OpenState(path string) (Cluster, error) {
 	return sc, nil
 }
 
-// rerankDir is the --rerank-model of a hybrank serve command ("" when it
-// has none).
-func rerankDir(c Command) string {
+// flagValue is the value of flag in a serve command ("" when it has
+// none).
+func flagValue(c Command, flag string) string {
 	for i, a := range c.Args {
-		if a == "--rerank-model" && i+1 < len(c.Args) {
+		if a == flag && i+1 < len(c.Args) {
 			return c.Args[i+1]
 		}
 	}
 	return ""
+}
+
+// atoi is s as an int, 0 when it is not one.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
 
 // isPeer reports whether c runs the Python peer.
