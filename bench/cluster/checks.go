@@ -127,7 +127,8 @@ func (t Targets) faultChecks(cfg Config, f FaultResult) []report.Check {
 			cs = append(cs,
 				report.AtMost(fmt.Sprintf("faults: failed reads at %s on the live nodes while %s", cfg.Consistency, r.Phase), float64(r.ReadFails), float64(t.MaxFailedReads),
 					fmt.Sprintf("%d reads (%d reranked); %s", r.Reads, r.Reranks, firstNonEmpty(r.FirstError, "no failure"))),
-				report.Inform("faults: requests in flight at the killed node that failed", float64(r.FaultyFails), firstNonEmpty(r.FaultyError, "none")),
+				report.Inform(fmt.Sprintf("faults: requests at node %d that failed while %s", r.Faulty, r.Phase), float64(r.FaultyFails),
+					fmt.Sprintf("%d sent to it (in flight at the kill, or the recovery probe's); %s", r.FaultyReads, firstNonEmpty(r.FaultyError, "none"))),
 				report.Inform(fmt.Sprintf("faults: objects not acknowledged while %s", r.Phase), float64(r.WriteFails),
 					fmt.Sprintf("%d of %d acknowledged; %s", r.Acked, r.Writes, firstNonEmpty(r.WriteError, "no failure"))))
 		case strings.HasPrefix(r.Phase, "sidecar"):
@@ -146,8 +147,16 @@ func (t Targets) faultChecks(cfg Config, f FaultResult) []report.Check {
 	cs = append(cs,
 		report.AtMost("faults: acknowledged objects × replicas missing after catch-up", float64(f.Missing), float64(t.MaxMissing),
 			fmt.Sprintf("%d objects acknowledged at %s, 3 replicas each read on their node; missing at the end of the load %v", f.Acked, cfg.Consistency, f.MissingAtEnd)),
-		report.Inform("faults: catch-up time after the load stopped (s)", f.CatchUpS, "every acknowledged object found on every replica"),
+		report.Inform("faults: catch-up time after the load stopped (s)", f.CatchUpS, catchUpDetail(f)),
 		report.AtMost(fmt.Sprintf("faults: node %d restart → serves a reranked search (s)", cfg.Faults.Node), never(f.NodeRecoveryS), rec, fmt.Sprintf("ready after %.2f s", f.NodeReadyS)),
 		report.AtMost(fmt.Sprintf("faults: sidecar %d restart → its node serves a reranked search (s)", cfg.Faults.Sidecar), never(f.SidecarRecoveryS), rec, ""))
 	return cs
+}
+
+// catchUpDetail says what the catch-up time measured.
+func catchUpDetail(f FaultResult) string {
+	if f.Missing == 0 {
+		return "until every acknowledged object was found on every replica"
+	}
+	return fmt.Sprintf("gave up with %d object × replica pairs missing", f.Missing)
 }

@@ -33,3 +33,9 @@ type Cluster interface {
 	KillSidecar(i int) error
 	StartSidecar(ctx context.Context, i int, peer bool) error
 }
+
+// sidecarModels is implemented by a Cluster that knows its sidecars'
+// model directories (the engine then runs on the same ones).
+type sidecarModels interface {
+	SidecarModels() (embed, rerank string)
+}

@@ -64,6 +64,12 @@ type Config struct {
 	Clients []int `json:"clients"`
 	// Warmup searches run unrecorded before each measured set.
 	Warmup int `json:"warmup"`
+	// ColdCaches restarts the sidecars before each measured set of
+	// searches that uses them (and before the peer phase measures
+	// hybrank), so that no set finds the previous one's queries in their
+	// query-embedding and rerank-score caches. Within a set the caches
+	// work as in production (Weaviate reranks each hit list twice).
+	ColdCaches bool `json:"cold_caches"`
 	// RequestTimeout bounds one HTTP request to Weaviate.
 	RequestTimeout time.Duration `json:"request_timeout_ns"`
 	// Engine is hybrank's own engine run beside the cluster on the same
@@ -88,14 +94,15 @@ type EngineConfig struct {
 	Enabled bool `json:"enabled"`
 	// Engine is the engine configuration (analysis, BM25, dense).
 	Engine engine.Config `json:"engine"`
-	// Models, EmbedDir and Provider are bench hybrid's: where the
-	// profiles' directories are (the embedder resolves to the real
-	// all-MiniLM-L6-v2 once `make models` ran), an explicit embedder and
-	// the ONNX Runtime provider.
-	Models   modeldir.Source `json:"models"`
-	EmbedDir string          `json:"embed_dir,omitempty"`
-	Provider string          `json:"provider"`
-	Threads  int             `json:"threads,omitempty"`
+	// Models, EmbedDir, RerankDir and Provider are bench hybrid's: where
+	// the profiles' directories are, an explicit embedder and reranker
+	// (empty: the sidecars' own, when the cluster says which) and the ONNX
+	// Runtime provider.
+	Models    modeldir.Source `json:"models"`
+	EmbedDir  string          `json:"embed_dir,omitempty"`
+	RerankDir string          `json:"rerank_dir,omitempty"`
+	Provider  string          `json:"provider"`
+	Threads   int             `json:"threads,omitempty"`
 	// MaxDocTokens is the embedder's truncation (0 = the model's maximum,
 	// as a sidecar embeds).
 	MaxDocTokens int `json:"max_doc_tokens"`
@@ -193,6 +200,7 @@ func DefaultConfig() Config {
 		RerankLimit:      100,
 		Clients:          []int{1, 16},
 		Warmup:           3,
+		ColdCaches:       true,
 		RequestTimeout:   5 * time.Minute,
 		Engine: EngineConfig{
 			Enabled: true, Engine: engine.DefaultConfig(), Models: modeldir.DefaultSource(), Provider: "cpu",

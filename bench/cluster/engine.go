@@ -47,7 +47,7 @@ type engineSide struct {
 func hybridConfig(cfg Config, f fusion, setups []string) hybrid.Config {
 	h := hybrid.DefaultConfig()
 	e := cfg.Engine
-	h.Engine, h.Models, h.EmbedDir, h.Provider, h.Threads = e.Engine, e.Models, e.EmbedDir, e.Provider, e.Threads
+	h.Engine, h.Models, h.EmbedDir, h.RerankDir, h.Provider, h.Threads = e.Engine, e.Models, e.EmbedDir, e.RerankDir, e.Provider, e.Threads
 	h.MaxDocTokens, h.CacheDir = e.MaxDocTokens, e.CacheDir
 	h.Profiles, h.Setups = []string{cfg.Profile}, setups
 	h.Budget, h.Candidates, h.K, h.Queries, h.Warmup = 0, cfg.Limit, cfg.Limit, 0, cfg.Warmup

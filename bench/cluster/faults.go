@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,20 @@ type faultRun struct {
 	// nodeDown and sidecarDown are set while the schedule has the node
 	// or the sidecar killed and not yet restarted (restore restarts them).
 	nodeDown, sidecarDown bool
+	// sidecarRestart is when the sidecar was started again (0: not yet).
+	sidecarRestart time.Duration
+}
+
+// firstServed is the time from since to the end of the first reranked
+// search that started at node at or after since and succeeded.
+func (r *faultRun) firstServed(node int, since time.Duration) (time.Duration, bool) {
+	best, ok := time.Duration(0), false
+	for _, s := range r.samples {
+		if s.node == node && s.kind == kindRerank && s.ok && s.at >= since && (!ok || s.end < best) {
+			best, ok = s.end, true
+		}
+	}
+	return best - since, ok
 }
 
 // restore restarts what a failed or cancelled schedule left killed, so
@@ -172,12 +187,18 @@ func (r *faultRun) restore() error {
 
 func (r *faultRun) now() time.Duration { return time.Since(r.start) }
 
-// event adds a timeline line.
-func (r *faultRun) event(format string, args ...any) {
-	at := r.now()
+// event adds a timeline line now.
+func (r *faultRun) event(format string, args ...any) { r.eventAt(r.now(), format, args...) }
+
+// eventAt adds a timeline line at at (the timeline stays in time order).
+func (r *faultRun) eventAt(at time.Duration, format string, args ...any) {
 	e := Event{T: measure.Round(at.Seconds(), 2), What: fmt.Sprintf(format, args...), at: at}
 	r.mu.Lock()
-	r.events = append(r.events, e)
+	i := len(r.events)
+	for i > 0 && r.events[i-1].at > at {
+		i--
+	}
+	r.events = slices.Insert(r.events, i, e)
 	r.mu.Unlock()
 	r.logf("faults: t=%.2fs %s", e.T, e.What)
 }
@@ -235,6 +256,13 @@ func runFaults(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corp
 		return res, errors.Join(schedErr, r.restore())
 	}
 	res.Rows = r.phases(loadEnd)
+	// The clients keep searching the node whose sidecar restarts: the
+	// first of their reranked searches served there may come before the
+	// probe's.
+	if d, ok := r.firstServed(fc.Sidecar, r.sidecarRestart); ok && r.sidecarRestart > 0 && (res.SidecarRecoveryS < 0 || d.Seconds() < res.SidecarRecoveryS) {
+		res.SidecarRecoveryS = measure.Round(d.Seconds(), 2)
+		r.eventAt(r.sidecarRestart+d, "a client's reranked search started after the restart is served by node %d (%.2fs after the sidecar's restart)", fc.Sidecar, d.Seconds())
+	}
 	for _, s := range r.samples {
 		res.Acked += len(s.acked)
 	}
@@ -326,7 +354,7 @@ func (r *faultRun) schedule(ctx context.Context) (FaultResult, error) {
 	if err := sleep(fc.Down); err != nil {
 		return res, err
 	}
-	r.event("node %d restarts", k)
+	r.event("phase node %d restarting: node %d restarts", k, k)
 	t0 := time.Now()
 	if err := r.cl.StartNode(ctx, k); err != nil {
 		return res, fmt.Errorf("cluster: faults: restart node %d: %w", k, err)
@@ -359,8 +387,9 @@ func (r *faultRun) schedule(ctx context.Context) (FaultResult, error) {
 	if err := sleep(fc.Down); err != nil {
 		return res, err
 	}
-	r.event("sidecar %d restarts", j)
+	r.event("phase sidecar %d restarting: sidecar %d restarts (hybrank serve)", j, j)
 	t1 := time.Now()
+	r.sidecarRestart = r.now()
 	if err := r.cl.StartSidecar(ctx, j, false); err != nil {
 		return res, fmt.Errorf("cluster: faults: restart sidecar %d: %w", j, err)
 	}
@@ -379,9 +408,7 @@ func (r *faultRun) schedule(ctx context.Context) (FaultResult, error) {
 func (r *faultRun) serving(ctx context.Context, i int, limit time.Duration) (time.Duration, error) {
 	var last error
 	d, err := poll(ctx, max(limit, time.Second), 250*time.Millisecond, func() bool {
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, last = r.w.search(c, r.nodes[i].HTTP, r.search(r.c.ds.Queries[0].Text, true))
+		_, last = r.w.search(ctx, r.nodes[i].HTTP, r.search(r.c.ds.Queries[0].Text, true))
 		return last == nil
 	})
 	if err != nil && last != nil {
@@ -400,19 +427,17 @@ func (r *faultRun) phases(end time.Duration) []FaultRow {
 	cuts := []cut{{0, "steady", -1}}
 	fc := r.cfg.Faults
 	for _, e := range r.events {
-		var name string
+		// "phase NAME: what happened" starts a phase.
+		name, _, ok := strings.Cut(strings.TrimPrefix(e.What, "phase "), ":")
+		if !ok || !strings.HasPrefix(e.What, "phase ") {
+			continue
+		}
 		faulty := -1
 		switch {
-		case strings.HasPrefix(e.What, "phase node"):
-			name, faulty = fmt.Sprintf("node %d down", fc.Node), fc.Node
-		case strings.HasPrefix(e.What, "phase between"):
-			name = "between"
-		case strings.HasPrefix(e.What, "phase sidecar"):
-			name, faulty = fmt.Sprintf("sidecar %d down", fc.Sidecar), fc.Sidecar
-		case strings.HasPrefix(e.What, "phase after"):
-			name = "after"
-		default:
-			continue
+		case strings.HasPrefix(name, "node "):
+			faulty = fc.Node
+		case strings.HasPrefix(name, "sidecar "):
+			faulty = fc.Sidecar
 		}
 		cuts = append(cuts, cut{e.at, name, faulty})
 	}
@@ -541,7 +566,7 @@ func (r *faultRun) catchUp(ctx context.Context, res *FaultResult) error {
 			for _, p := range still {
 				res.MissingAtEnd[r.nodes[p.node].Name]++
 			}
-			r.event("catch-up check: %d of %d acknowledged objects × %d replicas missing", len(still), res.Acked, len(r.nodes))
+			r.event("catch-up check: %d of %d object × replica pairs missing (%d objects acknowledged, %d replicas each)", len(still), len(missing), res.Acked, len(r.nodes))
 		}
 		missing = still
 		if len(missing) == 0 || time.Since(start) > r.cfg.Faults.CatchUp {

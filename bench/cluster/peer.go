@@ -83,6 +83,12 @@ func runPeer(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corpus
 		return res, fmt.Errorf("cluster: peer: hybrank rerank probe: %w", err)
 	}
 	res.Meta[sideHybrank] = w.sidecarMeta(ctx, nodes[0].Inference)
+	if cfg.ColdCaches {
+		// Empty caches, as the peer's start with (it has none).
+		if err := restartSidecars(ctx, w, cl, cfg.Peer.Ready); err != nil {
+			return res, err
+		}
+	}
 	if err := measureSidecars(ctx, cfg, w, nodes, c, f, sideHybrank, &res); err != nil {
 		return res, err
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -35,9 +36,9 @@ func Report(cfg Config, res Result, command string) report.Report {
 			v.Weaviate, len(res.Nodes), strings.Join(nodes, "; "), strings.Join(v.Modules, ", "), clip(v.SidecarMeta, 400),
 			cfg.collection(), v.Collection.Shards, v.Collection.Replicas, v.Collection.Async, v.Collection.Distance, cfg.Consistency),
 		fmt.Sprintf("Data: %s, %d documents, %d judged queries (qrels test). Each document is one object whose searched, vectorized and reranked property `text` is \"title text\" (what hybrank's engine indexes, embeds and reranks), the title and BEIR id stored beside it; ids are name-based UUIDs of the BEIR ids.", res.Dataset, res.Docs, res.Queries),
-		fmt.Sprintf("Searches: GraphQL Get at %s, query i on node i mod %d, no retry (a failed search scores 0 and counts in errors). The fusion is bench hybrid's %s, which it chose on cisi with the real all-MiniLM-L6-v2 (hybrid_real_all-minilm-l6-v2.md): Weaviate's %s at α %g (%s). Weaviate reranks the %d hits of a reranked search (its reranker sends them 32 a request); the engine row %s does the same with the engine's reranker on the engine's fused hits. bm25 rows are in trec_eval order (ties by id), as bench hybrid evaluates them. QPS is queries over wall time; latencies are per search at the client.",
-			cfg.Consistency, len(res.Nodes), v.Fusion.Setup.Name, v.Fusion.Type, v.Fusion.Alpha, fusionNote(v.Fusion), cfg.RerankLimit, rerankSetup(v.Fusion, cfg.RerankLimit)),
-		"Models: the sidecars and the engine embed with the real all-MiniLM-L6-v2 (384-d, mean pooling, unit length); the reranker is the "+cfg.Profile+" profile, whose weights are generated (random, the real model's shape: bench models) unless real_weights says otherwise — its rows' quality figures then compare the two pipelines with each other, not with published figures.",
+		fmt.Sprintf("Searches: GraphQL Get at %s, query i on node i mod %d, no retry (a failed search scores 0 and counts in errors). The fusion is bench hybrid's %s, which it chose on cisi with the real all-MiniLM-L6-v2 (hybrid_real_all-minilm-l6-v2.md): Weaviate's %s at α %g (%s). Weaviate reranks the %d hits of a reranked search (its reranker sends them 32 a request); the engine row %s does the same with the engine's reranker on the engine's fused hits. bm25 rows are in trec_eval order (ties by id), as bench hybrid evaluates them. QPS is queries over wall time; latencies are per search at the client.%s",
+			cfg.Consistency, len(res.Nodes), v.Fusion.Setup.Name, v.Fusion.Type, v.Fusion.Alpha, fusionNote(v.Fusion), cfg.RerankLimit, rerankSetup(v.Fusion, cfg.RerankLimit), coldNote(cfg)),
+		fmt.Sprintf("Models: the sidecars embed with the real all-MiniLM-L6-v2 (384-d, mean pooling, unit length) and rerank with the %s profile, whose weights are generated (random, the real model's shape: bench models) unless real_weights says otherwise — the reranked rows' quality then compares the two pipelines with each other, not with published figures. The engine runs on the sidecars' own model directories (%s).", cfg.Profile, cmp.Or(v.EngineModels, "engine not run")),
 		bm25Note(cfg, res),
 	)
 	if res.Faults != nil {
@@ -59,8 +60,8 @@ func Report(cfg Config, res Result, command string) report.Report {
 		Peer     *PeerResult  `json:"peer,omitempty"`
 		Faults   *FaultResult `json:"faults,omitempty"`
 	}{res.Nodes, res.Versions, allImports(res), res.Peer, res.Faults}
-	if j, err := json.MarshalIndent(other, "", "  "); err == nil {
-		rep.Notes = append(rep.Notes, "Other results (JSON):\n\n```json\n"+string(j)+"\n```")
+	if j, err := json.Marshal(other); err == nil {
+		rep.Notes = append(rep.Notes, "Other results (JSON, one line):\n\n```json\n"+string(j)+"\n```")
 	}
 	return rep
 }
@@ -128,4 +129,12 @@ func peerNotes(p PeerResult) []string {
 			p.SwapS, p.BackS, p.MinCosine, p.Compared, p.RerankRho, p.RerankGap, strings.Join(metas, "; ")),
 		"Peer comparison:\n\n" + table(report.Columns(PeerRow{}), report.Rows(p.Rows)),
 	}
+}
+
+// coldNote says whether each set of searches started with cold caches.
+func coldNote(cfg Config) string {
+	if !cfg.ColdCaches {
+		return " The sidecars' caches stay warm from set to set (the same queries repeat: later sets find their query vectors and rerank scores cached)."
+	}
+	return " Each set of searches that uses the sidecars starts with them restarted (empty query-embedding and rerank-score caches); within a set the caches work as in production (Weaviate scores each reranked hit list twice)."
 }

@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/bench/eval"
@@ -22,6 +24,7 @@ type Versions struct {
 	Collection    ClassSettings     `json:"collection"`
 	Fusion        fusion            `json:"fusion"`
 	EngineAnalyze string            `json:"engine_analysis,omitempty"`
+	EngineModels  string            `json:"engine_models,omitempty"`
 }
 
 // Result is one Run.
@@ -110,11 +113,17 @@ func Run(ctx context.Context, cfg Config, cl Cluster) (res Result, err error) {
 	}
 
 	phase("searches")
-	if err := searchAll(ctx, cfg, w, nodes, c, f, &res); err != nil {
+	if err := searchAll(ctx, cfg, w, cl, c, f, &res); err != nil {
 		return res, err
 	}
 	if cfg.Engine.Enabled {
 		phase("engine in process")
+		if sm, ok := cl.(sidecarModels); ok {
+			embed, rerank := sm.SidecarModels()
+			cfg.Engine.EmbedDir = cmp.Or(cfg.Engine.EmbedDir, embed)
+			cfg.Engine.RerankDir = cmp.Or(cfg.Engine.RerankDir, rerank)
+		}
+		res.Versions.EngineModels = fmt.Sprintf("embedder %s, reranker %s", cmp.Or(cfg.Engine.EmbedDir, "(resolved by profile)"), cmp.Or(cfg.Engine.RerankDir, "(resolved by profile)"))
 		side, err := runEngine(ctx, cfg, c, f, w, nodes[0].Inference)
 		if err != nil {
 			return res, err
@@ -174,7 +183,10 @@ func versions(ctx context.Context, w *weaviate, nodes []Endpoint) (Versions, err
 		return v, err
 	}
 	for m := range mods {
-		v.Modules = append(v.Modules, m)
+		// The inference modules (Weaviate lists every enabled one).
+		if strings.HasPrefix(m, "text2vec-") || strings.HasPrefix(m, "reranker-") {
+			v.Modules = append(v.Modules, m)
+		}
 	}
 	if st, err := w.nodes(ctx, nodes[0].HTTP, ""); err == nil {
 		for _, n := range st {
@@ -207,7 +219,8 @@ func weaviateSpecs(cfg Config, class string, f fusion) []searchSpec {
 
 // searchAll runs the single retrievers at the first client count and
 // the fusion, plain and reranked, at every client count.
-func searchAll(ctx context.Context, cfg Config, w *weaviate, nodes []Endpoint, c *corpus, f fusion, res *Result) error {
+func searchAll(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corpus, f fusion, res *Result) error {
+	nodes := cl.Nodes()
 	specs := weaviateSpecs(cfg, cfg.collection(), f)
 	// The reranker's weights: the sidecars serve the profile's generated
 	// stand-in unless the engine finds real ones (its row says so too).
@@ -218,6 +231,11 @@ func searchAll(ctx context.Context, cfg Config, w *weaviate, nodes []Endpoint, c
 			counts = counts[:1]
 		}
 		for _, n := range counts {
+			if cfg.ColdCaches && spec.setup != setupBM25 {
+				if err := restartSidecars(ctx, w, cl, cfg.Peer.Ready); err != nil {
+					return err
+				}
+			}
 			out, err := runSearches(ctx, w, nodes, c, spec, n, cfg.Warmup, cfg.Progress)
 			if err != nil {
 				return err
@@ -247,4 +265,21 @@ func (res *Result) compare(side engineSide) {
 		r.EngineGap, r.Overlap10 = Some(r.NDCG10-e.NDCG10), Some(overlap10(res.runs[i], side.runs[r.Setup]))
 		r.RealWeights = e.RealWeights
 	}
+}
+
+// restartSidecars restarts every node's hybrank sidecar (emptying its
+// caches) and waits until each answers ready, up to limit.
+func restartSidecars(ctx context.Context, w *weaviate, cl Cluster, limit time.Duration) error {
+	for i, n := range cl.Nodes() {
+		if err := cl.KillSidecar(i); err != nil {
+			return fmt.Errorf("cluster: restart sidecar %d: %w", i, err)
+		}
+		if err := cl.StartSidecar(ctx, i, false); err != nil {
+			return fmt.Errorf("cluster: restart sidecar %d: %w", i, err)
+		}
+		if _, err := w.sidecarReady(ctx, n.Inference, limit); err != nil {
+			return fmt.Errorf("cluster: sidecar %d not ready after its restart: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -98,3 +98,11 @@ func (sc *stateCluster) StartSidecar(_ context.Context, i int, peer bool) error 
 	}
 	return sc.s.StartSidecar(i)
 }
+
+// SidecarModels are hybrank's sidecars' --embed-model and --rerank-model.
+func (sc *stateCluster) SidecarModels() (embed, rerank string) {
+	if len(sc.hybrank) == 0 {
+		return "", ""
+	}
+	return flagValue(sc.hybrank[0], "--embed-model"), flagValue(sc.hybrank[0], "--rerank-model")
+}

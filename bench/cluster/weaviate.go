@@ -456,10 +456,10 @@ func (w *weaviate) count(ctx context.Context, base, class string) (int, error) {
 }
 
 // onReplica reports whether the object is stored on node (GET with
-// node_name, which the node named answers from its own shard, at
-// consistency ONE). A 404 is false with no error.
+// node_name, which the node named answers from its own shard; Weaviate
+// refuses a consistency_level beside it). A 404 is false with no error.
 func (w *weaviate) onReplica(ctx context.Context, base, class, id, node string) (bool, error) {
-	path := fmt.Sprintf("/v1/objects/%s/%s?consistency_level=ONE&node_name=%s", url.PathEscape(class), url.PathEscape(id), url.QueryEscape(node))
+	path := fmt.Sprintf("/v1/objects/%s/%s?node_name=%s", url.PathEscape(class), url.PathEscape(id), url.QueryEscape(node))
 	status, err := w.do(ctx, http.MethodGet, base, path, nil, nil)
 	if status == http.StatusNotFound {
 		return false, nil
