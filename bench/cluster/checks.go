@@ -102,7 +102,7 @@ func (t Targets) peerChecks(p PeerResult) []report.Check {
 	}
 	if p.Compared > 0 {
 		cs = append(cs, report.AtMost("peer: 1 − least cosine of stored (hybrank) and peer vectors", 1-p.MinCosine, t.MaxCosineGap,
-			fmt.Sprintf("%d documents", p.Compared)))
+			fmt.Sprintf("%d of %d documents within; least at document %s", p.Within, p.Compared, p.WorstDoc)))
 	}
 	cs = append(cs, report.Inform("peer: rerank scores hybrank vs peer, Spearman", p.RerankRho, fmt.Sprintf("one query, largest |Δ| %.3g", p.RerankGap)))
 	return cs
@@ -122,6 +122,7 @@ func (t Targets) faultChecks(cfg Config, f FaultResult) []report.Check {
 		return s
 	}
 	for _, r := range f.Rows {
+		writes := fmt.Sprintf("%d of %d acknowledged, %d of the failures at node %d; %s", r.Acked, r.Writes, r.FaultyWriteFails, r.Faulty, firstNonEmpty(r.WriteError, "no failure"))
 		switch {
 		case strings.HasPrefix(r.Phase, "node"):
 			cs = append(cs,
@@ -129,16 +130,14 @@ func (t Targets) faultChecks(cfg Config, f FaultResult) []report.Check {
 					fmt.Sprintf("%d reads (%d reranked); %s", r.Reads, r.Reranks, firstNonEmpty(r.FirstError, "no failure"))),
 				report.Inform(fmt.Sprintf("faults: requests at node %d that failed while %s", r.Faulty, r.Phase), float64(r.FaultyFails),
 					fmt.Sprintf("%d sent to it (in flight at the kill, or the recovery probe's); %s", r.FaultyReads, firstNonEmpty(r.FaultyError, "none"))),
-				report.Inform(fmt.Sprintf("faults: objects not acknowledged while %s", r.Phase), float64(r.WriteFails),
-					fmt.Sprintf("%d of %d acknowledged; %s", r.Acked, r.Writes, firstNonEmpty(r.WriteError, "no failure"))))
+				report.Inform(fmt.Sprintf("faults: objects not acknowledged at %s while %s", cfg.Consistency, r.Phase), float64(r.WriteFails), writes))
 		case strings.HasPrefix(r.Phase, "sidecar"):
 			cs = append(cs,
 				report.AtMost(fmt.Sprintf("faults: failed reads at the other nodes while %s", r.Phase), float64(r.ReadFails), 0,
 					fmt.Sprintf("%d reads (%d reranked); %s", r.Reads, r.Reranks, firstNonEmpty(r.FirstError, "no failure"))),
-				report.Inform(fmt.Sprintf("faults: failed reads at node %d, whose sidecar is dead", r.Faulty), float64(r.FaultyFails),
+				report.Inform(fmt.Sprintf("faults: failed reads at node %d while %s", r.Faulty, r.Phase), float64(r.FaultyFails),
 					fmt.Sprintf("%d of %d failed (reranked %d of %d); Weaviate answers: %s", r.FaultyFails, r.FaultyReads, r.FaultyRerankFails, r.FaultyReranks, firstNonEmpty(r.FaultyError, "no failure"))),
-				report.Inform(fmt.Sprintf("faults: objects not acknowledged while %s", r.Phase), float64(r.WriteFails),
-					fmt.Sprintf("%d of %d acknowledged; %s", r.Acked, r.Writes, firstNonEmpty(r.WriteError, "no failure"))))
+				report.Inform(fmt.Sprintf("faults: objects not acknowledged while %s", r.Phase), float64(r.WriteFails), writes))
 		case r.Phase == "after":
 			cs = append(cs, report.AtMost("faults: failed reads after both restarts", float64(r.ReadFails+r.FaultyFails), 0,
 				fmt.Sprintf("%d reads; %s", r.Reads+r.FaultyReads, firstNonEmpty(r.FirstError, r.FaultyError, "no failure"))))

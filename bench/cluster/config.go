@@ -115,9 +115,14 @@ type PeerConfig struct {
 	// Enabled runs the peer phase.
 	Enabled bool `json:"enabled"`
 	// Docs are imported through the peer and, before the swap, through
-	// hybrank (embedding requests per second); Queries reranked searches
-	// run through each at RerankClients clients.
+	// hybrank (embedding requests per second), by Importers concurrent
+	// batches of BatchSize (Weaviate's transformers module embeds a
+	// batch's objects one after the other: concurrency comes from
+	// batches); Queries reranked searches run through each at
+	// RerankClients clients.
 	Docs          int `json:"docs"`
+	Importers     int `json:"importers"`
+	BatchSize     int `json:"batch_size"`
 	Queries       int `json:"queries"`
 	RerankClients int `json:"rerank_clients"`
 	// Sample is how many documents' stored vectors are compared with the
@@ -206,7 +211,7 @@ func DefaultConfig() Config {
 			Enabled: true, Engine: engine.DefaultConfig(), Models: modeldir.DefaultSource(), Provider: "cpu",
 			CacheDir: filepath.Join("out", "cache"),
 		},
-		Peer: PeerConfig{Enabled: true, Docs: 1000, Queries: 100, RerankClients: 16, Sample: 100,
+		Peer: PeerConfig{Enabled: true, Docs: 1000, Importers: 16, BatchSize: 8, Queries: 100, RerankClients: 16, Sample: 100,
 			Direct: 20 * time.Second, DirectClients: 4, Ready: 3 * time.Minute},
 		Faults: FaultConfig{Enabled: true, Queriers: 16, Importers: 4, BatchSize: 16, Node: 1, Sidecar: 2,
 			Steady: 15 * time.Second, Down: 30 * time.Second, SearchLimit: 10, CatchUp: 5 * time.Minute},
@@ -270,8 +275,8 @@ func (c Config) Validate() error {
 			return bad("engine threads %d, max doc tokens %d", c.Engine.Threads, c.Engine.MaxDocTokens)
 		}
 	}
-	if p := c.Peer; p.Enabled && (p.Docs < 1 || p.Queries < 1 || p.RerankClients < 1 || p.Sample < 1 || p.Direct < 0 || p.DirectClients < 1 || p.Ready <= 0) {
-		return bad("peer %+v: docs, queries, rerank clients, sample and direct clients ≥ 1, direct ≥ 0, ready > 0", p)
+	if p := c.Peer; p.Enabled && (p.Docs < 1 || p.Importers < 1 || p.BatchSize < 1 || p.Queries < 1 || p.RerankClients < 1 || p.Sample < 1 || p.Direct < 0 || p.DirectClients < 1 || p.Ready <= 0) {
+		return bad("peer %+v: docs, importers, batch size, queries, rerank clients, sample and direct clients ≥ 1, direct ≥ 0, ready > 0", p)
 	}
 	if f := c.Faults; f.Enabled {
 		switch {

@@ -314,7 +314,7 @@ func (f *fakeCluster) graphql(w http.ResponseWriter, r *http.Request, i int) {
 	if m[2] == "hybrid" && alpha > 0 {
 		ok = f.callSidecar(i, "/vectors", vectorsBody(text, "query"))
 	}
-	for k := 0; ok && rerank && k < rerankRequests(limit); k++ {
+	for k := 0; ok && rerank && k < searchRerankRequests(limit); k++ {
 		ok = f.callSidecar(i, "/rerank", rerankBody(text, []string{"a", "b"}))
 	}
 	if !ok {

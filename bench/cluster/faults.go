@@ -44,10 +44,12 @@ type FaultRow struct {
 	FaultyFails       int `json:"faulty_fails" table:"fails at faulty"`
 	FaultyReranks     int `json:"faulty_reranked"`
 	FaultyRerankFails int `json:"faulty_reranked_fails"`
-	// Writes, Acked and WriteFails count imported objects (all nodes).
-	Writes     int `json:"writes" table:""`
-	Acked      int `json:"acked" table:""`
-	WriteFails int `json:"write_fails" table:"write fails"`
+	// Writes, Acked and WriteFails count imported objects (all nodes);
+	// FaultyWriteFails those of WriteFails sent to the faulty node.
+	Writes           int `json:"writes" table:""`
+	Acked            int `json:"acked" table:""`
+	WriteFails       int `json:"write_fails" table:"write fails"`
+	FaultyWriteFails int `json:"faulty_write_fails" table:"write fails at faulty"`
 	// FirstError is a failure at the other nodes; FaultyError what the
 	// faulty node (or the client, without an answer) said.
 	FirstError  string `json:"first_error,omitempty"`
@@ -472,6 +474,9 @@ func (row *FaultRow) add(s sample) {
 		row.Writes += s.n
 		row.Acked += len(s.acked)
 		row.WriteFails += s.n - len(s.acked)
+		if s.node == row.Faulty {
+			row.FaultyWriteFails += s.n - len(s.acked)
+		}
 		if !s.ok && row.WriteError == "" {
 			row.WriteError = fmt.Sprintf("node %d: %s", s.node, s.err)
 		}

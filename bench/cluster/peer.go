@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hybrank/hybrank/bench/loadgen"
@@ -25,7 +26,7 @@ type PeerRow struct {
 	Sidecars string `json:"sidecars" table:""`
 	// What was measured: "embed via import" (each object one vectors
 	// request), "rerank via search" (a reranked search of n hits is
-	// ceil(n/32) rerank requests and one vectors request),
+	// 2·ceil(n/32) rerank requests and one vectors request),
 	// "embed direct" / "rerank direct" (the protocol driven at node 0's
 	// sidecar alone, with the bodies Weaviate sends).
 	What     string  `json:"what" table:""`
@@ -51,6 +52,10 @@ type PeerResult struct {
 	// Compared documents.
 	MinCosine float64 `json:"min_cosine"`
 	Compared  int     `json:"compared"`
+	// Within is how many of them are within MaxCosineGap; WorstDoc the
+	// BEIR id of the least cosine.
+	Within   int    `json:"within"`
+	WorstDoc string `json:"worst_doc"`
 	// RerankRho and RerankGap compare hybrank's and the peer's rerank
 	// scores of one query's documents (Spearman, largest |Δ|).
 	RerankRho float64 `json:"rerank_rho"`
@@ -123,7 +128,13 @@ func runPeer(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corpus
 		if len(v) != len(stored[i]) {
 			return res, fmt.Errorf("cluster: peer: %d-d vector, hybrank's is %d-d", len(v), len(stored[i]))
 		}
-		res.MinCosine = min(res.MinCosine, cosine(v, stored[i]))
+		cs := cosine(v, stored[i])
+		if cs < res.MinCosine || res.WorstDoc == "" {
+			res.MinCosine, res.WorstDoc = min(res.MinCosine, cs), o.DocID
+		}
+		if 1-cs <= cfg.Targets.MaxCosineGap {
+			res.Within++
+		}
 		res.Compared++
 	}
 	peerScores, err := w.rerank(ctx, nodes[0].Inference, probeQ, probeDocs)
@@ -180,14 +191,14 @@ func measureSidecars(ctx context.Context, cfg Config, w *weaviate, nodes []Endpo
 	}
 	objs := c.objects[:min(cfg.Peer.Docs, len(c.objects))]
 	before := countAll(ctx, w, nodes)
-	imp, err := importAll(ctx, w, nodes, class, cfg.Consistency, objs, cfg.BatchSize, cfg.Importers, nil)
+	imp, err := importAll(ctx, w, nodes, class, cfg.Consistency, objs, cfg.Peer.BatchSize, cfg.Peer.Importers, nil)
 	if err != nil {
 		return fmt.Errorf("cluster: peer: %s import: %w", side, err)
 	}
 	imp.Phase, imp.Sidecars = "peer phase", side
 	res.Imports = append(res.Imports, imp)
-	row := PeerRow{Sidecars: side, What: "embed via import", Clients: cfg.Importers, Requests: imp.Acked, Seconds: imp.Seconds,
-		ReqPerS: imp.DocsPerS, Errors: imp.Failed, Detail: fmt.Sprintf("%d documents, batches of %d", len(objs), cfg.BatchSize)}
+	row := PeerRow{Sidecars: side, What: "embed via import", Clients: cfg.Peer.Importers, Requests: imp.Acked, Seconds: imp.Seconds,
+		ReqPerS: imp.DocsPerS, Errors: imp.Failed, Detail: fmt.Sprintf("%d documents, batches of %d", len(objs), cfg.Peer.BatchSize)}
 	row.Counted = delta(before, countAll(ctx, w, nodes), route(nodes[0], "/vectors"))
 	res.Rows = append(res.Rows, row)
 	if err := w.dropCollection(ctx, base, class); err != nil {
@@ -201,7 +212,7 @@ func measureSidecars(ctx context.Context, cfg Config, w *weaviate, nodes []Endpo
 	if err != nil {
 		return err
 	}
-	per := rerankRequests(cfg.RerankLimit)
+	per := searchRerankRequests(cfg.RerankLimit)
 	el := 0.0
 	if out.row.QPS > 0 {
 		el = float64(len(few.ds.Queries)) / out.row.QPS
@@ -215,27 +226,30 @@ func measureSidecars(ctx context.Context, cfg Config, w *weaviate, nodes []Endpo
 	if cfg.Peer.Direct <= 0 {
 		return nil
 	}
-	probeQ, probeDocs := rerankProbe(c)
+	// Every request differs (the documents, and for rerank the query and
+	// its documents), so that no answer comes from hybrank's caches; the
+	// requests still in flight when the window closes are waited for.
+	n := len(c.objects)
 	for _, d := range []struct {
 		what, path string
 		body       func(i int) any
 	}{
-		{"embed direct", "/vectors", func(i int) any { return vectorsBody(c.objects[i%len(c.objects)].Text, "passage") }},
+		{"embed direct", "/vectors", func(i int) any { return vectorsBody(c.objects[i%n].Text, "passage") }},
 		{"rerank direct", "/rerank", func(i int) any {
-			q := c.ds.Queries[i%len(c.ds.Queries)].Text
-			if i == 0 {
-				q = probeQ
+			docs := make([]string, min(rerankChunk, n))
+			for k := range docs {
+				docs[k] = c.objects[(i*rerankChunk+k)%n].Text
 			}
-			return rerankBody(q, probeDocs)
+			return rerankBody(c.ds.Queries[i%len(c.ds.Queries)].Text, docs)
 		}},
 	} {
-		bodies := make([][]byte, 64)
-		for i := range bodies {
-			bodies[i], _ = json.Marshal(d.body(i))
-		}
+		var seq atomic.Int64
 		lg, err := loadgen.Run(ctx, loadgen.Config{URL: nodes[0].Inference + d.path, Clients: cfg.Peer.DirectClients,
-			Warmup: time.Second, Duration: cfg.Peer.Direct, Client: w.hc,
-			Body: func(client, seq int) []byte { return bodies[(client*7+seq)%len(bodies)] }})
+			Warmup: time.Second, Duration: cfg.Peer.Direct, Drain: true, Client: w.hc,
+			Body: func(int, int) []byte {
+				b, _ := json.Marshal(d.body(int(seq.Add(1) - 1)))
+				return b
+			}})
 		if err != nil {
 			return fmt.Errorf("cluster: peer: %s %s: %w", side, d.what, err)
 		}
@@ -245,13 +259,16 @@ func measureSidecars(ctx context.Context, cfg Config, w *weaviate, nodes []Endpo
 		if lg.Elapsed > 0 {
 			row.ReqPerS = measure.Round(float64(ok)/lg.Elapsed.Seconds(), 2)
 		}
-		for st, n := range lg.Statuses {
+		for st, k := range lg.Statuses {
 			if st != "200" {
-				row.Errors += n
+				row.Errors += k
 			}
 		}
 		if d.what == "rerank direct" {
-			row.Detail += fmt.Sprintf(", %d documents per request", len(probeDocs))
+			row.Detail += fmt.Sprintf(", %d documents per request", min(rerankChunk, n))
+		}
+		if int(seq.Load()) > n {
+			row.Detail += fmt.Sprintf("; %d requests for %d documents: texts repeated", seq.Load(), n)
 		}
 		res.Rows = append(res.Rows, row)
 	}

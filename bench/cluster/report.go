@@ -125,8 +125,8 @@ func peerNotes(p PeerResult) []string {
 	}
 	sort.Strings(metas)
 	return []string{
-		fmt.Sprintf("Peer: the sidecars were swapped for the Python peer (sentence-transformers behind FastAPI, as Weaviate's own inference containers; same ports, same models) in %.1f s and back in %.1f s. Requests per second: \"via\" rows count what Weaviate sent the three sidecars (one vectors request per object; a reranked search of n hits is ceil(n/32) rerank requests), \"direct\" rows drive node 0's sidecar alone with the same bodies; counted is what hybrank's /metrics saw. Vectors: the stored vectors (made by hybrank on import) against the peer's of the same texts: least cosine %.7f over %d documents. Rerank scores of one query's 32 documents: Spearman %.4f, largest |Δ| %.3g. Meta: %s.",
-			p.SwapS, p.BackS, p.MinCosine, p.Compared, p.RerankRho, p.RerankGap, strings.Join(metas, "; ")),
+		fmt.Sprintf("Peer: the sidecars were swapped for the Python peer (sentence-transformers behind FastAPI, as Weaviate's own inference containers; same ports, same models) in %.1f s and back in %.1f s. Requests per second: \"via\" rows count what Weaviate sent the three sidecars (one vectors request per object; a reranked search of n hits is 2·ceil(n/32) rerank requests: Weaviate reranks the hits twice, which counted confirms for hybrank, warm-up searches included), \"direct\" rows drive node 0's sidecar alone with the same bodies; counted is what hybrank's /metrics saw. Vectors: the stored vectors (made by hybrank on import) against the peer's of the same texts: least cosine %.7f (document %s), %d of %d documents within 1e-5. Rerank scores of one query's 32 documents: Spearman %.4f, largest |Δ| %.3g. Meta: %s.",
+			p.SwapS, p.BackS, p.MinCosine, p.WorstDoc, p.Within, p.Compared, p.RerankRho, p.RerankGap, strings.Join(metas, "; ")),
 		"Peer comparison:\n\n" + table(report.Columns(PeerRow{}), report.Rows(p.Rows)),
 	}
 }

@@ -38,6 +38,12 @@ const rerankChunk = 32
 // rerankRequests is the requests one rerank of n hits costs a sidecar.
 func rerankRequests(n int) int { return (n + rerankChunk - 1) / rerankChunk }
 
+// searchRerankRequests is the rerank requests of one reranked search of
+// n hits: Weaviate v1.35.2 reranks a hybrid search's hits twice (its
+// hybrid searcher and the Get's additional property each call the
+// reranker), as hybrank's request counters show.
+func searchRerankRequests(n int) int { return 2 * rerankRequests(n) }
+
 // embed asks the sidecar at inference for text's vector.
 func (w *weaviate) embed(ctx context.Context, inference, text, task string) ([]float32, error) {
 	var ans struct {
