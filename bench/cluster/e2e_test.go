@@ -13,6 +13,9 @@ import (
 // cluster` started and searches them, with and without reranking; it
 // skips, saying why, where no cluster runs (make test starts none).
 func TestOnRunningCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads documents into a running cluster: not in -short")
+	}
 	path := DefaultStatePath()
 	cl, err := OpenState(path)
 	if err != nil {

@@ -32,7 +32,7 @@ func Report(cfg Config, res Result, command string) report.Report {
 	sort.Strings(nodes)
 	sort.Strings(v.Modules)
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("Cluster: Weaviate %s, %d nodes on 127.0.0.1 (%s), modules %s; each node's text2vec-transformers and reranker-transformers call its own sidecar (hybrank serve: %s). Collection %s: %d shards × %d replicas, async replication %v, distance %s, consistency %s for every import and read.",
+		fmt.Sprintf("Cluster: Weaviate %s, %d nodes on 127.0.0.1 (%s), modules used %s; each node's text2vec-transformers and reranker-transformers call its own sidecar (hybrank serve: %s). Collection %s: %d shards × %d replicas, async replication %v, distance %s, consistency %s for every import and read.",
 			v.Weaviate, len(res.Nodes), strings.Join(nodes, "; "), strings.Join(v.Modules, ", "), clip(v.SidecarMeta, 400),
 			cfg.collection(), v.Collection.Shards, v.Collection.Replicas, v.Collection.Async, v.Collection.Distance, cfg.Consistency),
 		fmt.Sprintf("Data: %s, %d documents, %d judged queries (qrels test). Each document is one object whose searched, vectorized and reranked property `text` is \"title text\" (what hybrank's engine indexes, embeds and reranks), the title and BEIR id stored beside it; ids are name-based UUIDs of the BEIR ids.", res.Dataset, res.Docs, res.Queries),

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/hybrank/hybrank/bench/eval"
@@ -182,9 +181,10 @@ func versions(ctx context.Context, w *weaviate, nodes []Endpoint) (Versions, err
 	if v.Weaviate, mods, err = w.meta(ctx, nodes[0].HTTP); err != nil {
 		return v, err
 	}
-	for m := range mods {
-		// The inference modules (Weaviate lists every enabled one).
-		if strings.HasPrefix(m, "text2vec-") || strings.HasPrefix(m, "reranker-") {
+	// The modules the collection uses (/v1/meta lists every module
+	// compiled in), when the node has them.
+	for _, m := range []string{"text2vec-transformers", "reranker-transformers"} {
+		if _, ok := mods[m]; ok {
 			v.Modules = append(v.Modules, m)
 		}
 	}
