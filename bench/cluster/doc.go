@@ -74,4 +74,54 @@
 //
 // State's methods are safe for concurrent use; its address fields never
 // change after Up. Linux only: process identity comes from /proc.
+//
+// # The benchmark: bench cluster
+//
+// Run(ctx, Config, Cluster) drives a running cluster (OpenState reads the
+// state file; a missing one is an error that says to run `make cluster`)
+// over Weaviate's REST and GraphQL API with plain net/http (weaviate.go;
+// no Weaviate client module):
+//
+//   - load (load.go): a BEIR dataset (cut by Docs/Queries: judged
+//     documents first) into a collection of Shards × Replicas with async
+//     replication, text2vec-transformers on one property holding the
+//     document's "title text" (what the engine indexes, embeds and
+//     reranks) and reranker-transformers, by POST /v1/batch/objects at
+//     Consistency from Importers clients over the nodes; every object's
+//     acknowledgement is checked and the count read back;
+//   - searches (query.go): every judged query as GraphQL Get, BM25 alone,
+//     vector alone, hybrid with the fusion bench hybrid chose (Fused:
+//     weighted-α is relativeScoreFusion at α) and that hybrid reranked by
+//     the module, at each of Clients concurrent clients, query i on node
+//     i mod n, no retry: nDCG@10, Recall@100 and MRR@10 by bench/eval,
+//     QPS, p50/p99 at the client;
+//   - the engine (engine.go): bench hybrid's engines (hybrid.Open) on the
+//     same documents and models, the same setups, the fused hits reranked
+//     as Weaviate reranks them, and BM25 without stemming (Weaviate's
+//     analysis as far as the engine has it); each Weaviate row gets its
+//     nDCG gap and top-10 overlap to the engine's; one query's rerank
+//     through a sidecar is compared with the engine's reranker;
+//   - the peer (peer.go): hybrank's sidecars measured (an import through
+//     Weaviate, reranked searches, each protocol endpoint driven
+//     directly), the Python peer swapped in on every sidecar's port and
+//     measured alike, its vectors compared with the stored ones, hybrank
+//     swapped back (also on failure);
+//   - faults (faults.go): Queriers clients search and Importers import
+//     fresh objects while node Faults.Node is SIGKILLed and restarted,
+//     then node Faults.Sidecar's sidecar; failures are counted per phase
+//     at the faulty node and at the others, recovery is timed from each
+//     restart to a served reranked search, and every acknowledged object
+//     is then read on every replica (node_name) until all are found.
+//
+// Report renders bench/results/cluster.md; checks.go holds the targets.
+// The tests run the driver against an in-process fake cluster
+// (fake_test.go); e2e_test.go runs on the real one where `make cluster`
+// started it and skips otherwise.
+//
+// Caveats: everything runs on one host, so the cluster, its sidecars,
+// the peer and the engine share its cores and every speed figure is of
+// that host; the reranker's weights are the profile's (generated unless
+// real ones are installed), so reranked quality compares the two
+// pipelines, not published figures. Run's phases are sequential; Result
+// and the rows are plain values.
 package cluster

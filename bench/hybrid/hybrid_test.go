@@ -228,7 +228,7 @@ func TestHybridBM25Only(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	if _, err := h.run(context.Background(), Matrix(nil)[1]); err == nil {
+	if _, _, err := h.run(context.Background(), Matrix(nil)[1]); err == nil {
 		t.Fatal("dense config ran without an embedder")
 	}
 	if _, err := h.budgetSweep(context.Background(), "fast", []time.Duration{time.Second}, 3); err == nil {

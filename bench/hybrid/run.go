@@ -54,7 +54,7 @@ func runDataset(ctx context.Context, cfg Config, dir string, setups []Setup, ms 
 	h.logf("%s: %d docs, commit BM25-only %.1fs, with embedding %.1fs (max-doc-tokens %d)",
 		ds.Name, len(ds.Docs), h.commitLexical.Seconds(), h.commitHybrid.Seconds(), cfg.MaxDocTokens)
 	for _, s := range setups {
-		row, err := h.run(ctx, s)
+		row, _, err := h.run(ctx, s)
 		if err != nil {
 			return err
 		}
@@ -93,14 +93,15 @@ func (h *engines) logf(format string, args ...any) {
 	}
 }
 
-// run measures one setup over the first cfg.Queries judged queries.
-func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
+// run measures one setup over the first cfg.Queries judged queries: its
+// row and the ranked ids of each query.
+func (h *engines) run(ctx context.Context, c Setup) (Row, eval.Run, error) {
 	e, real := h.lexical, true
 	row := Row{Impl: "hybrank", Config: c.Name, Dataset: h.ds.Name, Docs: len(h.ds.Docs),
 		CommitS: measure.Round(h.commitLexical.Seconds(), 2), Fallbacks: map[engine.FallbackCode]int{}}
 	if c.Dense {
 		if h.hybrid == nil {
-			return Row{}, fmt.Errorf("hybrid: setup %s needs an embedder", c.Name)
+			return Row{}, nil, fmt.Errorf("hybrid: setup %s needs an embedder", c.Name)
 		}
 		e, real = h.hybrid, h.ms.real[models.ProfileEmbed]
 		row.CommitS, row.MaxDocTokens = measure.Round(h.commitHybrid.Seconds(), 2), h.cfg.MaxDocTokens
@@ -108,7 +109,7 @@ func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
 	var budget time.Duration
 	if c.Rerank != "" {
 		if _, ok := h.ms.rerank[c.Rerank]; !ok {
-			return Row{}, fmt.Errorf("hybrid: setup %s: no %s reranker loaded", c.Name, c.Rerank)
+			return Row{}, nil, fmt.Errorf("hybrid: setup %s: no %s reranker loaded", c.Name, c.Rerank)
 		}
 		budget, real = h.cfg.Budget, real && h.ms.real[c.Rerank]
 	}
@@ -116,7 +117,7 @@ func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
 	req := func(q string) engine.Request { return h.request(c, q, budget) }
 	qs := h.queries(h.cfg.Queries)
 	if err := h.warm(ctx, e, qs, req); err != nil {
-		return Row{}, err
+		return Row{}, nil, err
 	}
 	run := eval.Run{}
 	var t tally
@@ -134,7 +135,7 @@ func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
 			continue
 		}
 		if err != nil {
-			return row, fmt.Errorf("hybrid %s %s: query %s: %w", h.ds.Name, c.Name, q.ID, err)
+			return row, nil, fmt.Errorf("hybrid %s %s: query %s: %w", h.ds.Name, c.Name, q.ID, err)
 		}
 		run[q.ID] = ranked(c, r.Hits)
 		t.add(r)
@@ -151,7 +152,7 @@ func (h *engines) run(ctx context.Context, c Setup) (Row, error) {
 	row.Queries = sc.Queries
 	// Unrounded: the checks compare these (tables show 4 decimals).
 	row.NDCG10, row.Recall100, row.MRR10 = sc.NDCG10, sc.Recall100, sc.MRR10
-	return row, nil
+	return row, run, nil
 }
 
 // request is setup c's search for query q under budget.

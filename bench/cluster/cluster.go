@@ -1,0 +1,41 @@
+package cluster
+
+import "context"
+
+// Endpoint is where one Weaviate node of the cluster and its inference
+// sidecar answer.
+type Endpoint struct {
+	// Name is Weaviate's node name (node_name of a replica read).
+	Name string `json:"name"`
+	// HTTP is the base URL of its REST and GraphQL API.
+	HTTP string `json:"http"`
+	// Sidecar is the base URL of its sidecar's server (hybrank serve, or
+	// the peer swapped in on the same port); Inference the base URL its
+	// text2vec-transformers and reranker-transformers modules call (the
+	// protocols' prefix on the sidecar).
+	Sidecar   string `json:"sidecar"`
+	Inference string `json:"inference"`
+}
+
+// Cluster is what the driver needs of a running cluster: its nodes, and
+// killing and restarting a node or a sidecar. The lifecycle's state
+// implements it (stateCluster); the tests use fakes. Starting returns once
+// the process is started: the driver measures readiness itself.
+// Implementations must be safe for use from one goroutine at a time.
+type Cluster interface {
+	Nodes() []Endpoint
+	// KillNode SIGKILLs node i's Weaviate; StartNode starts it again
+	// with its data.
+	KillNode(i int) error
+	StartNode(ctx context.Context, i int) error
+	// KillSidecar SIGKILLs node i's sidecar; StartSidecar starts hybrank
+	// (peer false) or the Python peer (peer true) on its port.
+	KillSidecar(i int) error
+	StartSidecar(ctx context.Context, i int, peer bool) error
+}
+
+// sidecarModels is implemented by a Cluster that knows its sidecars'
+// model directories (the engine then runs on the same ones).
+type sidecarModels interface {
+	SidecarModels() (embed, rerank string)
+}
