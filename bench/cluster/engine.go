@@ -140,7 +140,7 @@ func rerankTop(ctx context.Context, en *hybrid.Engines, rr models.Reranker, c *c
 		for j, h := range hits {
 			texts[j] = eval.Doc{Title: h.Document.Title, Text: h.Document.Text}.IndexText()
 		}
-		scores, err := rr.Score(ctx, q.Text, texts)
+		scores, _, err := models.Score(ctx, rr, q.Text, texts)
 		if err != nil {
 			return row, nil, fmt.Errorf("cluster: engine rerank: query %s: %w", q.ID, err)
 		}
@@ -189,7 +189,7 @@ func sidecarAgreement(ctx context.Context, w *weaviate, inference string, rr mod
 	if err != nil {
 		return 0, 0, err
 	}
-	want, err := rr.Score(ctx, q, docs)
+	want, _, err := models.Score(ctx, rr, q, docs)
 	if err != nil {
 		return 0, 0, err
 	}
