@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/hybrank/hybrank/bench/peers"
 )
 
 // stateCluster drives the cluster of a state file through the lifecycle's
@@ -35,7 +37,9 @@ func OpenState(path string) (Cluster, error) {
 	for i, n := range s.Nodes {
 		if i == 0 {
 			c := n.Sidecar.Process.Command
-			sc.peer = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), flagValue(c, "--rerank-model"), max(1, atoi(flagValue(c, "--threads"))))
+			if sc.peer, err = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), flagValue(c, "--rerank-model"), max(1, atoi(flagValue(c, "--threads")))); err != nil {
+				return nil, err
+			}
 		}
 		c := n.Sidecar.Process.Command
 		if isPeer(c) {
@@ -65,7 +69,7 @@ func atoi(s string) int {
 
 // isPeer reports whether c runs the Python peer.
 func isPeer(c Command) bool {
-	return strings.HasPrefix(filepath.Base(c.Path), "python") || strings.Contains(strings.Join(c.Args, " "), peerScript)
+	return strings.HasPrefix(filepath.Base(c.Path), "python") || strings.Contains(strings.Join(c.Args, " "), peers.InferenceScript)
 }
 
 func (sc *stateCluster) Nodes() []Endpoint {

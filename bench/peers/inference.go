@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hybrank/hybrank/bench"
+	"github.com/hybrank/hybrank/internal/artifacts"
 )
 
 // InferenceScript is the Weaviate inference peer: Weaviate's
@@ -89,8 +90,12 @@ func (a InferenceArgs) Validate() error {
 
 // args is the script's command line; directories are made absolute, as
 // the script runs from another folder.
-func (a InferenceArgs) args() ([]string, error) {
-	args := []string{"--host", cmp.Or(a.Host, "127.0.0.1"), "--port", strconv.Itoa(a.Port), "--prefix", a.Prefix,
+func (a InferenceArgs) args() ([]string, error) { return a.argsOn(strconv.Itoa(a.Port)) }
+
+// argsOn is args with the port as given: a number, or a placeholder that
+// the caller substitutes (InferenceCommand).
+func (a InferenceArgs) argsOn(port string) ([]string, error) {
+	args := []string{"--host", cmp.Or(a.Host, "127.0.0.1"), "--port", port, "--prefix", a.Prefix,
 		"--threads", strconv.Itoa(a.Threads), "--device", cmp.Or(a.Device, "cpu"), "--vectorizer", cmp.Or(a.Vectorizer, VectorizerST)}
 	for _, d := range []struct{ flag, dir string }{{"--embed-dir", a.EmbedDir}, {"--rerank-dir", a.RerankDir}} {
 		if d.dir == "" {
@@ -132,6 +137,29 @@ func (r *Runner) InferenceCmd(dir string, a InferenceArgs) (*exec.Cmd, error) {
 	// Models come from the directories given, never from a hub.
 	cmd.Env = append(cmd.Env, "HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1")
 	return cmd, nil
+}
+
+// InferenceCommand is the peer's command line run from the module's own
+// copy of the script (bench/peers/weaviate_inference.py), with port as
+// given (a number, or a placeholder the caller substitutes, as the
+// cluster's sidecar commands do), and the variables its packages need (to
+// add to the caller's environment): for a caller that starts and restarts
+// it itself; it checks no install (Runner does). a.Port is ignored.
+func (c Config) InferenceCommand(a InferenceArgs, port string) (path string, args, env []string, err error) {
+	a.Port = 0
+	if err := a.Validate(); err != nil {
+		return "", nil, nil, err
+	}
+	args, err = a.argsOn(port)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	script := filepath.Join(artifacts.ModuleRoot(), "bench", "peers", InferenceScript)
+	env = []string{"PYTHONDONTWRITEBYTECODE=1", "HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1"}
+	if c.Dir != "" {
+		env = append(env, "PYTHONPATH="+c.Dir, "PYTHONNOUSERSITE=1")
+	}
+	return c.Python, append([]string{script}, args...), env, nil
 }
 
 // InferenceInfo is the JSON line weaviate_inference.py prints once its
