@@ -172,15 +172,8 @@ func (w *weaviate) dropCollection(ctx context.Context, base, name string) error 
 // replication settings (GET /v1/schema/NAME), for the report's BM25
 // comparison.
 type ClassSettings struct {
-	BM25 struct {
-		K1 float64 `json:"k1"`
-		B  float64 `json:"b"`
-	} `json:"bm25"`
-	Stopwords struct {
-		Preset    string   `json:"preset"`
-		Additions []string `json:"additions"`
-		Removals  []string `json:"removals"`
-	} `json:"stopwords"`
+	BM25      BM25Settings     `json:"bm25"`
+	Stopwords StopwordSettings `json:"stopwords"`
 	// Tokenization is the text property's tokenization ("word").
 	Tokenization string `json:"tokenization"`
 	Shards       int    `json:"shards"`
@@ -189,19 +182,25 @@ type ClassSettings struct {
 	Distance     string `json:"distance"`
 }
 
+// BM25Settings are a class's BM25 parameters, as Weaviate's schema has them.
+type BM25Settings struct {
+	K1 float64 `json:"k1"`
+	B  float64 `json:"b"`
+}
+
+// StopwordSettings are a class's stopwords, as Weaviate's schema has them.
+type StopwordSettings struct {
+	Preset    string   `json:"preset"`
+	Additions []string `json:"additions"`
+	Removals  []string `json:"removals"`
+}
+
 // classSettings reads the class's settings back as Weaviate holds them.
 func (w *weaviate) classSettings(ctx context.Context, base, name string) (ClassSettings, error) {
 	var cls struct {
 		InvertedIndexConfig struct {
-			BM25 struct {
-				K1 float64 `json:"k1"`
-				B  float64 `json:"b"`
-			} `json:"bm25"`
-			Stopwords struct {
-				Preset    string   `json:"preset"`
-				Additions []string `json:"additions"`
-				Removals  []string `json:"removals"`
-			} `json:"stopwords"`
+			BM25      BM25Settings     `json:"bm25"`
+			Stopwords StopwordSettings `json:"stopwords"`
 		} `json:"invertedIndexConfig"`
 		Properties []struct {
 			Name         string `json:"name"`
