@@ -1,7 +1,3 @@
-// Package modeltest has deterministic stand-ins for models.Reranker and
-// models.Embedder, for the tests of what calls models (the queue, the
-// server): every score and vector can be recomputed from the text, every
-// call is recorded, and a call can be delayed, held or failed.
 package modeltest
 
 import (
