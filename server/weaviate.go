@@ -172,12 +172,12 @@ func decodeWeaviateVectors(body []byte) (weaviateVectorRequest, error) {
 // Capabilities (which its queue and cache pass on). An embedder that
 // reports no pooling is taken to pool by mean, what the models package's
 // embedders do for a directory that says nothing.
-func (s *Server) embedderSettings() (models.Embedding, error) {
+func (s *Server) embedderSettings() models.Embedding {
 	em := s.b.Embedder.Capabilities().Embedding
 	if em.Pooling == "" {
 		em.Pooling = models.PoolingMean
 	}
-	return em, nil
+	return em
 }
 
 // weaviateVector is the {prefix}/vectors reply: "dim" is what the Python
@@ -202,11 +202,7 @@ func (s *Server) weaviateVectorsEndpoint() endpoint[weaviateVectorRequest] {
 			if req.Pooling == "" {
 				return nil
 			}
-			em, err := s.embedderSettings()
-			if err != nil {
-				return err
-			}
-			if req.Pooling != em.Pooling {
+			if em := s.embedderSettings(); req.Pooling != em.Pooling {
 				return badRequest("field \"config.pooling_strategy\" is %q, but embedding model %q pools by %s (%q); set the collection's poolingStrategy to %q or leave it unset",
 					req.Strategy, s.cfg.EmbedModel, em.Pooling, weaviatePoolingName(em.Pooling), weaviatePoolingName(em.Pooling))
 			}
@@ -358,11 +354,7 @@ type weaviateRerankMeta struct {
 func (s *Server) handleWeaviateMeta(w http.ResponseWriter, r *http.Request) {
 	m := weaviateMeta{Server: "hybrank", Provider: s.cfg.Provider}
 	if s.b.Embedder != nil {
-		em, err := s.embedderSettings()
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+		em := s.embedderSettings()
 		m.Embedder = &weaviateEmbedMeta{Model: s.cfg.EmbedModel, Names: s.cfg.EmbedNames(), Dim: s.b.Embedder.Dim(),
 			PoolingStrategy: weaviatePoolingName(em.Pooling), QueryPrefix: em.QueryPrefix, DocumentPrefix: em.DocumentPrefix,
 			MaxInputTokens: s.cfg.MaxInputTokens}
