@@ -2,13 +2,12 @@ package cluster
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 )
 
 // TestRunWithEngine runs the load and the searches on the fake cluster
@@ -19,14 +18,7 @@ func TestRunWithEngine(t *testing.T) {
 	testenv.NeedORT(t)
 	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
 	root := t.TempDir()
-	small := bertgen.TinyBERTL2CrossEncoder()
-	if err := bertgen.Write(filepath.Join(root, "fast"), small, vocab, tok); err != nil {
-		t.Fatal(err)
-	}
-	small.Kind = bertgen.BiEncoder
-	if err := bertgen.Write(filepath.Join(root, "embed"), small, vocab, tok); err != nil {
-		t.Fatal(err)
-	}
+	berttest.WriteTiny(t, root, vocab, tok)
 	t.Setenv("HYBRANK_REAL_MODELS", t.TempDir())
 	f := newFakeCluster(t, 3)
 	cfg := fakeConfig(t)

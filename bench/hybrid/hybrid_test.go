@@ -16,7 +16,7 @@ import (
 	"github.com/hybrank/hybrank/bench/modeldir"
 	"github.com/hybrank/hybrank/bench/report"
 	"github.com/hybrank/hybrank/internal/testenv"
-	"github.com/hybrank/hybrank/models/bertgen"
+	"github.com/hybrank/hybrank/models/bertgen/berttest"
 )
 
 func TestMatrixAndSelect(t *testing.T) {
@@ -245,14 +245,7 @@ func TestHybridWithModels(t *testing.T) {
 	testenv.NeedORT(t)
 	vocab, tok := testenv.NeedVocabTxt(t), testenv.NeedTokenizerJSON(t)
 	root := t.TempDir()
-	small := bertgen.TinyBERTL2CrossEncoder()
-	if err := bertgen.Write(filepath.Join(root, "fast"), small, vocab, tok); err != nil {
-		t.Fatal(err)
-	}
-	small.Kind = bertgen.BiEncoder
-	if err := bertgen.Write(filepath.Join(root, "embed"), small, vocab, tok); err != nil {
-		t.Fatal(err)
-	}
+	berttest.WriteTiny(t, root, vocab, tok)
 	// The generated embedder, also where real models are installed (the
 	// resolver prefers $HYBRANK_REAL_MODELS' all-MiniLM-L6-v2 for embed).
 	t.Setenv("HYBRANK_REAL_MODELS", t.TempDir())

@@ -8,6 +8,7 @@ package berttest
 import (
 	"context"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 
 	"github.com/hybrank/hybrank/models/bertgen"
@@ -89,4 +90,20 @@ func Run(t testing.TB, path, output, opt string, b Batch) []float32 {
 		t.Fatal(err)
 	}
 	return out[0].Float32
+}
+
+// WriteTiny writes two generated (random-weight) models of the
+// TinyBERT-L2 shape under root, as a models root holds profiles:
+// root/fast, a cross-encoder, and root/embed, a bi-encoder; vocab and tok
+// are the vocabulary and tokenizer files they ship.
+func WriteTiny(t testing.TB, root, vocab, tok string) {
+	t.Helper()
+	small := bertgen.TinyBERTL2CrossEncoder()
+	if err := bertgen.Write(filepath.Join(root, "fast"), small, vocab, tok); err != nil {
+		t.Fatal(err)
+	}
+	small.Kind = bertgen.BiEncoder
+	if err := bertgen.Write(filepath.Join(root, "embed"), small, vocab, tok); err != nil {
+		t.Fatal(err)
+	}
 }
