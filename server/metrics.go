@@ -190,9 +190,9 @@ func (c *indexCollector) Collect(ch chan<- prometheus.Metric) {
 
 // cacheCollector exports model caches' counters at every scrape.
 type cacheCollector struct {
-	caches                                   map[string]CacheStats // by model name
-	kinds                                    map[string]string     // model name -> "rerank" or "embed"
-	hits, misses, evictions, entries, nbytes *prometheus.Desc
+	caches                                           map[string]CacheStats // by model name
+	kinds                                            map[string]string     // model name -> "rerank" or "embed"
+	hits, misses, shared, evictions, entries, nbytes *prometheus.Desc
 }
 
 func newCacheCollector(caches map[string]CacheStats, kinds map[string]string) *cacheCollector {
@@ -201,7 +201,8 @@ func newCacheCollector(caches map[string]CacheStats, kinds map[string]string) *c
 	}
 	return &cacheCollector{caches: caches, kinds: kinds,
 		hits:      d("hits_total", "Model cache lookups answered from the cache."),
-		misses:    d("misses_total", "Model cache lookups the model computed."),
+		misses:    d("misses_total", "Model cache lookups not answered from the cache."),
+		shared:    d("shared_total", "Misses answered by a concurrent request's model call of the same key."),
 		evictions: d("evictions_total", "Entries evicted to stay within the cache's bytes."),
 		entries:   d("entries", "Entries in the cache."),
 		nbytes:    d("bytes", "Bytes the cache holds (keys, values and overhead)."),
@@ -209,7 +210,7 @@ func newCacheCollector(caches map[string]CacheStats, kinds map[string]string) *c
 }
 
 func (c *cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.evictions, c.entries, c.nbytes} {
+	for _, d := range []*prometheus.Desc{c.hits, c.misses, c.shared, c.evictions, c.entries, c.nbytes} {
 		ch <- d
 	}
 }
@@ -219,6 +220,7 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 		st, kind := src.Stats(), c.kinds[model]
 		ch <- prometheus.MustNewConstMetric(c.hits, prometheus.CounterValue, float64(st.Hits), kind, model)
 		ch <- prometheus.MustNewConstMetric(c.misses, prometheus.CounterValue, float64(st.Misses), kind, model)
+		ch <- prometheus.MustNewConstMetric(c.shared, prometheus.CounterValue, float64(st.Shared), kind, model)
 		ch <- prometheus.MustNewConstMetric(c.evictions, prometheus.CounterValue, float64(st.Evictions), kind, model)
 		ch <- prometheus.MustNewConstMetric(c.entries, prometheus.GaugeValue, float64(st.Entries), kind, model)
 		ch <- prometheus.MustNewConstMetric(c.nbytes, prometheus.GaugeValue, float64(st.Bytes), kind, model)

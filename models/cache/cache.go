@@ -12,6 +12,7 @@ import (
 type Reranker struct {
 	inner models.Reranker
 	c     *lru[float32]
+	f     flights[float32]
 }
 
 // NewReranker wraps r with a cache of at most maxBytes (> 0).
@@ -33,35 +34,30 @@ func (r *Reranker) Unwrap() models.Reranker { return r.inner }
 // cost less, so a budgeted batch is sized on the safe side.
 func (r *Reranker) Capabilities() models.Capabilities { return r.inner.Capabilities() }
 
-// ScorePairs returns the scores of pairs: cached ones from the cache, the
-// others from one call of the wrapped reranker. Usage counts the pairs the
-// wrapped model scored.
+// ScorePairs returns the scores of pairs: cached ones from the cache, those
+// a concurrent call is scoring now from that call, the others from one call
+// of the wrapped reranker. Usage counts the pairs the wrapped model scored
+// for this call.
 func (r *Reranker) ScorePairs(ctx context.Context, pairs []models.Pair) ([]float32, models.Usage, error) {
 	out := make([]float32, len(pairs))
 	keys := make([]key, len(pairs))
-	var miss []int
-	var missPairs []models.Pair
 	for i, p := range pairs {
 		keys[i] = hashKey(p.Query, p.Doc)
-		if s, ok := r.c.get(keys[i]); ok {
-			out[i] = s
-		} else {
-			miss, missPairs = append(miss, i), append(missPairs, p)
+	}
+	same := func(s float32) float32 { return s }
+	u, err := resolve(ctx, r.c, &r.f, keys, out, same, same, func(idx []int) ([]float32, models.Usage, error) {
+		miss := make([]models.Pair, len(idx))
+		for j, i := range idx {
+			miss[j] = pairs[i]
 		}
-	}
-	if len(miss) == 0 {
-		return out, models.Usage{}, nil
-	}
-	s, u, err := r.inner.ScorePairs(ctx, missPairs)
+		s, u, err := r.inner.ScorePairs(ctx, miss)
+		if err == nil && len(s) != len(miss) {
+			err = fmt.Errorf("cache: reranker returned %d scores for %d pairs", len(s), len(miss))
+		}
+		return s, u, err
+	})
 	if err != nil {
 		return nil, u, err
-	}
-	if len(s) != len(miss) {
-		return nil, u, fmt.Errorf("cache: reranker returned %d scores for %d pairs", len(s), len(miss))
-	}
-	for j, i := range miss {
-		out[i] = s[j]
-		r.c.put(keys[i], s[j])
 	}
 	return out, u, nil
 }
@@ -80,6 +76,7 @@ func (r *Reranker) ScoreSpans(ctx context.Context, query string, docs []string, 
 type Embedder struct {
 	inner models.Embedder
 	c     *lru[[]float32]
+	f     flights[[]float32]
 }
 
 // NewEmbedder wraps e with a cache of at most maxBytes (> 0).
@@ -103,7 +100,8 @@ func (e *Embedder) Dim() int { return e.inner.Dim() }
 func (e *Embedder) Capabilities() models.Capabilities { return e.inner.Capabilities() }
 
 // EmbedPooled returns the wrapped model's vectors of texts (before
-// normalisation): hits from the cache, misses from one call of the model.
+// normalisation): hits from the cache, texts a concurrent call is
+// embedding now from that call, the others from one call of the model.
 // Every vector is the caller's to keep and modify (a hit is a copy of the
 // stored vector, a miss the model's own). Usage counts the model's work
 // (zero on all hits).
@@ -127,32 +125,27 @@ func (e *Embedder) cached(ctx context.Context, ns string, in models.Input, texts
 	}
 	out := make([][]float32, len(texts))
 	keys := make([]key, len(texts))
-	var miss []int
-	var missTexts []string
 	for i, t := range texts {
 		keys[i] = hashKey(ns, string(in), t)
-		if v, ok := e.c.get(keys[i]); ok {
-			out[i] = slices.Clone(v) // the stored one stays the cache's
-		} else {
-			miss, missTexts = append(miss, i), append(missTexts, t)
-		}
 	}
-	if len(miss) == 0 {
-		return out, models.Usage{}, nil
-	}
-	v, u, err := compute(ctx, in, missTexts)
+	// The cache's copy is its own: the vectors of one call may share a
+	// backing array (models/ort's do), which evicting one of them would
+	// not free while the others stay, so the cache's bytes would lie. A
+	// stored or shared vector reaches the caller as a copy.
+	u, err := resolve(ctx, e.c, &e.f, keys, out, slices.Clone[[]float32], slices.Clone[[]float32],
+		func(idx []int) ([][]float32, models.Usage, error) {
+			miss := make([]string, len(idx))
+			for j, i := range idx {
+				miss[j] = texts[i]
+			}
+			v, u, err := compute(ctx, in, miss)
+			if err == nil && len(v) != len(miss) {
+				err = fmt.Errorf("cache: embedder returned %d vectors for %d texts", len(v), len(miss))
+			}
+			return v, u, err
+		})
 	if err != nil {
 		return nil, u, err
-	}
-	if len(v) != len(miss) {
-		return nil, u, fmt.Errorf("cache: embedder returned %d vectors for %d texts", len(v), len(miss))
-	}
-	for j, i := range miss {
-		out[i] = v[j]
-		// A copy of its own: the vectors of one call may share a backing
-		// array (models/ort's do), which evicting one of them would not
-		// free while the others stay, so the cache's bytes would lie.
-		e.c.put(keys[i], slices.Clone(v[j]))
 	}
 	return out, u, nil
 }

@@ -25,6 +25,12 @@
 // # Concurrency
 //
 // Reranker and Embedder are safe for concurrent use when the wrapped model
-// is. Two concurrent misses of the same key both compute it (no
-// single-flight); the results are identical.
+// is. Concurrent misses of the same key are computed once: the first
+// caller's model call computes it and the others wait for that call
+// (single-flight; Stats.Shared counts them), so Weaviate's hybrid search,
+// which sends the same documents to the reranker twice at once, costs one
+// model call. A waiter whose context ends stops waiting; when the call it
+// waited for fails (its caller's context ended, say), the waiter computes
+// the key itself. A key that lands in the cache just after a caller missed
+// it may still be computed twice.
 package cache

@@ -31,8 +31,11 @@ const entryOverhead = 2*len(key{}) + 64
 
 // Stats are a cache's counters and size.
 type Stats struct {
-	Hits      uint64 `json:"hits"`
-	Misses    uint64 `json:"misses"`
+	Hits   uint64 `json:"hits"`
+	Misses uint64 `json:"misses"`
+	// Shared counts the misses answered by a concurrent caller's model
+	// call of the same key (counted in Misses too).
+	Shared    uint64 `json:"shared"`
 	Evictions uint64 `json:"evictions"`
 	Entries   int    `json:"entries"`
 	Bytes     int64  `json:"bytes"`
@@ -102,6 +105,13 @@ func (c *lru[V]) put(k key, v V) {
 		c.st.Evictions++
 	}
 	c.st.Entries = c.ll.Len()
+}
+
+// shared counts a miss that a concurrent caller's computation answered.
+func (c *lru[V]) shared() {
+	c.mu.Lock()
+	c.st.Shared++
+	c.mu.Unlock()
 }
 
 // stats returns a copy of the counters.
