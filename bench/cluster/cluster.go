@@ -1,6 +1,9 @@
 package cluster
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Endpoint is where one Weaviate node of the cluster and its inference
 // sidecar answer.
@@ -28,10 +31,31 @@ type Cluster interface {
 	// with its data.
 	KillNode(i int) error
 	StartNode(ctx context.Context, i int) error
-	// KillSidecar SIGKILLs node i's sidecar; StartSidecar starts hybrank
-	// (peer false) or the Python peer (peer true) on its port.
+	// KillSidecar SIGKILLs node i's sidecar; StartSidecar starts s on its
+	// port (in place of what ran there).
 	KillSidecar(i int) error
-	StartSidecar(ctx context.Context, i int, peer bool) error
+	StartSidecar(ctx context.Context, i int, s SidecarKind) error
+}
+
+// SidecarKind is what serves a node's inference protocols.
+type SidecarKind string
+
+const (
+	// SidecarHybrank is hybrank serve as the cluster was started with it.
+	SidecarHybrank SidecarKind = "hybrank"
+	// SidecarHybrankInt8 is the same serve with int8 copies of its models
+	// (--quantize int8).
+	SidecarHybrankInt8 SidecarKind = "hybrank int8"
+	// SidecarPeer is the Python peer (PeerCommand).
+	SidecarPeer SidecarKind = "peer"
+)
+
+// cpuMeter is implemented by a Cluster that can read the CPU time its
+// sidecars have used (user + system, every thread): the driver then
+// reports the sidecars' CPU per request, which a machine shared with
+// Weaviate does not distort as it does requests per second.
+type cpuMeter interface {
+	SidecarCPU(i int) (time.Duration, error)
 }
 
 // sidecarModels is implemented by a Cluster that knows its sidecars'

@@ -140,10 +140,17 @@ hybrank_http_requests_total{code="200",route="/weaviate/vectors"} 10
 hybrank_http_requests_total{code="400",route="/weaviate/vectors"} 2
 hybrank_http_requests_total{code="200",route="/weaviate/rerank"} 3e+00
 hybrank_http_request_duration_seconds_bucket{code="200",route="/weaviate/rerank",le="0.1"} 99
+hybrank_cache_hits_total{cache="rerank",model="hybrank-rerank"} 30
+hybrank_cache_misses_total{cache="rerank",model="hybrank-rerank"} 20
+hybrank_cache_shared_total{cache="rerank",model="hybrank-rerank"} 15
+hybrank_cache_shared_total{cache="embed",model="hybrank-embed"} 7
 `
 	got := parseRequestCounts(text)
-	if got["/weaviate/vectors"] != 12 || got["/weaviate/rerank"] != 3 || len(got) != 2 {
+	if got["/weaviate/vectors"] != 12 || got["/weaviate/rerank"] != 3 || got[rerankHits] != 30 || got[rerankMisses] != 20 || got[rerankShared] != 15 || len(got) != 5 {
 		t.Fatalf("%v", got)
+	}
+	if s := cacheShare(map[string]float64{}, got); s != "; of 50 pairs, 60% from the cache, 30% shared with a concurrent call, 10% scored by the model" {
+		t.Errorf("cache share %q", s)
 	}
 	n := Endpoint{Sidecar: "http://h:1", Inference: "http://h:1/weaviate"}
 	if r := route(n, "/rerank"); r != "/weaviate/rerank" {
@@ -289,17 +296,22 @@ func TestRunOnFake(t *testing.T) {
 		}
 	}
 	p := res.Peer
-	if p == nil || p.Compared != 5 || p.MinCosine < 1-1e-9 || math.IsNaN(p.RerankRho) || len(p.Rows) != 8 {
+	// Five rows for each of hybrank and the peer, three (direct) for
+	// hybrank's int8 sidecar.
+	if p == nil || p.Compared != 5 || p.MinCosine < 1-1e-9 || math.IsNaN(p.RerankRho) || len(p.Rows) != 13 {
 		t.Fatalf("peer %+v", p)
+	}
+	if c, ok := p.Int8MinCosine.Value(); !ok || c < 1-1e-9 {
+		t.Errorf("int8 cosine %v (the fake's int8 sidecar answers the same vectors)", p.Int8MinCosine)
 	}
 	for _, r := range p.Rows {
 		if r.Requests == 0 || r.ReqPerS <= 0 || r.Errors != 0 {
 			t.Errorf("peer row %+v", r)
 		}
-		if n, ok := r.Counted.Value(); r.What == "embed via import" && r.Sidecars == sideHybrank && (!ok || n != 20) {
+		if n, ok := r.Counted.Value(); r.What == "embed via import" && r.Sidecars == string(SidecarHybrank) && (!ok || n != 20) {
 			t.Errorf("hybrank's counters: %+v", r)
 		}
-		if _, ok := r.Counted.Value(); r.Sidecars == sidePeer && ok {
+		if _, ok := r.Counted.Value(); r.Sidecars == string(SidecarPeer) && ok {
 			t.Errorf("peer counted %+v", r)
 		}
 	}
@@ -339,8 +351,8 @@ func TestRunOnFake(t *testing.T) {
 			t.Errorf("check failed on the fake: %s", c)
 		}
 	}
-	if speed != 4 {
-		t.Errorf("%d peer speed checks, want 4", speed)
+	if speed != 8 { // 5 measurements of hybrank, 3 of its int8 sidecar
+		t.Errorf("%d peer speed checks, want 8", speed)
 	}
 	rep := Report(cfg, res, "bench cluster --test")
 	var b strings.Builder

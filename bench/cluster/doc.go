@@ -8,7 +8,8 @@
 //
 // Up starts, per node, one inference sidecar (hybrank serve with the real
 // all-MiniLM-L6-v2 embedder and the balanced cross-encoder, score and
-// query caches on, no index, one thread per model), waits until each
+// query caches on, no index, one thread per model call and one call per
+// core at once), waits until each
 // answers its ready path, then starts the Weaviate nodes (the version the
 // Makefile pins) and waits for every node's /v1/.well-known/ready (not
 // /v1/nodes: it shows all nodes healthy seconds before each can serve).
@@ -102,14 +103,21 @@
 //     nDCG gap and top-10 overlap to the engine's; one query's rerank
 //     through a sidecar is compared with the engine's reranker;
 //   - the peer (peer.go): hybrank's sidecars measured (an import through
-//     Weaviate, reranked searches, each protocol endpoint driven
-//     directly), the Python peer swapped in on every sidecar's port and
-//     measured alike, its vectors compared with the stored ones, hybrank
-//     swapped back (also on failure);
+//     Weaviate, reranked searches, each protocol endpoint driven directly
+//     with documents, query-length texts and rerank requests, and node 0's
+//     sidecar again with int8 models), the Python peer swapped in on every
+//     sidecar's port with the same thread budget (torch's threads = the
+//     sidecar's threads × calls at once) and measured alike, its vectors
+//     compared with the stored ones, hybrank swapped back (also on
+//     failure). Where the cluster can read /proc (the state's processes),
+//     each row has the sidecars' CPU time per request; the goal is checked
+//     on the direct rows, where the sidecar alone is the bottleneck;
 //   - faults (faults.go): Queriers clients search and Importers import
 //     fresh objects while node Faults.Node is SIGKILLed and restarted,
 //     then node Faults.Sidecar's sidecar; failures are counted per phase
-//     at the faulty node and at the others, recovery is timed from each
+//     at the faulty node and at the others (a failed read at the others
+//     counts as the cluster's or, when Weaviate passes on its inference
+//     module's error, as inference's), recovery is timed from each
 //     restart to a served reranked search, and every acknowledged object
 //     is then read on every replica (node_name) until all are found.
 //

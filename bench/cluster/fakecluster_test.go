@@ -100,9 +100,9 @@ func (f *fakeCluster) KillSidecar(i int) error {
 	return nil
 }
 
-func (f *fakeCluster) StartSidecar(_ context.Context, i int, peer bool) error {
+func (f *fakeCluster) StartSidecar(_ context.Context, i int, s SidecarKind) error {
 	f.mu.Lock()
-	f.carDown[i], f.peer[i] = false, peer
+	f.carDown[i], f.peer[i] = false, s == SidecarPeer
 	f.mu.Unlock()
 	return nil
 }

@@ -38,6 +38,10 @@ type FaultRow struct {
 	ReadFails   int `json:"read_fails" table:""`
 	Reranks     int `json:"reranked_reads" table:"reranked"`
 	RerankFails int `json:"reranked_fails" table:"reranked fails"`
+	// InferenceFails are the ReadFails whose error is Weaviate passing on
+	// its inference module's (inferenceFailure): a sidecar that timed
+	// out, refused or was gone, not the read of the replicas.
+	InferenceFails int `json:"inference_fails" table:"of them inference"`
 	// FaultyReads and FaultyFails are the searches that went to the
 	// faulty node (of them reranked: FaultyReranks, FaultyRerankFails).
 	FaultyReads       int `json:"faulty_reads" table:"at faulty"`
@@ -50,11 +54,13 @@ type FaultRow struct {
 	Acked            int `json:"acked" table:""`
 	WriteFails       int `json:"write_fails" table:"write fails"`
 	FaultyWriteFails int `json:"faulty_write_fails" table:"write fails at faulty"`
-	// FirstError is a failure at the other nodes; FaultyError what the
-	// faulty node (or the client, without an answer) said.
-	FirstError  string `json:"first_error,omitempty"`
-	FaultyError string `json:"faulty_error,omitempty"`
-	WriteError  string `json:"write_error,omitempty"`
+	// FirstError is a failure at the other nodes other than inference's,
+	// InferenceError one of inference's; FaultyError what the faulty node
+	// (or the client, without an answer) said.
+	FirstError     string `json:"first_error,omitempty"`
+	InferenceError string `json:"inference_error,omitempty"`
+	FaultyError    string `json:"faulty_error,omitempty"`
+	WriteError     string `json:"write_error,omitempty"`
 }
 
 // FaultResult is the fault run.
@@ -181,7 +187,7 @@ func (r *faultRun) restore() error {
 		r.event("node %d restarted after the schedule failed", r.cfg.Faults.Node)
 	}
 	if r.sidecarDown {
-		errs = append(errs, r.cl.StartSidecar(ctx, r.cfg.Faults.Sidecar, false))
+		errs = append(errs, r.cl.StartSidecar(ctx, r.cfg.Faults.Sidecar, SidecarHybrank))
 		r.event("sidecar %d restarted after the schedule failed", r.cfg.Faults.Sidecar)
 	}
 	return errors.Join(errs...)
@@ -392,7 +398,7 @@ func (r *faultRun) schedule(ctx context.Context) (FaultResult, error) {
 	r.event("phase sidecar %d restarting: sidecar %d restarts (hybrank serve)", j, j)
 	t1 := time.Now()
 	r.sidecarRestart = r.now()
-	if err := r.cl.StartSidecar(ctx, j, false); err != nil {
+	if err := r.cl.StartSidecar(ctx, j, SidecarHybrank); err != nil {
 		return res, fmt.Errorf("cluster: faults: restart sidecar %d: %w", j, err)
 	}
 	r.sidecarDown = false
@@ -508,10 +514,23 @@ func (row *FaultRow) add(s sample) {
 		if rerank {
 			row.RerankFails++
 		}
-		if row.FirstError == "" {
+		switch {
+		case inferenceFailure(s.err):
+			row.InferenceFails++
+			if row.InferenceError == "" {
+				row.InferenceError = fmt.Sprintf("node %d: %s", s.node, s.err)
+			}
+		case row.FirstError == "":
 			row.FirstError = fmt.Sprintf("node %d: %s", s.node, s.err)
 		}
 	}
+}
+
+// inferenceFailure reports whether a failed search's error is Weaviate
+// passing on its reranker's ("client rank: …") or vectorizer's
+// ("vectorize …") failure.
+func inferenceFailure(err string) bool {
+	return strings.Contains(err, "client rank") || strings.Contains(err, "vectorize")
 }
 
 // catchUp checks every acknowledged object on every replica, reading

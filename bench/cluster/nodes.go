@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,8 +81,14 @@ type SidecarOptions struct {
 	// Weaviate's hybrid search with rerank scores the same documents
 	// twice).
 	CacheMB int `json:"cache_mb"`
-	// Threads is serve's --threads (intra-op threads per model).
+	// Threads is serve's --threads (intra-op threads per model call).
 	Threads int `json:"threads"`
+	// Pool is serve's --pool (runtime sessions per model, the model calls
+	// a sidecar runs at once). Threads × Pool is a sidecar's thread
+	// budget, which the peer gets too (as torch's intra-op threads): the
+	// default, one thread per call and one call per core, lets either use
+	// every core of the machine.
+	Pool int `json:"pool"`
 	// Args are appended to serve's flags.
 	Args []string `json:"args,omitempty"`
 }
@@ -164,6 +171,7 @@ func DefaultOptions() Options {
 			ORTLib:      artifacts.ORTLib(),
 			CacheMB:     64,
 			Threads:     1,
+			Pool:        runtime.NumCPU(),
 		},
 		InferencePath:  "/weaviate",
 		Modules:        slices.Clone(DefaultModules),
@@ -198,8 +206,8 @@ func (o Options) Validate() error {
 		return bad("inference path %q: want empty or /PREFIX without a trailing slash", o.InferencePath)
 	case o.SidecarReadyPath != "" && !strings.HasPrefix(o.SidecarReadyPath, "/"):
 		return bad("sidecar ready path %q: want /PATH", o.SidecarReadyPath)
-	case o.SidecarCommand == nil && (o.Sidecar.CacheMB < 0 || o.Sidecar.Threads < 0):
-		return bad("sidecar cache %d MiB, threads %d: want ≥ 0", o.Sidecar.CacheMB, o.Sidecar.Threads)
+	case o.SidecarCommand == nil && (o.Sidecar.CacheMB < 0 || o.Sidecar.Threads < 0 || o.Sidecar.Pool < 0):
+		return bad("sidecar cache %d MiB, threads %d, pool %d: want ≥ 0", o.Sidecar.CacheMB, o.Sidecar.Threads, o.Sidecar.Pool)
 	case o.SidecarTimeout <= 0 || o.NodeTimeout <= 0 || o.StopTimeout < 0:
 		return bad("timeouts: sidecar %v, node %v, stop %v", o.SidecarTimeout, o.NodeTimeout, o.StopTimeout)
 	}
@@ -603,6 +611,9 @@ func sidecarCommand(o Options, i, port int) (Command, error) {
 		"--cache-mb", strconv.Itoa(sc.CacheMB),
 		"--threads", strconv.Itoa(sc.Threads),
 	}
+	if sc.Pool > 0 {
+		args = append(args, "--pool", strconv.Itoa(sc.Pool))
+	}
 	ready := o.SidecarReadyPath
 	if ready == "" {
 		ready = o.InferencePath + "/.well-known/ready"
@@ -777,6 +788,17 @@ func (s *State) KillSidecar(i int) error {
 // (ErrRunning if it runs); WaitSidecarReady waits for it.
 func (s *State) StartSidecar(i int) error {
 	return s.change(i, true, func(p *Process) error { return p.start() })
+}
+
+// SidecarCPU is the CPU time node i's running sidecar has used.
+func (s *State) SidecarCPU(i int) (time.Duration, error) {
+	n, err := s.node(i)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return n.Sidecar.Process.CPU()
 }
 
 // ReplaceSidecar stops node i's sidecar (gracefully) and starts cmd in

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,10 +261,10 @@ func TestNodeEnv(t *testing.T) {
 			t.Errorf("node %d addresses %s, %s", i, n.HTTP, n.Sidecar.URL)
 		}
 		// The default sidecar: serve on its port with the two models,
-		// cache on, one thread, no index.
+		// cache on, one thread per call, a call per core, no index.
 		sc := n.Sidecar.Process.Command
 		want2 := []string{"--addr", "127.0.0.1:" + strconv.Itoa(p.Sidecar), "--embed-model", o.Sidecar.EmbedModel,
-			"--rerank-model", o.Sidecar.RerankModel, "--cache-mb", "64", "--threads", "1"}
+			"--rerank-model", o.Sidecar.RerankModel, "--cache-mb", "64", "--threads", "1", "--pool", strconv.Itoa(runtime.NumCPU())}
 		if sc.Path != o.ServeBin || !slices.Equal(sc.Args, want2) || sc.ReadyPath != "/weaviate/.well-known/ready" {
 			t.Errorf("sidecar %d command %+v, want %s %v waiting on /weaviate/.well-known/ready", i, sc, o.ServeBin, want2)
 		}

@@ -16,8 +16,9 @@ import (
 // models of hybrank's sidecars: the sentence-transformers checkpoint of
 // all-MiniLM-L6-v2 (the one hybrank's export was imported from) and the
 // reranker's directory, answering the sigmoid of the cross-encoder's score
-// as hybrank does, threads intra-op threads per model as the sidecars
-// have. Its packages are `make peers-weaviate`'s.
+// as hybrank does, with torch's intra-op threads set to threads, the
+// sidecars' thread budget (their threads per call × calls at once). Its
+// packages are `make peers-weaviate`'s.
 func PeerCommand(prefix, rerankDir string, threads int) (Command, error) {
 	path, args, env, err := peers.InferenceConfig().InferenceCommand(peers.InferenceArgs{
 		Prefix: prefix, EmbedDir: filepath.Join(artifacts.RealModels(), "all-minilm-l6-v2-st"), RerankDir: rerankDir,

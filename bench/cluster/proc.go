@@ -200,9 +200,29 @@ func (p *Process) logTail(n int) string {
 type procStat struct {
 	state      byte
 	startTicks uint64
+	// cpuTicks is the user and system time of the process's threads
+	// (utime + stime), in clock ticks.
+	cpuTicks uint64
 }
 
-// readStat reads the state and start time of pid from /proc/PID/stat.
+// clockTicks is Linux's USER_HZ, the unit of /proc/PID/stat's times.
+const clockTicks = 100
+
+// CPU is the CPU time (user + system, all its threads) the running
+// process has used since it started.
+func (p *Process) CPU() (time.Duration, error) {
+	if !p.Running() {
+		return 0, fmt.Errorf("cluster: process %d is not running", p.PID)
+	}
+	st, err := readStat(p.PID)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(st.cpuTicks) * time.Second / clockTicks, nil
+}
+
+// readStat reads the state, start time and CPU time of pid from
+// /proc/PID/stat.
 func readStat(pid int) (procStat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
@@ -223,7 +243,13 @@ func readStat(pid int) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("/proc/%d/stat starttime: %w", pid, err)
 	}
-	return procStat{state: f[0][0], startTicks: t}, nil
+	// utime and stime are fields 14 and 15.
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat cpu time: %w", pid, err)
+	}
+	return procStat{state: f[0][0], startTicks: t, cpuTicks: ut + stime}, nil
 }
 
 func startTicks(pid int) (uint64, error) {

@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config, cl Cluster) (res Result, err error) {
 	}
 	imp, err := importAll(ctx, w, nodes, coll.Name, cfg.Consistency, c.objects, cfg.BatchSize, cfg.Importers,
 		measure.NewProgress("import", len(c.objects), cfg.Progress))
-	imp.Phase, imp.Sidecars = "load", sideHybrank
+	imp.Phase, imp.Sidecars = "load", string(SidecarHybrank)
 	res.Imports = append(res.Imports, imp)
 	report.Log(cfg.Log, imp)
 	if err != nil {
@@ -274,7 +274,7 @@ func restartSidecars(ctx context.Context, w *weaviate, cl Cluster, limit time.Du
 		if err := cl.KillSidecar(i); err != nil {
 			return fmt.Errorf("cluster: restart sidecar %d: %w", i, err)
 		}
-		if err := cl.StartSidecar(ctx, i, false); err != nil {
+		if err := cl.StartSidecar(ctx, i, SidecarHybrank); err != nil {
 			return fmt.Errorf("cluster: restart sidecar %d: %w", i, err)
 		}
 		if _, err := w.sidecarReady(ctx, n.Inference, limit); err != nil {

@@ -124,8 +124,9 @@ func poll(ctx context.Context, limit, interval time.Duration, ok func() bool) (t
 }
 
 // requestCounts reads hybrank's /metrics at sidecar and sums
-// hybrank_http_requests_total by route ({} when the sidecar has no such
-// counters, as the peer).
+// hybrank_http_requests_total by route, and the rerank cache's counters
+// under the keys rerankHits, rerankMisses and rerankShared ({} when the
+// sidecar has no such counters, as the peer).
 func (w *weaviate) requestCounts(ctx context.Context, sidecar string) map[string]float64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, sidecar+"/metrics", nil)
 	if err != nil {
@@ -144,8 +145,17 @@ func (w *weaviate) requestCounts(ctx context.Context, sidecar string) map[string
 	return parseRequestCounts(buf.String())
 }
 
+// Keys of requestCounts for the rerank cache's counters (no route starts
+// with a space).
+const (
+	rerankHits   = " rerank cache hits"
+	rerankMisses = " rerank cache misses"
+	rerankShared = " rerank cache shared"
+)
+
 // parseRequestCounts sums the samples of hybrank_http_requests_total in a
-// Prometheus text exposition by their route label.
+// Prometheus text exposition by their route label, and the rerank cache's
+// hits, misses and shared misses.
 func parseRequestCounts(text string) map[string]float64 {
 	out := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(text))
@@ -153,6 +163,19 @@ func parseRequestCounts(text string) map[string]float64 {
 	const name = "hybrank_http_requests_total{"
 	for sc.Scan() {
 		line := sc.Text()
+		for _, c := range []struct{ prefix, key string }{
+			{`hybrank_cache_hits_total{cache="rerank"`, rerankHits},
+			{`hybrank_cache_misses_total{cache="rerank"`, rerankMisses},
+			{`hybrank_cache_shared_total{cache="rerank"`, rerankShared},
+		} {
+			if strings.HasPrefix(line, c.prefix) {
+				if _, rest, ok := strings.Cut(line, "} "); ok {
+					if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+						out[c.key] += v
+					}
+				}
+			}
+		}
 		if !strings.HasPrefix(line, name) {
 			continue
 		}

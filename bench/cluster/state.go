@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/hybrank/hybrank/bench"
 	"github.com/hybrank/hybrank/bench/peers"
 )
 
@@ -37,7 +40,10 @@ func OpenState(path string) (Cluster, error) {
 	for i, n := range s.Nodes {
 		if i == 0 {
 			c := n.Sidecar.Process.Command
-			if sc.peer, err = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), flagValue(c, "--rerank-model"), max(1, atoi(flagValue(c, "--threads")))); err != nil {
+			// The peer's thread budget is the sidecar's: threads per call
+			// × calls at once.
+			budget := max(1, atoi(flagValue(c, "--threads"))) * max(1, atoi(flagValue(c, "--pool")))
+			if sc.peer, err = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), flagValue(c, "--rerank-model"), budget); err != nil {
 				return nil, err
 			}
 		}
@@ -45,7 +51,7 @@ func OpenState(path string) (Cluster, error) {
 		if isPeer(c) {
 			return nil, fmt.Errorf("cluster: node %d's sidecar runs the Python peer (%s), not hybrank: an earlier run stopped before swapping hybrank back; restart the cluster (`make cluster-down && make cluster`)", i, c.Path)
 		}
-		sc.hybrank = append(sc.hybrank, c)
+		sc.hybrank = append(sc.hybrank, withoutFlag(c, quantizeFlag))
 	}
 	return sc, nil
 }
@@ -87,21 +93,46 @@ func (sc *stateCluster) StartNode(_ context.Context, i int) error { return sc.s.
 
 func (sc *stateCluster) KillSidecar(i int) error { return sc.s.KillSidecar(i) }
 
-// StartSidecar starts the peer, or hybrank's serve as the state first
-// had it (replacing the peer's command when the peer ran last).
-func (sc *stateCluster) StartSidecar(_ context.Context, i int, peer bool) error {
+// StartSidecar starts s in place of node i's sidecar: the peer, or
+// hybrank's serve as the state first had it, with int8 models for
+// SidecarHybrankInt8. The state file records the command.
+func (sc *stateCluster) StartSidecar(_ context.Context, i int, s SidecarKind) error {
 	if i < 0 || i >= len(sc.hybrank) {
 		return fmt.Errorf("cluster: node %d of %d", i, len(sc.hybrank))
 	}
-	cur := sc.s.Nodes[i].Sidecar.Process.Command
-	switch {
-	case peer:
+	switch s {
+	case SidecarPeer:
 		return sc.s.ReplaceSidecar(i, sc.peer)
-	case isPeer(cur):
+	case SidecarHybrankInt8:
+		c := sc.hybrank[i]
+		c.Args = append(slices.Clone(c.Args), quantizeFlag, "int8")
+		return sc.s.ReplaceSidecar(i, c)
+	case SidecarHybrank:
 		return sc.s.ReplaceSidecar(i, sc.hybrank[i])
 	}
-	return sc.s.StartSidecar(i)
+	return fmt.Errorf("%w: cluster: unknown sidecar %q", bench.ErrBadOption, s)
 }
+
+// quantizeFlag is serve's flag for int8 models.
+const quantizeFlag = "--quantize"
+
+// withoutFlag is c without flag and its value (the int8 sidecar's
+// --quantize, left in the state file by a run that stopped before
+// restoring the float32 one).
+func withoutFlag(c Command, flag string) Command {
+	var args []string
+	for i := 0; i < len(c.Args); i++ {
+		if c.Args[i] == flag && i+1 < len(c.Args) {
+			i++
+			continue
+		}
+		args = append(args, c.Args[i])
+	}
+	c.Args = args
+	return c
+}
+
+func (sc *stateCluster) SidecarCPU(i int) (time.Duration, error) { return sc.s.SidecarCPU(i) }
 
 // SidecarModels are hybrank's sidecars' --embed-model and --rerank-model.
 func (sc *stateCluster) SidecarModels() (embed, rerank string) {
