@@ -59,7 +59,10 @@ type cpuMeter interface {
 }
 
 // sidecarModels is implemented by a Cluster that knows its sidecars'
-// model directories (the engine then runs on the same ones).
+// model directories (the engine then runs on the same ones) and thread
+// budget (intra-op threads per model call, calls at once; 0 when not
+// set).
 type sidecarModels interface {
 	SidecarModels() (embed, rerank string)
+	SidecarThreads() (threads, pool int)
 }

@@ -76,6 +76,11 @@ type PeerResult struct {
 	RerankGap float64 `json:"rerank_gap"`
 	// Meta is each implementation's /meta answer.
 	Meta map[string]string `json:"meta"`
+	// Threads and Pool are the sidecars' intra-op threads per model call
+	// and calls at once (0: not known); the peer ran Threads × Pool torch
+	// threads.
+	Threads int `json:"threads"`
+	Pool    int `json:"pool"`
 	// SwapS is how long the swap to the peer took (kill, start, ready on
 	// every node) and back.
 	SwapS float64 `json:"swap_s"`
@@ -88,6 +93,9 @@ type PeerResult struct {
 // fails).
 func runPeer(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corpus, f fusion, logf func(string, ...any)) (res PeerResult, err error) {
 	res.Meta = map[string]string{}
+	if sm, ok := cl.(sidecarModels); ok {
+		res.Threads, res.Pool = sm.SidecarThreads()
+	}
 	nodes := cl.Nodes()
 	class := cfg.collection()
 	sample := c.objects[:min(cfg.Peer.Sample, len(c.objects))]

@@ -125,10 +125,20 @@ func peerNotes(p PeerResult) []string {
 	}
 	sort.Strings(metas)
 	return []string{
-		fmt.Sprintf("Peer: the sidecars were swapped for the Python peer (sentence-transformers behind FastAPI, as Weaviate's own inference containers; same ports, same models) in %.1f s and back in %.1f s. Requests per second: \"via\" rows count what Weaviate sent the three sidecars (one vectors request per object; a reranked search of n hits is 2·ceil(n/32) rerank requests: Weaviate reranks the hits twice, which counted confirms for hybrank, warm-up searches included), \"direct\" rows drive node 0's sidecar alone with the same bodies; counted is what hybrank's /metrics saw. Vectors: the stored vectors (made by hybrank on import) against the peer's of the same texts: least cosine %.7f (document %s), %d of %d documents within 1e-5. Rerank scores of one query's 32 documents: Spearman %.4f, largest |Δ| %.3g. Meta: %s.",
-			p.SwapS, p.BackS, p.MinCosine, p.WorstDoc, p.Within, p.Compared, p.RerankRho, p.RerankGap, strings.Join(metas, "; ")),
+		fmt.Sprintf("Peer: the sidecars were swapped for the Python peer (sentence-transformers behind FastAPI, as Weaviate's own inference containers; same ports, same models) in %.1f s and back in %.1f s. Thread budget: %s. Requests per second: \"via\" rows count what Weaviate sent the three sidecars (one vectors request per object; a reranked search of n hits is 2·ceil(n/32) rerank requests: Weaviate reranks the hits twice, which counted confirms for hybrank, warm-up searches included; the detail says how many of the pairs hybrank's cache or a concurrent call of the same pairs answered), \"direct\" rows drive node 0's sidecar alone with the bodies Weaviate sends (documents; query-length texts, all different, with task_type query; 32 documents to rerank), every body different so that no cache answers; \"hybrank int8\" is node 0's sidecar restarted with int8 copies of its models (serve --quantize int8); counted is what hybrank's /metrics saw; cpu ms/req is the sidecars' CPU time (user + system, every thread, from /proc) over the requests, warm-up included. Vectors: the stored vectors (made by hybrank on import) against the peer's of the same texts: least cosine %.7f (document %s), %d of %d documents within 1e-5; the int8 sidecar's against the stored ones: %s. Rerank scores of one query's 32 documents: Spearman %.4f, largest |Δ| %.3g. Meta: %s.",
+			p.SwapS, p.BackS, budgetNote(p), p.MinCosine, p.WorstDoc, p.Within, p.Compared, int8Cosines(p), p.RerankRho, p.RerankGap, strings.Join(metas, "; ")),
 		"Peer comparison:\n\n" + table(report.Columns(PeerRow{}), report.Rows(p.Rows)),
 	}
+}
+
+// budgetNote says what threads each implementation had.
+func budgetNote(p PeerResult) string {
+	if p.Threads <= 0 {
+		return "not known (the cluster's sidecar command was not read)"
+	}
+	pool := max(1, p.Pool)
+	return fmt.Sprintf("each hybrank sidecar runs %d intra-op thread(s) per model call and %d call(s) at once; the peer runs torch with %d intra-op threads, and its FastAPI thread pool runs several calls at once (its reranker one at a time), as Weaviate's containers do",
+		p.Threads, pool, p.Threads*pool)
 }
 
 // coldNote says whether each set of searches started with cold caches.

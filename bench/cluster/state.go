@@ -134,6 +134,14 @@ func withoutFlag(c Command, flag string) Command {
 
 func (sc *stateCluster) SidecarCPU(i int) (time.Duration, error) { return sc.s.SidecarCPU(i) }
 
+// SidecarThreads are hybrank's sidecars' --threads and --pool.
+func (sc *stateCluster) SidecarThreads() (threads, pool int) {
+	if len(sc.hybrank) == 0 {
+		return 0, 0
+	}
+	return atoi(flagValue(sc.hybrank[0], "--threads")), atoi(flagValue(sc.hybrank[0], "--pool"))
+}
+
 // SidecarModels are hybrank's sidecars' --embed-model and --rerank-model.
 func (sc *stateCluster) SidecarModels() (embed, rerank string) {
 	if len(sc.hybrank) == 0 {
