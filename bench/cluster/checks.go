@@ -36,6 +36,9 @@ func (t Targets) Check(cfg Config, res Result) []report.Check {
 		ov, _ := r.Overlap10.Value()
 		name := fmt.Sprintf("%s: |nDCG@10 Weaviate − engine|", r.Setup)
 		detail := fmt.Sprintf("Weaviate %.4f, engine %.4f, top-10 overlap %.3f", r.NDCG10, r.NDCG10-gap, ov)
+		if pg, ok := r.PlainGap.Value(); ok {
+			detail += fmt.Sprintf("; the engine with Weaviate's analysis (no stemming, 1-character tokens) %.4f, |Δ| %.4f", r.NDCG10-pg, math.Abs(pg))
+		}
 		if r.Setup == setupBM25 || r.Setup == setupDense {
 			cs = append(cs, report.Inform(name, math.Abs(gap), detail+"; informative: "+gapWhy(r.Setup)))
 			continue

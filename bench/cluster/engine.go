@@ -21,10 +21,15 @@ const (
 	setupBM25  = "bm25"
 	setupDense = "dense"
 	// setupBM25Plain is the engine's BM25 with Weaviate's analysis as far
-	// as the engine has it: no stemming, tokens of one character kept
-	// (Weaviate's word tokenization), the same stopword list.
-	setupBM25Plain = "bm25 (no stemming, 1-char tokens)"
+	// as the engine has it (plainSetup).
+	setupBM25Plain = "bm25" + plainSuffix
+	plainSuffix    = " (no stemming, 1-char tokens)"
 )
+
+// plainSetup names the engine's row of setup with Weaviate's analysis as
+// far as the engine has it: no stemming, tokens of one character kept
+// (Weaviate's word tokenization), the same stopword list.
+func plainSetup(setup string) string { return setup + plainSuffix }
 
 // rerankSetup names the reranked setup at depth n.
 func rerankSetup(f fusion, n int) string { return fmt.Sprintf("%s@%d", f.Rerank.Name, n) }
@@ -58,7 +63,8 @@ func hybridConfig(cfg Config, f fusion, setups []string) hybrid.Config {
 // runEngine runs the engine's bm25, dense and fused setups over the
 // corpus, the fused list's best RerankLimit reranked by the same
 // reranker (Weaviate's pipeline: rerank the hits of the fused search),
-// and BM25 with Weaviate-like analysis.
+// and BM25 and the fused setup again with Weaviate-like analysis (the
+// document vectors come from the first engine's cache when it has one).
 //
 // It also reranks a sample through the sidecar at inference and through
 // the engine's reranker: the same model must give the same scores.
@@ -91,19 +97,20 @@ func runEngine(ctx context.Context, cfg Config, c *corpus, f fusion, w *weaviate
 	row.Setup, row.RealWeights = rerankSetup(f, cfg.RerankLimit), en.RealWeights(models.ProfileEmbed) && en.RealWeights(cfg.Profile)
 	side.add(row, run)
 
-	plain := hybridConfig(cfg, f, []string{setupBM25})
-	plain.NoDense = true
+	plain := hybridConfig(cfg, f, []string{setupBM25, f.Setup.Name})
 	plain.Engine.Analysis.Stemmer, plain.Engine.Analysis.MinTokenLen = analysis.StemmerNone, 1
 	pe, err := hybrid.Open(ctx, plain, c.ds)
 	if err != nil {
 		return side, fmt.Errorf("cluster: engine (plain analysis): %w", err)
 	}
 	defer func() { err = errors.Join(err, pe.Close()) }()
-	prow, prun, err := pe.Run(ctx, matrixSetup(setupBM25))
-	if err != nil {
-		return side, fmt.Errorf("cluster: engine %s: %w", setupBM25Plain, err)
+	for _, s := range []hybrid.Setup{matrixSetup(setupBM25), f.Setup} {
+		prow, prun, err := pe.Run(ctx, s)
+		if err != nil {
+			return side, fmt.Errorf("cluster: engine %s: %w", plainSetup(s.Name), err)
+		}
+		side.add(engineRow(plainSetup(s.Name), fmt.Sprintf("engine setup %s, stemmer none, min token length 1", s.Name), prow), prun)
 	}
-	side.add(engineRow(setupBM25Plain, "engine setup bm25, stemmer none, min token length 1", prow), prun)
 	return side, nil
 }
 

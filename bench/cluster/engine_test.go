@@ -35,7 +35,7 @@ func TestRunWithEngine(t *testing.T) {
 			engine[r.Setup] = r
 		}
 	}
-	for _, s := range []string{setupBM25, setupDense, "weighted-0.5", "weighted-0.5+fast@5", setupBM25Plain} {
+	for _, s := range []string{setupBM25, setupDense, "weighted-0.5", "weighted-0.5+fast@5", setupBM25Plain, plainSetup("weighted-0.5")} {
 		r, ok := engine[s]
 		if !ok || r.Queries != 6 || r.QPS <= 0 {
 			t.Errorf("engine row %s: %+v", s, r)
@@ -58,6 +58,9 @@ func TestRunWithEngine(t *testing.T) {
 		}
 		if ov, ok := r.Overlap10.Value(); !ok || ov < 0 || ov > 1 {
 			t.Errorf("overlap %v", r.Overlap10)
+		}
+		if _, ok := r.PlainGap.Value(); ok != (r.Setup == setupBM25 || r.Setup == "weighted-0.5") {
+			t.Errorf("weaviate %s: gap to the engine with Weaviate's analysis %v", r.Setup, r.PlainGap)
 		}
 		n++
 	}

@@ -79,7 +79,7 @@ type SidecarOptions struct {
 	ORTLib string `json:"ort_lib"`
 	// CacheMB is serve's --cache-mb (rerank scores and query embeddings;
 	// Weaviate's hybrid search with rerank scores the same documents
-	// twice).
+	// twice, one call after the other: the cache answers the second).
 	CacheMB int `json:"cache_mb"`
 	// Threads is serve's --threads (intra-op threads per model call).
 	Threads int `json:"threads"`

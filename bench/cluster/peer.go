@@ -434,7 +434,7 @@ func measureDirect(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *
 
 // cacheShare says where the pairs of the rerank requests between two
 // readings of the counters were scored: from the cache, shared with a
-// concurrent call (Weaviate's two calls of one search), or by the model
+// concurrent call of the same pairs, or by the model
 // ("" without hybrank's counters).
 func cacheShare(before, after map[string]float64) string {
 	hits, ok1 := delta(before, after, rerankHits).Value()

@@ -42,6 +42,9 @@ type SearchRow struct {
 	// 10 (Weaviate rows with an engine row beside them).
 	EngineGap Optional `json:"engine_gap" table:"Δ engine"`
 	Overlap10 Optional `json:"overlap@10" table:"overlap@10"`
+	// PlainGap is this row's nDCG@10 − the engine's on the same setup
+	// with Weaviate's analysis (plainSetup), where the engine ran it.
+	PlainGap Optional `json:"plain_gap" table:"Δ engine, no stemming"`
 }
 
 // searchSpec is one Weaviate setup: its row name and the search of a

@@ -98,8 +98,8 @@ func bm25Note(cfg Config, res Result) string {
 	c := res.Versions.Collection
 	a := cfg.Engine.Engine.Analysis
 	p := cfg.Engine.Engine.Postings
-	return fmt.Sprintf("BM25: Weaviate's BM25F on `text` (k1 %g, b %g, tokenization %q: lower-cased alphanumeric runs, 1-character tokens kept, no stemming; stopwords preset %q, the same 33 English words as the engine's %q list) scores each shard with its own document count, frequencies and mean length, and merges the shards' top hits; the engine (k1 %g, b %g, %s idf, stemmer %s, tokens of ≥ %d characters) scores with the whole corpus's statistics. The row %q runs the engine without stemming and with 1-character tokens: what is left of the gap to Weaviate's bm25 row is the per-shard statistics (and float32 scores).",
-		c.BM25.K1, c.BM25.B, c.Tokenization, c.Stopwords.Preset, a.Stopwords, p.K1, p.B, p.Variant, a.Stemmer, a.MinTokenLen, setupBM25Plain)
+	return fmt.Sprintf("BM25: Weaviate's BM25F on `text` (k1 %g, b %g, tokenization %q: lower-cased alphanumeric runs, 1-character tokens kept, no stemming; stopwords preset %q, the same 33 English words as the engine's %q list) scores each shard with its own document count, frequencies and mean length, and merges the shards' top hits; the engine (k1 %g, b %g, %s idf, stemmer %s, tokens of ≥ %d characters) scores with the whole corpus's statistics. The rows %q and %q run the engine without stemming and with 1-character tokens: what is left of the gap to Weaviate's bm25 row is the per-shard statistics (and float32 scores), and the fused row's gap to Weaviate's (column \"Δ engine, no stemming\") is what the pipelines differ by once the analysis is the same.",
+		c.BM25.K1, c.BM25.B, c.Tokenization, c.Stopwords.Preset, a.Stopwords, p.K1, p.B, p.Variant, a.Stemmer, a.MinTokenLen, setupBM25Plain, plainSetup(res.Versions.Fusion.Setup.Name))
 }
 
 // faultNotes are the fault phase's description, phase table and timeline.

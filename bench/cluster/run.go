@@ -249,7 +249,8 @@ func searchAll(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corp
 }
 
 // compare sets each Weaviate row's gap to the engine's row of the same
-// setup and the overlap of their top 10s, and takes the reranked rows'
+// setup (and to its row with Weaviate's analysis) and the overlap of their
+// top 10s, and takes the reranked rows'
 // weights from the engine's (the sidecars serve the same model).
 func (res *Result) compare(side engineSide) {
 	by := map[string]SearchRow{}
@@ -264,6 +265,9 @@ func (res *Result) compare(side engineSide) {
 		}
 		r.EngineGap, r.Overlap10 = Some(r.NDCG10-e.NDCG10), Some(overlap10(res.runs[i], side.runs[r.Setup]))
 		r.RealWeights = e.RealWeights
+		if p, ok := by[plainSetup(r.Setup)]; ok {
+			r.PlainGap = Some(r.NDCG10 - p.NDCG10)
+		}
 	}
 }
 

@@ -27,9 +27,11 @@
 // Reranker and Embedder are safe for concurrent use when the wrapped model
 // is. Concurrent misses of the same key are computed once: the first
 // caller's model call computes it and the others wait for that call
-// (single-flight; Stats.Shared counts them), so Weaviate's hybrid search,
-// which sends the same documents to the reranker twice at once, costs one
-// model call. A waiter whose context ends stops waiting; when the call it
+// (single-flight; Stats.Shared counts them): concurrent searches of one
+// popular query, or a retry while the first request still runs, cost one
+// model call. (Weaviate's hybrid search with a reranker scores its hits
+// twice, one call after the other: the second is answered from the cache.)
+// A waiter whose context ends stops waiting; when the call it
 // waited for fails (its caller's context ended, say), the waiter computes
 // the key itself. A key that lands in the cache just after a caller missed
 // it may still be computed twice.

@@ -9,8 +9,8 @@ import (
 
 // flights are the keys being computed now, so that a concurrent miss of
 // the same key waits for that computation instead of repeating it
-// (Weaviate's hybrid search with a reranker sends the same documents to
-// the reranker twice at once).
+// (concurrent searches of one popular query, a client's retry while its
+// first request still runs).
 type flights[V any] struct {
 	mu sync.Mutex
 	m  map[key]*flight[V]
