@@ -42,7 +42,8 @@ func OpenState(path string) (Cluster, error) {
 			c := n.Sidecar.Process.Command
 			// The peer's thread budget is the sidecar's: threads per call
 			// × calls at once.
-			budget := max(1, atoi(flagValue(c, "--threads"))) * max(1, atoi(flagValue(c, "--pool")))
+			threads, pool := sidecarThreads(c)
+			budget := max(1, threads) * max(1, pool)
 			if sc.peer, err = PeerCommand(strings.TrimPrefix(n.Sidecar.InferenceURL, n.Sidecar.URL), flagValue(c, "--rerank-model"), budget); err != nil {
 				return nil, err
 			}
@@ -139,7 +140,13 @@ func (sc *stateCluster) SidecarThreads() (threads, pool int) {
 	if len(sc.hybrank) == 0 {
 		return 0, 0
 	}
-	return atoi(flagValue(sc.hybrank[0], "--threads")), atoi(flagValue(sc.hybrank[0], "--pool"))
+	return sidecarThreads(sc.hybrank[0])
+}
+
+// sidecarThreads are a serve command's --threads and --pool (0 when
+// unset).
+func sidecarThreads(c Command) (threads, pool int) {
+	return atoi(flagValue(c, "--threads")), atoi(flagValue(c, "--pool"))
 }
 
 // SidecarModels are hybrank's sidecars' --embed-model and --rerank-model.
