@@ -78,6 +78,25 @@ type WeaviateConfig struct {
 	// the server where only the cluster reaches it. Readiness and
 	// liveness are public either way, as /healthz is.
 	Public bool `json:"public,omitempty"`
+	// RerankBudget bounds how long a <Prefix>/rerank call waits for its
+	// scores, the queue's wait included. Past it the call is answered
+	// anyway, degraded: the documents in the order sent, scored −1, −2, …
+	// (below every model score, which are sigmoids in (0, 1)), so that
+	// Weaviate keeps its own order for those hits instead of failing the
+	// search; hybrank_weaviate_rerank_degraded_total counts these answers.
+	// 0 is nine tenths of request_timeout: a call that would have been a
+	// 504 is answered degraded instead. Set, it must be below
+	// request_timeout.
+	RerankBudget Duration `json:"rerank_budget,omitempty"`
+}
+
+// rerankBudget is the budget of a <Prefix>/rerank call under a request
+// deadline of timeout (see RerankBudget).
+func (w WeaviateConfig) rerankBudget(timeout Duration) time.Duration {
+	if w.RerankBudget > 0 {
+		return time.Duration(w.RerankBudget)
+	}
+	return time.Duration(timeout) / 10 * 9
 }
 
 // Config is the whole server configuration. It is loadable from a JSON file
@@ -284,7 +303,7 @@ func (c Config) Validate() error {
 	if c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("request_timeout and shutdown_timeout must be > 0"))
 	}
-	errs = append(errs, c.Rerank.ValidateAs("rerank"), c.Embed.ValidateAs("embed"), c.Weaviate.validate())
+	errs = append(errs, c.Rerank.ValidateAs("rerank"), c.Embed.ValidateAs("embed"), c.Weaviate.validate(c.RequestTimeout))
 	seen := map[string]bool{}
 	for i, k := range c.APIKeys {
 		if k.Key == "" || k.Tenant == "" {

@@ -59,8 +59,13 @@
 // mean) and more dimensions than it has are 400, fewer keep the leading
 // dimensions; vectors are unit length. /rerank scores {"query",
 // "documents"} with the default reranker -> {"query", "scores":
-// [{"document", "score"}]} in the documents' order. Both go through the
-// same batchers, caches, limits and metrics as the other routes. The
+// [{"document", "score"}]} in the documents' order; a call not scored
+// within weaviate.rerank_budget (default nine tenths of request_timeout,
+// the queue's wait included) is answered 200 in the order sent, scored
+// −1, −2, … (hybrank_weaviate_rerank_degraded_total), so that an
+// overloaded sidecar costs a search its reranking, not the search. Both
+// go through the same batchers, caches, limits and metrics as the other
+// routes. The
 // modules send no API key: with api_keys, these routes need one unless
 // weaviate.public is set; readiness and liveness are public.
 //

@@ -24,6 +24,9 @@ type metrics struct {
 	bodyBytes prometheus.Gauge       // request body bytes reserved (MaxInflightBodyBytes)
 	shed      *prometheus.CounterVec // reason: memory, body_bytes
 	provider  *prometheus.GaugeVec   // provider
+	// weaviateDegraded counts <Prefix>/rerank calls answered in the
+	// order sent because the rerank budget ran out (model).
+	weaviateDegraded *prometheus.CounterVec
 }
 
 func newMetrics(provider string) *metrics {
@@ -51,8 +54,11 @@ func newMetrics(provider string) *metrics {
 		provider: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "hybrank_provider", Help: "Execution provider in use (value 1).",
 		}, []string{"provider"}),
+		weaviateDegraded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hybrank_weaviate_rerank_degraded_total", Help: "Weaviate rerank calls answered in the order sent, unscored, because weaviate.rerank_budget ran out.",
+		}, []string{"model"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.tokens, m.inflight, m.bodyBytes, m.shed, m.provider,
+	m.reg.MustRegister(m.requests, m.latency, m.tokens, m.inflight, m.bodyBytes, m.shed, m.provider, m.weaviateDegraded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.provider.WithLabelValues(provider).Set(1)
 	return m

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/simd"
@@ -42,7 +43,10 @@ import (
 //	        requests at once); without "documents", {"query", "property"} scores
 //	        the one pair -> {"query", "property", "score"}. Scores are the
 //	        default reranker's sigmoid, as sentence-transformers' CrossEncoder
-//	        gives them.
+//	        gives them. A call the model cannot answer within
+//	        WeaviateConfig.RerankBudget (queue wait included) is answered
+//	        degraded, not failed: the documents scored −1, −2, … in the order
+//	        sent, so the search keeps Weaviate's order for them.
 //	GET  {prefix}/meta    the served models (the module passes it on as is to
 //	        Weaviate's /v1/meta)
 //	GET  {prefix}/.well-known/ready  204 once an embedder or a reranker is loaded
@@ -63,7 +67,10 @@ const weaviateKeyHint = "; Weaviate's text2vec-transformers and reranker-transfo
 // weaviateSegment is one segment of a WeaviateConfig.Prefix.
 var weaviateSegment = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
 
-func (w WeaviateConfig) validate() error {
+func (w WeaviateConfig) validate(timeout Duration) error {
+	if w.RerankBudget < 0 || w.RerankBudget > 0 && w.RerankBudget >= timeout {
+		return fmt.Errorf("weaviate.rerank_budget %v must be below request_timeout %v, or 0 (nine tenths of it)", time.Duration(w.RerankBudget), time.Duration(timeout))
+	}
 	p := w.Prefix
 	if p == "" {
 		return nil
@@ -299,19 +306,9 @@ func (s *Server) weaviateRerankEndpoint() endpoint[weaviateRankRequest] {
 			return rerank.authorize(r, &req.rerankRequest)
 		},
 		call: func(ctx context.Context, r *http.Request, req weaviateRankRequest) (reply, error) {
-			out, err := s.rerankCall(ctx, r, req.rerankRequest)
+			scores, tokens, err := s.weaviateScores(ctx, r, req)
 			if err != nil {
 				return reply{}, err
-			}
-			res, ok := out.body.(rerankResponse)
-			if !ok || len(res.Results) != len(req.Docs) {
-				return reply{}, errors.New("server: rerank answered in an unexpected shape") // a bug: 500
-			}
-			// Cohere's results are by score; the module wants the
-			// documents' order.
-			scores := make([]weaviateScore, len(req.Docs))
-			for _, x := range res.Results {
-				scores[x.Index] = weaviateScore{Document: req.Docs[x.Index], Score: x.RelevanceScore}
 			}
 			body := weaviateRank{Query: req.Query}
 			if req.Single {
@@ -319,10 +316,50 @@ func (s *Server) weaviateRerankEndpoint() endpoint[weaviateRankRequest] {
 			} else {
 				body.Scores = scores
 			}
-			return reply{body: body, tokens: out.tokens}, nil
+			return reply{body: body, tokens: tokens}, nil
 		},
 		admit: true, timed: true,
 	}
+}
+
+// weaviateScores scores req's documents in their order, within the
+// route's rerank budget (WeaviateConfig.RerankBudget). When the budget
+// runs out first, and the request's own deadline has not, the documents
+// are answered in the order sent, scored −1, −2, … (degradedScores).
+func (s *Server) weaviateScores(ctx context.Context, r *http.Request, req weaviateRankRequest) ([]weaviateScore, int, error) {
+	bctx, cancel := context.WithTimeout(ctx, s.cfg.Weaviate.rerankBudget(s.cfg.RequestTimeout))
+	defer cancel()
+	out, err := s.rerankCall(bctx, r, req.rerankRequest)
+	if err != nil {
+		if bctx.Err() == nil || ctx.Err() != nil {
+			return nil, 0, err
+		}
+		s.metrics.weaviateDegraded.WithLabelValues(req.served.cfg.Name).Inc()
+		return degradedScores(req.Docs), 0, nil
+	}
+	res, ok := out.body.(rerankResponse)
+	if !ok || len(res.Results) != len(req.Docs) {
+		return nil, 0, errors.New("server: rerank answered in an unexpected shape") // a bug: 500
+	}
+	// Cohere's results are by score; the module wants the documents'
+	// order.
+	scores := make([]weaviateScore, len(req.Docs))
+	for _, x := range res.Results {
+		scores[x.Index] = weaviateScore{Document: req.Docs[x.Index], Score: x.RelevanceScore}
+	}
+	return scores, out.tokens, nil
+}
+
+// degradedScores are the scores of documents the budget left unscored:
+// −1, −2, … in the order sent. Weaviate sorts a reranked search's hits by
+// score, so these keep its own order, below every scored hit (a model
+// score is a sigmoid, in (0, 1)); a client sees the fallback in the sign.
+func degradedScores(docs []string) []weaviateScore {
+	out := make([]weaviateScore, len(docs))
+	for i, d := range docs {
+		out[i] = weaviateScore{Document: d, Score: -float64(i + 1)}
+	}
+	return out
 }
 
 // weaviateMeta is {prefix}/meta: the served models.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hybrank/hybrank/models"
 	"github.com/hybrank/hybrank/models/cache"
@@ -218,6 +219,66 @@ func TestWeaviateRerank(t *testing.T) {
 	code, _, out = moduleRequest(t, failing, "POST", "/weaviate/rerank", nil, moduleFixture(t, "reranker-transformers-rerank.json"))
 	if code != 500 || string(out) != "{\"error\":\"onnx exploded\"}\n" {
 		t.Fatalf("model failure: %d %s", code, out)
+	}
+}
+
+// TestWeaviateRerankBudget: a call the model cannot answer within
+// weaviate.rerank_budget is answered 200 in the order sent, scored −1,
+// −2, …, and counted; a model failure within the budget still fails, and
+// the budget must stay below request_timeout.
+func TestWeaviateRerankBudget(t *testing.T) {
+	gate := make(chan struct{}) // never opened: the model never answers
+	ts := newTestServer(t, func(c *Config, b *Services) {
+		c.Weaviate.RerankBudget = Duration(50 * time.Millisecond)
+		b.Rerankers = defaultReranker(&modeltest.Scorer{Gate: gate})
+	})
+	code, _, out := moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, moduleFixture(t, "reranker-transformers-rerank.json"))
+	var got rtRankResponse
+	mustJSON(t, out, &got)
+	if code != 200 || got.Error != "" || len(got.Scores) != len(rerankDocs) {
+		t.Fatalf("%d %s", code, out)
+	}
+	for i, s := range got.Scores {
+		if s.Document != rerankDocs[i] || s.Score != -float64(i+1) {
+			t.Fatalf("score %d = %+v, want %q %d", i, s, rerankDocs[i], -(i + 1))
+		}
+	}
+	code, _, out = moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, []byte(`{"query": "cat dog", "property": "a cat and a dog"}`))
+	got = rtRankResponse{}
+	mustJSON(t, out, &got)
+	if code != 200 || got.RankPropertyValue != "a cat and a dog" || got.Score != -1 {
+		t.Fatalf("single pair: %d %s", code, out)
+	}
+	if code, _, body := ts.do(t, "GET", "/metrics", "", nil); code != 200 || !strings.Contains(string(body), `hybrank_weaviate_rerank_degraded_total{model="hybrank-rerank"} 2`) {
+		t.Errorf("metrics lack 2 degraded rerank calls: %d", code)
+	}
+	// A model that fails at once fails the call, budget or not.
+	failing := newTestServer(t, func(c *Config, b *Services) {
+		c.Weaviate.RerankBudget = Duration(time.Second)
+		b.Rerankers = defaultReranker(&modeltest.Scorer{Err: errors.New("onnx exploded")})
+	})
+	if code, _, out := moduleRequest(t, failing, "POST", "/weaviate/rerank", nil, moduleFixture(t, "reranker-transformers-rerank.json")); code != 500 {
+		t.Fatalf("model failure within the budget: %d %s", code, out)
+	}
+	for _, tc := range []struct {
+		budget, timeout time.Duration
+		ok              bool
+	}{
+		{0, 30 * time.Second, true},
+		{29 * time.Second, 30 * time.Second, true},
+		{30 * time.Second, 30 * time.Second, false},
+		{-time.Second, 30 * time.Second, false},
+	} {
+		cfg := DefaultConfig()
+		cfg.Weaviate.RerankBudget, cfg.RequestTimeout = Duration(tc.budget), Duration(tc.timeout)
+		if err := cfg.Validate(); (err == nil) != tc.ok {
+			t.Errorf("budget %v, timeout %v: Validate = %v, want ok %v", tc.budget, tc.timeout, err, tc.ok)
+		} else if err != nil && !strings.Contains(err.Error(), "rerank_budget") {
+			t.Errorf("budget %v: %v does not name rerank_budget", tc.budget, err)
+		}
+	}
+	if got := DefaultConfig().Weaviate.rerankBudget(Duration(30 * time.Second)); got != 27*time.Second {
+		t.Errorf("default budget under a 30s request_timeout = %v, want 27s", got)
 	}
 }
 

@@ -51,6 +51,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar((*time.Duration)(&s.RequestTimeout), "request-timeout", time.Duration(s.RequestTimeout), "per-request deadline, 504 past it")
 	fs.StringVar(&s.Weaviate.Prefix, "weaviate-prefix", s.Weaviate.Prefix, `path of Weaviate's text2vec-transformers and reranker-transformers protocols (give Weaviate http://HOST:PORT<prefix> as TRANSFORMERS_INFERENCE_API and RERANKER_INFERENCE_API); "" turns them off`)
 	fs.BoolVar(&s.Weaviate.Public, "weaviate-public", s.Weaviate.Public, "serve the Weaviate protocols without an API key when --api-key is set (those modules send none)")
+	fs.DurationVar((*time.Duration)(&s.Weaviate.RerankBudget), "weaviate-rerank-budget", time.Duration(s.Weaviate.RerankBudget), "longest a Weaviate rerank call waits for scores; past it the documents are answered in the order sent, scored -1, -2, ... (0: nine tenths of --request-timeout)")
 	setAll(fs, "pool", "runtime sessions per model, also the server's concurrent model calls (default 1)", strconv.Atoi, &c.Pool, &s.Rerank.Workers, &s.Embed.Workers)
 	fs.BoolFunc("batching", "merge concurrent requests into shared model calls (default true)", func(v string) (err error) {
 		s.Rerank.Enabled, err = strconv.ParseBool(v)
