@@ -23,12 +23,16 @@ func (t Targets) Check(cfg Config, res Result) []report.Check {
 			report.AtMost("load: |objects counted − documents|", math.Abs(float64(im.Counted-im.Docs)), 0, fmt.Sprintf("Aggregate count %d at %s", im.Counted, im.Consistency)),
 			report.Inform("load: import docs/s (hybrank embedding through text2vec-transformers)", im.DocsPerS, fmt.Sprintf("%d documents in %.1f s, %d importers, batches of %d", im.Acked, im.Seconds, cfg.Importers, cfg.BatchSize)))
 	}
-	failed := 0
+	failed, degraded, reranked := 0, 0, 0
 	for _, r := range res.Searches {
 		if r.Impl != "weaviate" {
 			continue
 		}
 		failed += r.Errors
+		degraded += r.Degraded
+		if strings.Contains(r.Search, "reranked") {
+			reranked += r.Queries
+		}
 		gap, ok := r.EngineGap.Value()
 		if !ok || r.Clients != cfg.Clients[0] {
 			continue
@@ -45,7 +49,8 @@ func (t Targets) Check(cfg Config, res Result) []report.Check {
 		}
 		cs = append(cs, report.AtMost(name, math.Abs(gap), t.MaxNDCGGap, detail))
 	}
-	cs = append(cs, report.AtMost("failed searches (no fault, every setup and client count)", float64(failed), 0, ""))
+	cs = append(cs, report.AtMost("failed searches (no fault, every setup and client count)", float64(failed), 0, ""),
+		report.Inform("reranked searches answered unreranked (a sidecar's rerank budget ran out; no fault)", float64(degraded), fmt.Sprintf("of %d reranked searches", reranked)))
 	if res.RerankErr == "" && cfg.Engine.Enabled {
 		cs = append(cs, report.AtLeast("sidecar vs engine reranker, Spearman over one query's documents", res.RerankRho, 0.999,
 			fmt.Sprintf("largest |Δ score| %.3g; the sidecar answers the sigmoid of the model's score", res.RerankGap)))
@@ -196,7 +201,7 @@ func (t Targets) faultChecks(cfg Config, f FaultResult) []report.Check {
 // goal of its own: no fault of one node may cost another node's searches.
 func inferenceCheck(r FaultRow, where string) report.Check {
 	return report.AtMost(fmt.Sprintf("faults: reads failed by inference %s while %s", where, r.Phase), float64(r.InferenceFails), 0,
-		fmt.Sprintf("%d reads (%d reranked); %s", r.Reads, r.Reranks, firstNonEmpty(r.InferenceError, "no failure")))
+		fmt.Sprintf("%d reads (%d reranked, %d of them answered unreranked by a sidecar's rerank budget); %s", r.Reads, r.Reranks, r.RerankDegraded, firstNonEmpty(r.InferenceError, "no failure")))
 }
 
 // catchUpDetail says what the catch-up time measured.

@@ -133,6 +133,21 @@ func TestSearchDecode(t *testing.T) {
 	}
 }
 
+// TestUnreranked: a reranked search whose sidecar ran out of its rerank
+// budget (scores −1, −2, …) counts as degraded, in a search row and in a
+// fault phase, and not as failed.
+func TestUnreranked(t *testing.T) {
+	if unreranked([]Hit{{Rerank: 0.9}, {Rerank: 0}}) || !unreranked([]Hit{{Rerank: 0.9}, {Rerank: -1}}) {
+		t.Fatal("unreranked misreads the scores")
+	}
+	row := FaultRow{Faulty: 2}
+	row.add(sample{node: 0, kind: kindRerank, ok: true, degraded: true})
+	row.add(sample{node: 1, kind: kindRerank, ok: true})
+	if row.Reranks != 2 || row.RerankDegraded != 1 || row.ReadFails != 0 {
+		t.Fatalf("%+v", row)
+	}
+}
+
 func TestParseRequestCounts(t *testing.T) {
 	text := `# HELP hybrank_http_requests_total HTTP requests by route and status code.
 # TYPE hybrank_http_requests_total counter

@@ -42,6 +42,10 @@ type FaultRow struct {
 	// its inference module's (inferenceFailure): a sidecar that timed
 	// out, refused or was gone, not the read of the replicas.
 	InferenceFails int `json:"inference_fails" table:"of them inference"`
+	// RerankDegraded are the Reranks that succeeded unreranked: a
+	// sidecar's rerank budget ran out and it answered Weaviate's order
+	// (unreranked, below).
+	RerankDegraded int `json:"reranked_degraded" table:"reranked degraded"`
 	// FaultyReads and FaultyFails are the searches that went to the
 	// faulty node (of them reranked: FaultyReranks, FaultyRerankFails).
 	FaultyReads       int `json:"faulty_reads" table:"at faulty"`
@@ -103,6 +107,8 @@ type sample struct {
 	err   string
 	n     int      // objects sent (writes)
 	acked []string // acknowledged ids (writes)
+	// degraded: a reranked search answered unreranked (see unreranked).
+	degraded bool
 }
 
 // rotation is the nodes the clients send to, round robin: a load
@@ -294,13 +300,13 @@ func (r *faultRun) query(ctx context.Context, seq *atomic.Int64) {
 		node := r.rot.pick()
 		rerank := i%2 == 1
 		at := r.now()
-		_, err := r.w.search(ctx, r.nodes[node].HTTP, r.search(qs[i%len(qs)].Text, rerank))
+		hits, err := r.w.search(ctx, r.nodes[node].HTTP, r.search(qs[i%len(qs)].Text, rerank))
 		if ctx.Err() != nil {
 			return // cut short by the end of the load: not a failure
 		}
 		s := sample{at: at, end: r.now(), node: node, kind: kindRead, ok: err == nil}
 		if rerank {
-			s.kind = kindRerank
+			s.kind, s.degraded = kindRerank, err == nil && unreranked(hits)
 		}
 		if err != nil {
 			s.err = clip(err.Error(), 300)
@@ -509,6 +515,9 @@ func (row *FaultRow) add(s sample) {
 	if rerank {
 		row.Reranks++
 	}
+	if s.degraded {
+		row.RerankDegraded++
+	}
 	if !s.ok {
 		row.ReadFails++
 		if rerank {
@@ -524,6 +533,19 @@ func (row *FaultRow) add(s sample) {
 			row.FirstError = fmt.Sprintf("node %d: %s", s.node, s.err)
 		}
 	}
+}
+
+// unreranked reports whether a reranked search's hits came back with a
+// degraded rerank score: hybrank's sidecar answers a rerank call it could
+// not score within its budget (server's weaviate.rerank_budget) with
+// scores −1, −2, … in the order sent, below every model score.
+func unreranked(hits []Hit) bool {
+	for _, h := range hits {
+		if h.Rerank < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // inferenceFailure reports whether a failed search's error is Weaviate

@@ -28,7 +28,10 @@ type SearchRow struct {
 	Clients int    `json:"clients" table:""`
 	Queries int    `json:"queries" table:""`
 	// Errors counts searches that failed (no retry); they score 0.
-	Errors      int     `json:"errors" table:""`
+	Errors int `json:"errors" table:""`
+	// Degraded counts reranked searches answered unreranked: a sidecar's
+	// rerank budget ran out (unreranked).
+	Degraded    int     `json:"degraded" table:""`
 	FirstError  string  `json:"first_error,omitempty"`
 	RealWeights bool    `json:"real_weights" table:""`
 	NDCG10      float64 `json:"ndcg@10" table:""`
@@ -103,6 +106,9 @@ func runSearches(ctx context.Context, w *weaviate, nodes []Endpoint, c *corpus, 
 				bar.Add(1)
 				ids := c.ranked(hits, spec.trec)
 				mu.Lock()
+				if err == nil && s.Rerank && unreranked(hits) {
+					row.Degraded++
+				}
 				if err != nil {
 					row.Errors++
 					if row.FirstError == "" {
