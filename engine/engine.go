@@ -249,6 +249,11 @@ func (e *Engine) turnReadOnly(cause error) error {
 // Config returns the effective configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
+// Analyzer returns the analyzer the index is built and searched with
+// (Config().Analysis, as the index on disk has it). It is set once, by
+// Open, and safe for concurrent use.
+func (e *Engine) Analyzer() *analysis.Analyzer { return e.analyzer }
+
 // publish makes the indexes' current views and docs the engine's state.
 // Called with commitMu held (or during Open).
 func (e *Engine) publish(docs store, nvec int) {

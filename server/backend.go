@@ -137,6 +137,15 @@ type Tokenizer interface {
 	CountTokens(text string) int
 }
 
+// Analyzer is the engine's text analysis (*analysis.Analyzer): the
+// terms BM25 indexes a document's text as, and searches a query's as.
+type Analyzer interface {
+	Analyze(text string) []string
+	AnalyzeQuery(text string) []string
+	// Version names the analysis (its settings' digest).
+	Version() string
+}
+
 // DocumentBatch is one atomic change to an index: every upsert and delete
 // becomes visible together or not at all. Document IDs are scoped to a
 // tenant (the same ID in two tenants is two documents): upserts write their
@@ -232,6 +241,9 @@ type Services struct {
 	Rerankers map[string]models.Reranker
 	Embedder  models.Embedder
 	Tokenizer Tokenizer
+	// Analyzer is the index's text analysis, served by /analyze; nil
+	// answers 503 there.
+	Analyzer  Analyzer
 	Searcher  Searcher
 	Documents DocumentStore
 	// Stats, when set, is scraped by /metrics (hybrank_index_*).

@@ -27,6 +27,10 @@
 //	                                      start, stop}]]: text is the input's slice, start and stop
 //	                                      byte offsets (null for special tokens); at most
 //	                                      max_inputs × max_input_tokens tokens a request (413)
+//	POST /analyze                         {inputs, input_type: document|query} -> {analyzer,
+//	                                      terms: [[term]]}: the index's BM25 analysis (engine
+//	                                      analysis settings, stemming included), for an engine
+//	                                      without it (Weaviate: a "whitespace" property)
 //	POST /search                          hybrid search: the JSON of engine.Request -> engine.Result
 //	                                      (hits with provenance, passages, fallbacks, timings)
 //	POST /documents, DELETE /documents    {documents: [engine.Document], delete: [id]} / {ids: [id]}:

@@ -179,6 +179,7 @@ func (s *Server) routeTable() []route {
 		{"POST", "/embeddings", "/v1/embeddings", true, openAIEmbed},
 		{"GET", "/v1/models", "/v1/models", true, http.HandlerFunc(s.handleModels)},
 		{"POST", "/tokenize", "/tokenize", true, serveEndpoint(s, s.tokenizeEndpoint())},
+		{"POST", "/analyze", "/analyze", true, serveEndpoint(s, s.analyzeEndpoint())},
 		{"POST", "/search", "/search", true, serveEndpoint(s, s.searchEndpoint())},
 		{"POST", "/documents", "/documents", true, documents},
 		{"DELETE", "/documents", "/documents", true, documents},

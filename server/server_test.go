@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/hybrank/hybrank/analysis"
 	"io"
 	"math"
 	"net"
@@ -46,7 +47,7 @@ func newTestServer(t *testing.T, mut func(*Config, *Services)) *testServer {
 	cfg.Rerank.MaxWait = Duration(time.Millisecond)
 	cfg.Embed.MaxWait = Duration(time.Millisecond)
 	sc, ix := &modeltest.Scorer{}, newFakeIndex()
-	b := Services{Rerankers: defaultReranker(sc), Embedder: &modeltest.Embedder{}, Tokenizer: fakeTokenizer{}, Searcher: ix, Documents: ix, Stats: ix}
+	b := Services{Rerankers: defaultReranker(sc), Embedder: &modeltest.Embedder{}, Tokenizer: fakeTokenizer{}, Analyzer: analysis.MustNew(analysis.DefaultConfig()), Searcher: ix, Documents: ix, Stats: ix}
 	if mut != nil {
 		mut(&cfg, &b)
 	}

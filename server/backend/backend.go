@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybrank/hybrank/analysis"
 	"io"
 	"log/slog"
 	"math"
@@ -383,6 +384,9 @@ func Open[C CrossEncoder, B BiEncoder](cfg Config, newCrossEncoder func(models.C
 		}
 		ix := NewIndex(b.engine)
 		b.services.Searcher, b.services.Documents, b.services.Stats = ix, ix, ix
+		b.services.Analyzer = b.engine.Analyzer()
+	} else if b.services.Analyzer, err = analysis.New(cfg.Engine.Analysis); err != nil {
+		return nil, fmt.Errorf("engine analysis: %w", err)
 	}
 	return b, nil
 }

@@ -182,7 +182,7 @@ func TestOpen(t *testing.T) {
 		t.Errorf("cross-encoder config %+v", rc)
 	}
 	bs := b.Services()
-	if bs.Rerankers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil {
+	if bs.Rerankers["hybrank-rerank"] == nil || bs.Embedder == nil || bs.Tokenizer == nil || bs.Searcher == nil || bs.Documents == nil || bs.Analyzer == nil {
 		t.Fatalf("backends %+v", bs)
 	}
 	sc := b.ServerConfig()
@@ -243,7 +243,9 @@ func TestOpenWithoutEmbedderOrIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if bs := b.Services(); len(bs.Rerankers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil {
+	// Without an index, /analyze still analyzes as engine.analysis says.
+	if bs := b.Services(); len(bs.Rerankers) != 1 || bs.Tokenizer == nil || bs.Embedder != nil || bs.Searcher != nil || bs.Documents != nil || bs.Stats != nil ||
+		bs.Analyzer == nil || bs.Analyzer.Version() != cfg.Engine.Analysis.Version() {
 		t.Fatalf("backends %+v", bs)
 	}
 	if err := b.Warm(context.Background()); err != nil {
