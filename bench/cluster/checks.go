@@ -23,6 +23,12 @@ func (t Targets) Check(cfg Config, res Result) []report.Check {
 			report.AtMost("load: |objects counted − documents|", math.Abs(float64(im.Counted-im.Docs)), 0, fmt.Sprintf("Aggregate count %d at %s", im.Counted, im.Consistency)),
 			report.Inform("load: import docs/s (hybrank embedding through text2vec-transformers)", im.DocsPerS, fmt.Sprintf("%d documents in %.1f s, %d importers, batches of %d", im.Acked, im.Seconds, cfg.Importers, cfg.BatchSize)))
 	}
+	engine := map[string]float64{} // the engine's nDCG@10 by setup
+	for _, r := range res.Searches {
+		if r.Impl == "engine" {
+			engine[r.Setup] = r.NDCG10
+		}
+	}
 	failed, degraded, reranked := 0, 0, 0
 	for _, r := range res.Searches {
 		if r.Impl != "weaviate" {
@@ -43,11 +49,30 @@ func (t Targets) Check(cfg Config, res Result) []report.Check {
 		if pg, ok := r.PlainGap.Value(); ok {
 			detail += fmt.Sprintf("; the engine with Weaviate's analysis (no stemming, 1-character tokens) %.4f, |Δ| %.4f", r.NDCG10-pg, math.Abs(pg))
 		}
-		if r.Setup == setupBM25 || r.Setup == setupDense {
-			cs = append(cs, report.Inform(name, math.Abs(gap), detail+"; informative: "+gapWhy(r.Setup)))
-			continue
+		if r.Analysis == AnalysisHybrank && r.Setup != setupDense {
+			detail += fmt.Sprintf("; Weaviate's BM25F on hybrank's terms (analyzer %s)", res.Versions.Analyzer)
 		}
-		cs = append(cs, report.AtMost(name, math.Abs(gap), t.MaxNDCGGap, detail))
+		own, plain := strings.CutSuffix(r.Setup, plainSuffix)
+		switch {
+		case plain:
+			if e, ok := engine[own]; ok {
+				detail += fmt.Sprintf("; the engine with its own analysis %.4f", e)
+			}
+			cs = append(cs, report.Inform(name, math.Abs(gap), detail+"; informative: Weaviate's own analysis (word tokens: no stemming, 1-character tokens kept), beside the engine with the same"))
+		case r.Setup == setupBM25 || r.Setup == setupDense:
+			cs = append(cs, report.Inform(name, math.Abs(gap), detail+"; informative: "+gapWhy(r)))
+		default:
+			cs = append(cs, report.AtMost(name, math.Abs(gap), t.MaxNDCGGap, detail))
+		}
+	}
+	if cfg.analyzed() && cfg.Engine.Enabled {
+		want := cfg.Engine.Engine.Analysis.Version()
+		differ := 0.0
+		if res.Versions.Analyzer != want {
+			differ = 1
+		}
+		cs = append(cs, report.AtMost("analysis: the sidecar's terms (/analyze) made otherwise than the engine's", differ, 0,
+			fmt.Sprintf("sidecar %s, engine %s", res.Versions.Analyzer, want)))
 	}
 	cs = append(cs, report.AtMost("failed searches (no fault, every setup and client count)", float64(failed), 0, ""),
 		report.Inform("reranked searches answered unreranked (a sidecar's rerank budget ran out; no fault)", float64(degraded), fmt.Sprintf("of %d reranked searches", reranked)))
@@ -67,11 +92,14 @@ func (t Targets) Check(cfg Config, res Result) []report.Check {
 }
 
 // gapWhy says why a single retriever's gap is not a target.
-func gapWhy(setup string) string {
-	if setup == setupBM25 {
-		return "Weaviate's BM25F has no stemming, keeps 1-character tokens and scores each shard with its own statistics"
+func gapWhy(r SearchRow) string {
+	switch {
+	case r.Setup == setupDense:
+		return "Weaviate's HNSW and the engine's dense index are both approximate"
+	case r.Analysis == AnalysisHybrank:
+		return "on the same terms, Weaviate's BM25F scores each shard with its own statistics"
 	}
-	return "Weaviate's HNSW and the engine's dense index are both approximate"
+	return "Weaviate's BM25F has no stemming, keeps 1-character tokens and scores each shard with its own statistics"
 }
 
 func firstNonEmpty(s ...string) string {

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybrank/hybrank/engine"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +41,13 @@ func TestGraphQL(t *testing.T) {
 			[]string{`C(hybrid: {query: `, `alpha: 0.5, fusionType: relativeScoreFusion, properties: ["text"]}, limit: 10)`}},
 		{"rerank", Search{Class: "C", Query: q, Alpha: 0.7, Fusion: "rankedFusion", Limit: 20, Rerank: true, Consistency: "ONE"},
 			[]string{`_additional { id score rerank(property: "text", query: `, `) { score } }`, "consistencyLevel: ONE"}},
+		// On hybrank's terms: BM25 reads the terms property with the
+		// query's terms; the vector side and the reranker read the query.
+		{"analyzed bm25", Search{Class: "C", Query: q, Terms: "cat run", Analyzed: true, BM25: true, Limit: 5},
+			[]string{`C(bm25: {query: "cat run", properties: ["terms"]}, limit: 5)`}},
+		{"analyzed rerank", Search{Class: "C", Query: q, Terms: "cat run", Analyzed: true, Alpha: 0.5, Fusion: "relativeScoreFusion", Limit: 20, Rerank: true},
+			[]string{`C(hybrid: {query: "cat run", alpha: 0.5, fusionType: relativeScoreFusion, properties: ["terms"], searches: [{nearText: {concepts: [`,
+				`rerank(property: "text", query: `}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,11 +57,12 @@ func TestGraphQL(t *testing.T) {
 					t.Errorf("%s\nlacks %s", g, w)
 				}
 			}
-			// Every string literal decodes back to the query.
-			for _, m := range reGet.FindAllStringSubmatch(g, -1) {
+			// Every string literal but the terms decodes back to the
+			// query.
+			for _, m := range reString.FindAllString(g, -1) {
 				var back string
-				if err := json.Unmarshal([]byte(m[3]), &back); err != nil || back != q {
-					t.Errorf("literal %s decodes to %q, %v", m[3], back, err)
+				if err := json.Unmarshal([]byte(m), &back); err != nil || back != q && back != tt.s.Terms && !slices.Contains([]string{"text", "terms"}, back) {
+					t.Errorf("literal %s decodes to %q, %v", m, back, err)
 				}
 			}
 			if strings.Contains(g, "\n") {
@@ -60,6 +71,9 @@ func TestGraphQL(t *testing.T) {
 		})
 	}
 }
+
+// reString matches a GraphQL string literal.
+var reString = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
 
 func TestImportBatch(t *testing.T) {
 	var got struct {
@@ -205,6 +219,8 @@ func TestConfigValidate(t *testing.T) {
 		configtest.OK("default", func(c *Config) {}),
 		configtest.OK("quick", func(c *Config) { *c = c.Quick() }),
 		configtest.OK("rrf", func(c *Config) { c.Fused = "rrf" }),
+		configtest.OK("weaviate's analysis", func(c *Config) { c.Analysis = AnalysisWeaviate }),
+		configtest.Bad("analysis", func(c *Config) { c.Analysis = "lucene" }),
 		configtest.OK("no engine, bad engine config ignored", func(c *Config) { c.Engine.Enabled, c.Engine.Threads = false, -1 }),
 		configtest.Bad("no state", func(c *Config) { c.StatePath = "" }),
 		configtest.Bad("no dataset", func(c *Config) { c.Dataset = "" }),
@@ -295,14 +311,22 @@ func TestRunOnFake(t *testing.T) {
 		t.Errorf("load %+v", im)
 	}
 	// Searches: bm25 and dense at 1 client, the fusion and its rerank at
-	// 1 and 16; each query's two relevant documents hold its word.
-	if len(res.Searches) != 6 {
+	// 1 and 16, on hybrank's terms; bm25 and the fusion on Weaviate's own
+	// analysis at 1 client; each query's two relevant documents hold its
+	// word.
+	if len(res.Searches) != 8 {
 		t.Fatalf("%d search rows", len(res.Searches))
 	}
 	for _, r := range res.Searches {
 		if r.Queries != 6 || r.Errors != 0 || r.NDCG10 < 0.9 || r.Recall100 != 1 {
 			t.Errorf("row %+v", r)
 		}
+		if _, plain := strings.CutSuffix(r.Setup, plainSuffix); plain != (r.Analysis == AnalysisWeaviate) {
+			t.Errorf("row %s on analysis %q", r.Setup, r.Analysis)
+		}
+	}
+	if res.Versions.Analyzer != engine.DefaultConfig().Analysis.Version() {
+		t.Errorf("analyzer %q", res.Versions.Analyzer)
 	}
 	// Queries were spread over the nodes.
 	for i := range 3 {

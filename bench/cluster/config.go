@@ -55,6 +55,12 @@ type Config struct {
 	// Profile is the reranker profile the sidecars serve and the engine
 	// reranks with.
 	Profile string `json:"profile"`
+	// Analysis is the BM25 side's analysis in Weaviate: AnalysisHybrank
+	// stores hybrank's terms of each document (the sidecar's /analyze) in
+	// a "whitespace" property and searches it with the query's terms,
+	// and also runs BM25 and the fusion once on Weaviate's own analysis;
+	// AnalysisWeaviate searches the text with Weaviate's word tokens only.
+	Analysis string `json:"analysis"`
 	// Limit is the hits per search; RerankLimit the hits of a reranked
 	// search (Weaviate reranks every hit it returns: a reranked search's
 	// Recall@100 is its recall at RerankLimit).
@@ -186,6 +192,12 @@ type Targets struct {
 	MaxRecovery time.Duration `json:"max_recovery_ns"`
 }
 
+// The BM25 analyses of Config.Analysis.
+const (
+	AnalysisHybrank  = "hybrank"
+	AnalysisWeaviate = "weaviate"
+)
+
 // DefaultFused is the fusion bench hybrid chose on cisi with the real
 // all-MiniLM-L6-v2 and checked on scifact (hybrid_real_all-minilm-l6-v2.md).
 const DefaultFused = "weighted-0.5"
@@ -208,6 +220,7 @@ func DefaultConfig() Config {
 		Importers:        4,
 		Fused:            DefaultFused,
 		Profile:          models.ProfileBalanced,
+		Analysis:         AnalysisHybrank,
 		Limit:            100,
 		RerankLimit:      20,
 		Clients:          []int{1, 16},
@@ -236,6 +249,9 @@ func (c Config) Quick() Config {
 	return c
 }
 
+// analyzed says whether the collection stores hybrank's terms.
+func (c Config) analyzed() bool { return c.Analysis == AnalysisHybrank }
+
 // Validate reports the first unusable option.
 func (c Config) Validate() error {
 	bad := func(format string, args ...any) error {
@@ -258,6 +274,8 @@ func (c Config) Validate() error {
 		return bad("batch size %d, importers %d must be ≥ 1", c.BatchSize, c.Importers)
 	case c.Limit < 1 || c.RerankLimit < 1 || c.Limit > 10000 || c.RerankLimit > 10000:
 		return bad("limit %d, rerank limit %d must be in [1, 10000]", c.Limit, c.RerankLimit)
+	case c.Analysis != AnalysisHybrank && c.Analysis != AnalysisWeaviate:
+		return bad("analysis %q: want %q or %q", c.Analysis, AnalysisHybrank, AnalysisWeaviate)
 	case len(c.Clients) == 0:
 		return bad("no client counts")
 	case c.Warmup < 0 || c.RequestTimeout <= 0:

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +20,11 @@ type corpus struct {
 	docID   map[string]string // UUID → BEIR id
 	// tmp is a temporary folder to remove ("" = none).
 	tmp string
+	// queryTerms is hybrank's analysis of each query text, joined by
+	// spaces, and analyzer the analysis's version (analyze; empty
+	// before).
+	queryTerms map[string]string
+	analyzer   string
 }
 
 // loadCorpus reads the dataset and cuts it to queries judged queries and
@@ -112,3 +118,42 @@ func objects(ds *eval.Dataset) ([]Object, map[string]string) {
 	}
 	return out, back
 }
+
+// analyzeBatch is how many texts one /analyze request carries (the
+// server's default max_inputs is 2048).
+const analyzeBatch = 256
+
+// analyze fills the objects' Terms and the queries' terms with hybrank's
+// analysis, asked of the sidecar at base (its POST /analyze): what a
+// client of Weaviate does to have BM25 rank by the engine's terms.
+func (c *corpus) analyze(ctx context.Context, w *weaviate, base string) error {
+	docs := make([]string, len(c.objects))
+	for i, o := range c.objects {
+		docs[i] = o.Text
+	}
+	terms, version, err := w.analyze(ctx, base, docs, "document")
+	if err != nil {
+		return err
+	}
+	for i := range c.objects {
+		c.objects[i].Terms = terms[i]
+	}
+	qs := make([]string, len(c.ds.Queries))
+	for i, q := range c.ds.Queries {
+		qs[i] = q.Text
+	}
+	qterms, _, err := w.analyze(ctx, base, qs, "query")
+	if err != nil {
+		return err
+	}
+	c.queryTerms = make(map[string]string, len(qs))
+	for i, q := range qs {
+		c.queryTerms[q] = qterms[i]
+	}
+	c.analyzer = version
+	return nil
+}
+
+// terms is hybrank's analysis of query text q (analyze), joined by
+// spaces.
+func (c *corpus) terms(q string) string { return c.queryTerms[q] }

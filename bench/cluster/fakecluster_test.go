@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hybrank/hybrank/engine"
 	"hash/fnv"
 	"math"
 	"net/http"
@@ -404,6 +405,21 @@ func (f *fakeCluster) sidecar(i int) http.Handler {
 			}
 			json.NewDecoder(r.Body).Decode(&b)
 			writeJSON(w, 200, map[string]any{"text": b.Text, "vector": fakeVector(b.Text), "dim": 8})
+		case "/analyze":
+			// hybrank's analysis, as far as the fake has one: lower-cased
+			// words, a plural's s cut.
+			var b struct {
+				Inputs []string `json:"inputs"`
+			}
+			json.NewDecoder(r.Body).Decode(&b)
+			terms := make([][]string, len(b.Inputs))
+			for k, in := range b.Inputs {
+				terms[k] = []string{}
+				for _, w := range strings.Fields(strings.ToLower(in)) {
+					terms[k] = append(terms[k], strings.TrimSuffix(w, "s"))
+				}
+			}
+			writeJSON(w, 200, map[string]any{"analyzer": engine.DefaultConfig().Analysis.Version(), "terms": terms})
 		case "/weaviate/rerank":
 			count(f.reranks)
 			var b struct {

@@ -226,7 +226,7 @@ func (r *faultRun) record(s sample) {
 // search is a search of the run's fusion with SearchLimit hits.
 func (r *faultRun) search(q string, rerank bool) Search {
 	return Search{Class: r.cfg.collection(), Query: q, Alpha: r.f.Alpha, Fusion: r.f.Type, Limit: r.cfg.Faults.SearchLimit,
-		Rerank: rerank, Consistency: r.cfg.readConsistency()}
+		Rerank: rerank, Consistency: r.cfg.readConsistency(), Analyzed: r.cfg.analyzed(), Terms: r.c.terms(q)}
 }
 
 // runFaults runs the fault phase: Queriers clients search the collection
@@ -241,7 +241,7 @@ func runFaults(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corp
 		return FaultResult{}, fmt.Errorf("cluster: faults: node %d, sidecar %d: the cluster has %d nodes", fc.Node, fc.Sidecar, len(nodes))
 	}
 	r := &faultRun{cfg: cfg, w: w, cl: cl, nodes: nodes, c: c, f: f, class: cfg.collection() + "Faults", rot: newRotation(len(nodes)), logf: logf}
-	coll := Collection{Name: r.class, Shards: cfg.Shards, Replicas: cfg.Replicas, AsyncReplication: cfg.AsyncReplication}
+	coll := Collection{Name: r.class, Shards: cfg.Shards, Replicas: cfg.Replicas, AsyncReplication: cfg.AsyncReplication, Analyzed: cfg.analyzed()}
 	if err := w.createCollection(ctx, nodes[0].HTTP, coll); err != nil {
 		return FaultResult{}, fmt.Errorf("cluster: faults: %w", err)
 	}
@@ -325,7 +325,7 @@ func (r *faultRun) importLoop(ctx context.Context, seq *atomic.Int64) {
 		for k := range objs {
 			n := b*size + k
 			d := r.c.objects[n%len(r.c.objects)]
-			objs[k] = Object{ID: uuid5(fmt.Sprintf("%s/faults/%d", r.c.ds.Name, n)), DocID: d.DocID, Title: d.Title, Text: d.Text}
+			objs[k] = Object{ID: uuid5(fmt.Sprintf("%s/faults/%d", r.c.ds.Name, n)), DocID: d.DocID, Title: d.Title, Text: d.Text, Terms: d.Terms}
 		}
 		node := r.rot.pick()
 		at := r.now()

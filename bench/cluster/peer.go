@@ -297,7 +297,7 @@ func measureSidecars(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c
 	}
 	class := cfg.collection() + "Peer"
 	base := nodes[0].HTTP
-	coll := Collection{Name: class, Shards: cfg.Shards, Replicas: cfg.Replicas, AsyncReplication: cfg.AsyncReplication, Rerank: true}
+	coll := Collection{Name: class, Shards: cfg.Shards, Replicas: cfg.Replicas, AsyncReplication: cfg.AsyncReplication, Rerank: true, Analyzed: cfg.analyzed()}
 	if err := w.createCollection(ctx, base, coll); err != nil {
 		return fmt.Errorf("cluster: peer: %w", err)
 	}
@@ -319,7 +319,7 @@ func measureSidecars(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c
 	}
 
 	few := c.withQueries(cfg.Peer.Queries)
-	spec := weaviateSpecs(cfg, cfg.collection(), f)[3] // the reranked fusion
+	spec := weaviateSpecs(cfg, cfg.collection(), f, c)[3] // the reranked fusion
 	before = countAll(ctx, w, nodes)
 	cpu = cpuMeterOf(cl, all)
 	out, err := runSearches(ctx, w, nodes, few, spec, cfg.Peer.RerankClients, cfg.Warmup, false)

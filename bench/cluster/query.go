@@ -24,9 +24,12 @@ type SearchRow struct {
 	// the fusion + the reranker profile; "@N" when N hits are reranked).
 	Setup string `json:"setup" table:""`
 	// Search is what ran: the Weaviate search or the engine's setup.
-	Search  string `json:"search"`
-	Clients int    `json:"clients" table:""`
-	Queries int    `json:"queries" table:""`
+	Search string `json:"search"`
+	// Analysis is the BM25 side's analysis of a Weaviate row: hybrank's
+	// terms (AnalysisHybrank) or Weaviate's word tokens.
+	Analysis string `json:"analysis,omitempty" table:""`
+	Clients  int    `json:"clients" table:""`
+	Queries  int    `json:"queries" table:""`
 	// Errors counts searches that failed (no retry); they score 0.
 	Errors int `json:"errors" table:""`
 	// Degraded counts reranked searches answered unreranked: a sidecar's
@@ -59,6 +62,8 @@ type searchSpec struct {
 	// trec orders hits as trec_eval does (BM25 ties by id), as bench
 	// hybrid evaluates its bm25 row.
 	trec bool
+	// once runs the setup at the first client count only.
+	once bool
 }
 
 // searchOutcome is one measured set of searches.
@@ -80,7 +85,10 @@ func runSearches(ctx context.Context, w *weaviate, nodes []Endpoint, c *corpus, 
 		}
 	}
 	s := spec.make("")
-	row := SearchRow{Impl: "weaviate", Setup: spec.setup, Search: describe(s), Clients: clients, RealWeights: spec.real}
+	row := SearchRow{Impl: "weaviate", Setup: spec.setup, Search: describe(s), Clients: clients, RealWeights: spec.real, Analysis: AnalysisWeaviate}
+	if s.Analyzed {
+		row.Analysis = AnalysisHybrank
+	}
 	run := make(eval.Run, len(qs))
 	lat := make([]time.Duration, len(qs))
 	var (

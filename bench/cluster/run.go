@@ -23,7 +23,10 @@ type Versions struct {
 	Collection    ClassSettings     `json:"collection"`
 	Fusion        fusion            `json:"fusion"`
 	EngineAnalyze string            `json:"engine_analysis,omitempty"`
-	EngineModels  string            `json:"engine_models,omitempty"`
+	// Analyzer is the version of hybrank's analysis the collection's
+	// terms were made with (the sidecar's /analyze; Config.Analysis).
+	Analyzer     string `json:"analyzer,omitempty"`
+	EngineModels string `json:"engine_models,omitempty"`
 }
 
 // Result is one Run.
@@ -95,7 +98,13 @@ func Run(ctx context.Context, cfg Config, cl Cluster) (res Result, err error) {
 	res.Dataset, res.Docs, res.Queries = c.ds.Name, len(c.ds.Docs), len(c.ds.Queries)
 
 	phase(fmt.Sprintf("load: %d documents of %s into %s", len(c.objects), c.ds.Name, cfg.collection()))
-	coll := Collection{Name: cfg.collection(), Shards: cfg.Shards, Replicas: cfg.Replicas, AsyncReplication: cfg.AsyncReplication, Rerank: true}
+	if cfg.analyzed() {
+		if err := c.analyze(ctx, w, nodes[0].Sidecar); err != nil {
+			return res, err
+		}
+		res.Versions.Analyzer = c.analyzer
+	}
+	coll := Collection{Name: cfg.collection(), Shards: cfg.Shards, Replicas: cfg.Replicas, AsyncReplication: cfg.AsyncReplication, Rerank: true, Analyzed: cfg.analyzed()}
 	if err := w.createCollection(ctx, nodes[0].HTTP, coll); err != nil {
 		return res, err
 	}
@@ -198,40 +207,64 @@ func versions(ctx context.Context, w *weaviate, nodes []Endpoint) (Versions, err
 }
 
 // weaviateSpecs are the Weaviate searches: BM25 alone, vector alone
-// (hybrid α 1), the fusion, and the fusion reranked.
-func weaviateSpecs(cfg Config, class string, f fusion) []searchSpec {
+// (hybrid α 1), the fusion, and the fusion reranked; with hybrank's
+// analysis (Config.Analysis), BM25 and the fusion also on Weaviate's own,
+// named as the engine's rows with that analysis (plainSetup).
+func weaviateSpecs(cfg Config, class string, f fusion, c *corpus) []searchSpec {
 	cl := cfg.readConsistency()
-	return []searchSpec{
-		{setup: setupBM25, real: true, trec: true, make: func(q string) Search {
-			return Search{Class: class, Query: q, BM25: true, Limit: cfg.Limit, Consistency: cl}
+	an := cfg.analyzed()
+	base := func(q string, s Search) Search {
+		s.Class, s.Query, s.Consistency = class, q, cl
+		if an {
+			s.Analyzed, s.Terms = true, c.terms(q)
+		}
+		return s
+	}
+	specs := []searchSpec{
+		{setup: setupBM25, real: true, trec: true, once: true, make: func(q string) Search {
+			return base(q, Search{BM25: true, Limit: cfg.Limit})
 		}},
-		{setup: setupDense, real: true, make: func(q string) Search {
-			return Search{Class: class, Query: q, Alpha: 1, Fusion: f.Type, Limit: cfg.Limit, Consistency: cl}
+		{setup: setupDense, real: true, once: true, make: func(q string) Search {
+			return base(q, Search{Alpha: 1, Fusion: f.Type, Limit: cfg.Limit})
 		}},
 		{setup: f.Setup.Name, real: true, make: func(q string) Search {
-			return Search{Class: class, Query: q, Alpha: f.Alpha, Fusion: f.Type, Limit: cfg.Limit, Consistency: cl}
+			return base(q, Search{Alpha: f.Alpha, Fusion: f.Type, Limit: cfg.Limit})
 		}},
+		// The reranker's weights: the sidecars serve the profile's
+		// generated stand-in unless the engine finds real ones (its row
+		// says so too).
 		{setup: rerankSetup(f, cfg.RerankLimit), make: func(q string) Search {
-			return Search{Class: class, Query: q, Alpha: f.Alpha, Fusion: f.Type, Limit: cfg.RerankLimit, Rerank: true, Consistency: cl}
+			return base(q, Search{Alpha: f.Alpha, Fusion: f.Type, Limit: cfg.RerankLimit, Rerank: true})
 		}},
 	}
+	if !an {
+		return specs
+	}
+	own := func(q string, s Search) Search {
+		s.Class, s.Query, s.Consistency = class, q, cl
+		return s
+	}
+	return append(specs,
+		searchSpec{setup: plainSetup(setupBM25), real: true, trec: true, once: true, make: func(q string) Search {
+			return own(q, Search{BM25: true, Limit: cfg.Limit})
+		}},
+		searchSpec{setup: plainSetup(f.Setup.Name), real: true, once: true, make: func(q string) Search {
+			return own(q, Search{Alpha: f.Alpha, Fusion: f.Type, Limit: cfg.Limit})
+		}})
 }
 
-// searchAll runs the single retrievers at the first client count and
-// the fusion, plain and reranked, at every client count.
+// searchAll runs the single retrievers (and the rows on Weaviate's own
+// analysis) at the first client count and the fusion, plain and
+// reranked, at every client count.
 func searchAll(ctx context.Context, cfg Config, w *weaviate, cl Cluster, c *corpus, f fusion, res *Result) error {
 	nodes := cl.Nodes()
-	specs := weaviateSpecs(cfg, cfg.collection(), f)
-	// The reranker's weights: the sidecars serve the profile's generated
-	// stand-in unless the engine finds real ones (its row says so too).
-	specs[3].real = false
-	for i, spec := range specs {
+	for _, spec := range weaviateSpecs(cfg, cfg.collection(), f, c) {
 		counts := cfg.Clients
-		if i < 2 {
+		if spec.once {
 			counts = counts[:1]
 		}
 		for _, n := range counts {
-			if cfg.ColdCaches && spec.setup != setupBM25 {
+			if cfg.ColdCaches && !spec.make("").BM25 {
 				if err := restartSidecars(ctx, w, cl, cfg.Peer.Ready); err != nil {
 					return err
 				}
@@ -265,7 +298,9 @@ func (res *Result) compare(side engineSide) {
 		}
 		r.EngineGap, r.Overlap10 = Some(r.NDCG10-e.NDCG10), Some(overlap10(res.runs[i], side.runs[r.Setup]))
 		r.RealWeights = e.RealWeights
-		if p, ok := by[plainSetup(r.Setup)]; ok {
+		// The gap to the engine with Weaviate's analysis, for rows on
+		// Weaviate's own analysis that are not already compared to it.
+		if p, ok := by[plainSetup(r.Setup)]; ok && r.Analysis == AnalysisWeaviate {
 			r.PlainGap = Some(r.NDCG10 - p.NDCG10)
 		}
 	}

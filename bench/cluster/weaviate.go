@@ -112,6 +112,11 @@ type Collection struct {
 	AsyncReplication bool `json:"async_replication"`
 	// Rerank configures the reranker-transformers module on the class.
 	Rerank bool `json:"rerank"`
+	// Analyzed adds the property propTerms: hybrank's analysis of the
+	// text (the sidecar's /analyze), its terms joined by spaces, of
+	// tokenization "whitespace", so that BM25F ranks by the terms the
+	// engine indexes (stemmed) rather than by Weaviate's word tokens.
+	Analyzed bool `json:"analyzed"`
 }
 
 // Property names of the collection.
@@ -119,6 +124,7 @@ const (
 	propText  = "text"  // IndexText: searched, vectorized, reranked
 	propTitle = "title" // stored only
 	propDocID = "docId" // stored only: the BEIR id
+	propTerms = "terms" // hybrank's analysis of text (Collection.Analyzed): BM25 only
 )
 
 // classJSON is the collection's definition for POST /v1/schema.
@@ -131,17 +137,25 @@ func (c Collection) classJSON() map[string]any {
 	if c.Rerank {
 		modules["reranker-transformers"] = map[string]any{}
 	}
+	props := []map[string]any{
+		{"name": propText, "dataType": []string{"text"}, "tokenization": "word",
+			"moduleConfig": map[string]any{"text2vec-transformers": map[string]any{"skip": false, "vectorizePropertyName": false}}},
+		{"name": propTitle, "dataType": []string{"text"}, "indexSearchable": &f, "indexFilterable": &f, "moduleConfig": skip},
+		{"name": propDocID, "dataType": []string{"text"}, "tokenization": "field", "indexSearchable": &f, "moduleConfig": skip},
+	}
+	if c.Analyzed {
+		// Whitespace tokenization keeps the terms as they are; Weaviate
+		// applies its stopwords to "word" properties only, and the
+		// analysis has removed the engine's.
+		props = append(props, map[string]any{"name": propTerms, "dataType": []string{"text"}, "tokenization": "whitespace",
+			"indexFilterable": &f, "moduleConfig": skip})
+	}
 	return map[string]any{
-		"class":        c.Name,
-		"description":  "bench cluster: a BEIR corpus",
-		"vectorizer":   "text2vec-transformers",
-		"moduleConfig": modules,
-		"properties": []map[string]any{
-			{"name": propText, "dataType": []string{"text"}, "tokenization": "word",
-				"moduleConfig": map[string]any{"text2vec-transformers": map[string]any{"skip": false, "vectorizePropertyName": false}}},
-			{"name": propTitle, "dataType": []string{"text"}, "indexSearchable": &f, "indexFilterable": &f, "moduleConfig": skip},
-			{"name": propDocID, "dataType": []string{"text"}, "tokenization": "field", "indexSearchable": &f, "moduleConfig": skip},
-		},
+		"class":             c.Name,
+		"description":       "bench cluster: a BEIR corpus",
+		"vectorizer":        "text2vec-transformers",
+		"moduleConfig":      modules,
+		"properties":        props,
 		"shardingConfig":    map[string]any{"desiredCount": c.Shards},
 		"replicationConfig": map[string]any{"factor": c.Replicas, "asyncEnabled": c.AsyncReplication},
 	}
@@ -239,6 +253,9 @@ type Object struct {
 	DocID string // BEIR id
 	Title string
 	Text  string // IndexText
+	// Terms is hybrank's analysis of Text, joined by spaces (stored in
+	// propTerms when not empty).
+	Terms string
 }
 
 // batchResult is one object's entry in a batch answer.
@@ -271,6 +288,9 @@ func (w *weaviate) importBatch(ctx context.Context, base, class, cl string, objs
 	}{make([]obj, len(objs))}
 	for i, o := range objs {
 		body.Objects[i] = obj{Class: class, ID: o.ID, Properties: map[string]string{propText: o.Text, propTitle: o.Title, propDocID: o.DocID}}
+		if o.Terms != "" {
+			body.Objects[i].Properties[propTerms] = o.Terms
+		}
 	}
 	var ans []batchResult
 	out := BatchOutcome{Failed: map[string]string{}}
@@ -319,6 +339,12 @@ type Search struct {
 	Rerank bool
 	// Consistency is the read's consistency level (ONE, QUORUM, ALL).
 	Consistency string
+	// Analyzed searches the collection's propTerms (Collection.Analyzed)
+	// with Terms, hybrank's analysis of Query joined by spaces; a hybrid
+	// search's vector side still embeds Query (searches: nearText), and
+	// the reranker still scores Query against the text.
+	Analyzed bool
+	Terms    string
 }
 
 // gqlString quotes s as a GraphQL string literal (JSON's escapes are
@@ -334,11 +360,16 @@ func gqlString(s string) string {
 // GraphQL is the query text of s.
 func (s Search) GraphQL() string {
 	var arg string
+	q, prop, near := s.Query, propText, ""
+	if s.Analyzed {
+		q, prop = s.Terms, propTerms
+		near = fmt.Sprintf(", searches: [{nearText: {concepts: [%s]}}]", gqlString(s.Query))
+	}
 	if s.BM25 {
-		arg = fmt.Sprintf("bm25: {query: %s, properties: [%q]}", gqlString(s.Query), propText)
+		arg = fmt.Sprintf("bm25: {query: %s, properties: [%q]}", gqlString(q), prop)
 	} else {
-		arg = fmt.Sprintf("hybrid: {query: %s, alpha: %s, fusionType: %s, properties: [%q]}", gqlString(s.Query),
-			strconv.FormatFloat(s.Alpha, 'g', -1, 64), s.Fusion, propText)
+		arg = fmt.Sprintf("hybrid: {query: %s, alpha: %s, fusionType: %s, properties: [%q]%s}", gqlString(q),
+			strconv.FormatFloat(s.Alpha, 'g', -1, 64), s.Fusion, prop, near)
 	}
 	add := "id score"
 	if s.Rerank {
@@ -423,6 +454,32 @@ func (a gqlAnswer) hits(s Search) ([]Hit, error) {
 		out[i] = h
 	}
 	return out, nil
+}
+
+// analyze asks the hybrank server at base for the terms of texts
+// (POST /analyze, input_type kind), analyzeBatch a request, and returns
+// each text's terms joined by spaces and the analysis's version.
+func (w *weaviate) analyze(ctx context.Context, base string, texts []string, kind string) ([]string, string, error) {
+	out := make([]string, 0, len(texts))
+	version := ""
+	for from := 0; from < len(texts); from += analyzeBatch {
+		batch := texts[from:min(from+analyzeBatch, len(texts))]
+		var ans struct {
+			Analyzer string     `json:"analyzer"`
+			Terms    [][]string `json:"terms"`
+		}
+		if _, err := w.do(ctx, http.MethodPost, base, "/analyze", map[string]any{"inputs": batch, "input_type": kind}, &ans); err != nil {
+			return nil, "", fmt.Errorf("cluster: hybrank's analysis: %w", err)
+		}
+		if len(ans.Terms) != len(batch) {
+			return nil, "", fmt.Errorf("cluster: hybrank's analysis: %d term lists for %d texts", len(ans.Terms), len(batch))
+		}
+		for _, t := range ans.Terms {
+			out = append(out, strings.Join(t, " "))
+		}
+		version = ans.Analyzer
+	}
+	return out, version, nil
 }
 
 // count is the number of objects of the class (Aggregate meta count; it

@@ -32,6 +32,7 @@ func runCluster(ctx context.Context, cl *cli, args []string) error {
 	fs.IntVar(&cfg.Importers, "importers", cfg.Importers, "concurrent batch requests of the load")
 	fs.StringVar(&cfg.Fused, "fusion", cfg.Fused, "bench hybrid setup whose fusion the hybrid searches use (rrf, weighted-0.3/0.5/0.7, relative)")
 	fs.StringVar(&cfg.Profile, "profile", cfg.Profile, "reranker profile the sidecars serve (the engine reranks with the same)")
+	fs.StringVar(&cfg.Analysis, "analysis", cfg.Analysis, `BM25 analysis in Weaviate: "hybrank" (hybrank's /analyze terms in a whitespace property, plus rows on Weaviate's own) or "weaviate" (its word tokens only)`)
 	fs.IntVar(&cfg.Limit, "limit", cfg.Limit, "hits per search")
 	rerankLimit := fs.Int("rerank-limit", -1, "hits of a reranked search, all reranked (default 20)")
 	clients := intsFlag(cfg.Clients)
