@@ -24,8 +24,11 @@
 // RAFT_BOOTSTRAP_EXPECT = nodes) plus what that layout lacks (nodeEnv): bind
 // and advertise 127.0.0.1, every node in every node's CLUSTER_JOIN, one
 // profiling port per node, async replication not vetoed, tiktoken's files
-// offline (TIKTOKEN_CACHE_DIR), and the transformers modules' startup wait
-// off. That wait would keep a node restarted while its sidecar is down in
+// offline (TIKTOKEN_CACHE_DIR), BM25 by classic WAND
+// (USE_INVERTED_SEARCHABLE=false: v1.35.2's BlockMax WAND, forced on every
+// new collection, misses true top-k hits until its segments are compacted,
+// weaviate/weaviate#11780 and #12022), and the transformers modules'
+// startup wait off. That wait would keep a node restarted while its sidecar is down in
 // module init (up to Weaviate's 60-minute init deadline); without it the
 // node comes up and only its vectorizing and reranking fail until the
 // sidecar returns. Up does the waiting on the sidecars instead, and fails
@@ -87,19 +90,26 @@
 //     documents first) into a collection of Shards × Replicas with async
 //     replication, text2vec-transformers on one property holding the
 //     document's "title text" (what the engine indexes, embeds and
-//     reranks) and reranker-transformers, by POST /v1/batch/objects at
+//     reranks) and reranker-transformers; with Analysis "hybrank" also
+//     a property "terms" (whitespace tokens, not vectorized) holding the
+//     engine's BM25 terms of that text from the sidecar's /analyze,
+//     stemming included; by POST /v1/batch/objects at
 //     Consistency from Importers clients over the nodes; every object's
 //     acknowledgement is checked and the count read back;
 //   - searches (query.go): every judged query as GraphQL Get, BM25 alone,
 //     vector alone, hybrid with the fusion bench hybrid chose (Fused:
 //     weighted-α is relativeScoreFusion at α) and that hybrid reranked by
-//     the module, at each of Clients concurrent clients, query i on node
+//     the module; BM25 on "terms" with the query's terms (its vector by
+//     nearText on the query itself, reranked on the text), and BM25 and
+//     the fusion once more on the text with Weaviate's own word tokens;
+//     at each of Clients concurrent clients, query i on node
 //     i mod n, no retry: nDCG@10, Recall@100 and MRR@10 by bench/eval,
 //     QPS, p50/p99 at the client;
 //   - the engine (engine.go): bench hybrid's engines (hybrid.Open) on the
 //     same documents and models, the same setups, the fused hits reranked
-//     as Weaviate reranks them, and BM25 without stemming (Weaviate's
-//     analysis as far as the engine has it); each Weaviate row gets its
+//     as Weaviate reranks them, and BM25 and the fusion without stemming
+//     (Weaviate's analysis as far as the engine has it), beside the rows
+//     on Weaviate's own analysis; each Weaviate row gets its
 //     nDCG gap and top-10 overlap to the engine's; one query's rerank
 //     through a sidecar is compared with the engine's reranker;
 //   - the peer (peer.go): hybrank's sidecars measured (an import through

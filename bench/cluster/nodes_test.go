@@ -239,6 +239,7 @@ func TestNodeEnv(t *testing.T) {
 			"DEFAULT_VECTORIZER_MODULE":               "none",
 			"ENABLE_MODULES":                          "text2vec-transformers,reranker-transformers,text2vec-openai,reranker-cohere",
 			"ASYNC_REPLICATION_DISABLED":              "false",
+			"USE_INVERTED_SEARCHABLE":                 "false", // classic WAND: BlockMax prunes before compaction
 			"TIKTOKEN_CACHE_DIR":                      filepath.Join(o.Dir, "tiktoken"),
 			"DISABLE_TELEMETRY":                       "true",
 			"OPENAI_APIKEY":                           "hybrank-local",
