@@ -99,8 +99,10 @@
 //   - searches (query.go): every judged query as GraphQL Get, BM25 alone,
 //     vector alone, hybrid with the fusion bench hybrid chose (Fused:
 //     weighted-α is relativeScoreFusion at α) and that hybrid reranked by
-//     the module; BM25 on "terms" with the query's terms (its vector by
-//     nearText on the query itself, reranked on the text), and BM25 and
+//     the module; BM25 on "terms" with the query's terms (its vector the
+//     query's own, asked of the node's sidecar within the search's time
+//     and given as hybrid's vector, not nearText, which v1.35.2 would
+//     rerank too; reranked on the text), and BM25 and
 //     the fusion once more on the text with Weaviate's own word tokens;
 //     at each of Clients concurrent clients, query i on node
 //     i mod n, no retry: nDCG@10, Recall@100 and MRR@10 by bench/eval,

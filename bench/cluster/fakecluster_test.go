@@ -312,8 +312,8 @@ func (f *fakeCluster) graphql(w http.ResponseWriter, r *http.Request, i int) {
 	alpha, _ := strconv.ParseFloat(m[4], 64)
 	limit, _ := strconv.Atoi(reLimit.FindStringSubmatch(q.Query)[1])
 	ok := true
-	if m[2] == "hybrid" && alpha > 0 {
-		ok = f.callSidecar(i, "/vectors", vectorsBody(text, "query"))
+	if m[2] == "hybrid" && alpha > 0 && !strings.Contains(q.Query, "vector: [") {
+		ok = f.callSidecar(i, "/vectors", vectorsBody(text, "query")) // Weaviate vectorizes the query
 	}
 	for k := 0; ok && rerank && k < searchRerankRequests(limit); k++ {
 		ok = f.callSidecar(i, "/rerank", rerankBody(text, []string{"a", "b"}))

@@ -300,7 +300,7 @@ func (r *faultRun) query(ctx context.Context, seq *atomic.Int64) {
 		node := r.rot.pick()
 		rerank := i%2 == 1
 		at := r.now()
-		hits, err := r.w.search(ctx, r.nodes[node].HTTP, r.search(qs[i%len(qs)].Text, rerank))
+		hits, err := r.w.search(ctx, r.nodes[node], r.search(qs[i%len(qs)].Text, rerank))
 		if ctx.Err() != nil {
 			return // cut short by the end of the load: not a failure
 		}
@@ -422,7 +422,7 @@ func (r *faultRun) schedule(ctx context.Context) (FaultResult, error) {
 func (r *faultRun) serving(ctx context.Context, i int, limit time.Duration) (time.Duration, error) {
 	var last error
 	d, err := poll(ctx, max(limit, time.Second), 250*time.Millisecond, func() bool {
-		_, last = r.w.search(ctx, r.nodes[i].HTTP, r.search(r.c.ds.Queries[0].Text, true))
+		_, last = r.w.search(ctx, r.nodes[i], r.search(r.c.ds.Queries[0].Text, true))
 		return last == nil
 	})
 	if err != nil && last != nil {

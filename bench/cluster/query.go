@@ -78,7 +78,7 @@ func runSearches(ctx context.Context, w *weaviate, nodes []Endpoint, c *corpus, 
 	qs := c.ds.Queries
 	for i := 0; i < warm && len(qs) > 0; i++ {
 		q := qs[len(qs)-1-i%len(qs)]
-		if _, err := w.search(ctx, nodes[i%len(nodes)].HTTP, spec.make(q.Text)); err != nil && ctx.Err() == nil {
+		if _, err := w.search(ctx, nodes[i%len(nodes)], spec.make(q.Text)); err != nil && ctx.Err() == nil {
 			// A warm-up failure is no measurement; the measured run
 			// counts what keeps failing.
 			continue
@@ -109,7 +109,7 @@ func runSearches(ctx context.Context, w *weaviate, nodes []Endpoint, c *corpus, 
 				}
 				q := qs[i]
 				t0 := time.Now()
-				hits, err := w.search(ctx, nodes[i%len(nodes)].HTTP, spec.make(q.Text))
+				hits, err := w.search(ctx, nodes[i%len(nodes)], spec.make(q.Text))
 				lat[i] = time.Since(t0)
 				bar.Add(1)
 				ids := c.ranked(hits, spec.trec)

@@ -36,8 +36,8 @@ func Report(cfg Config, res Result, command string) report.Report {
 			v.Weaviate, len(res.Nodes), strings.Join(nodes, "; "), strings.Join(v.Modules, ", "), clip(v.SidecarMeta, 400),
 			cfg.collection(), v.Collection.Shards, v.Collection.Replicas, v.Collection.Async, v.Collection.Distance, cfg.Consistency),
 		fmt.Sprintf("Data: %s, %d documents, %d judged queries (qrels test). Each document is one object whose searched, vectorized and reranked property `text` is \"title text\" (what hybrank's engine indexes, embeds and reranks), the title and BEIR id stored beside it; ids are name-based UUIDs of the BEIR ids.", res.Dataset, res.Docs, res.Queries),
-		fmt.Sprintf("Searches: GraphQL Get at %s, query i on node i mod %d, no retry (a failed search scores 0 and counts in errors). The fusion is bench hybrid's %s, which it chose on cisi with the real all-MiniLM-L6-v2 (hybrid_real_all-minilm-l6-v2.md): Weaviate's %s at α %g (%s). Weaviate reranks the %d hits of a reranked search (its reranker sends them 32 a request); the engine row %s does the same with the engine's reranker on the engine's fused hits. bm25 rows are in trec_eval order (ties by id), as bench hybrid evaluates them. QPS is queries over wall time; latencies are per search at the client.%s",
-			cfg.Consistency, len(res.Nodes), v.Fusion.Setup.Name, v.Fusion.Type, v.Fusion.Alpha, fusionNote(v.Fusion), cfg.RerankLimit, rerankSetup(v.Fusion, cfg.RerankLimit), coldNote(cfg)),
+		fmt.Sprintf("Searches: GraphQL Get at %s, query i on node i mod %d, no retry (a failed search scores 0 and counts in errors). The fusion is bench hybrid's %s, which it chose on cisi with the real all-MiniLM-L6-v2 (hybrid_real_all-minilm-l6-v2.md): Weaviate's %s at α %g (%s). Weaviate reranks the %d hits of a reranked search (its reranker sends them 32 a request); the engine row %s does the same with the engine's reranker on the engine's fused hits. bm25 rows are in trec_eval order (ties by id), as bench hybrid evaluates them. QPS is queries over wall time; latencies are per search at the client.%s%s",
+			cfg.Consistency, len(res.Nodes), v.Fusion.Setup.Name, v.Fusion.Type, v.Fusion.Alpha, fusionNote(v.Fusion), cfg.RerankLimit, rerankSetup(v.Fusion, cfg.RerankLimit), clientNote(cfg), coldNote(cfg)),
 		fmt.Sprintf("Models: the sidecars embed with the real all-MiniLM-L6-v2 (384-d, mean pooling, unit length) and rerank with the %s profile, whose weights are generated (random, the real model's shape: bench models) unless real_weights says otherwise — the reranked rows' quality then compares the two pipelines with each other, not with published figures. The engine runs on the sidecars' own model directories (%s).", cfg.Profile, cmp.Or(v.EngineModels, "engine not run")),
 		bm25Note(cfg, res),
 	)
@@ -139,6 +139,15 @@ func budgetNote(p PeerResult) string {
 	pool := max(1, p.Pool)
 	return fmt.Sprintf("each hybrank sidecar runs %d intra-op thread(s) per model call and %d call(s) at once; the peer runs torch with %d intra-op threads, and its FastAPI thread pool runs several calls at once (its reranker one at a time), as Weaviate's containers do",
 		p.Threads, pool, p.Threads*pool)
+}
+
+// clientNote says what the client does for a search of analysis
+// "hybrank".
+func clientNote(cfg Config) string {
+	if !cfg.analyzed() {
+		return ""
+	}
+	return fmt.Sprintf(" On analysis %q the client searches `terms` with the query's terms (asked of a sidecar's /analyze once per query text, before the searches) and gives a hybrid search the query's own vector, asked of the queried node's sidecar (task_type query) within the search's time, as hybrid's `vector`: v1.35.2 would rerank a nearText subsearch's 100 candidates too.", AnalysisHybrank)
 }
 
 // coldNote says whether each set of searches started with cold caches.
