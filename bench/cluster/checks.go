@@ -208,7 +208,7 @@ func (t Targets) faultChecks(cfg Config, f FaultResult) []report.Check {
 					fmt.Sprintf("%d reads (%d reranked); %s", r.Reads, r.Reranks, firstNonEmpty(r.FirstError, "no failure"))),
 				inferenceCheck(r, "at the other nodes"),
 				report.Inform(fmt.Sprintf("faults: failed reads at node %d while %s", r.Faulty, r.Phase), float64(r.FaultyFails),
-					fmt.Sprintf("%d of %d failed (reranked %d of %d); Weaviate answers: %s", r.FaultyFails, r.FaultyReads, r.FaultyRerankFails, r.FaultyReranks, firstNonEmpty(r.FaultyError, "no failure"))),
+					fmt.Sprintf("%d of %d failed (reranked %d of %d); first failure: %s", r.FaultyFails, r.FaultyReads, r.FaultyRerankFails, r.FaultyReranks, firstNonEmpty(r.FaultyError, "no failure"))),
 				report.Inform(fmt.Sprintf("faults: objects not acknowledged while %s", r.Phase), float64(r.WriteFails), writes))
 		case r.Phase == "after":
 			cs = append(cs, report.AtMost("faults: failed reads after both restarts", float64(r.ReadFails+r.FaultyFails), 0,

@@ -148,6 +148,57 @@ func TestSearchDecode(t *testing.T) {
 	}
 }
 
+// TestSearchQueryVector: an analyzed hybrid search asks the node's own
+// sidecar for the query's vector (task_type query) and gives it to
+// Weaviate as hybrid's vector; BM25 and plain searches ask for none; a
+// dead sidecar is a vectorize failure, counted as inference's.
+func TestSearchQueryVector(t *testing.T) {
+	var asked []string
+	sidecar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b struct {
+			Text   string `json:"text"`
+			Config struct {
+				TaskType string `json:"task_type"`
+			} `json:"config"`
+		}
+		json.NewDecoder(r.Body).Decode(&b)
+		asked = append(asked, r.URL.Path+" "+b.Config.TaskType+" "+b.Text)
+		writeJSON(w, 200, map[string]any{"text": b.Text, "vector": []float32{0.25, -0.5}, "dim": 2})
+	}))
+	defer sidecar.Close()
+	var sent []string
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var q struct {
+			Query string `json:"query"`
+		}
+		json.NewDecoder(r.Body).Decode(&q)
+		sent = append(sent, q.Query)
+		writeJSON(w, 200, map[string]any{"data": map[string]any{"Get": map[string]any{"C": []any{}}}})
+	}))
+	defer node.Close()
+	w := &weaviate{hc: http.DefaultClient}
+	ep := Endpoint{HTTP: node.URL, Sidecar: sidecar.URL, Inference: sidecar.URL + "/weaviate"}
+	ctx := context.Background()
+	hybrid := Search{Class: "C", Query: "Cats running", Terms: "cat run", Analyzed: true, Alpha: 0.5, Fusion: "relativeScoreFusion", Limit: 5}
+	for _, s := range []Search{hybrid, {Class: "C", Query: "Cats running", Terms: "cat run", Analyzed: true, BM25: true, Limit: 5},
+		{Class: "C", Query: "Cats running", Alpha: 0.5, Fusion: "relativeScoreFusion", Limit: 5}} {
+		if _, err := w.search(ctx, ep, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"/weaviate/vectors query Cats running"}; !slices.Equal(asked, want) {
+		t.Errorf("sidecar asked %q, want %q", asked, want)
+	}
+	if len(sent) != 3 || !strings.Contains(sent[0], `properties: ["terms"], vector: [0.25, -0.5]}`) || strings.Contains(sent[1]+sent[2], "vector:") {
+		t.Errorf("sent %q", sent)
+	}
+	sidecar.Close()
+	_, err := w.search(ctx, ep, hybrid)
+	if err == nil || !inferenceFailure(err.Error()) {
+		t.Errorf("dead sidecar: %v, want a vectorize failure", err)
+	}
+}
+
 // TestUnreranked: a reranked search whose sidecar ran out of its rerank
 // budget (scores −1, −2, …) counts as degraded, in a search row and in a
 // fault phase, and not as failed.
