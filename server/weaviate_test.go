@@ -163,17 +163,25 @@ func TestWeaviateVectorsErrors(t *testing.T) {
 	}
 }
 
-// TestWeaviateRerank: reranker-transformers' request (the fixture) gets
-// one score per document in the documents' order, the sigmoid of the
-// default reranker's logit; without documents, the one pair's score.
-func TestWeaviateRerank(t *testing.T) {
-	ts := newTestServer(t, nil)
+// postRerankFixture posts reranker-transformers' request (the fixture)
+// and returns the answer, which must be a 200 with one score per document.
+func postRerankFixture(t *testing.T, ts *testServer) rtRankResponse {
+	t.Helper()
 	code, _, out := moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, moduleFixture(t, "reranker-transformers-rerank.json"))
 	var got rtRankResponse
 	mustJSON(t, out, &got)
 	if code != 200 || got.Error != "" || len(got.Scores) != len(rerankDocs) {
 		t.Fatalf("%d %s", code, out)
 	}
+	return got
+}
+
+// TestWeaviateRerank: reranker-transformers' request (the fixture) gets
+// one score per document in the documents' order, the sigmoid of the
+// default reranker's logit; without documents, the one pair's score.
+func TestWeaviateRerank(t *testing.T) {
+	ts := newTestServer(t, nil)
+	got := postRerankFixture(t, ts)
 	for i, s := range got.Scores {
 		want := models.Sigmoid(modeltest.PairScore(models.Pair{Query: "cat dog", Doc: rerankDocs[i]}))
 		if s.Document != rerankDocs[i] || math.Abs(s.Score-want) > 1e-9 {
@@ -184,7 +192,7 @@ func TestWeaviateRerank(t *testing.T) {
 		t.Fatalf("%d model calls, want 1 through the shared batcher", n)
 	}
 	// The single pair of the containers' older form.
-	code, _, out = moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, []byte(`{"query": "cat dog", "property": "a cat and a dog"}`))
+	code, _, out := moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, []byte(`{"query": "cat dog", "property": "a cat and a dog"}`))
 	got = rtRankResponse{}
 	mustJSON(t, out, &got)
 	if want := models.Sigmoid(modeltest.PairScore(models.Pair{Query: "cat dog", Doc: "a cat and a dog"})); code != 200 || got.RankPropertyValue != "a cat and a dog" || math.Abs(got.Score-want) > 1e-9 {
@@ -232,18 +240,13 @@ func TestWeaviateRerankBudget(t *testing.T) {
 		c.Weaviate.RerankBudget = Duration(50 * time.Millisecond)
 		b.Rerankers = defaultReranker(&modeltest.Scorer{Gate: gate})
 	})
-	code, _, out := moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, moduleFixture(t, "reranker-transformers-rerank.json"))
-	var got rtRankResponse
-	mustJSON(t, out, &got)
-	if code != 200 || got.Error != "" || len(got.Scores) != len(rerankDocs) {
-		t.Fatalf("%d %s", code, out)
-	}
+	got := postRerankFixture(t, ts)
 	for i, s := range got.Scores {
 		if s.Document != rerankDocs[i] || s.Score != -float64(i+1) {
 			t.Fatalf("score %d = %+v, want %q %d", i, s, rerankDocs[i], -(i + 1))
 		}
 	}
-	code, _, out = moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, []byte(`{"query": "cat dog", "property": "a cat and a dog"}`))
+	code, _, out := moduleRequest(t, ts, "POST", "/weaviate/rerank", nil, []byte(`{"query": "cat dog", "property": "a cat and a dog"}`))
 	got = rtRankResponse{}
 	mustJSON(t, out, &got)
 	if code != 200 || got.RankPropertyValue != "a cat and a dog" || got.Score != -1 {

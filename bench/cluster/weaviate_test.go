@@ -122,14 +122,16 @@ func TestWeaviateCluster(t *testing.T) {
 		objs = append(objs, map[string]any{"class": "ClusterDoc", "id": fmt.Sprintf("00000000-0000-0000-0000-%012d", i+1), "properties": map[string]any{"text": tx}})
 	}
 	// Imported through node 0: node 0's module vectorizes, through its
-	// own sidecar only.
+	// own sidecar only. At ALL, so that every replica holds every object
+	// when the searches below read one replica (at QUORUM the third one
+	// may still lack some, and a nearest-neighbour answer differ).
 	before := sidecarStats(t, s)
 	var res []struct {
 		Result struct {
 			Errors any `json:"errors"`
 		} `json:"result"`
 	}
-	if wv(t, "POST", s.Nodes[0].URL()+"/v1/batch/objects?consistency_level=QUORUM", map[string]any{"objects": objs}, &res) != http.StatusOK {
+	if wv(t, "POST", s.Nodes[0].URL()+"/v1/batch/objects?consistency_level=ALL", map[string]any{"objects": objs}, &res) != http.StatusOK {
 		t.Fatal("batch import")
 	}
 	for i, r := range res {
