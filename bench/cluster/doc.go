@@ -28,8 +28,9 @@
 // (USE_INVERTED_SEARCHABLE=false: v1.35.2's BlockMax WAND, forced on every
 // new collection, misses true top-k hits until its segments are compacted,
 // weaviate/weaviate#11780 and #12022), and the transformers modules'
-// startup wait off. That wait would keep a node restarted while its sidecar is down in
-// module init (up to Weaviate's 60-minute init deadline); without it the
+// startup wait off. That wait would keep a node restarted while its
+// sidecar is down in module init (up to Weaviate's 60-minute init
+// deadline); without it the
 // node comes up and only its vectorizing and reranking fail until the
 // sidecar returns. Up does the waiting on the sidecars instead, and fails
 // at once, saying so, when a sidecar answers 404 on the ready path (a serve

@@ -590,9 +590,10 @@ func nodeEnv(nodes []Node, i int, modules []string, tiktokenDir, moduleKey strin
 		// collection), which until its segments are compacted prunes
 		// true top-k documents: memtable blocks carry max impact 0
 		// (weaviate/weaviate#11780) and flushed segments are scored
-		// with k1 and b transposed (#12022). On freshly imported
-		// scifact its BM25 top 10 shared 0.31 of the engine's; with
-		// classic WAND 0.93, from the first query on.
+		// with k1 and b transposed (#12022). On a fresh one-shard
+		// collection of scifact documents its BM25 top 10 shared 0.31
+		// of the engine's; with classic WAND 0.93, from the first
+		// query on.
 		"USE_INVERTED_SEARCHABLE=false",
 		"DISABLE_TELEMETRY=true",
 		"LOG_LEVEL=info",
